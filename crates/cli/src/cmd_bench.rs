@@ -1,0 +1,10 @@
+//! Not built yet: see the open issues.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this subcommand is not implemented yet")
+}

@@ -1,0 +1,1 @@
+//! The host kernel as a backend (see issue 3).

@@ -1,0 +1,1 @@
+//! BPF maps with kernel semantics (see issue 5).

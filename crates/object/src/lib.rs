@@ -1,0 +1,14 @@
+//! Reads clang/libbpf-style `.bpf.o` files into [`Object`]: the programs with
+//! their final instruction stream, the maps, BTF and line info.
+//!
+//! The instruction stream a [`Program`] carries is what both the bpfvet
+//! verifier and the kernel backend consume: subprograms are appended and
+//! calls resolved as libbpf does, and every map reference is an LD_IMM64 with
+//! `src = BPF_PSEUDO_MAP_IDX` (or `BPF_PSEUDO_MAP_IDX_VALUE`, with the value
+//! offset in the second slot's imm) whose imm is an index into
+//! [`Object::maps`]. The kernel backend turns those indexes into fds through
+//! `fd_array`; the verifier looks the index up directly.
+
+pub mod types;
+
+pub use types::*;

@@ -1,0 +1,135 @@
+//! The loaded object. Plain data: every consumer (verifier, kernel backend,
+//! vm, CLI) reads these and nothing else from the ELF file.
+
+use bpfvet_isa::uapi::{AttachType, MapType, ProgType};
+use bpfvet_isa::Insn;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug)]
+pub struct Object {
+    pub path: PathBuf,
+    /// From the `license` section; "" if absent.
+    pub license: String,
+    /// From the `version` section (legacy kprobes need it).
+    pub kern_version: Option<u32>,
+    pub maps: Vec<MapDef>,
+    pub programs: Vec<Program>,
+    /// The object's raw `.BTF` section, after libbpf-style fix-ups
+    /// (DATASEC sizes/offsets, VAR linkage), ready to hand to BPF_BTF_LOAD.
+    pub btf_raw: Option<Vec<u8>>,
+}
+
+/// Where a map definition came from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MapOrigin {
+    /// A BTF-defined map in `.maps`.
+    BtfMaps,
+    /// A `struct bpf_map_def` record in the legacy `maps` section.
+    Legacy,
+    /// A global data section (`.data`, `.rodata`, `.bss`, `.data.*`,
+    /// `.rodata.*`) turned into a one-entry array, as libbpf does.
+    GlobalData,
+    /// `.kconfig` externs, a one-entry array filled by the loader.
+    Kconfig,
+}
+
+#[derive(Clone, Debug)]
+pub struct MapDef {
+    /// The symbol name (`.maps`/`maps`), or libbpf's internal name for
+    /// global data (`<obj prefix>.data`, `.rodata`, `.bss`, ...).
+    pub name: String,
+    /// The ELF section the definition came from.
+    pub section: String,
+    pub origin: MapOrigin,
+    pub map_type: MapType,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    pub map_flags: u32,
+    pub map_extra: u64,
+    pub numa_node: u32,
+    /// LIBBPF_PIN_NONE = 0, LIBBPF_PIN_BY_NAME = 1.
+    pub pinning: u32,
+    /// BTF type ids of key and value in `Object::btf_raw`, 0 if unknown.
+    pub btf_key_type_id: u32,
+    pub btf_value_type_id: u32,
+    /// Template of the inner map for ARRAY_OF_MAPS / HASH_OF_MAPS.
+    pub inner: Option<Box<MapDef>>,
+    /// Initial contents: the section bytes for global data (value_size long),
+    /// or, for map-in-map / prog arrays with `.values = {...}`, the slot
+    /// initialisers (key index -> index into `Object::maps` or program index).
+    pub init: MapInit,
+    /// `.rodata` and `.kconfig` are frozen after creation (read-only for
+    /// programs: the verifier may treat loads from them as constants).
+    pub frozen: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum MapInit {
+    #[default]
+    None,
+    /// Bytes of the single value of a global-data map.
+    Data(Vec<u8>),
+    /// `.values` slots of a map-in-map: (slot index, index into Object::maps).
+    InnerMaps(Vec<(u32, usize)>),
+    /// `.values` slots of a prog array: (slot index, index into Object::programs).
+    Programs(Vec<(u32, usize)>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The function symbol name.
+    pub name: String,
+    /// The ELF section name, e.g. "xdp", "kprobe/sys_execve", "tc".
+    pub section: String,
+    pub prog_type: ProgType,
+    pub expected_attach_type: Option<AttachType>,
+    /// Attach target named by the section for tp_btf/, fentry/, fexit/,
+    /// fmod_ret/, lsm/, iter/, freplace/ (resolved to a BTF id by the
+    /// kernel backend / verifier against vmlinux).
+    pub attach_target: Option<String>,
+    /// Whether libbpf would mark it BPF_F_SLEEPABLE (".s" sections).
+    pub sleepable: bool,
+    /// Final instruction stream: the entry function first, then every
+    /// reachable subprogram appended, calls and map references relocated.
+    pub insns: Vec<Insn>,
+    /// Start instruction and BTF type id of each function in `insns`
+    /// (entry first), as BTF.ext func_info rebased onto the final stream.
+    pub func_info: Vec<FuncInfo>,
+    /// BTF.ext line_info rebased onto the final stream, sorted by insn.
+    pub line_info: Vec<LineInfo>,
+    /// CO-RE relocations that could not be resolved; the loader poisons
+    /// those instructions as libbpf does and lists them here.
+    pub core_unresolved: Vec<CoreFailure>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncInfo {
+    pub insn_off: u32,
+    pub type_id: u32,
+    /// The function's name from BTF.
+    pub name: String,
+    /// BTF_FUNC_STATIC = 0, BTF_FUNC_GLOBAL = 1, BTF_FUNC_EXTERN = 2.
+    pub linkage: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineInfo {
+    pub insn_off: u32,
+    /// Offsets into the BTF string section, as the kernel wants them.
+    pub file_name_off: u32,
+    pub line_off: u32,
+    /// Resolved strings for printing.
+    pub file_name: String,
+    /// The source line's text as recorded by clang.
+    pub line_text: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreFailure {
+    pub insn_off: u32,
+    /// e.g. "struct task_struct::pid field_byte_offset: not found in target".
+    pub reason: String,
+}

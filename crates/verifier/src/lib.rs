@@ -1,0 +1,1 @@
+//! The bpfvet verifier (see issue 4).

@@ -1,0 +1,1 @@
+//! The bpfvet runtime (see issue 6).
