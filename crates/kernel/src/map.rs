@@ -1,0 +1,250 @@
+//! Maps created in the kernel from an object's [`MapDef`]s, and the element
+//! operations (lookup, update, delete, get_next_key) on them.
+
+use crate::sys::{self, bpf, bpf_fd, Cmd, Errno, Fd, MapCreateAttr, MapElemAttr, MapFreezeAttr};
+use bpfvet_isa::uapi::{MapType, BPF_F_NUMA_NODE};
+use bpfvet_object::MapDef;
+
+/// A map living in the kernel.
+#[derive(Debug)]
+pub struct KernelMap {
+    fd: Fd,
+    pub name: String,
+    pub map_type: MapType,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+}
+
+/// Why a map could not be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapCreateError {
+    #[error("map type {0} is not supported by the kernel backend")]
+    Unsupported(MapType),
+    #[error("{what} of map {map} failed: {errno}")]
+    Syscall {
+        map: String,
+        what: &'static str,
+        errno: Errno,
+    },
+}
+
+/// Per-CPU maps hold one value slot per possible CPU, each rounded up to 8
+/// bytes, in user-space lookups and updates.
+fn is_percpu(t: MapType) -> bool {
+    matches!(
+        t,
+        MapType::PERCPU_HASH
+            | MapType::PERCPU_ARRAY
+            | MapType::LRU_PERCPU_HASH
+            | MapType::PERCPU_CGROUP_STORAGE
+    )
+}
+
+pub fn possible_cpus() -> usize {
+    // The kernel's own list, e.g. "0-3" or "0,2-5".
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()))
+        .unwrap_or(1)
+}
+
+fn parse_cpu_list(s: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in s.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().ok()? - a.parse::<usize>().ok()? + 1,
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
+}
+
+/// max_entries as libbpf and veristat adjust it before creation: perf event
+/// arrays default to one slot per possible CPU, ring buffers are rounded up
+/// to a power-of-two number of pages, other zero sizes become 1 (veristat's
+/// fixup) except for local-storage maps, which must have 0.
+pub fn effective_max_entries(def: &MapDef) -> u32 {
+    let t = def.map_type;
+    match t {
+        MapType::PERF_EVENT_ARRAY if def.max_entries == 0 => possible_cpus() as u32,
+        MapType::RINGBUF | MapType::USER_RINGBUF => {
+            let page = 4096u32;
+            let want = def.max_entries.max(page);
+            want.checked_next_power_of_two().unwrap_or(want)
+        }
+        MapType::SK_STORAGE
+        | MapType::INODE_STORAGE
+        | MapType::TASK_STORAGE
+        | MapType::CGRP_STORAGE
+        | MapType::CGROUP_STORAGE
+        | MapType::PERCPU_CGROUP_STORAGE => def.max_entries,
+        _ if def.max_entries == 0 => 1,
+        _ => def.max_entries,
+    }
+}
+
+impl KernelMap {
+    /// Creates the map, first with its BTF key/value types, then (as libbpf
+    /// does when the kernel rejects them) without.
+    pub fn create(
+        def: &MapDef,
+        btf_fd: Option<&Fd>,
+        inner: Option<&KernelMap>,
+    ) -> Result<KernelMap, MapCreateError> {
+        if def.map_type == MapType::STRUCT_OPS || def.map_type == MapType::RHASH {
+            return Err(MapCreateError::Unsupported(def.map_type));
+        }
+        let max_entries = effective_max_entries(def);
+        let mut attr = MapCreateAttr {
+            map_type: def.map_type.0,
+            key_size: def.key_size,
+            value_size: def.value_size,
+            max_entries,
+            map_flags: def.map_flags,
+            inner_map_fd: inner.map_or(0, |m| m.fd.raw() as u32),
+            numa_node: if def.map_flags & BPF_F_NUMA_NODE != 0 {
+                def.numa_node
+            } else {
+                0
+            },
+            map_name: sys::obj_name(&def.name),
+            map_extra: def.map_extra,
+            ..Default::default()
+        };
+        let with_btf = btf_fd.filter(|_| def.btf_value_type_id != 0 || def.btf_key_type_id != 0);
+        if let Some(btf) = with_btf {
+            attr.btf_fd = btf.raw() as u32;
+            attr.btf_key_type_id = def.btf_key_type_id;
+            attr.btf_value_type_id = def.btf_value_type_id;
+        }
+        let mut result = bpf_fd(Cmd::MapCreate, &mut attr);
+        if result.is_err() && with_btf.is_some() {
+            attr.btf_fd = 0;
+            attr.btf_key_type_id = 0;
+            attr.btf_value_type_id = 0;
+            result = bpf_fd(Cmd::MapCreate, &mut attr);
+        }
+        let fd = result.map_err(|errno| MapCreateError::Syscall {
+            map: def.name.clone(),
+            what: "BPF_MAP_CREATE",
+            errno,
+        })?;
+        Ok(KernelMap {
+            fd,
+            name: def.name.clone(),
+            map_type: def.map_type,
+            key_size: def.key_size,
+            value_size: def.value_size,
+            max_entries,
+        })
+    }
+
+    pub fn fd(&self) -> &Fd {
+        &self.fd
+    }
+
+    /// Bytes a user-space value buffer needs (all CPUs for per-CPU maps).
+    pub fn value_buf_size(&self) -> usize {
+        if is_percpu(self.map_type) {
+            (self.value_size as usize).div_ceil(8) * 8 * possible_cpus()
+        } else {
+            self.value_size as usize
+        }
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), Errno> {
+        if key.len() != self.key_size as usize {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    /// The value stored under `key`, or None when there is none (ENOENT).
+    pub fn lookup(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Errno> {
+        self.check_key(key)?;
+        let mut value = vec![0u8; self.value_buf_size()];
+        let mut attr = MapElemAttr {
+            map_fd: self.fd.raw() as u32,
+            key: sys::ptr(key.as_ptr()),
+            value: sys::ptr(value.as_mut_ptr()),
+            ..Default::default()
+        };
+        match bpf(Cmd::MapLookupElem, &mut attr) {
+            Ok(_) => Ok(Some(value)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Updates `key` with `flags` (BPF_ANY / BPF_NOEXIST / BPF_EXIST / BPF_F_LOCK).
+    pub fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<(), Errno> {
+        self.check_key(key)?;
+        if value.len() != self.value_buf_size() {
+            return Err(Errno::EINVAL);
+        }
+        let mut attr = MapElemAttr {
+            map_fd: self.fd.raw() as u32,
+            key: sys::ptr(key.as_ptr()),
+            value: sys::ptr(value.as_ptr()),
+            flags,
+            ..Default::default()
+        };
+        bpf(Cmd::MapUpdateElem, &mut attr).map(|_| ())
+    }
+
+    pub fn delete(&self, key: &[u8]) -> Result<(), Errno> {
+        self.check_key(key)?;
+        let mut attr = MapElemAttr {
+            map_fd: self.fd.raw() as u32,
+            key: sys::ptr(key.as_ptr()),
+            ..Default::default()
+        };
+        bpf(Cmd::MapDeleteElem, &mut attr).map(|_| ())
+    }
+
+    /// The key after `key` (the first key when `key` is None), or None at
+    /// the end of the map.
+    pub fn next_key(&self, key: Option<&[u8]>) -> Result<Option<Vec<u8>>, Errno> {
+        if let Some(k) = key {
+            self.check_key(k)?;
+        }
+        let mut next = vec![0u8; self.key_size as usize];
+        let mut attr = MapElemAttr {
+            map_fd: self.fd.raw() as u32,
+            key: key.map_or(0, |k| sys::ptr(k.as_ptr())),
+            value: sys::ptr(next.as_mut_ptr()),
+            ..Default::default()
+        };
+        match bpf(Cmd::MapGetNextKey, &mut attr) {
+            Ok(_) => Ok(Some(next)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes the map read-only for user space (BPF_MAP_FREEZE), as libbpf
+    /// does for `.rodata` and `.kconfig` after filling them.
+    pub fn freeze(&self) -> Result<(), Errno> {
+        let mut attr = MapFreezeAttr {
+            map_fd: self.fd.raw() as u32,
+        };
+        bpf(Cmd::MapFreeze, &mut attr).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0"), Some(1));
+        assert_eq!(parse_cpu_list("0-3"), Some(4));
+        assert_eq!(parse_cpu_list("0,2-5"), Some(5));
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+}

@@ -1,0 +1,495 @@
+//! Loading an [`Object`] into the running kernel the way libbpf does: the
+//! object's BTF, every map (inner templates for map-in-map, global data
+//! with its initial bytes, `.rodata` frozen), then each program with its
+//! map fds passed through `fd_array` (the object's LD_IMM64 carry
+//! BPF_PSEUDO_MAP_IDX / BPF_PSEUDO_MAP_IDX_VALUE with imm = map index, which
+//! the kernel resolves through `fd_array`, so the instruction stream is the
+//! one the bpfvet verifier sees, byte for byte).
+
+use crate::log_stats::parse_log_stats;
+use crate::map::{KernelMap, MapCreateError};
+use crate::mem_peak::MemPeakCgroup;
+use crate::report::{ProgramReport, Refusal, Verdict};
+use crate::sys::{self, bpf_fd, BtfLoadAttr, Cmd, Errno, Fd, MapCreateAttr, ProgLoadAttr};
+use crate::vmlinux_btf::VmlinuxBtf;
+use crate::LoadedProgram;
+use bpfvet_isa::insns_to_bytes;
+use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY};
+use bpfvet_object::{MapInit, Object, Program};
+use std::cell::OnceCell;
+use std::time::Instant;
+
+/// The verifier's stats log level, always added: it costs little and gives
+/// the figures veristat reports.
+pub const LOG_LEVEL_STATS: u32 = 4;
+const BPF_F_SLEEPABLE: u32 = 1 << 4;
+/// The kernel's upper bound on log_size (UINT_MAX >> 2).
+pub const MAX_LOG_SIZE: u32 = u32::MAX >> 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kernel backend unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// How to load programs.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Verifier log level beyond stats: 0, 1 or 2 (4 is always added).
+    pub log_level: u32,
+    /// Initial log buffer size in bytes.
+    pub log_size: u32,
+    /// The buffer grows on ENOSPC up to this many bytes.
+    pub log_size_cap: u32,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            log_level: 0,
+            log_size: 64 * 1024,
+            log_size_cap: MAX_LOG_SIZE,
+        }
+    }
+}
+
+/// A handle on the host kernel's bpf() syscall.
+pub struct Kernel {
+    vmlinux: OnceCell<Result<VmlinuxBtf, String>>,
+    mem_peak: Option<MemPeakCgroup>,
+}
+
+impl Kernel {
+    /// Checks that bpf() works here by creating a one-entry array map.
+    pub fn open() -> Result<Kernel, Error> {
+        if !cfg!(target_os = "linux") {
+            return Err(Error::Unavailable("not a Linux host".into()));
+        }
+        let mut attr = MapCreateAttr {
+            map_type: MapType::ARRAY.0,
+            key_size: 4,
+            value_size: 4,
+            max_entries: 1,
+            ..Default::default()
+        };
+        match bpf_fd(Cmd::MapCreate, &mut attr) {
+            Ok(_) => Ok(Kernel {
+                vmlinux: OnceCell::new(),
+                mem_peak: None,
+            }),
+            Err(Errno::EPERM) => Err(Error::Unavailable(
+                "bpf() returned EPERM: run as root or with CAP_BPF + CAP_PERFMON".into(),
+            )),
+            Err(Errno::ENOSYS) => Err(Error::Unavailable(
+                "the bpf() syscall is not available".into(),
+            )),
+            Err(e) => Err(Error::Unavailable(format!(
+                "bpf(BPF_MAP_CREATE) probe failed: {e}"
+            ))),
+        }
+    }
+
+    /// Starts measuring memory.peak per load (moves this process into a
+    /// cgroup v2 of its own). Errors name why it is not possible here.
+    pub fn enable_mem_peak(&mut self) -> Result<(), String> {
+        if self.mem_peak.is_none() {
+            self.mem_peak = Some(MemPeakCgroup::create()?);
+        }
+        Ok(())
+    }
+
+    fn vmlinux(&self) -> Result<&VmlinuxBtf, &str> {
+        self.vmlinux
+            .get_or_init(|| {
+                let data = std::fs::read("/sys/kernel/btf/vmlinux")
+                    .map_err(|e| format!("/sys/kernel/btf/vmlinux: {e}"))?;
+                VmlinuxBtf::parse(&data).map_err(|e| format!("/sys/kernel/btf/vmlinux: {e}"))
+            })
+            .as_ref()
+            .map_err(|e| e.as_str())
+    }
+
+    /// Loads the object's BTF and creates its maps. Failures are kept per
+    /// map, so programs that do not use a failed map still load.
+    pub fn open_object<'a>(&'a self, obj: &'a Object) -> ObjectSession<'a> {
+        let (btf, btf_error) = match obj.btf_raw.as_deref() {
+            Some(raw) => match load_btf(raw) {
+                Ok(fd) => (Some(fd), None),
+                Err(e) => (None, Some(e)),
+            },
+            None => (None, None),
+        };
+        let mut maps: Vec<Result<KernelMap, MapCreateError>> = Vec::with_capacity(obj.maps.len());
+        for def in &obj.maps {
+            let inner = match &def.inner {
+                Some(t) => match KernelMap::create(t, btf.as_ref(), None) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        maps.push(Err(e));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            maps.push(KernelMap::create(def, btf.as_ref(), inner.as_ref()));
+        }
+        let mut session = ObjectSession {
+            kernel: self,
+            obj,
+            btf,
+            btf_error,
+            maps,
+        };
+        session.initialise_maps();
+        session
+    }
+}
+
+/// BPF_BTF_LOAD of an object's raw BTF.
+fn load_btf(raw: &[u8]) -> Result<Fd, Errno> {
+    let mut attr = BtfLoadAttr {
+        btf: sys::ptr(raw.as_ptr()),
+        btf_size: u32::try_from(raw.len()).map_err(|_| Errno::E2BIG)?,
+        ..Default::default()
+    };
+    bpf_fd(Cmd::BtfLoad, &mut attr)
+}
+
+/// An object whose BTF and maps live in the kernel.
+pub struct ObjectSession<'a> {
+    kernel: &'a Kernel,
+    obj: &'a Object,
+    btf: Option<Fd>,
+    /// Why the object's BTF was not accepted (programs load without it).
+    pub btf_error: Option<Errno>,
+    maps: Vec<Result<KernelMap, MapCreateError>>,
+}
+
+impl<'a> ObjectSession<'a> {
+    /// The created map at an index of `Object::maps`, or why it failed.
+    pub fn map(&self, index: usize) -> Option<&Result<KernelMap, MapCreateError>> {
+        self.maps.get(index)
+    }
+
+    /// Fills global data and map-in-map slots, then freezes what libbpf
+    /// freezes. A failure here marks the map as failed.
+    fn initialise_maps(&mut self) {
+        for (i, def) in self.obj.maps.iter().enumerate() {
+            let result = match (&self.maps[i], &def.init) {
+                (Err(_), _) => continue,
+                (Ok(map), MapInit::Data(bytes)) => {
+                    let mut value = bytes.clone();
+                    value.resize(map.value_buf_size(), 0);
+                    map.update(&0u32.to_le_bytes(), &value, BPF_ANY)
+                        .map_err(|e| ("initial value", e))
+                }
+                (Ok(map), MapInit::InnerMaps(slots)) => {
+                    slots.iter().try_for_each(|&(slot, inner)| {
+                        let fd = match self.maps.get(inner) {
+                            Some(Ok(m)) => m.fd().raw() as u32,
+                            _ => return Err(("inner map slot", Errno::EBADF)),
+                        };
+                        let mut key = slot.to_le_bytes().to_vec();
+                        key.resize(map.key_size as usize, 0);
+                        map.update(&key, &fd.to_le_bytes(), BPF_ANY)
+                            .map_err(|e| ("inner map slot", e))
+                    })
+                }
+                // Prog-array slots are filled after loading by libbpf; the
+                // verifier does not look at them.
+                (Ok(_), MapInit::Programs(_)) | (Ok(_), MapInit::None) => Ok(()),
+            };
+            let result = result.and_then(|()| match &self.maps[i] {
+                Ok(map) if def.frozen => map.freeze().map_err(|e| ("BPF_MAP_FREEZE", e)),
+                _ => Ok(()),
+            });
+            if let Err((what, errno)) = result {
+                self.maps[i] = Err(MapCreateError::Syscall {
+                    map: def.name.clone(),
+                    what,
+                    errno,
+                });
+            }
+        }
+    }
+
+    /// Loads program `index` of the object and collects the kernel's figures.
+    pub fn load_program(&self, index: usize, opts: &LoadOptions) -> Option<ProgramReport> {
+        let prog = self.obj.programs.get(index)?;
+        let mut report = ProgramReport {
+            name: prog.name.clone(),
+            section: prog.section.clone(),
+            verdict: Verdict::Rejected,
+            errno: None,
+            log: String::new(),
+            stats: Default::default(),
+            verified_insns: None,
+            insn_cnt: prog.insns.len() as u32,
+            xlated_size: None,
+            jited_size: None,
+            mem_peak_bytes: None,
+            prog_type: prog.prog_type,
+            expected_attach_type: prog.expected_attach_type.unwrap_or(AttachType(0)),
+            btf_dropped: self.btf.is_none() && self.obj.btf_raw.is_some(),
+            ext_info_dropped: false,
+            wall_time: Default::default(),
+            loaded: None,
+        };
+        if let Err(refusal) = self.check_preconditions(prog) {
+            report.verdict = Verdict::Refused(refusal);
+            return Some(report);
+        }
+        let attach_btf_id = match self.attach_btf_id(prog) {
+            Ok(id) => id,
+            Err(refusal) => {
+                report.verdict = Verdict::Refused(refusal);
+                return Some(report);
+            }
+        };
+        self.load_into(prog, attach_btf_id, opts, &mut report);
+        Some(report)
+    }
+
+    fn check_preconditions(&self, prog: &Program) -> Result<(), Refusal> {
+        for idx in referenced_maps(prog) {
+            match self.maps.get(idx) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(Refusal::MapCreation(e.to_string())),
+                None => {
+                    return Err(Refusal::MapCreation(format!(
+                        "instruction refers to map index {idx}, the object has {} maps",
+                        self.maps.len()
+                    )))
+                }
+            }
+        }
+        if prog.prog_type == ProgType::EXT {
+            return Err(Refusal::NeedsTarget(
+                "freplace programs need a target program to replace".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn attach_btf_id(&self, prog: &Program) -> Result<u32, Refusal> {
+        let needs_btf_id = matches!(prog.prog_type, ProgType::TRACING | ProgType::LSM);
+        let Some(target) = prog.attach_target.as_deref().filter(|_| needs_btf_id) else {
+            return Ok(0);
+        };
+        let btf = self
+            .kernel
+            .vmlinux()
+            .map_err(|e| Refusal::NeedsTarget(format!("cannot resolve '{target}': {e}")))?;
+        btf.attach_target_id(&prog.section, target)
+            .ok_or_else(|| Refusal::AttachTargetMissing {
+                target: target.to_string(),
+            })
+    }
+
+    fn load_into(
+        &self,
+        prog: &Program,
+        attach_btf_id: u32,
+        opts: &LoadOptions,
+        report: &mut ProgramReport,
+    ) {
+        let insns = insns_to_bytes(&prog.insns);
+        let license =
+            std::ffi::CString::new(self.obj.license.replace('\0', "")).unwrap_or_default();
+        let fd_array: Vec<i32> = self
+            .maps
+            .iter()
+            .map(|m| m.as_ref().map_or(-1, |m| m.fd().raw()))
+            .collect();
+        let func_info: Vec<u32> = prog
+            .func_info
+            .iter()
+            .flat_map(|f| [f.insn_off, f.type_id])
+            .collect();
+        let line_info: Vec<u32> = prog
+            .line_info
+            .iter()
+            .flat_map(|l| {
+                [
+                    l.insn_off,
+                    l.file_name_off,
+                    l.line_off,
+                    (l.line << 10) | (l.column & 0x3ff),
+                ]
+            })
+            .collect();
+        let mut with_ext_info = self.btf.is_some() && !func_info.is_empty();
+        let cap = opts.log_size_cap.clamp(1024, MAX_LOG_SIZE);
+        let mut log_buf = vec![0u8; opts.log_size.clamp(1024, cap) as usize];
+
+        let start = Instant::now();
+        let result = loop {
+            let mut attr = ProgLoadAttr {
+                prog_type: prog.prog_type.0,
+                insn_cnt: report.insn_cnt,
+                insns: sys::ptr(insns.as_ptr()),
+                license: sys::ptr(license.as_ptr()),
+                log_level: opts.log_level | LOG_LEVEL_STATS,
+                log_size: log_buf.len() as u32,
+                log_buf: sys::ptr(log_buf.as_mut_ptr()),
+                kern_version: self.obj.kern_version.unwrap_or(0),
+                prog_flags: if prog.sleepable { BPF_F_SLEEPABLE } else { 0 },
+                prog_name: sys::obj_name(&prog.name),
+                expected_attach_type: report.expected_attach_type.0,
+                attach_btf_id,
+                fd_array: if fd_array.is_empty() {
+                    0
+                } else {
+                    sys::ptr(fd_array.as_ptr())
+                },
+                ..Default::default()
+            };
+            if with_ext_info {
+                let btf = self.btf.as_ref().map_or(0, |b| b.raw() as u32);
+                attr.prog_btf_fd = btf;
+                attr.func_info_rec_size = 8;
+                attr.func_info = sys::ptr(func_info.as_ptr());
+                attr.func_info_cnt = prog.func_info.len() as u32;
+                if !line_info.is_empty() {
+                    attr.line_info_rec_size = 16;
+                    attr.line_info = sys::ptr(line_info.as_ptr());
+                    attr.line_info_cnt = prog.line_info.len() as u32;
+                }
+            }
+            if let Some(cg) = &self.kernel.mem_peak {
+                let _ = cg.reset();
+            }
+            log_buf.fill(0);
+            let r = bpf_fd(Cmd::ProgLoad, &mut attr);
+            if let Some(cg) = &self.kernel.mem_peak {
+                report.mem_peak_bytes = cg.peak_bytes().ok();
+            }
+            let log = log_text(&log_buf);
+            match r {
+                // The log did not fit: grow to the size the kernel asks for.
+                Err(Errno::ENOSPC)
+                    if (log_buf.len() as u32) < cap
+                        && attr.log_true_size as usize > log_buf.len() =>
+                {
+                    let want = attr
+                        .log_true_size
+                        .min(cap)
+                        .max(log_buf.len() as u32 * 2)
+                        .min(cap);
+                    log_buf = vec![0u8; want as usize];
+                }
+                Err(Errno::ENOSPC) => break (r, log, Some(attr.log_true_size)),
+                // The kernel refused the BTF side info before verifying:
+                // retry without func_info/line_info, as libbpf does.
+                Err(Errno::EINVAL)
+                    if with_ext_info && !parse_log_stats(&log).has_processed_line() =>
+                {
+                    with_ext_info = false;
+                    report.ext_info_dropped = true;
+                }
+                _ => break (r, log, None),
+            }
+        };
+        report.wall_time = start.elapsed();
+        let (result, log, truncated_need) = result;
+        report.stats = parse_log_stats(&log);
+        report.log = log;
+        match result {
+            Ok(fd) => {
+                report.verdict = Verdict::Accepted;
+                if let Ok(info) = sys::prog_info(&fd) {
+                    report.verified_insns = Some(info.verified_insns);
+                    report.xlated_size = Some(info.xlated_prog_len);
+                    report.jited_size = Some(info.jited_prog_len);
+                }
+                report.loaded = Some(LoadedProgram { fd });
+            }
+            Err(errno) => {
+                report.errno = Some(errno);
+                report.verdict = classify_failure(errno, &report.log, truncated_need, cap);
+            }
+        }
+    }
+}
+
+/// Sorts a failed load into verifier rejection or other refusal.
+fn classify_failure(errno: Errno, log: &str, truncated_need: Option<u32>, cap: u32) -> Verdict {
+    if let Some(needed) = truncated_need {
+        return Verdict::Refused(Refusal::LogTruncated {
+            needed: needed.into(),
+            cap: cap.into(),
+        });
+    }
+    if parse_log_stats(log).has_processed_line() {
+        return Verdict::Rejected;
+    }
+    if log.trim().is_empty() && errno == Errno::EPERM {
+        return Verdict::Refused(Refusal::PermissionDenied);
+    }
+    let detail = log
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Verdict::Refused(Refusal::Other { errno, detail })
+}
+
+fn log_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Indexes of `Object::maps` a program's LD_IMM64 instructions refer to.
+pub fn referenced_maps(prog: &Program) -> Vec<usize> {
+    let mut out: Vec<usize> = prog
+        .insns
+        .iter()
+        .filter(|i| {
+            i.is_ld_imm64() && (i.src == BPF_PSEUDO_MAP_IDX || i.src == BPF_PSEUDO_MAP_IDX_VALUE)
+        })
+        .filter_map(|i| usize::try_from(i.imm).ok())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_classified() {
+        let stats = "processed 3 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0\n";
+        assert_eq!(
+            classify_failure(Errno::EACCES, stats, None, 1 << 20),
+            Verdict::Rejected
+        );
+        assert_eq!(
+            classify_failure(Errno::EPERM, "", None, 1 << 20),
+            Verdict::Refused(Refusal::PermissionDenied)
+        );
+        assert_eq!(
+            classify_failure(Errno::EINVAL, "\nunknown attach type\n", None, 1 << 20),
+            Verdict::Refused(Refusal::Other {
+                errno: Errno::EINVAL,
+                detail: "unknown attach type".into()
+            })
+        );
+        assert!(matches!(
+            classify_failure(Errno::ENOSPC, stats, Some(5000), 4096),
+            Verdict::Refused(Refusal::LogTruncated {
+                needed: 5000,
+                cap: 4096
+            })
+        ));
+    }
+
+    #[test]
+    fn log_text_stops_at_nul() {
+        assert_eq!(log_text(b"abc\0def"), "abc");
+        assert_eq!(log_text(b"abc"), "abc");
+    }
+}
