@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// Loads each object with libbpf into the host kernel and prints, per
+// program, the kernel's verdict and verifier statistics as tab-separated
+// values.  This is how EXPECTED.md was measured (see measure.sh); it is a
+// documentation tool, not part of bpfvet.
+//
+// Columns: object program section verdict errno verified_insns
+//          processed_insns total_states peak_states max_states_per_insn
+//          mark_read verification_usec last_error_line
+// verdict is "success", "failure" (the verifier rejected it, or libbpf
+// refused the object; errno says which) or "not_loaded" (another program of
+// the same object failed first).
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+// Big enough that even a level-1 log of a rejected program never overflows
+// (an overflow would turn a verdict into ENOSPC); pages are touched lazily.
+#define LOG_SIZE (256u << 20)
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+struct stats {
+	long processed, total_states, peak_states, max_states, mark_read, usec;
+	char last[1024];
+};
+
+// Pulls the figures out of the log's closing lines, and the last line that
+// is not one of them: for a rejected program, the verifier's error.
+static void parse_log(const char *log, struct stats *st)
+{
+	const char *line = log;
+
+	memset(st, 0, sizeof(*st));
+	st->processed = st->total_states = st->peak_states = -1;
+	st->max_states = st->mark_read = st->usec = -1;
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[1024];
+
+		if (len >= sizeof(buf))
+			len = sizeof(buf) - 1;
+		memcpy(buf, line, len);
+		buf[len] = 0;
+		if (sscanf(buf, "processed %ld insns (limit %*d) max_states_per_insn %ld "
+				"total_states %ld peak_states %ld mark_read %ld",
+			   &st->processed, &st->max_states, &st->total_states,
+			   &st->peak_states, &st->mark_read) == 5) {
+		} else if (sscanf(buf, "verification time %ld usec", &st->usec) == 1) {
+		} else if (strncmp(buf, "stack depth", 11) == 0) {
+		} else if (len > 0) {
+			snprintf(st->last, sizeof(st->last), "%s", buf);
+		}
+		line = end ? end + 1 : NULL;
+	}
+}
+
+static int measure(const char *path, unsigned level)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	char *logs[64] = { 0 };
+	int n = 0, err, i;
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		printf("%s\t-\t-\tfailure\t%d\t-\t-\t-\t-\t-\t-\t-\tlibbpf could not open the object\n",
+		       path, errno);
+		return 1;
+	}
+	bpf_object__for_each_program(prog, obj) {
+		if (n == 64)
+			break;
+		logs[n] = calloc(1, LOG_SIZE);
+		if (!logs[n])
+			return 1;
+		bpf_program__set_log_level(prog, level);
+		bpf_program__set_log_buf(prog, logs[n], LOG_SIZE);
+		n++;
+	}
+	err = bpf_object__load(obj);
+
+	i = 0;
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info;
+		__u32 info_len = sizeof(info);
+		struct stats st;
+		const char *verdict = "not_loaded";
+		long verified = -1;
+		int fd = bpf_program__fd(prog);
+
+		if (i == n)
+			break;
+		parse_log(logs[i], &st);
+		memset(&info, 0, sizeof(info));
+		if (fd >= 0) {
+			verdict = "success";
+			if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
+				verified = info.verified_insns;
+		} else if (logs[i][0]) {
+			verdict = "failure";
+		}
+		printf("%s\t%s\t%s\t%s\t%d\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%s\n",
+		       path, bpf_program__name(prog), bpf_program__section_name(prog),
+		       verdict, fd >= 0 ? 0 : -err, verified, st.processed,
+		       st.total_states, st.peak_states, st.max_states, st.mark_read,
+		       st.usec, fd >= 0 ? "" : st.last);
+		free(logs[i]);
+		i++;
+	}
+	bpf_object__close(obj);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned level = 1 | 4;
+	int i = 1, failed = 0;
+
+	if (argc > 2 && strcmp(argv[1], "-l") == 0) {
+		level = (unsigned)strtoul(argv[2], NULL, 0);
+		i = 3;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: %s [-l LOG_LEVEL] OBJ...\n", argv[0]);
+		return 2;
+	}
+	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	libbpf_set_print(quiet_print);
+	for (; i < argc; i++)
+		failed |= measure(argv[i], level);
+	return failed;
+}
