@@ -3,7 +3,9 @@
 //! pruning, precision tracking and liveness — giving the kernel's verdict,
 //! error text and statistics.
 
+pub mod scalar;
 mod stats;
+pub mod tnum;
 
 pub use stats::Stats;
 

@@ -1,0 +1,295 @@
+//! Keeping the five views of a scalar (tnum, u64, s64, u32, s32 ranges)
+//! consistent: what each one teaches the others (reg_bounds_sync and its
+//! parts), and the check that they still describe some value.
+
+use super::Scalar;
+use crate::tnum::Tnum;
+use std::fmt;
+
+/// A scalar whose bounds contradict each other or its tnum. The kernel logs
+/// this as a verifier bug and, outside its self-test mode, forgets the
+/// bounds and carries on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvariantViolation {
+    pub reason: &'static str,
+    pub scalar: Scalar,
+}
+
+impl InvariantViolation {
+    /// The log line, given the kernel's context label ("true_reg1", "alu"...).
+    pub fn message(&self, ctx: &str) -> String {
+        let r = &self.scalar;
+        format!(
+            "verifier bug: REG INVARIANTS VIOLATION ({ctx}): {} u64=[{:#x}, {:#x}] \
+             s64=[{:#x}, {:#x}] u32=[{:#x}, {:#x}] s32=[{:#x}, {:#x}] var_off=({:#x}, {:#x}) (1)",
+            self.reason,
+            r.umin,
+            r.umax,
+            r.smin as u64,
+            r.smax as u64,
+            r.u32_min,
+            r.u32_max,
+            r.s32_min as u32,
+            r.s32_max as u32,
+            r.var_off.value,
+            r.var_off.mask
+        )
+    }
+}
+
+impl fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message("scalar"))
+    }
+}
+
+impl Scalar {
+    /// Bounds implied by the tnum of the low 32 bits (__update_reg32_bounds).
+    #[inline]
+    pub fn update_bounds32(&mut self) {
+        let t = self.var_off.subreg();
+        let (v, m) = (t.value as u32, t.mask as u32);
+        self.s32_min = self.s32_min.max((v | (m & 0x8000_0000)) as i32);
+        self.s32_max = self.s32_max.min((v | (m & 0x7fff_ffff)) as i32);
+        self.u32_min = self.u32_min.max(v);
+        self.u32_max = self.u32_max.min(v | m);
+    }
+
+    /// Bounds implied by the tnum; when the u64 range and the tnum share a
+    /// single value the scalar becomes that constant (__update_reg64_bounds).
+    #[inline]
+    pub fn update_bounds64(&mut self) {
+        let t = self.var_off;
+        self.smin = self.smin.max((t.value | (t.mask & (1 << 63))) as i64);
+        self.smax = self
+            .smax
+            .min((t.value | (t.mask & (i64::MAX as u64))) as i64);
+        self.umin = self.umin.max(t.value);
+        self.umax = self.umax.min(t.value | t.mask);
+
+        let next = t.step(self.umin);
+        let umin_in_tnum = t.contains_value(self.umin);
+        let tmax = t.value | t.mask;
+        if umin_in_tnum && next > self.umax {
+            *self = Scalar::constant(self.umin);
+        } else if !umin_in_tnum && next == tmax {
+            *self = Scalar::constant(tmax);
+        } else if !umin_in_tnum && next <= self.umax && t.step(next) > self.umax {
+            *self = Scalar::constant(next);
+        }
+    }
+
+    #[inline]
+    pub fn update_bounds(&mut self) {
+        self.update_bounds32();
+        self.update_bounds64();
+    }
+
+    /// 32-bit bounds from the 64-bit ones and from each other.
+    fn deduce32(&mut self) {
+        // Upper halves equal across the u64 range: its low halves are a range.
+        if self.umin >> 32 == self.umax >> 32 {
+            self.u32_min = self.u32_min.max(self.umin as u32);
+            self.u32_max = self.u32_max.min(self.umax as u32);
+            if (self.umin as i32) <= (self.umax as i32) {
+                self.s32_min = self.s32_min.max(self.umin as i32);
+                self.s32_max = self.s32_max.min(self.umax as i32);
+            }
+        }
+        if self.smin >> 32 == self.smax >> 32 {
+            if (self.smin as u32) <= (self.smax as u32) {
+                self.u32_min = self.u32_min.max(self.smin as u32);
+                self.u32_max = self.u32_max.min(self.smax as u32);
+            }
+            if (self.smin as i32) <= (self.smax as i32) {
+                self.s32_min = self.s32_min.max(self.smin as i32);
+                self.s32_max = self.s32_max.min(self.smax as i32);
+            }
+        }
+        // Upper halves two consecutive numbers while the low halves go from
+        // negative to non-negative: still one s32 range.
+        if ((self.umin >> 32) as u32).wrapping_add(1) == (self.umax >> 32) as u32
+            && (self.umin as i32) < 0
+            && (self.umax as i32) >= 0
+        {
+            self.s32_min = self.s32_min.max(self.umin as i32);
+            self.s32_max = self.s32_max.min(self.umax as i32);
+        }
+        if ((self.smin >> 32) as u32).wrapping_add(1) == (self.smax >> 32) as u32
+            && (self.smin as i32) < 0
+            && (self.smax as i32) >= 0
+        {
+            self.s32_min = self.s32_min.max(self.smin as i32);
+            self.s32_max = self.s32_max.min(self.smax as i32);
+        }
+        // u32 range not crossing the sign bit is also an s32 range.
+        if (self.u32_min as i32) <= (self.u32_max as i32) {
+            self.s32_min = self.s32_min.max(self.u32_min as i32);
+            self.s32_max = self.s32_max.min(self.u32_max as i32);
+        }
+        if (self.s32_min as u32) <= (self.s32_max as u32) {
+            self.u32_min = self.u32_min.max(self.s32_min as u32);
+            self.u32_max = self.u32_max.min(self.s32_max as u32);
+        } else if self.u32_max < self.s32_min as u32 {
+            // The s32 range wraps; the u32 range meets only its
+            // non-negative part.
+            self.s32_min = self.u32_min as i32;
+            self.u32_max = self.u32_max.min(self.s32_max as u32);
+        } else if (self.s32_max as u32) < self.u32_min {
+            // ... or only its negative part.
+            self.s32_max = self.u32_max as i32;
+            self.u32_min = self.u32_min.max(self.s32_min as u32);
+        }
+    }
+
+    /// u64 and s64 bounds from each other.
+    fn deduce64(&mut self) {
+        if (self.umin as i64) <= (self.umax as i64) {
+            self.smin = self.smin.max(self.umin as i64);
+            self.smax = self.smax.min(self.umax as i64);
+        }
+        if (self.smin as u64) <= (self.smax as u64) {
+            self.umin = self.umin.max(self.smin as u64);
+            self.umax = self.umax.min(self.smax as u64);
+        } else if self.umax < self.smin as u64 {
+            self.smin = self.umin as i64;
+            self.umax = self.umax.min(self.smax as u64);
+        } else if (self.smax as u64) < self.umin {
+            self.smax = self.umax as i64;
+            self.umin = self.umin.max(self.smin as u64);
+        }
+    }
+
+    /// 64-bit bounds tightened by substituting the 32-bit bounds into the
+    /// low halves of the 64-bit ones.
+    fn deduce_mixed(&mut self) {
+        const HI: u64 = !0xffff_ffff;
+        let new_umin = (self.umin & HI) | u64::from(self.u32_min);
+        let new_umax = (self.umax & HI) | u64::from(self.u32_max);
+        self.umin = self.umin.max(new_umin);
+        self.umax = self.umax.min(new_umax);
+        let new_smin = ((self.smin as u64 & HI) | u64::from(self.u32_min)) as i64;
+        let new_smax = ((self.smax as u64 & HI) | u64::from(self.u32_max)) as i64;
+        self.smin = self.smin.max(new_smin);
+        self.smax = self.smax.min(new_smax);
+
+        if (self.s32_min as u32) <= (self.s32_max as u32) {
+            let lo_min = u64::from(self.s32_min as u32);
+            let lo_max = u64::from(self.s32_max as u32);
+            self.umin = self.umin.max((self.umin & HI) | lo_min);
+            self.umax = self.umax.min((self.umax & HI) | lo_max);
+            self.smin = self.smin.max(((self.smin as u64 & HI) | lo_min) as i64);
+            self.smax = self.smax.min(((self.smax as u64 & HI) | lo_max) as i64);
+        }
+
+        // After a sign-extending load: a 64-bit range within
+        // [S32_MIN, S32_MAX] whose low half is non-negative cannot have the
+        // upper half all ones.
+        if self.s32_min >= 0 && self.smin >= i64::from(i32::MIN) && self.smax <= i64::from(i32::MAX)
+        {
+            self.smin = i64::from(self.s32_min);
+            self.smax = i64::from(self.s32_max);
+            self.umin = self.s32_min as u64;
+            self.umax = self.s32_max as u64;
+            self.var_off = self
+                .var_off
+                .intersect(Tnum::range(self.smin as u64, self.smax as u64));
+        }
+    }
+
+    /// __reg_deduce_bounds.
+    #[inline]
+    pub fn deduce_bounds(&mut self) {
+        self.deduce32();
+        self.deduce64();
+        self.deduce_mixed();
+    }
+
+    /// Known bits from the unsigned ranges (__reg_bound_offset).
+    #[inline]
+    pub fn bound_offset(&mut self) {
+        let var64 = self.var_off.intersect(Tnum::range(self.umin, self.umax));
+        let var32 = var64.subreg().intersect(Tnum::range(
+            u64::from(self.u32_min),
+            u64::from(self.u32_max),
+        ));
+        self.var_off = var64.clear_subreg().or(var32);
+    }
+
+    /// reg_bounds_sync: let every view learn from the others.
+    #[inline]
+    pub fn sync(&mut self) {
+        self.update_bounds();
+        self.deduce_bounds();
+        self.deduce_bounds();
+        self.deduce_bounds();
+        self.bound_offset();
+        self.update_bounds();
+    }
+
+    /// reg_bounds_sanity_check without the side effect: `Err` if the scalar
+    /// describes no value the way the kernel checks it.
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        let reason = if self.umin > self.umax
+            || self.smin > self.smax
+            || self.u32_min > self.u32_max
+            || self.s32_min > self.s32_max
+        {
+            "range bounds violation"
+        } else if self.var_off.is_const()
+            && (self.umin != self.var_off.value
+                || self.umax != self.var_off.value
+                || self.smin != self.var_off.value as i64
+                || self.smax != self.var_off.value as i64)
+        {
+            "const tnum out of sync with range bounds"
+        } else if self.var_off.subreg_is_const() && {
+            let v = self.var_off.value as u32;
+            self.u32_min != v
+                || self.u32_max != v
+                || self.s32_min != v as i32
+                || self.s32_max != v as i32
+        } {
+            "const subreg tnum out of sync with range bounds"
+        } else {
+            return Ok(());
+        };
+        Err(InvariantViolation {
+            reason,
+            scalar: *self,
+        })
+    }
+
+    /// reg_bounds_sanity_check as a non-test kernel runs it: on a violation
+    /// the bounds are forgotten (the tnum stays) and the violation returned
+    /// for the log; verification continues.
+    pub fn sanitize(&mut self) -> Result<(), InvariantViolation> {
+        let r = self.check_invariants();
+        if r.is_err() {
+            self.mark_unbounded();
+        }
+        r
+    }
+
+    /// Moves the 32-bit bounds into the 64-bit ones for a zero-extended
+    /// value (__reg_assign_32_into_64).
+    #[inline]
+    pub(crate) fn assign_32_into_64(&mut self) {
+        self.umin = u64::from(self.u32_min);
+        self.umax = u64::from(self.u32_max);
+        if self.s32_min >= 0 && self.s32_max >= 0 {
+            self.smin = i64::from(self.s32_min);
+            self.smax = i64::from(self.s32_max);
+        } else {
+            self.smin = 0;
+            self.smax = i64::from(u32::MAX);
+        }
+    }
+
+    /// The upper 32 bits become zero (after every ALU32 operation).
+    #[inline]
+    pub fn zext_32_to_64(&mut self) {
+        self.var_off = self.var_off.subreg();
+        self.assign_32_into_64();
+    }
+}
