@@ -7,9 +7,9 @@
 // Columns: object program section verdict errno verified_insns
 //          processed_insns total_states peak_states max_states_per_insn
 //          mark_read verification_usec last_error_line
-// verdict is "success", "failure" (the verifier rejected it, or libbpf
-// refused the object; errno says which) or "not_loaded" (another program of
-// the same object failed first).
+// verdict is "success" or "failure" (the verifier rejected it, or libbpf
+// refused the object; errno and the last line say which).  When a whole
+// object does not load, each program is loaded again on its own.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@
 // Big enough that even a level-1 log of a rejected program never overflows
 // (an overflow would turn a verdict into ENOSPC); pages are touched lazily.
 #define LOG_SIZE (256u << 20)
+#define MAX_PROGS 64
 
 static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -66,61 +67,90 @@ static void parse_log(const char *log, struct stats *st)
 	}
 }
 
-static int measure(const char *path, unsigned level)
+// Loads the object with only program `only` enabled (all of them when
+// only < 0) and prints a row per loaded program.  Returns libbpf's error.
+static int load_and_report(const char *path, unsigned level, int only)
 {
 	struct bpf_object *obj;
 	struct bpf_program *prog;
-	char *logs[64] = { 0 };
+	char *logs[MAX_PROGS] = { 0 };
 	int n = 0, err, i;
 
 	obj = bpf_object__open_file(path, NULL);
 	if (!obj) {
 		printf("%s\t-\t-\tfailure\t%d\t-\t-\t-\t-\t-\t-\t-\tlibbpf could not open the object\n",
 		       path, errno);
-		return 1;
+		return -errno;
 	}
 	bpf_object__for_each_program(prog, obj) {
-		if (n == 64)
+		if (n == MAX_PROGS)
 			break;
-		logs[n] = calloc(1, LOG_SIZE);
-		if (!logs[n])
-			return 1;
-		bpf_program__set_log_level(prog, level);
-		bpf_program__set_log_buf(prog, logs[n], LOG_SIZE);
+		if (only >= 0 && n != only) {
+			bpf_program__set_autoload(prog, false);
+		} else {
+			logs[n] = calloc(1, LOG_SIZE);
+			if (!logs[n])
+				exit(1);
+			bpf_program__set_log_level(prog, level);
+			bpf_program__set_log_buf(prog, logs[n], LOG_SIZE);
+		}
 		n++;
 	}
 	err = bpf_object__load(obj);
+	// A failed whole-object load only says that some program failed:
+	// the caller retries program by program to tell which.
+	if (err && only < 0)
+		goto out;
 
 	i = 0;
 	bpf_object__for_each_program(prog, obj) {
 		struct bpf_prog_info info;
 		__u32 info_len = sizeof(info);
 		struct stats st;
-		const char *verdict = "not_loaded";
 		long verified = -1;
 		int fd = bpf_program__fd(prog);
 
 		if (i == n)
 			break;
+		if (!logs[i]) {
+			i++;
+			continue;
+		}
 		parse_log(logs[i], &st);
 		memset(&info, 0, sizeof(info));
-		if (fd >= 0) {
-			verdict = "success";
-			if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
-				verified = info.verified_insns;
-		} else if (logs[i][0]) {
-			verdict = "failure";
-		}
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
+			verified = info.verified_insns;
 		printf("%s\t%s\t%s\t%s\t%d\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%s\n",
 		       path, bpf_program__name(prog), bpf_program__section_name(prog),
-		       verdict, fd >= 0 ? 0 : -err, verified, st.processed,
-		       st.total_states, st.peak_states, st.max_states, st.mark_read,
-		       st.usec, fd >= 0 ? "" : st.last);
-		free(logs[i]);
+		       fd >= 0 ? "success" : "failure", fd >= 0 ? 0 : -err, verified,
+		       st.processed, st.total_states, st.peak_states, st.max_states,
+		       st.mark_read, st.usec, fd >= 0 ? "" : st.last);
 		i++;
 	}
+out:
+	for (i = 0; i < n; i++)
+		free(logs[i]);
 	bpf_object__close(obj);
-	return err ? 1 : 0;
+	return err;
+}
+
+static int measure(const char *path, unsigned level)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	int n = 0, i, failed = 0;
+
+	if (load_and_report(path, level, -1) == 0)
+		return 0;
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj)
+		return 1;
+	bpf_object__for_each_program(prog, obj)
+		n++;
+	bpf_object__close(obj);
+	for (i = 0; i < n && i < MAX_PROGS; i++)
+		failed |= load_and_report(path, level, i) != 0;
+	return failed;
 }
 
 int main(int argc, char **argv)
