@@ -19,7 +19,13 @@ impl Insn {
     pub const SIZE: usize = 8;
 
     pub const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Self {
-        Insn { code, dst, src, off, imm }
+        Insn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        }
     }
 
     pub fn from_bytes(b: [u8; 8]) -> Self {
