@@ -1,10 +1,391 @@
-//! Not built yet: see the open issues.
+//! `bpfvet verify`: veristat-compatible verification statistics, from the
+//! bpfvet verifier, the host kernel, or both side by side; `-C` compares
+//! two CSV files and `-R` replays one.
 
+mod backend;
+mod compare;
+mod csv_io;
+mod fields;
+mod filter;
+mod input;
+mod output;
+mod row;
+mod sort;
+
+use anyhow::{bail, Context};
+use backend::{Backend, BackendKind, BpfvetBackend, KernelBackend, RunOptions};
+use compare::Joined;
+use fields::{Stat, StatSpec};
+use filter::Filters;
+use output::{Format, SideNames};
+use row::Row;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Object files, or directories searched for *.o; CSV files with -C/-R.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Which verifier produces the figures.
+    #[arg(long, value_enum)]
+    backend: Option<BackendKind>,
+    /// Stats to emit, comma-separated veristat names (file, prog, verdict,
+    /// duration, insns, states, peak_states, max_states_per_insn, mark_read,
+    /// prog_size, prog_size_jited, stack_depth, prog_type, attach_type,
+    /// mem_peak); with -C also name_a, name_b, name_diff, name_pct.
+    #[arg(short = 'e', long = "emit")]
+    emit: Option<String>,
+    /// Sort order: stats with an optional ^ (ascending) or v (descending).
+    #[arg(short = 's', long = "sort")]
+    sort: Option<String>,
+    #[arg(
+        short = 'o',
+        long = "output-format",
+        value_enum,
+        default_value = "table"
+    )]
+    format: Format,
+    /// Filters: globs on file/prog ("file*/prog*"), stat predicates
+    /// ("insns>100000", "verdict=failure"), "!" to negate, "@path" to read a list.
+    #[arg(short = 'f', long = "filter")]
+    filters: Vec<String>,
+    /// Print only the first N results.
+    #[arg(short = 'n', long = "top-n")]
+    top_n: Option<usize>,
+    /// No progress or notes on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// Print the log of every program (stderr).
+    #[arg(short = 'v', long)]
+    verbose: bool,
+    /// Verifier log level (1 or 2); logs of failed programs go to stderr.
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<u32>,
+    /// Initial verifier log buffer size in bytes.
+    #[arg(long = "log-size")]
+    log_size: Option<u32>,
+    /// Compare two CSV files (A = baseline, B = comparison).
+    #[arg(short = 'C', long = "compare", conflicts_with = "replay")]
+    compare: bool,
+    /// Re-print a saved CSV with new filters, sort and format.
+    #[arg(short = 'R', long = "replay")]
+    replay: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not implemented yet")
+/// Parsed options shared by every mode.
+struct Plan {
+    emit: Option<Vec<StatSpec>>,
+    sort: Vec<StatSpec>,
+    filters: Filters,
+    format: Format,
+    top_n: Option<usize>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let emit = args
+        .emit
+        .as_deref()
+        .map(fields::parse_spec_list)
+        .transpose()?;
+    let sort = match args.sort.as_deref() {
+        Some(s) => fields::parse_spec_list(s)?,
+        None => fields::parse_spec_list("file,prog")?,
+    };
+    let mut filters = Filters::default();
+    for f in &args.filters {
+        filters.add(f)?;
+    }
+    let plan = Plan {
+        emit,
+        sort,
+        filters,
+        format: args.format,
+        top_n: args.top_n.filter(|&n| n > 0),
+    };
+    if args.compare {
+        return run_compare(&args, &plan);
+    }
+    if args.replay {
+        return run_replay(&args, &plan);
+    }
+    run_verify(&args, &plan)
+}
+
+/// Columns to print: `-e`, else the CSV's own columns (tables keep
+/// veristat's short default where the CSV has them).
+fn columns_for(plan: &Plan, csv_columns: &[Stat]) -> Vec<Stat> {
+    if let Some(e) = &plan.emit {
+        return e.iter().map(|s| s.stat).collect();
+    }
+    match plan.format {
+        Format::Table => fields::default_table_stats()
+            .into_iter()
+            .filter(|s| csv_columns.contains(s))
+            .collect(),
+        _ => csv_columns.to_vec(),
+    }
+}
+
+fn verify_columns(plan: &Plan) -> Vec<Stat> {
+    match (&plan.emit, plan.format) {
+        (Some(e), _) => e.iter().map(|s| s.stat).collect(),
+        (None, Format::Table) => fields::default_table_stats(),
+        (None, _) => fields::default_csv_stats(),
+    }
+}
+
+fn finish_rows(plan: &Plan, mut rows: Vec<Row>, columns: &[Stat]) -> anyhow::Result<()> {
+    rows.retain(|r| plan.filters.allows_name(&r.file, Some(&r.prog)) && plan.filters.allows_row(r));
+    sort::sort_rows(&mut rows, &plan.sort);
+    if let Some(n) = plan.top_n {
+        rows.truncate(n);
+    }
+    let mut out = std::io::stdout().lock();
+    output::write_rows(&mut out, plan.format, &rows, columns)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn finish_joined(
+    plan: &Plan,
+    mut rows: Vec<Joined>,
+    columns: &[Stat],
+    sides: &SideNames,
+) -> anyhow::Result<()> {
+    rows.retain(|j| {
+        plan.filters.allows_name(&j.file, Some(&j.prog)) && plan.filters.allows_joined(j)
+    });
+    sort::sort_joined(&mut rows, &plan.sort);
+    if let Some(n) = plan.top_n {
+        rows.truncate(n);
+    }
+    let mut out = std::io::stdout().lock();
+    output::write_joined(&mut out, plan.format, &rows, columns, sides)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn run_replay(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
+    let [path] = args.paths.as_slice() else {
+        bail!("replay mode expects exactly one input CSV file");
+    };
+    let (cols, rows) = csv_io::read_csv(path)?;
+    let any_failed = rows.iter().any(|r| !r.succeeded());
+    finish_rows(plan, rows, &columns_for(plan, &cols))?;
+    Ok(ExitCode::from(any_failed as u8))
+}
+
+fn run_compare(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
+    let [a, b] = args.paths.as_slice() else {
+        bail!("comparison mode expects exactly two input CSV files");
+    };
+    let (cols_a, rows_a) = csv_io::read_csv(a)?;
+    let (cols_b, rows_b) = csv_io::read_csv(b)?;
+    if cols_a != cols_b {
+        let names = |c: &[Stat]| c.iter().map(|s| s.csv_name()).collect::<Vec<_>>().join(",");
+        bail!(
+            "stats composition differs between '{}' ({}) and '{}' ({})",
+            a.display(),
+            names(&cols_a),
+            b.display(),
+            names(&cols_b)
+        );
+    }
+    let joined = compare::join(rows_a, rows_b);
+    let mismatch = joined.iter().any(|j| !j.same(Stat::Verdict));
+    finish_joined(
+        plan,
+        joined,
+        &columns_for(plan, &cols_a),
+        &output::COMPARE_SIDES,
+    )?;
+    Ok(ExitCode::from(mismatch as u8))
+}
+
+/// The default until the bpfvet verifier is complete enough to be first.
+const DEFAULT_BACKEND: BackendKind = BackendKind::Kernel;
+
+fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
+    let kind = args.backend.unwrap_or(DEFAULT_BACKEND);
+    let columns = verify_columns(plan);
+    let opts = RunOptions {
+        log_level: args.log_level.unwrap_or(if args.verbose { 1 } else { 0 }),
+        log_size: args.log_size,
+        keep_log: args.verbose || args.log_level.unwrap_or(0) > 0,
+    };
+    let measure_mem = columns.contains(&Stat::MemPeak);
+    let mut backends: Vec<Box<dyn Backend>> = Vec::new();
+    if matches!(kind, BackendKind::Bpfvet | BackendKind::Both) {
+        backends.push(Box::new(BpfvetBackend));
+    }
+    if matches!(kind, BackendKind::Kernel | BackendKind::Both) {
+        backends.push(Box::new(KernelBackend::open(measure_mem, args.quiet)?));
+    }
+
+    let files = input::expand_paths(&args.paths).context("listing input paths")?;
+    if files.is_empty() {
+        bail!("no object files found");
+    }
+    let progress =
+        (!args.quiet && files.len() >= 10 && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(files.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {wide_msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+    let note = |msg: String| {
+        if args.quiet {
+            return;
+        }
+        match &progress {
+            Some(bar) => bar.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    };
+
+    let mut results: Vec<Vec<Row>> = vec![Vec::new(); backends.len()];
+    let mut load_errors = 0usize;
+    for path in &files {
+        if let Some(bar) = &progress {
+            bar.set_message(path.display().to_string());
+            bar.inc(1);
+        }
+        let name = input::display_name(path);
+        if !plan.filters.allows_name(&name, None) {
+            continue;
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                note(format!("bpfvet: failed to read '{}': {e}", path.display()));
+                load_errors += 1;
+                continue;
+            }
+        };
+        if !input::is_bpf_object(&bytes) {
+            note(format!(
+                "bpfvet: skipping '{}': not a BPF object file",
+                path.display()
+            ));
+            continue;
+        }
+        let obj = match load_object(path) {
+            Ok(o) => o,
+            Err(e) => {
+                note(format!(
+                    "bpfvet: failed to open '{}': {e:#}",
+                    path.display()
+                ));
+                load_errors += 1;
+                continue;
+            }
+        };
+        let progs: Vec<usize> = (0..obj.programs.len())
+            .filter(|&i| plan.filters.allows_name(&name, Some(&obj.programs[i].name)))
+            .collect();
+        for (b, backend) in backends.iter_mut().enumerate() {
+            let rows = backend.verify_object(&name, &obj, &progs, &opts);
+            for r in &rows {
+                if let Some(why) = &r.reason {
+                    note(format!(
+                        "bpfvet: {}/{} ({}): {why}",
+                        r.file,
+                        r.prog,
+                        backend.name()
+                    ));
+                }
+                let show_log = args.verbose || (opts.keep_log && !r.succeeded());
+                if let (true, Some(log)) = (show_log, &r.log) {
+                    note(format!(
+                        "PROCESSING {}/{} ({}), VERDICT: {}, VERIFIER LOG:\n{log}",
+                        path.display(),
+                        r.prog,
+                        backend.name(),
+                        r.text(Stat::Verdict, "-")
+                    ));
+                }
+            }
+            results[b].extend(rows);
+        }
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+
+    let any_failed = results.iter().flatten().any(|r| !r.succeeded());
+    if kind == BackendKind::Both {
+        let kernel = results.pop().unwrap_or_default();
+        let bpfvet = results.pop().unwrap_or_default();
+        let joined = compare::join(bpfvet, kernel);
+        let summary = both_summary(&joined);
+        finish_joined(plan, joined, &columns, &BOTH_SIDES)?;
+        if !args.quiet {
+            eprintln!("{summary}");
+        }
+    } else {
+        let rows = results.pop().unwrap_or_default();
+        let total = rows.len();
+        finish_rows(plan, rows, &columns)?;
+        if plan.format == Format::Table && !args.quiet {
+            println!(
+                "Done. Processed {} files, {} programs. Skipped {} files.",
+                files.len() - load_errors,
+                total,
+                load_errors
+            );
+        }
+    }
+    Ok(ExitCode::from(if load_errors > 0 {
+        2
+    } else {
+        any_failed as u8
+    }))
+}
+
+const BOTH_SIDES: SideNames = SideNames {
+    table: [" (bpfvet)", " (kernel)", " (DIFF)"],
+    csv: ["_bpfvet", "_kernel", "_diff"],
+};
+
+/// The closing lines of `--backend both`.
+fn both_summary(joined: &[Joined]) -> String {
+    let n = joined.len();
+    let pct = |k: usize| {
+        if n == 0 {
+            0.0
+        } else {
+            k as f64 * 100.0 / n as f64
+        }
+    };
+    let verdicts = joined.iter().filter(|j| j.same(Stat::Verdict)).count();
+    let insns = joined.iter().filter(|j| j.same(Stat::TotalInsns)).count();
+    let total = |side: fn(&Joined) -> Option<&Row>| {
+        let us: i64 = joined
+            .iter()
+            .filter_map(side)
+            .filter_map(|r| r.get(Stat::Duration))
+            .sum();
+        Duration::from_micros(us.max(0) as u64)
+    };
+    let bpfvet = total(|j| j.a.as_ref());
+    let kernel = total(|j| j.b.as_ref());
+    format!(
+        "Programs: {n}. Verdict agreement: {verdicts}/{n} ({:.1}%). Exact insns agreement: {insns}/{n} ({:.1}%).\n\
+         bpfvet total time: {:.3} s; kernel total verification time: {:.3} s.",
+        pct(verdicts),
+        pct(insns),
+        bpfvet.as_secs_f64(),
+        kernel.as_secs_f64()
+    )
+}
+
+/// Reads an object with the project's loader.
+fn load_object(path: &std::path::Path) -> anyhow::Result<bpfvet_object::Object> {
+    let _ = path;
+    bail!("the object loader (crates/object) is not built yet")
 }

@@ -1,0 +1,187 @@
+//! Who verifies: the bpfvet verifier, the host kernel, or both side by side.
+//! Each backend turns the selected programs of one object into result rows
+//! with veristat's stats; adding a backend is one more `Backend` impl.
+
+use super::fields::Stat;
+use super::row::Row;
+use bpfvet_kernel::{Kernel, LoadOptions, ProgramReport, Verdict as KVerdict};
+use bpfvet_object::Object;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    Bpfvet,
+    Kernel,
+    Both,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Log level beyond stats (0, 1, 2).
+    pub log_level: u32,
+    /// Initial log buffer size; the kernel backend grows it on demand.
+    pub log_size: Option<u32>,
+    /// Keep each program's log in its row.
+    pub keep_log: bool,
+}
+
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    /// One row per program index in `progs`, in that order.
+    fn verify_object(
+        &mut self,
+        file: &str,
+        obj: &Object,
+        progs: &[usize],
+        opts: &RunOptions,
+    ) -> Vec<Row>;
+}
+
+/// Fills the stats every backend knows from the object itself.
+fn base_row(file: &str, obj: &Object, idx: usize) -> Row {
+    let p = &obj.programs[idx];
+    let mut row = Row::new(file, &p.name);
+    row.set(Stat::ProgSize, p.insns.len() as i64);
+    row.set(Stat::ProgType, p.prog_type.0 as i64);
+    row.set(
+        Stat::AttachType,
+        p.expected_attach_type.map_or(0, |a| a.0 as i64),
+    );
+    row
+}
+
+fn opt(v: Option<u64>) -> Option<i64> {
+    v.and_then(|v| i64::try_from(v).ok())
+}
+
+const MIB: u64 = 1024 * 1024;
+
+pub struct KernelBackend {
+    kernel: Kernel,
+}
+
+impl KernelBackend {
+    pub fn open(
+        measure_mem_peak: bool,
+        quiet: bool,
+    ) -> Result<KernelBackend, bpfvet_kernel::Error> {
+        let mut kernel = Kernel::open()?;
+        if measure_mem_peak {
+            if let Err(why) = kernel.enable_mem_peak() {
+                if !quiet {
+                    eprintln!(
+                        "bpfvet: mem_peak not measured: {why} (CSV shows 0, as veristat does)"
+                    );
+                }
+            }
+        }
+        Ok(KernelBackend { kernel })
+    }
+}
+
+pub fn kernel_row(file: &str, obj: &Object, idx: usize, r: &ProgramReport, keep_log: bool) -> Row {
+    let mut row = base_row(file, obj, idx);
+    row.set(Stat::Verdict, r.verdict.is_accepted() as i64);
+    row.set(Stat::Duration, opt(r.stats.verification_time_usec));
+    row.set(Stat::TotalInsns, opt(r.processed_insns()));
+    row.set(Stat::TotalStates, opt(r.stats.total_states));
+    row.set(Stat::PeakStates, opt(r.stats.peak_states));
+    row.set(Stat::MaxStatesPerInsn, opt(r.stats.max_states_per_insn));
+    row.set(Stat::MarkRead, opt(r.stats.mark_read));
+    row.set(Stat::JitedSize, r.jited_size.map(i64::from));
+    row.set(Stat::StackDepth, opt(r.stats.stack_depth()));
+    row.set(Stat::AttachType, r.expected_attach_type.0 as i64);
+    row.set(Stat::MemPeak, opt(r.mem_peak_bytes.map(|b| b / MIB)));
+    if let KVerdict::Refused(why) = &r.verdict {
+        row.reason = Some(format!("refused: {why}"));
+    }
+    if keep_log {
+        row.log = Some(r.log.clone());
+    }
+    row
+}
+
+impl Backend for KernelBackend {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn verify_object(
+        &mut self,
+        file: &str,
+        obj: &Object,
+        progs: &[usize],
+        opts: &RunOptions,
+    ) -> Vec<Row> {
+        let session = self.kernel.open_object(obj);
+        let mut load = LoadOptions {
+            log_level: opts.log_level,
+            ..Default::default()
+        };
+        if let Some(size) = opts.log_size {
+            load.log_size = size;
+        } else if opts.log_level > 0 {
+            load.log_size = 16 * 1024 * 1024;
+        }
+        progs
+            .iter()
+            .map(|&i| match session.load_program(i, &load) {
+                Some(r) => kernel_row(file, obj, i, &r, opts.keep_log),
+                None => base_row(file, obj, i),
+            })
+            .collect()
+    }
+}
+
+pub struct BpfvetBackend;
+
+impl Backend for BpfvetBackend {
+    fn name(&self) -> &'static str {
+        "bpfvet"
+    }
+
+    fn verify_object(
+        &mut self,
+        file: &str,
+        obj: &Object,
+        progs: &[usize],
+        opts: &RunOptions,
+    ) -> Vec<Row> {
+        let vopts = bpfvet_verifier::Options {
+            log_level: opts.log_level,
+            ..Default::default()
+        };
+        progs
+            .iter()
+            .map(|&i| {
+                let out = bpfvet_verifier::verify(obj, i, &vopts);
+                let mut row = base_row(file, obj, i);
+                let s = &out.stats;
+                let ok = matches!(out.verdict, bpfvet_verifier::Verdict::Accepted);
+                row.set(Stat::Verdict, ok as i64);
+                row.set(
+                    Stat::Duration,
+                    opt(u64::try_from(s.duration.as_micros()).ok()),
+                );
+                row.set(Stat::TotalInsns, opt(Some(s.processed_insns)));
+                row.set(Stat::TotalStates, opt(Some(s.total_states)));
+                row.set(Stat::PeakStates, opt(Some(s.peak_states)));
+                row.set(Stat::MaxStatesPerInsn, opt(Some(s.max_states_per_insn)));
+                row.set(Stat::MarkRead, opt(Some(s.mark_read)));
+                row.set(
+                    Stat::StackDepth,
+                    s.stack_depth.iter().map(|&d| d as i64).sum::<i64>(),
+                );
+                // The verifier's own peak state memory stands in for the
+                // kernel's cgroup memory.peak.
+                row.set(Stat::MemPeak, opt(Some(s.peak_state_bytes / MIB)));
+                if let bpfvet_verifier::Verdict::LimitExceeded { error, .. } = &out.verdict {
+                    row.reason = Some(format!("limit: {error}"));
+                }
+                if opts.keep_log {
+                    row.log = Some(out.log);
+                }
+                row
+            })
+            .collect()
+    }
+}

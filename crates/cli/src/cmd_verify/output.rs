@@ -1,0 +1,332 @@
+//! Printing results as veristat does — an aligned table (two-space column
+//! gap, dashes under the header and after the last row) or CSV — and as
+//! JSON, for plain results and for compared pairs.
+
+use super::compare::Joined;
+use super::csv_io;
+use super::fields::Stat;
+use super::row::Row;
+use serde_json::{json, Map, Value};
+use std::io::{self, Write};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+/// Shown in tables for a figure that was not measured.
+const MISSING: &str = "-";
+
+struct Column {
+    header: String,
+    left: bool,
+    cells: Vec<String>,
+}
+
+fn print_table(out: &mut impl Write, cols: &[Column]) -> io::Result<()> {
+    let widths: Vec<usize> = cols
+        .iter()
+        .map(|c| {
+            c.cells
+                .iter()
+                .map(|s| s.chars().count())
+                .chain([c.header.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let underline = || {
+        widths
+            .iter()
+            .map(|&w| "-".repeat(w))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let line = |cells: Vec<(&str, bool)>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|((s, left), &w)| {
+                if *left {
+                    format!("{s:<w$}")
+                } else {
+                    format!("{s:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    writeln!(
+        out,
+        "{}",
+        line(cols.iter().map(|c| (c.header.as_str(), c.left)).collect())
+    )?;
+    writeln!(out, "{}", underline())?;
+    let n = cols.first().map_or(0, |c| c.cells.len());
+    for i in 0..n {
+        writeln!(
+            out,
+            "{}",
+            line(cols.iter().map(|c| (c.cells[i].as_str(), c.left)).collect())
+        )?;
+    }
+    if n > 0 {
+        writeln!(out, "{}", underline())?;
+    }
+    Ok(())
+}
+
+pub fn write_rows(
+    out: &mut impl Write,
+    fmt: Format,
+    rows: &[Row],
+    stats: &[Stat],
+) -> io::Result<()> {
+    match fmt {
+        Format::Table => {
+            let cols: Vec<Column> = stats
+                .iter()
+                .map(|&s| Column {
+                    header: s.def().header.to_string(),
+                    left: s.def().left_aligned,
+                    cells: rows.iter().map(|r| r.text(s, MISSING)).collect(),
+                })
+                .collect();
+            print_table(out, &cols)
+        }
+        Format::Csv => {
+            csv_io::write_header(out, stats)?;
+            rows.iter()
+                .try_for_each(|r| csv_io::write_row(out, r, stats))
+        }
+        Format::Json => {
+            let list: Vec<Value> = rows.iter().map(|r| row_json(r, stats)).collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&list).unwrap_or_default()
+            )
+        }
+    }
+}
+
+fn stat_json(row: &Row, s: Stat) -> Value {
+    match (s, row.get(s)) {
+        (Stat::File, _) => json!(row.file),
+        (Stat::Prog, _) => json!(row.prog),
+        (_, None) => Value::Null,
+        (s, Some(_)) if s.is_text() => json!(row.text(s, MISSING)),
+        (_, Some(v)) => json!(v),
+    }
+}
+
+fn row_json(row: &Row, stats: &[Stat]) -> Value {
+    let mut m = Map::new();
+    for &s in stats {
+        m.insert(s.csv_name().to_string(), stat_json(row, s));
+    }
+    if let Some(r) = &row.reason {
+        m.insert("reason".into(), json!(r));
+    }
+    if let Some(l) = &row.log {
+        m.insert("log".into(), json!(l));
+    }
+    Value::Object(m)
+}
+
+/// Column suffixes: veristat's `(A)/(B)/(DIFF)` in tables and
+/// `_base/_comp/_diff` in CSV, or backend names for `--backend both`.
+pub struct SideNames {
+    pub table: [&'static str; 3],
+    pub csv: [&'static str; 3],
+}
+
+pub const COMPARE_SIDES: SideNames = SideNames {
+    table: [" (A)", " (B)", " (DIFF)"],
+    csv: ["_base", "_comp", "_diff"],
+};
+
+pub fn write_joined(
+    out: &mut impl Write,
+    fmt: Format,
+    rows: &[Joined],
+    stats: &[Stat],
+    sides: &SideNames,
+) -> io::Result<()> {
+    match fmt {
+        Format::Table => {
+            let mut cols = Vec::new();
+            for &s in stats {
+                if s.is_key() {
+                    cols.push(Column {
+                        header: s.def().header.to_string(),
+                        left: true,
+                        cells: rows
+                            .iter()
+                            .map(|j| {
+                                if s == Stat::File {
+                                    j.file.clone()
+                                } else {
+                                    j.prog.clone()
+                                }
+                            })
+                            .collect(),
+                    });
+                    continue;
+                }
+                let cells: Vec<[String; 3]> = rows.iter().map(|j| j.cells(s, MISSING)).collect();
+                for k in 0..3 {
+                    cols.push(Column {
+                        header: format!("{}{}", s.def().header, sides.table[k]),
+                        left: s.def().left_aligned,
+                        cells: cells.iter().map(|c| c[k].clone()).collect(),
+                    });
+                }
+            }
+            print_table(out, &cols)
+        }
+        Format::Csv => {
+            let mut header = Vec::new();
+            for &s in stats {
+                if s.is_key() {
+                    header.push(s.csv_name().to_string());
+                } else {
+                    header.extend(
+                        sides
+                            .csv
+                            .iter()
+                            .map(|sfx| format!("{}{}", s.csv_name(), sfx)),
+                    );
+                }
+            }
+            writeln!(out, "{}", header.join(","))?;
+            for j in rows {
+                let mut cells = Vec::new();
+                for &s in stats {
+                    match s {
+                        Stat::File => cells.push(j.file.clone()),
+                        Stat::Prog => cells.push(j.prog.clone()),
+                        _ => cells.extend(j.cells(s, "0")),
+                    }
+                }
+                writeln!(out, "{}", cells.join(","))?;
+            }
+            Ok(())
+        }
+        Format::Json => {
+            let list: Vec<Value> = rows
+                .iter()
+                .map(|j| {
+                    let mut m = Map::new();
+                    m.insert("file_name".into(), json!(j.file));
+                    m.insert("prog_name".into(), json!(j.prog));
+                    for &s in stats.iter().filter(|s| !s.is_key()) {
+                        let side =
+                            |r: &Option<Row>| r.as_ref().map_or(Value::Null, |r| stat_json(r, s));
+                        let [_, _, diff] = j.cells(s, MISSING);
+                        m.insert(
+                            s.csv_name().into(),
+                            json!({ "a": side(&j.a), "b": side(&j.b), "diff": diff }),
+                        );
+                    }
+                    for (key, side) in [("reason_a", &j.a), ("reason_b", &j.b)] {
+                        if let Some(r) = side.as_ref().and_then(|r| r.reason.as_ref()) {
+                            m.insert(key.into(), json!(r));
+                        }
+                    }
+                    Value::Object(m)
+                })
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&list).unwrap_or_default()
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::compare::join;
+    use super::*;
+
+    fn sample() -> Vec<Row> {
+        let mut a = Row::new("prog.bpf.o", "xdp_main");
+        a.set(Stat::Verdict, 1);
+        a.set(Stat::TotalInsns, 21547);
+        vec![a]
+    }
+
+    #[test]
+    fn table_layout_matches_veristat() {
+        let mut out = Vec::new();
+        let stats = [
+            Stat::File,
+            Stat::Prog,
+            Stat::Verdict,
+            Stat::TotalInsns,
+            Stat::Duration,
+        ];
+        write_rows(&mut out, Format::Table, &sample(), &stats).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "File        Program   Verdict  Insns  Duration (us)"
+        );
+        assert_eq!(
+            lines[1],
+            "----------  --------  -------  -----  -------------"
+        );
+        assert_eq!(
+            lines[2],
+            "prog.bpf.o  xdp_main  success  21547              -"
+        );
+        assert_eq!(lines[3], lines[1]);
+    }
+
+    #[test]
+    fn compare_csv_header_and_cells() {
+        let mut b = sample();
+        b[0].set(Stat::TotalInsns, 20920);
+        let j = join(sample(), b);
+        let mut out = Vec::new();
+        write_joined(
+            &mut out,
+            Format::Csv,
+            &j,
+            &[Stat::File, Stat::Prog, Stat::Verdict, Stat::TotalInsns],
+            &COMPARE_SIDES,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "file_name,prog_name,verdict_base,verdict_comp,verdict_diff,total_insns_base,total_insns_comp,total_insns_diff\n\
+             prog.bpf.o,xdp_main,success,success,MATCH,21547,20920,-627 (-2.91%)\n"
+        );
+    }
+
+    #[test]
+    fn json_keeps_unmeasured_as_null_and_reason() {
+        let mut rows = sample();
+        rows[0].reason = Some("refused".into());
+        let mut out = Vec::new();
+        write_rows(
+            &mut out,
+            Format::Json,
+            &rows,
+            &[Stat::Prog, Stat::Verdict, Stat::MemPeak],
+        )
+        .unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v[0]["verdict"], "success");
+        assert_eq!(v[0]["mem_peak"], Value::Null);
+        assert_eq!(v[0]["reason"], "refused");
+    }
+}

@@ -1,0 +1,126 @@
+//! One program's result: the stat values veristat keeps (all integers,
+//! verdict 1/0 and types as their UAPI numbers), plus what veristat has no
+//! column for: why a program was refused, and its log.
+
+use super::fields::{Stat, STAT_COUNT};
+use bpfvet_isa::uapi::{AttachType, ProgType};
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    pub file: String,
+    pub prog: String,
+    /// Indexed by `Stat::index`; None = not measured. File/Prog unused.
+    pub values: [Option<i64>; STAT_COUNT],
+    /// For programs the kernel refused without verifying, or that could not
+    /// be run: the named reason.
+    pub reason: Option<String>,
+    pub log: Option<String>,
+}
+
+impl Row {
+    pub fn new(file: &str, prog: &str) -> Row {
+        Row {
+            file: file.to_string(),
+            prog: prog.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn get(&self, stat: Stat) -> Option<i64> {
+        self.values[stat.index()]
+    }
+
+    pub fn set(&mut self, stat: Stat, v: impl Into<Option<i64>>) {
+        self.values[stat.index()] = v.into();
+    }
+
+    pub fn succeeded(&self) -> bool {
+        self.get(Stat::Verdict) == Some(1)
+    }
+
+    /// The value as veristat prints it; unmeasured numbers as `missing`.
+    pub fn text(&self, stat: Stat, missing: &str) -> String {
+        match stat {
+            Stat::File => self.file.clone(),
+            Stat::Prog => self.prog.clone(),
+            _ => match self.get(stat) {
+                Some(v) => value_text(stat, v),
+                None => missing.to_string(),
+            },
+        }
+    }
+}
+
+/// A stat value as text: verdict words, type names, or the number.
+pub fn value_text(stat: Stat, v: i64) -> String {
+    let as_u32 = u32::try_from(v).ok();
+    match stat {
+        Stat::Verdict => if v != 0 { "success" } else { "failure" }.to_string(),
+        Stat::ProgType => as_u32
+            .and_then(|n| ProgType(n).name())
+            .map_or_else(|| v.to_string(), str::to_string),
+        Stat::AttachType => as_u32
+            .and_then(|n| AttachType(n).name())
+            .map_or_else(|| v.to_string(), str::to_string),
+        _ => v.to_string(),
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ValueError {
+    #[error("unrecognized verification verdict '{0}'")]
+    Verdict(String),
+    #[error("unrecognized {stat} '{text}'")]
+    Name { stat: Stat, text: String },
+    #[error("failed to parse '{0}' as integer")]
+    Integer(String),
+}
+
+/// Parses a CSV cell back into a stat value (the inverse of `value_text`).
+pub fn parse_value(stat: Stat, text: &str) -> Result<i64, ValueError> {
+    let name_err = || ValueError::Name {
+        stat,
+        text: text.to_string(),
+    };
+    match stat {
+        Stat::Verdict => match text {
+            "success" => Ok(1),
+            "failure" => Ok(0),
+            _ => Err(ValueError::Verdict(text.to_string())),
+        },
+        Stat::ProgType => ProgType::from_name(text)
+            .map(|t| t.0 as i64)
+            .or_else(|| text.parse().ok())
+            .ok_or_else(name_err),
+        Stat::AttachType => AttachType::from_name(text)
+            .map(|t| t.0 as i64)
+            .or_else(|| text.parse().ok())
+            .ok_or_else(name_err),
+        _ => text
+            .trim()
+            .parse()
+            .map_err(|_| ValueError::Integer(text.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_through_text() {
+        for (stat, v) in [
+            (Stat::Verdict, 1),
+            (Stat::Verdict, 0),
+            (Stat::ProgType, 6),
+            (Stat::AttachType, 0),
+            (Stat::TotalInsns, 123_456),
+        ] {
+            assert_eq!(parse_value(stat, &value_text(stat, v)), Ok(v), "{stat}");
+        }
+        assert_eq!(value_text(Stat::ProgType, 6), "xdp");
+        assert_eq!(value_text(Stat::AttachType, 0), "cgroup_inet_ingress");
+        assert!(parse_value(Stat::Verdict, "ok").is_err());
+        assert!(parse_value(Stat::TotalInsns, "12x").is_err());
+    }
+}
