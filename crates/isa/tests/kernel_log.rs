@@ -1,0 +1,472 @@
+//! The host kernel as oracle: load hand-assembled programs with log level 2
+//! and compare every `N: (xx) ...` line of its log with our disassembly, and
+//! compare the kernel's rejection message for bad encodings with ours.
+//! Needs root and a working bpf(2); prints `SKIP:` otherwise.
+
+use bpfvet_isa::asm::assemble_insns;
+use bpfvet_isa::disasm::{write_insn, NoSymbols, Symbols};
+use bpfvet_isa::*;
+use std::collections::BTreeMap;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const PROG_TYPE_SOCKET_FILTER: u32 = 1;
+const LOG_SIZE: usize = 1 << 22;
+
+fn sys_bpf(cmd: libc::c_long, attr: &mut [u8]) -> Result<OwnedFd, i32> {
+    // SAFETY: `attr` is a live, writable buffer of the given length laid out
+    // as the kernel's `union bpf_attr` prefix for `cmd`; every pointer stored
+    // in it refers to memory that outlives this call.
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    }
+    // SAFETY: on success these commands return a new file descriptor that
+    // nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+}
+
+fn put_u32(attr: &mut [u8], at: usize, v: u32) {
+    attr[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put_u64(attr: &mut [u8], at: usize, v: u64) {
+    attr[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn array_map() -> Result<OwnedFd, i32> {
+    let mut attr = [0u8; 72];
+    put_u32(&mut attr, 0, 2); // BPF_MAP_TYPE_ARRAY
+    put_u32(&mut attr, 4, 4);
+    put_u32(&mut attr, 8, 64);
+    put_u32(&mut attr, 12, 1);
+    sys_bpf(BPF_MAP_CREATE, &mut attr)
+}
+
+/// Loads a socket filter with log level 2; returns the log either way.
+fn load(insns: &[Insn], fd_array: &[i32]) -> (Result<OwnedFd, i32>, String) {
+    let bytes = insns_to_bytes(insns);
+    let license = b"GPL\0";
+    let mut log = vec![0u8; LOG_SIZE];
+    let mut attr = [0u8; 160];
+    put_u32(&mut attr, 0, PROG_TYPE_SOCKET_FILTER);
+    put_u32(&mut attr, 4, insns.len() as u32);
+    put_u64(&mut attr, 8, bytes.as_ptr() as u64);
+    put_u64(&mut attr, 16, license.as_ptr() as u64);
+    put_u32(&mut attr, 24, 2);
+    put_u32(&mut attr, 28, LOG_SIZE as u32);
+    put_u64(&mut attr, 32, log.as_mut_ptr() as u64);
+    if !fd_array.is_empty() {
+        put_u64(&mut attr, 120, fd_array.as_ptr() as u64);
+    }
+    let r = sys_bpf(BPF_PROG_LOAD, &mut attr);
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    (r, String::from_utf8_lossy(&log[..end]).into_owned())
+}
+
+/// None (after printing SKIP) unless we are root with a working bpf(2).
+fn kernel() -> Option<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP: not root, the host kernel cannot be used as oracle");
+        return None;
+    }
+    match array_map() {
+        Ok(_) => Some(()),
+        Err(e) => {
+            println!("SKIP: bpf(BPF_MAP_CREATE) fails with errno {e}");
+            None
+        }
+    }
+}
+
+/// The instruction text of every `N: (xx) text` line of a verifier log,
+/// from the live-registers listing (`  N: ..2....... (xx) text`) and from
+/// the walk (`N: (xx) text   ; R0=...`), keyed by pc.
+fn log_insns(log: &str) -> BTreeMap<usize, Vec<(u8, String)>> {
+    let mut out: BTreeMap<usize, Vec<(u8, String)>> = BTreeMap::new();
+    for line in log.lines() {
+        let line = line.trim_start();
+        let Some((pc, rest)) = line.split_once(": ") else {
+            continue;
+        };
+        let Ok(pc) = pc.parse::<usize>() else {
+            continue;
+        };
+        // Skip the liveness column if present.
+        let rest = match rest.split_once(' ') {
+            Some((live, after)) if live.chars().all(|c| c == '.' || c.is_ascii_digit()) => after,
+            _ => rest,
+        };
+        let Some(rest) = rest.strip_prefix('(') else {
+            continue;
+        };
+        let Some((code, text)) = rest.split_once(") ") else {
+            continue;
+        };
+        let Ok(code) = u8::from_str_radix(code, 16) else {
+            continue;
+        };
+        let text = text.split(';').next().unwrap_or("").trim_end();
+        out.entry(pc).or_default().push((code, text.to_string()));
+    }
+    out
+}
+
+/// Resolved LD_IMM64 values as read from the kernel's own log, so that the
+/// rest of each line is still compared exactly.
+struct FromLog<'a>(&'a str);
+
+impl Symbols for FromLog<'_> {
+    fn ld_imm64_value(&self, _: Ld64Kind, _: i32, _: i32) -> Option<u64> {
+        u64::from_str_radix(self.0.rsplit("= 0x").next()?, 16).ok()
+    }
+}
+
+/// Checks every instruction of `insns` against the kernel's log lines;
+/// returns the kernel values printed for pseudo LD_IMM64s, by pc.
+fn compare(name: &str, insns: &[Insn], log: &str) -> BTreeMap<usize, u64> {
+    let program = decode_program(insns).expect("test programs are valid");
+    let seen = log_insns(log);
+    let mut pseudo = BTreeMap::new();
+    for l in &program {
+        let lines = seen.get(&l.pc).unwrap_or_else(|| {
+            panic!(
+                "{name}: the kernel log has no line for insn {} ({})\n{log}",
+                l.pc, l.insn
+            )
+        });
+        for (code, kernel_text) in lines {
+            assert_eq!(*code, l.insn.code(), "{name}: opcode of insn {}", l.pc);
+            let mut ours = String::new();
+            let pseudo_ld =
+                matches!(l.insn, Instruction::LdImm64 { kind, .. } if kind != Ld64Kind::Imm);
+            if pseudo_ld {
+                write_insn(&mut ours, &l.insn, &FromLog(kernel_text)).unwrap();
+                if let Some(v) = FromLog(kernel_text).ld_imm64_value(Ld64Kind::Imm, 0, 0) {
+                    pseudo.insert(l.pc, v);
+                }
+            } else {
+                write_insn(&mut ours, &l.insn, &NoSymbols).unwrap();
+            }
+            assert_eq!(&ours, kernel_text, "{name}: insn {}", l.pc);
+        }
+    }
+    pseudo
+}
+
+/// BTF ids from the host's vmlinux via bpftool, when it is installed.
+fn vmlinux_btf_id(kind: &str, name: &str) -> Option<i32> {
+    let out = std::process::Command::new("bpftool")
+        .args([
+            "btf",
+            "dump",
+            "file",
+            "/sys/kernel/btf/vmlinux",
+            "format",
+            "raw",
+        ])
+        .output()
+        .ok()?;
+    let needle = format!("] {kind} '{name}'");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains(&needle))?;
+    line.strip_prefix('[')?.split(']').next()?.parse().ok()
+}
+
+const ALU: &str = "
+    r1 = 1
+    w2 = -7
+    r3 = r1
+    w4 = w2
+    r1 += r2
+    r1 -= 3
+    w1 *= w2
+    w1 /= 5
+    r1 s/= r3
+    w1 s%= -3
+    r1 %= r2
+    r1 |= 0x10
+    r1 &= -256
+    r1 <<= 63
+    w1 >>= w2
+    r1 s>>= 7
+    w1 ^= 255
+    r2 = (s8)r3
+    r2 = (s16)r3
+    r2 = (s32)r3
+    w2 = (s8)w3
+    w2 = (s16)w3
+    r1 = -r1
+    w1 = -w1
+    r1 = be16 r1
+    r1 = be32 r1
+    r1 = be64 r1
+    r1 = le16 r1
+    r1 = le32 r1
+    r1 = le64 r1
+    r1 = bswap16 r1
+    r1 = bswap32 r1
+    r1 = bswap64 r1
+    r5 = 0x123456789abcdef0
+    r5 = 0xffffffff
+    r5 = -1 ll
+    r0 = 0
+    exit
+";
+
+const MEMORY: &str = "
+    r6 = r1
+    *(u64 *)(r10 -8) = r1
+    *(u32 *)(r10 -12) = r1
+    *(u16 *)(r10 -14) = r1
+    *(u8 *)(r10 -15) = r1
+    *(u64 *)(r10 -24) = -1
+    *(u32 *)(r10 -28) = 7
+    *(u16 *)(r10 -30) = 8
+    *(u8 *)(r10 -31) = 9
+    r0 = *(u32 *)(r1 +0)
+    r0 = *(u16 *)(r10 -14)
+    r0 = *(u8 *)(r10 -15)
+    r0 = *(u64 *)(r10 -8)
+    r0 = *(s8 *)(r10 -15)
+    r0 = *(s16 *)(r10 -14)
+    r0 = *(s32 *)(r10 -12)
+    lock *(u64 *)(r10 -8) += r1
+    lock *(u32 *)(r10 -12) |= r1
+    lock *(u64 *)(r10 -8) &= r1
+    lock *(u32 *)(r10 -12) ^= r1
+    r1 = atomic64_fetch_add((u64 *)(r10 -8), r1)
+    r1 = atomic_fetch_and((u32 *)(r10 -12), r1)
+    r1 = atomic64_fetch_or((u64 *)(r10 -8), r1)
+    r1 = atomic_fetch_xor((u32 *)(r10 -12), r1)
+    r1 = atomic64_xchg((u64 *)(r10 -8), r1)
+    r1 = atomic_xchg((u32 *)(r10 -12), r1)
+    r0 = atomic64_cmpxchg((u64 *)(r10 -8), r0, r1)
+    r0 = atomic_cmpxchg((u32 *)(r10 -12), r0, r1)
+    r2 = load_acquire((u8 *)(r10 -15))
+    r2 = load_acquire((u16 *)(r10 -14))
+    r2 = load_acquire((u32 *)(r10 -12))
+    r2 = load_acquire((u64 *)(r10 -8))
+    store_release((u8 *)(r10 -15), r2)
+    store_release((u16 *)(r10 -14), r2)
+    store_release((u32 *)(r10 -12), r2)
+    store_release((u64 *)(r10 -8), r2)
+    r0 = *(u8 *)skb[12]
+    r0 = *(u16 *)skb[-4]
+    r0 = *(u32 *)skb[r2 + 4]
+    r0 = *(u8 *)skb[r2 + -1]
+    r1 = addr_space_cast(r2, 0, 1)
+    r1 = addr_space_cast(r2, 1, 0)
+    r0 = 0
+    exit
+";
+
+const JUMPS: &str = "
+    r1 = 1
+    r2 = 2
+    if r1 == 0x10 goto pc+0
+    if r1 != r2 goto pc+0
+    if r1 > 0xffffffff goto pc+0
+    if r1 >= r2 goto pc+0
+    if r1 < 0x7 goto pc+0
+    if r1 <= r2 goto pc+0
+    if r1 s> 0x80000000 goto pc+0
+    if r1 s>= r2 goto pc+0
+    if r1 s< 0x1 goto pc+0
+    if r1 s<= r2 goto pc+0
+    if r1 & 0x3 goto pc+0
+    if w1 == w2 goto pc+0
+    if w1 != 0x5 goto pc+0
+    if w1 > w2 goto pc+0
+    if w1 >= 0x0 goto pc+0
+    if w1 < w2 goto pc+0
+    if w1 <= 0x9 goto pc+0
+    if w1 s> w2 goto pc+0
+    if w1 s>= 0xfffffffe goto pc+0
+    if w1 s< w2 goto pc+0
+    if w1 s<= 0x1 goto pc+0
+    if w1 & w2 goto pc+0
+    goto pc+0
+    gotol pc+0
+    may_goto pc+0
+    if r1 > 0x3 goto pc+1
+    goto pc+1
+    r0 = 1
+    if r1 > 0x4 goto pc+1
+    gotol pc+1
+    r0 = 2
+    may_goto pc+1
+    r0 = 3
+    if w1 s< w2 goto pc-2
+    call bpf_ktime_get_ns#5
+    call bpf_get_prandom_u32#7
+    call pc+4
+    r2 = func[3]
+    r0 = 0
+    exit
+    r0 = 0
+    exit
+";
+
+#[test]
+fn disassembly_matches_the_kernel_log() {
+    let Some(()) = kernel() else { return };
+    for (name, text) in [("alu", ALU), ("memory", MEMORY), ("jumps", JUMPS)] {
+        let insns = assemble_insns(text).unwrap();
+        let (_, log) = load(&insns, &[]);
+        compare(name, &insns, &log);
+    }
+}
+
+#[test]
+fn map_and_btf_references_match_the_kernel_log() {
+    let Some(()) = kernel() else { return };
+    let map = array_map().unwrap();
+    use std::os::fd::AsRawFd;
+    let fd = map.as_raw_fd();
+    let text = format!(
+        "
+        r1 = map_fd[{fd}]
+        r2 = map_value[{fd}]+4
+        r3 = map_value[{fd}]+20
+        r4 = map_idx[0]
+        r5 = map_idx_value[0]+8
+        r0 = 0
+        exit
+    "
+    );
+    let insns = assemble_insns(&text).unwrap();
+    let (_, log) = load(&insns, &[fd]);
+    let values = compare("maps", &insns, &log);
+    // Map loads print the map's address; value loads the value's address
+    // plus the offset; fd and fd_array index name the same map.
+    assert_eq!(values.len(), 5, "{log}");
+    assert_eq!(values[&0], values[&6]);
+    assert_eq!(values[&2] - 4, values[&4] - 20);
+    assert_eq!(values[&2] - 4, values[&8] - 8);
+    assert_ne!(values[&0], 0, "root sees pointers");
+
+    let Some(kfunc) = vmlinux_btf_id("FUNC", "bpf_rcu_read_lock") else {
+        println!("SKIP: bpftool not available, kfunc lines not checked");
+        return;
+    };
+    struct Kfunc;
+    impl Symbols for Kfunc {
+        fn kfunc_name(&self, _: i32, _: i16) -> Option<&str> {
+            Some("bpf_rcu_read_lock")
+        }
+    }
+    let insns = assemble_insns(&format!("call kernel-function#{kfunc}\nr0 = 0\nexit\n")).unwrap();
+    let (_, log) = load(&insns, &[]);
+    let program = decode_program(&insns).unwrap();
+    let mut line = String::new();
+    disasm::write_log_line(&mut line, 0, &program[0].insn, &Kfunc).unwrap();
+    assert_eq!(line, format!("0: (85) call bpf_rcu_read_lock#{kfunc}"));
+    assert!(log.contains(&line), "{line} not in\n{log}");
+
+    // Kernel variables need their address from kallsyms, which this kernel
+    // may not export for data symbols.
+    if let Some(var) = vmlinux_btf_id("VAR", "bpf_prog_active") {
+        let insns = assemble_insns(&format!("r1 = btf_id[{var}]\nr0 = 0\nexit\n")).unwrap();
+        let (_, log) = load(&insns, &[]);
+        if log.contains("failed to find the address") {
+            println!("SKIP: no kallsyms address for bpf_prog_active, btf_id load not checked");
+        } else {
+            let values = compare("ksym", &insns, &log);
+            assert_ne!(values.get(&0), None, "{log}");
+        }
+    }
+}
+
+/// One bad instruction first, then a valid tail; the kernel's message must
+/// be ours.
+#[test]
+fn rejection_messages_match_the_kernel() {
+    let Some(()) = kernel() else { return };
+    let i = Insn::new;
+    let tail = [i(0xb7, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)];
+    let cases: Vec<Vec<Insn>> = vec![
+        vec![i(0x07, 1, 1, 0, 1)],
+        vec![i(0x0f, 1, 2, 0, 1)],
+        vec![i(0x07, 1, 0, 1, 1)],
+        vec![i(0x37, 1, 0, 1, 0)],
+        vec![i(0x37, 1, 0, 0, 0)],
+        vec![i(0x67, 1, 0, 0, 64)],
+        vec![i(0x64, 1, 0, 0, 32)],
+        vec![i(0xc7, 1, 0, 0, -1)],
+        vec![i(0x87, 1, 0, 0, 1)],
+        vec![i(0x87, 1, 1, 0, 0)],
+        vec![i(0xd4, 1, 0, 0, 8)],
+        vec![i(0xd7, 1, 1, 0, 16)],
+        vec![i(0xdf, 1, 0, 0, 16)],
+        vec![i(0xb7, 1, 0, 8, 0)],
+        vec![i(0xbf, 1, 2, 0, 1)],
+        vec![i(0xbc, 1, 2, 32, 0)],
+        vec![i(0xbf, 1, 2, 7, 0)],
+        vec![i(0xbf, 1, 2, 1, 2)],
+        vec![i(0x61, 0, 1, 0, 1)],
+        vec![i(0x21, 0, 1, 0, 0)],
+        vec![i(0x99, 0, 1, 0, 0)],
+        vec![i(0x63, 10, 1, -8, 1)],
+        vec![i(0x62, 10, 1, -8, 1)],
+        vec![i(0xdb, 10, 1, -8, 2)],
+        vec![i(0xdb, 10, 1, -8, -1)],
+        vec![i(0xd3, 10, 1, -8, 0)],
+        vec![i(0x85, 1, 0, 0, 5)],
+        vec![i(0x85, 0, 3, 0, 5)],
+        vec![i(0x85, 0, 0, 1, 5)],
+        vec![i(0x05, 0, 0, 0, 1)],
+        vec![i(0x06, 0, 0, 1, 0)],
+        vec![i(0x05, 1, 0, 0, 0)],
+        vec![i(0xb7, 0, 0, 0, 0), i(0x95, 0, 0, 0, 1)],
+        vec![i(0xe5, 0, 1, 0, 0)],
+        vec![i(0xe5, 0, 0, 0, 5)],
+        vec![i(0x1d, 1, 2, 0, 1)],
+        vec![i(0x15, 1, 1, 0, 1)],
+        vec![i(0x30, 1, 0, 0, 1)],
+        vec![i(0x30, 0, 1, 0, 1)],
+        vec![i(0x40, 0, 1, 1, 1)],
+        vec![i(0x18, 1, 0, 1, 1), i(0, 0, 0, 0, 0)],
+        vec![i(0x18, 1, 0, 0, 1), i(0x18, 0, 0, 0, 0)],
+        vec![i(0x18, 1, 7, 0, 1), i(0, 0, 0, 0, 0)],
+        vec![i(0x18, 1, 1, 0, 1), i(0, 0, 0, 0, 1)],
+        vec![i(0xb7, 11, 0, 0, 0)],
+        vec![i(0xbf, 1, 12, 0, 0)],
+        vec![i(0x61, 1, 11, 0, 0)],
+        vec![i(0x07, 10, 0, 0, 1)],
+        vec![i(0x61, 10, 1, 0, 0)],
+        vec![i(0xdb, 10, 10, -8, 1)],
+        vec![i(0x8c, 1, 0, 0, 0)],
+        vec![i(0x86, 0, 0, 0, 0)],
+        vec![i(0xf7, 1, 0, 0, 0)],
+        vec![i(0x0d, 0, 1, 0, 0)],
+        vec![i(0xe6, 0, 0, 0, 0)],
+        vec![i(0x00, 0, 0, 0, 0)],
+        vec![i(0x1a, 10, 0, 0, 0)],
+    ];
+    let mut mismatches = Vec::new();
+    for mut prog in cases {
+        let bad = prog.clone();
+        if prog.last().map(|l| l.code) != Some(0x95) {
+            prog.extend_from_slice(&tail);
+        }
+        let ours = decode_program(&prog).expect_err("each case is invalid");
+        let (r, log) = load(&prog, &[]);
+        assert!(r.is_err(), "kernel accepted {bad:?}");
+        let lines: Vec<&str> = log.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("processed "))
+            .unwrap_or(lines.len());
+        let kernel_msg = lines[..at].last().copied().unwrap_or("");
+        if kernel_msg != ours.kind.to_string() {
+            mismatches.push(format!(
+                "{bad:?}: kernel `{kernel_msg}`, ours `{}`",
+                ours.kind
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
