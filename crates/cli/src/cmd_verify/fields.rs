@@ -216,9 +216,26 @@ pub fn default_table_stats() -> Vec<Stat> {
     ]
 }
 
-/// veristat's CSV columns when no `-e` is given: every stat.
+/// veristat's CSV columns when no `-e` is given: every stat, in its order
+/// (which `veristat -C` requires to be the same in both files).
 pub fn default_csv_stats() -> Vec<Stat> {
-    Stat::ALL.to_vec()
+    vec![
+        Stat::File,
+        Stat::Prog,
+        Stat::Verdict,
+        Stat::Duration,
+        Stat::TotalInsns,
+        Stat::TotalStates,
+        Stat::PeakStates,
+        Stat::MaxStatesPerInsn,
+        Stat::MarkRead,
+        Stat::ProgSize,
+        Stat::JitedSize,
+        Stat::ProgType,
+        Stat::AttachType,
+        Stat::StackDepth,
+        Stat::MemPeak,
+    ]
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ const MISSING: &str = "-";
 
 struct Column {
     header: String,
+    /// veristat left-aligns every header in comparisons, and in plain
+    /// tables only the text columns.
+    header_left: bool,
     left: bool,
     cells: Vec<String>,
 }
@@ -63,7 +66,11 @@ fn print_table(out: &mut impl Write, cols: &[Column]) -> io::Result<()> {
     writeln!(
         out,
         "{}",
-        line(cols.iter().map(|c| (c.header.as_str(), c.left)).collect())
+        line(
+            cols.iter()
+                .map(|c| (c.header.as_str(), c.header_left))
+                .collect()
+        )
     )?;
     writeln!(out, "{}", underline())?;
     let n = cols.first().map_or(0, |c| c.cells.len());
@@ -92,6 +99,7 @@ pub fn write_rows(
                 .iter()
                 .map(|&s| Column {
                     header: s.def().header.to_string(),
+                    header_left: s.def().left_aligned,
                     left: s.def().left_aligned,
                     cells: rows.iter().map(|r| r.text(s, MISSING)).collect(),
                 })
@@ -164,6 +172,7 @@ pub fn write_joined(
                 if s.is_key() {
                     cols.push(Column {
                         header: s.def().header.to_string(),
+                        header_left: true,
                         left: true,
                         cells: rows
                             .iter()
@@ -182,7 +191,8 @@ pub fn write_joined(
                 for k in 0..3 {
                     cols.push(Column {
                         header: format!("{}{}", s.def().header, sides.table[k]),
-                        left: s.def().left_aligned,
+                        header_left: true,
+                        left: s.is_text(),
                         cells: cells.iter().map(|c| c[k].clone()).collect(),
                     });
                 }
