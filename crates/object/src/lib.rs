@@ -8,7 +8,24 @@
 //! offset in the second slot's imm) whose imm is an index into
 //! [`Object::maps`]. The kernel backend turns those indexes into fds through
 //! `fd_array`; the verifier looks the index up directly.
+//!
+//! Entry points: [`Object::from_file`] and [`Object::parse`] with
+//! [`LoadOptions`]; [`btf::Btf::from_bytes`] for any BTF blob (vmlinux too).
 
+pub mod btf;
+pub mod btf_ext;
+mod btf_fixup;
+mod core_relo;
+mod elf;
+pub mod error;
+mod externs;
+mod link;
+mod load;
+mod maps;
+pub mod sec_def;
 pub mod types;
 
+pub use error::{ErrorKind, ObjectError};
+pub use load::{LoadOptions, TargetBtf, HOST_VMLINUX};
+pub use maps::{internal_map_name, object_name};
 pub use types::*;

@@ -17,6 +17,12 @@ pub struct Object {
     /// The object's raw `.BTF` section, after libbpf-style fix-ups
     /// (DATASEC sizes/offsets, VAR linkage), ready to hand to BPF_BTF_LOAD.
     pub btf_raw: Option<Vec<u8>>,
+    /// The parsed form of `btf_raw` (type ids in `MapDef` and `FuncInfo`
+    /// refer to it).
+    pub btf: Option<crate::btf::Btf>,
+    /// Externs (`.kconfig`, `.ksyms`, kfuncs) that could not be resolved,
+    /// as "name: reason". Their instructions hold zeros / poisoned calls.
+    pub unresolved_externs: Vec<String>,
 }
 
 /// Where a map definition came from.
@@ -90,6 +96,9 @@ pub struct Program {
     pub attach_target: Option<String>,
     /// Whether libbpf would mark it BPF_F_SLEEPABLE (".s" sections).
     pub sleepable: bool,
+    /// BPF_PROG_LOAD prog_flags libbpf derives from the section name
+    /// (BPF_F_SLEEPABLE, BPF_F_XDP_HAS_FRAGS).
+    pub prog_flags: u32,
     /// Final instruction stream: the entry function first, then every
     /// reachable subprogram appended, calls and map references relocated.
     pub insns: Vec<Insn>,

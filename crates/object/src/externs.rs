@@ -1,0 +1,267 @@
+//! `extern` symbols: `.kconfig` values (laid out in a one-entry array map
+//! the way libbpf lays them out), typed and typeless `__ksym` variables and
+//! kfuncs, resolved against the target BTF and kallsyms.
+
+use bpfvet_isa::uapi::{self, MapType};
+
+use crate::btf::{Btf, Kind, BTF_FUNC_EXTERN, BTF_VAR_GLOBAL_EXTERN};
+use crate::elf::ElfFile;
+use crate::error::{ErrorKind, LResult, Located};
+use crate::load::LoadOptions;
+use crate::types::{MapDef, MapInit, MapOrigin};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExternValue {
+    /// Byte offset in the kconfig map's value.
+    Kconfig {
+        offset: u32,
+    },
+    /// A typed ksym: a VAR id in the target BTF.
+    KsymBtf {
+        btf_id: u32,
+    },
+    /// A typeless ksym's address from kallsyms.
+    KsymAddr {
+        addr: u64,
+    },
+    /// A kfunc: a FUNC id in the target BTF.
+    Kfunc {
+        btf_id: u32,
+    },
+    Unresolved,
+}
+
+#[derive(Clone, Debug)]
+pub struct Extern {
+    pub name: String,
+    pub sym_idx: usize,
+    pub weak: bool,
+    pub value: ExternValue,
+    /// For kconfig externs: (size, alignment, value bytes if known).
+    kcfg: Option<(u32, u32, Option<Vec<u8>>)>,
+    btf_var: u32,
+}
+
+pub struct Externs {
+    pub list: Vec<Extern>,
+}
+
+impl Externs {
+    pub fn values(&self) -> Vec<ExternValue> {
+        self.list.iter().map(|e| e.value.clone()).collect()
+    }
+}
+
+pub fn any(elf: &ElfFile) -> bool {
+    elf.symbols.iter().any(|s| s.is_extern())
+}
+
+fn ext_err(msg: String) -> Located {
+    Located {
+        section: Some(".symtab".into()),
+        kind: ErrorKind::Extern(msg),
+    }
+}
+
+/// Which extern DATASEC (".kconfig" / ".ksyms") lists type `id`.
+fn datasec_of(btf: &Btf, id: u32) -> Option<&str> {
+    btf.ids().find_map(|sid| {
+        let t = btf.type_by_id(sid)?;
+        (t.kind == Kind::Datasec && btf.datasec_vars(t).iter().any(|v| v.type_id == id))
+            .then(|| btf.name(t))
+    })
+}
+
+fn kcfg_align(btf: &Btf, id: u32) -> u32 {
+    let mut id = id;
+    for _ in 0..crate::btf::MAX_RESOLVE_DEPTH {
+        let Some((rid, t)) = btf.skip_mods_and_typedefs(id) else {
+            return 1;
+        };
+        match t.array_info() {
+            Some((elem, _, _)) => id = elem,
+            None => {
+                return btf
+                    .resolve_size(rid)
+                    .map(|s| s.clamp(1, 8) as u32)
+                    .unwrap_or(1)
+            }
+        }
+    }
+    1
+}
+
+fn known_kconfig(name: &str, size: u32, opts: &LoadOptions) -> Option<Vec<u8>> {
+    let v: u64 = match name {
+        "LINUX_KERNEL_VERSION" => opts.kernel_version as u64,
+        "LINUX_HAS_BPF_COOKIE" | "LINUX_HAS_SYSCALL_WRAPPER" => 1,
+        _ => return None,
+    };
+    let mut b = v.to_le_bytes().to_vec();
+    b.resize(size as usize, 0);
+    Some(b)
+}
+
+fn kallsyms_addr(path: &std::path::Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        let addr = it.next()?;
+        let _kind = it.next()?;
+        (it.next()? == name).then(|| u64::from_str_radix(addr, 16).ok())?
+    })
+}
+
+pub fn collect(
+    elf: &ElfFile,
+    btf: Option<&Btf>,
+    target: Option<&Btf>,
+    opts: &LoadOptions,
+    unresolved: &mut Vec<String>,
+) -> LResult<Externs> {
+    let mut list = Vec::new();
+    for (sym_idx, s) in elf.symbols.iter().enumerate() {
+        if !s.is_extern() {
+            continue;
+        }
+        let Some(btf) = btf else {
+            return Err(ext_err(format!(
+                "extern '{}' needs BTF, which the object lacks",
+                s.name
+            )));
+        };
+        let var = btf.ids().find(|&id| {
+            let t = btf.type_by_id(id).expect("id in range");
+            btf.name(t) == s.name
+                && ((t.kind == Kind::Var && t.linkage() == BTF_VAR_GLOBAL_EXTERN)
+                    || (t.kind == Kind::Func && t.linkage() == BTF_FUNC_EXTERN))
+        });
+        let Some(var) = var else {
+            return Err(ext_err(format!("no BTF for extern '{}'", s.name)));
+        };
+        let t = btf.type_by_id(var).expect("found id");
+        let weak = s.bind == object::elf::STB_WEAK;
+        let sec = datasec_of(btf, var);
+        let mut e = Extern {
+            name: s.name.clone(),
+            sym_idx,
+            weak,
+            value: ExternValue::Unresolved,
+            kcfg: None,
+            btf_var: var,
+        };
+        if sec == Some(".kconfig") {
+            let size = btf
+                .resolve_size(t.size_or_type)
+                .ok()
+                .and_then(|s| u32::try_from(s).ok())
+                .ok_or_else(|| ext_err(format!("kconfig extern '{}' has no size", s.name)))?;
+            let align = kcfg_align(btf, t.size_or_type);
+            e.kcfg = Some((size, align, known_kconfig(&s.name, size, opts)));
+        } else if t.kind == Kind::Func {
+            match target.and_then(|tb| tb.find_by_name_kind(&s.name, Kind::Func)) {
+                Some(id) => e.value = ExternValue::Kfunc { btf_id: id },
+                None => unresolved.push(format!("{}: kfunc not in target BTF", s.name)),
+            }
+        } else if t.size_or_type == 0 {
+            // `extern const void x __ksym;` is typeless: an address.
+            match opts
+                .kallsyms
+                .as_deref()
+                .and_then(|p| kallsyms_addr(p, &s.name))
+            {
+                Some(addr) => e.value = ExternValue::KsymAddr { addr },
+                None => unresolved.push(format!("{}: not found in kallsyms", s.name)),
+            }
+        } else {
+            match target.and_then(|tb| tb.find_by_name_kind(&s.name, Kind::Var)) {
+                Some(id) => e.value = ExternValue::KsymBtf { btf_id: id },
+                None => unresolved.push(format!("{}: ksym not in target BTF", s.name)),
+            }
+        }
+        list.push(e);
+    }
+    // Kconfig layout: by alignment descending, then size, then name.
+    let mut order: Vec<usize> = (0..list.len())
+        .filter(|&i| list[i].kcfg.is_some())
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (sa, aa, _) = list[a].kcfg.as_ref().expect("kcfg");
+        let (sb, ab, _) = list[b].kcfg.as_ref().expect("kcfg");
+        ab.cmp(aa)
+            .then(sa.cmp(sb))
+            .then(list[a].name.cmp(&list[b].name))
+    });
+    let mut off = 0u32;
+    for i in order {
+        let (size, align, ref known) = *list[i].kcfg.as_ref().expect("kcfg");
+        off = off.div_ceil(align) * align;
+        if known.is_none() && !list[i].weak {
+            unresolved.push(format!("{}: kconfig value unknown", list[i].name));
+        }
+        list[i].value = ExternValue::Kconfig { offset: off };
+        off += size;
+    }
+    Ok(Externs { list })
+}
+
+/// The `.kconfig` map, if any extern lives there.
+pub fn kconfig_map(ext: &Externs, obj_name: &str) -> Option<MapDef> {
+    let mut size = 0u32;
+    for e in &ext.list {
+        if let (ExternValue::Kconfig { offset }, Some((sz, _, _))) = (&e.value, &e.kcfg) {
+            size = size.max(offset + sz);
+        }
+    }
+    if size == 0 {
+        return None;
+    }
+    let mut data = vec![0u8; size as usize];
+    for e in &ext.list {
+        if let (ExternValue::Kconfig { offset }, Some((_, _, Some(bytes)))) = (&e.value, &e.kcfg) {
+            data[*offset as usize..*offset as usize + bytes.len()].copy_from_slice(bytes);
+        }
+    }
+    Some(MapDef {
+        name: crate::maps::internal_map_name(obj_name, ".kconfig"),
+        section: ".kconfig".into(),
+        origin: MapOrigin::Kconfig,
+        map_type: MapType::ARRAY,
+        key_size: 4,
+        value_size: size,
+        max_entries: 1,
+        map_flags: uapi::BPF_F_RDONLY_PROG | uapi::BPF_F_MMAPABLE,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::Data(data),
+        frozen: true,
+    })
+}
+
+/// Writes the kconfig layout into the `.kconfig` DATASEC of the raw BTF
+/// (size and variable offsets), as libbpf does before loading BTF.
+pub fn patch_kconfig_datasec(raw: &mut [u8], btf: &Btf, ext: &Externs) {
+    let Some(sec_id) = btf.find_by_name_kind(".kconfig", Kind::Datasec) else {
+        return;
+    };
+    let Some(rec) = btf.record_offset(sec_id) else {
+        return;
+    };
+    let t = btf.type_by_id(sec_id).expect("found id");
+    let mut total = 0u32;
+    for (i, v) in btf.datasec_vars(t).iter().enumerate() {
+        let Some(e) = ext.list.iter().find(|e| e.btf_var == v.type_id) else {
+            continue;
+        };
+        if let (ExternValue::Kconfig { offset }, Some((size, _, _))) = (&e.value, &e.kcfg) {
+            let at = rec + 12 + 12 * i + 4;
+            raw[at..at + 4].copy_from_slice(&offset.to_le_bytes());
+            total = total.max(offset + size);
+        }
+    }
+    raw[rec + 8..rec + 12].copy_from_slice(&total.to_le_bytes());
+}

@@ -1,0 +1,665 @@
+//! The loader's driver: ELF -> BTF -> code sections and functions -> maps ->
+//! externs -> relocation records -> CO-RE -> one linked instruction stream
+//! per entry program, in the order libbpf does these steps.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bpfvet_isa::opcode::{self as op, BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
+use bpfvet_isa::Insn;
+use object::elf as E;
+
+use crate::btf::{Btf, BtfError};
+use crate::btf_ext::BtfExt;
+use crate::elf::{ElfFile, SHN_LORESERVE, SHN_UNDEF};
+use crate::error::{err, ErrorKind, LResult, Located, ObjectError};
+use crate::externs::{self, Extern};
+
+use crate::link::{CodeSec, Func, Reloc};
+use crate::maps::{self, MapClass, MapLoc, PendingValues};
+use crate::sec_def;
+use crate::types::{MapDef, MapInit, Object, Program};
+use crate::{core_relo, link};
+
+/// Where CO-RE relocations and typed ksyms are resolved.
+#[derive(Clone, Debug)]
+pub enum TargetBtf {
+    /// No target: CO-RE relocations are reported unresolved.
+    None,
+    /// The host's `/sys/kernel/btf/vmlinux` when readable, else none.
+    Host,
+    /// This file; failing to read or parse it is an error.
+    Path(PathBuf),
+    /// Already parsed (e.g. shared across a corpus walk).
+    Loaded(Arc<Btf>),
+}
+
+pub const HOST_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub target_btf: TargetBtf,
+    /// Where typeless `__ksym` addresses are looked up; None to leave them
+    /// unresolved.
+    pub kallsyms: Option<PathBuf>,
+    /// LINUX_KERNEL_VERSION as seen by `.kconfig` externs.
+    pub kernel_version: u32,
+    /// Overrides the object name used to prefix global data maps.
+    pub object_name: Option<String>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            target_btf: TargetBtf::Host,
+            kallsyms: Some(PathBuf::from("/proc/kallsyms")),
+            kernel_version: (6 << 16) | (18 << 8),
+            object_name: None,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Options that read nothing from the host: no CO-RE target, no kallsyms.
+    pub fn offline() -> Self {
+        LoadOptions {
+            target_btf: TargetBtf::None,
+            kallsyms: None,
+            ..Default::default()
+        }
+    }
+
+    /// Parses the target BTF once so it can be shared by many loads.
+    pub fn preload_target(&mut self) -> Result<(), ObjectError> {
+        let path = match &self.target_btf {
+            TargetBtf::Host => PathBuf::from(HOST_VMLINUX),
+            TargetBtf::Path(p) => p.clone(),
+            _ => return Ok(()),
+        };
+        match load_target(&self.target_btf) {
+            Ok(Some(b)) => self.target_btf = TargetBtf::Loaded(b),
+            Ok(None) => self.target_btf = TargetBtf::None,
+            Err(l) => {
+                return Err(ObjectError {
+                    path,
+                    section: l.section,
+                    kind: l.kind,
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+fn load_target(t: &TargetBtf) -> LResult<Option<Arc<Btf>>> {
+    let read = |p: &Path| -> LResult<Btf> {
+        let bytes = std::fs::read(p).map_err(|e| Located {
+            section: None,
+            kind: ErrorKind::TargetBtf {
+                path: p.to_owned(),
+                reason: e.to_string(),
+            },
+        })?;
+        Btf::from_bytes(&bytes).map_err(|e| Located {
+            section: None,
+            kind: ErrorKind::TargetBtf {
+                path: p.to_owned(),
+                reason: e.to_string(),
+            },
+        })
+    };
+    Ok(match t {
+        TargetBtf::None => None,
+        TargetBtf::Host => read(Path::new(HOST_VMLINUX)).ok().map(Arc::new),
+        TargetBtf::Path(p) => Some(Arc::new(read(p)?)),
+        TargetBtf::Loaded(b) => Some(b.clone()),
+    })
+}
+
+impl Object {
+    pub fn from_file(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Object, ObjectError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| ObjectError {
+            path: path.to_owned(),
+            section: None,
+            kind: ErrorKind::Io(e),
+        })?;
+        Object::parse(&bytes, path, opts)
+    }
+
+    /// Loads an object from memory; `path` names it in errors and gives the
+    /// prefix of global data map names.
+    pub fn parse(
+        bytes: &[u8],
+        path: impl AsRef<Path>,
+        opts: &LoadOptions,
+    ) -> Result<Object, ObjectError> {
+        let path = path.as_ref();
+        load(bytes, path, opts).map_err(|l| ObjectError {
+            path: path.to_owned(),
+            section: l.section,
+            kind: l.kind,
+        })
+    }
+}
+
+fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
+    let elf = ElfFile::parse(bytes)?;
+    let license = elf
+        .section_by_name("license")
+        .map(|(_, s)| {
+            let end = memchr::memchr(0, s.data).unwrap_or(s.data.len());
+            String::from_utf8_lossy(&s.data[..end]).into_owned()
+        })
+        .unwrap_or_default();
+    let kern_version = match elf.section_by_name("version") {
+        Some((_, s)) if s.data.len() == 4 => Some(u32::from_le_bytes([
+            s.data[0], s.data[1], s.data[2], s.data[3],
+        ])),
+        Some((_, s)) => {
+            return err(
+                Some("version"),
+                ErrorKind::Elf(format!("version section is {} bytes, not 4", s.data.len())),
+            )
+        }
+        None => None,
+    };
+
+    let (btf, mut btf_raw) = match elf.section_by_name(".BTF") {
+        Some((_, s)) => {
+            let first = Btf::from_bytes(s.data)?;
+            let raw = crate::btf_fixup::fixup(&first, &elf).map_err(BtfError::Fixup)?;
+            (Some(Btf::from_bytes(&raw)?), Some(raw))
+        }
+        None => (None, None),
+    };
+    let btf_ext = match (elf.section_by_name(".BTF.ext"), &btf) {
+        (Some((_, s)), Some(b)) => Some(BtfExt::parse(s.data, b).map_err(|m| Located {
+            section: Some(".BTF.ext".into()),
+            kind: ErrorKind::BtfExt(m),
+        })?),
+        _ => None,
+    };
+
+    // Code sections and their functions.
+    let text_shndx = elf.section_by_name(".text").map(|(i, _)| i);
+    let mut code: Vec<CodeSec> = Vec::new();
+    for (shndx, sec) in elf.sections.iter().enumerate() {
+        if !sec.is_exec() || sec.data.is_empty() {
+            continue;
+        }
+        code.push(code_section(&elf, shndx, Some(shndx) == text_shndx)?);
+    }
+    // An object whose only code is in .text (no SEC() annotations) still
+    // has programs to show: its global functions.
+    if !code.iter().any(|c| c.funcs.iter().any(|f| f.entry)) {
+        for c in code.iter_mut() {
+            for f in c.funcs.iter_mut() {
+                f.entry = f.global;
+            }
+        }
+    }
+
+    // Maps in libbpf's order.
+    let mut maps_acc: Vec<(MapDef, MapLoc)> = Vec::new();
+    for (shndx, sec) in elf.sections.iter().enumerate() {
+        if maps::is_legacy_maps_section(&sec.name) {
+            maps::legacy_maps(&elf, shndx, &mut maps_acc)?;
+        }
+    }
+    let mut pending = Vec::new();
+    let btf_maps_shndx = elf.section_by_name(".maps").map(|(i, _)| i);
+    if let Some(shndx) = btf_maps_shndx {
+        let Some(b) = &btf else {
+            return err(
+                Some(".maps"),
+                ErrorKind::Map("BTF-defined maps need a .BTF section".into()),
+            );
+        };
+        maps::btf_maps(&elf, b, shndx, &mut maps_acc, &mut pending)?;
+    }
+    let obj_name = opts
+        .object_name
+        .clone()
+        .unwrap_or_else(|| maps::object_name(path));
+    maps::global_data_maps(&elf, btf.as_ref(), &obj_name, &mut maps_acc)?;
+
+    // Externs; the kconfig map comes last.
+    let target = if externs::any(&elf) || btf_ext.as_ref().is_some_and(|e| !e.core_relos.is_empty())
+    {
+        load_target(&opts.target_btf)?
+    } else {
+        None
+    };
+    let mut unresolved = Vec::new();
+    let ext = externs::collect(&elf, btf.as_ref(), target.as_deref(), opts, &mut unresolved)?;
+    let ext_values = ext.values();
+    if let (Some(raw), Some(b)) = (btf_raw.as_mut(), btf.as_ref()) {
+        externs::patch_kconfig_datasec(raw, b, &ext);
+    }
+    let kconfig_map = match externs::kconfig_map(&ext, &obj_name) {
+        Some(m) => {
+            maps_acc.push((
+                m,
+                MapLoc {
+                    class: MapClass::Kconfig,
+                    shndx: usize::MAX,
+                    offset: 0,
+                },
+            ));
+            Some(maps_acc.len() - 1)
+        }
+        None => None,
+    };
+    let (mut maps_out, locs): (Vec<MapDef>, Vec<MapLoc>) = maps_acc.into_iter().unzip();
+
+    // Relocation records, then CO-RE on each section's own copy of code.
+    for c in code.iter_mut() {
+        record_relocs(&elf, c, &locs, &ext.list)?;
+    }
+    if let Some(ext_info) = &btf_ext {
+        let local = btf.as_ref().expect("BTF.ext implies BTF");
+        for c in code.iter_mut() {
+            if let Some(sec) = ext_info.core_relos.iter().find(|s| s.sec_name == c.name) {
+                core_relo::apply(local, target.as_deref(), sec, c)?;
+            }
+        }
+    }
+
+    let mut programs = Vec::new();
+    for ci in 0..code.len() {
+        for fi in 0..code[ci].funcs.len() {
+            if !code[ci].funcs[fi].entry {
+                continue;
+            }
+            let linked = link::link(
+                &code,
+                ci,
+                fi,
+                btf.as_ref(),
+                btf_ext.as_ref(),
+                &ext_values,
+                kconfig_map,
+            )?;
+            let f = &code[ci].funcs[fi];
+            let info = sec_def::classify(&code[ci].name);
+            programs.push(Program {
+                name: f.name.clone(),
+                section: code[ci].name.clone(),
+                prog_type: info.prog_type,
+                expected_attach_type: info.expected_attach_type,
+                attach_target: info.attach_target,
+                sleepable: info.sleepable,
+                prog_flags: info.prog_flags,
+                insns: linked.insns,
+                func_info: linked.func_info,
+                line_info: linked.line_info,
+                core_unresolved: linked.core_unresolved,
+            });
+        }
+    }
+
+    if let Some(shndx) = btf_maps_shndx {
+        init_values(&elf, shndx, &pending, &locs, &mut maps_out, &programs)?;
+    }
+
+    Ok(Object {
+        path: path.to_owned(),
+        license,
+        kern_version,
+        maps: maps_out,
+        programs,
+        btf_raw,
+        btf,
+        unresolved_externs: unresolved,
+    })
+}
+
+fn prog_err(section: &str, msg: String) -> Located {
+    Located {
+        section: Some(section.to_owned()),
+        kind: ErrorKind::Program(msg),
+    }
+}
+
+fn code_section(elf: &ElfFile, shndx: usize, is_text: bool) -> LResult<CodeSec> {
+    let sec = &elf.sections[shndx];
+    let name = sec.name.clone();
+    let insns =
+        bpfvet_isa::insns_from_bytes(sec.data).map_err(|e| prog_err(&name, e.to_string()))?;
+    let n = insns.len() as u64;
+    let mut funcs = Vec::new();
+    let mut syms: Vec<_> = elf
+        .symbols
+        .iter()
+        .filter(|s| s.shndx as usize == shndx && s.typ == E::STT_FUNC)
+        .collect();
+    syms.sort_by_key(|s| s.value);
+    for (k, s) in syms.iter().enumerate() {
+        if s.value % 8 != 0 || s.size % 8 != 0 {
+            return Err(prog_err(
+                &name,
+                format!("function '{}' is not aligned to instructions", s.name),
+            ));
+        }
+        let start = s.value / 8;
+        // Very old compilers emit size 0: the function runs to the next one.
+        let len = if s.size == 0 {
+            syms.get(k + 1)
+                .map(|t| t.value / 8)
+                .unwrap_or(n)
+                .saturating_sub(start)
+        } else {
+            s.size / 8
+        };
+        if start.checked_add(len).is_none_or(|end| end > n) || len == 0 {
+            return Err(prog_err(
+                &name,
+                format!(
+                    "function '{}' (offset {}, size {}) lies outside the section",
+                    s.name, s.value, s.size
+                ),
+            ));
+        }
+        let global = s.bind != E::STB_LOCAL;
+        funcs.push(Func {
+            name: s.name.clone(),
+            start: start as usize,
+            len: len as usize,
+            entry: !is_text && global,
+            global,
+        });
+    }
+    if funcs.is_empty() {
+        // No function symbols (old objects): the section is one program,
+        // named by a symbol at its start if there is one.
+        let label = elf
+            .symbols
+            .iter()
+            .find(|s| {
+                s.shndx as usize == shndx
+                    && s.value == 0
+                    && !s.name.is_empty()
+                    && s.typ != E::STT_SECTION
+                    && s.typ != E::STT_FILE
+            })
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| name.clone());
+        funcs.push(Func {
+            name: label,
+            start: 0,
+            len: n as usize,
+            entry: !is_text,
+            global: true,
+        });
+    }
+    for w in funcs.windows(2) {
+        if w[0].start + w[0].len > w[1].start {
+            return Err(prog_err(
+                &name,
+                format!("functions '{}' and '{}' overlap", w[0].name, w[1].name),
+            ));
+        }
+    }
+    // An LD_IMM64 needs its second slot inside the same function.
+    for f in &funcs {
+        let mut i = f.start;
+        while i < f.start + f.len {
+            if insns[i].is_ld_imm64() {
+                if i + 1 >= f.start + f.len {
+                    return Err(prog_err(
+                        &name,
+                        format!(
+                            "function '{}': LD_IMM64 at insn {} is truncated",
+                            f.name,
+                            i - f.start
+                        ),
+                    ));
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+    }
+    Ok(CodeSec {
+        shndx,
+        name,
+        insns,
+        funcs,
+        relos: Default::default(),
+        core_failures: Vec::new(),
+    })
+}
+
+fn rel_err(section: &str, msg: String) -> Located {
+    Located {
+        section: Some(section.to_owned()),
+        kind: ErrorKind::Relocation(msg),
+    }
+}
+
+fn is_call(i: &Insn) -> bool {
+    i.code == op::BPF_JMP | op::BPF_CALL
+}
+
+/// Classifies each ELF relocation of a code section like libbpf's
+/// bpf_program__record_reloc, and records implicit same-section calls.
+fn record_relocs(elf: &ElfFile, c: &mut CodeSec, locs: &[MapLoc], ext: &[Extern]) -> LResult<()> {
+    let name = c.name.clone();
+    for r in &elf.rels[c.shndx] {
+        let sym = &elf.symbols[r.sym as usize];
+        if r.offset % 8 != 0 || r.offset / 8 >= c.insns.len() as u64 {
+            return Err(rel_err(
+                &name,
+                format!("relocation offset {} outside the code", r.offset),
+            ));
+        }
+        let idx = (r.offset / 8) as usize;
+        let insn = c.insns[idx];
+        if !is_call(&insn) && !insn.is_ld_imm64() {
+            return Err(rel_err(
+                &name,
+                format!(
+                    "relocation against '{}' at insn {idx} with code {:#04x}",
+                    sym.name, insn.code
+                ),
+            ));
+        }
+        if insn.is_ld_imm64() && idx + 1 >= c.insns.len() {
+            return Err(rel_err(
+                &name,
+                format!("LD_IMM64 at insn {idx} is truncated"),
+            ));
+        }
+        let relo = if sym.shndx == SHN_UNDEF && sym.is_extern() {
+            let Some(e) = ext.iter().position(|e| e.sym_idx == r.sym as usize) else {
+                return Err(rel_err(
+                    &name,
+                    format!("no extern found for '{}'", sym.name),
+                ));
+            };
+            if is_call(&insn) {
+                Reloc::ExternCall(e)
+            } else {
+                Reloc::ExternLd(e)
+            }
+        } else if is_call(&insn) {
+            if insn.src != BPF_PSEUDO_CALL {
+                return Err(rel_err(
+                    &name,
+                    format!("relocated call at insn {idx} is not a bpf-to-bpf call"),
+                ));
+            }
+            let target_sec = sym.shndx as usize;
+            if !elf.sections.get(target_sec).is_some_and(|s| s.is_exec()) {
+                return Err(rel_err(
+                    &name,
+                    format!("call to '{}' outside any code section", sym.name),
+                ));
+            }
+            let byte = sym.value as i64 + r.addend;
+            if byte % 8 != 0 {
+                return Err(rel_err(
+                    &name,
+                    format!("call to '{}' at unaligned offset {byte}", sym.name),
+                ));
+            }
+            Reloc::Call {
+                sec: target_sec,
+                insn: byte / 8 + insn.imm as i64 + 1,
+            }
+        } else {
+            let shndx = sym.shndx;
+            if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
+                return Err(rel_err(
+                    &name,
+                    format!("relocation against '{}' in special section {shndx:#x}; uninitialised global?", sym.name),
+                ));
+            }
+            let target = elf.sections.get(shndx as usize).ok_or_else(|| {
+                rel_err(&name, format!("relocation against missing section {shndx}"))
+            })?;
+            if target.is_exec() {
+                let byte = sym.value as i64 + r.addend + insn.imm as i64;
+                if byte % 8 != 0 {
+                    return Err(rel_err(
+                        &name,
+                        format!("function address of '{}' is unaligned", sym.name),
+                    ));
+                }
+                Reloc::SubprogAddr {
+                    sec: shndx as usize,
+                    insn: byte / 8,
+                }
+            } else if maps::is_legacy_maps_section(&target.name) || target.name == ".maps" {
+                let m = locs.iter().position(|l| {
+                    l.class == MapClass::User && l.shndx == shndx as usize && l.offset == sym.value
+                });
+                match m {
+                    Some(m) => Reloc::Map(m),
+                    None => {
+                        return Err(rel_err(
+                            &name,
+                            format!(
+                                "no map at offset {} of section '{}'",
+                                sym.value, target.name
+                            ),
+                        ))
+                    }
+                }
+            } else if maps::data_section_class(&target.name, target.sh_type, false).is_some() {
+                let m = locs
+                    .iter()
+                    .position(|l| l.class != MapClass::User && l.shndx == shndx as usize);
+                match m {
+                    Some(m) => Reloc::Data {
+                        map: m,
+                        off: sym.value as i64 + r.addend,
+                    },
+                    None => {
+                        return Err(rel_err(
+                            &name,
+                            format!("no map for data section '{}'", target.name),
+                        ))
+                    }
+                }
+            } else {
+                return Err(rel_err(
+                    &name,
+                    format!("relocation against '{}' in section '{}' which is neither code, maps nor data", sym.name, target.name),
+                ));
+            }
+        };
+        if let Reloc::SubprogAddr { .. } = relo {
+            // libbpf marks such LD_IMM64 so calls and addresses are handled alike.
+            c.insns[idx].src = BPF_PSEUDO_FUNC;
+        }
+        c.relos.insert(idx, relo);
+    }
+    Ok(())
+}
+
+/// Fills `.values = { ... }` slots of BTF map-in-map and prog arrays from
+/// the relocations of the `.maps` section.
+fn init_values(
+    elf: &ElfFile,
+    shndx: usize,
+    pending: &[PendingValues],
+    locs: &[MapLoc],
+    maps_out: &mut [MapDef],
+    programs: &[Program],
+) -> LResult<()> {
+    for r in &elf.rels[shndx] {
+        let sym = &elf.symbols[r.sym as usize];
+        let Some(p) = pending
+            .iter()
+            .find(|p| p.var_offset <= r.offset && r.offset + 8 <= p.var_offset + p.var_size)
+        else {
+            return err(
+                Some(".maps"),
+                ErrorKind::Map(format!(
+                    "relocation at offset {} is not inside a map with .values",
+                    r.offset
+                )),
+            );
+        };
+        let rel_in_var = r.offset - p.var_offset;
+        if rel_in_var < p.values_offset {
+            return err(
+                Some(".maps"),
+                ErrorKind::Map(format!(
+                    "relocation at offset {} is before .values",
+                    r.offset
+                )),
+            );
+        }
+        let slot = ((rel_in_var - p.values_offset) / 8) as u32;
+        let outer = &maps_out[p.map_idx];
+        let outer_name = outer.name.clone();
+        let is_prog_array = outer.map_type == bpfvet_isa::uapi::MapType::PROG_ARRAY;
+        if is_prog_array {
+            let Some(pi) = programs.iter().position(|pr| pr.name == sym.name) else {
+                return err(
+                    Some(".maps"),
+                    ErrorKind::Map(format!(
+                        "map '{outer_name}': '{}' is not an entry program",
+                        sym.name
+                    )),
+                );
+            };
+            push_slot(&mut maps_out[p.map_idx].init, slot, pi, true);
+        } else {
+            let target = locs.iter().enumerate().find(|(i, l)| {
+                l.class == MapClass::User
+                    && l.shndx == shndx
+                    && l.offset == sym.value
+                    && *i != p.map_idx
+            });
+            let Some((mi, _)) = target else {
+                return err(
+                    Some(".maps"),
+                    ErrorKind::Map(format!(
+                        "map '{outer_name}': '{}' is not a BTF-defined map",
+                        sym.name
+                    )),
+                );
+            };
+            push_slot(&mut maps_out[p.map_idx].init, slot, mi, false);
+        }
+    }
+    Ok(())
+}
+
+fn push_slot(init: &mut MapInit, slot: u32, idx: usize, progs: bool) {
+    match init {
+        MapInit::Programs(v) if progs => v.push((slot, idx)),
+        MapInit::InnerMaps(v) if !progs => v.push((slot, idx)),
+        _ => {
+            *init = if progs {
+                MapInit::Programs(vec![(slot, idx)])
+            } else {
+                MapInit::InnerMaps(vec![(slot, idx)])
+            }
+        }
+    }
+}
