@@ -2,7 +2,8 @@
 // REJECTED by the verifier: out-of-bounds map value access with a variable offset.
 // The index is masked to 0..31 but the array in the value has 16 slots,
 // so the largest offset the verifier can prove lies past the value's end.
-// Kernel's last log line (Linux 6.18, root):
+// Kernel's log ends with (Linux 6.18, root):
+//   invalid access to map value, value_size=64 off=124 size=4
 //   R0 max value is outside of the allowed memory range
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

@@ -2,7 +2,8 @@
 // REJECTED by the verifier: out-of-bounds packet read. The program reads the Ethernet
 // header without first proving, by a comparison with data_end, that the
 // packet is long enough.
-// Kernel's last log line (Linux 6.18, root):
+// Kernel's log ends with (Linux 6.18, root):
+//   invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)
 //   R1 offset is outside of the packet
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
