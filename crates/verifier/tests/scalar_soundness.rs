@@ -29,7 +29,11 @@ fn distance() -> impl Strategy<Value = u64> {
     prop_oneof![
         Just(0u64),
         0u64..16,
-        (0u32..=64, any::<u64>()).prop_map(|(bits, r)| if bits == 64 { r } else { r & ((1u64 << bits) - 1) }),
+        (0u32..=64, any::<u64>()).prop_map(|(bits, r)| if bits == 64 {
+            r
+        } else {
+            r & ((1u64 << bits) - 1)
+        }),
         Just(u64::MAX),
     ]
 }
@@ -40,7 +44,11 @@ fn unknown_bits() -> impl Strategy<Value = u64> {
         Just(0u64),
         (0u32..=64).prop_map(|b| if b == 64 { u64::MAX } else { (1u64 << b) - 1 }),
         any::<u64>(),
-        (0u32..=64, any::<u64>()).prop_map(|(b, r)| r & if b == 64 { u64::MAX } else { (1u64 << b) - 1 }),
+        (0u32..=64, any::<u64>()).prop_map(|(b, r)| r & if b == 64 {
+            u64::MAX
+        } else {
+            (1u64 << b) - 1
+        }),
         Just(u64::MAX),
     ]
 }
@@ -317,9 +325,12 @@ proptest! {
         if let Some(p) = is_branch_taken(&a, &a, op, jmp32) {
             prop_assert_eq!(p, taken);
         }
-        let (t, f) = set_min_max_same(&a, op, jmp32);
-        let edge = if taken { t } else { f };
-        prop_assert!(edge.contains(x), "{op:?} {a:?} x={x:#x} -> {edge:?}");
+        let mut r = set_min_max_same(&a, op, jmp32);
+        let edge = if taken { r.taken } else { r.fall };
+        prop_assert!(edge[0].contains(x) && edge[1] == edge[0], "{op:?} {a:?} x={x:#x} -> {edge:?}");
+        r.sanitize();
+        let edge = if taken { r.taken } else { r.fall };
+        prop_assert!(edge[0].contains(x) && edge[1] == edge[0]);
     }
 
     #[test]

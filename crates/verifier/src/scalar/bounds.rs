@@ -21,7 +21,7 @@ impl InvariantViolation {
         let r = &self.scalar;
         format!(
             "verifier bug: REG INVARIANTS VIOLATION ({ctx}): {} u64=[{:#x}, {:#x}] \
-             s64=[{:#x}, {:#x}] u32=[{:#x}, {:#x}] s32=[{:#x}, {:#x}] var_off=({:#x}, {:#x}) (1)",
+             s64=[{:#x}, {:#x}] u32=[{:#x}, {:#x}] s32=[{:#x}, {:#x}] var_off=({:#x}, {:#x})",
             self.reason,
             r.umin,
             r.umax,

@@ -385,24 +385,31 @@ pub struct Refined {
     pub taken: [Scalar; 2],
     /// `[dst, src]` on the fall-through edge.
     pub fall: [Scalar; 2],
+    /// dst and src are one register: `[0]` and `[1]` of each edge are the
+    /// same state.
+    pub same_reg: bool,
 }
 
 impl Refined {
     /// The kernel's sanity check of the four results, in its order
     /// (true_reg1, true_reg2, false_reg1, false_reg2): a violating scalar's
     /// bounds are forgotten and the violation is returned with its label
-    /// for the log.
+    /// for the log. For one register compared with itself the second check
+    /// sees the first one's result, as in the kernel.
     pub fn sanitize(&mut self) -> [Option<(&'static str, InvariantViolation)>; 4] {
-        let labels = ["true_reg1", "true_reg2", "false_reg1", "false_reg2"];
         let mut out = [None; 4];
-        for (k, s) in self
-            .taken
-            .iter_mut()
-            .chain(self.fall.iter_mut())
-            .enumerate()
-        {
-            if let Err(v) = s.sanitize() {
-                out[k] = Some((labels[k], v));
+        let labels = ["true_reg1", "true_reg2", "false_reg1", "false_reg2"];
+        for (e, edge) in [&mut self.taken, &mut self.fall].into_iter().enumerate() {
+            for k in 0..2 {
+                if self.same_reg && k == 1 {
+                    edge[1] = edge[0];
+                }
+                if let Err(v) = edge[k].sanitize() {
+                    out[e * 2 + k] = Some((labels[e * 2 + k], v));
+                }
+            }
+            if self.same_reg {
+                edge[0] = edge[1];
             }
         }
         out
@@ -421,14 +428,17 @@ pub fn set_min_max(dst: &Scalar, src: &Scalar, op: JmpOp, is_jmp32: bool) -> Ref
     refine(&mut taken, 0, 1, op, is_jmp32);
     taken[0].sync();
     taken[1].sync();
-    Refined { taken, fall }
+    Refined {
+        taken,
+        fall,
+        same_reg: false,
+    }
 }
 
 /// reg_set_min_max when both operands are the same register (6.18 refines
-/// it as two aliases of one state): returns the register on the taken and
-/// on the fall-through edge. The kernel syncs the shared state once per
-/// alias, hence twice.
-pub fn set_min_max_same(r: &Scalar, op: JmpOp, is_jmp32: bool) -> (Scalar, Scalar) {
+/// it as two aliases of one state, and syncs that state once per alias).
+/// Both entries of each edge hold the register.
+pub fn set_min_max_same(r: &Scalar, op: JmpOp, is_jmp32: bool) -> Refined {
     let mut fall = [*r];
     refine(&mut fall, 0, 0, op.negate(), is_jmp32);
     fall[0].sync();
@@ -437,5 +447,9 @@ pub fn set_min_max_same(r: &Scalar, op: JmpOp, is_jmp32: bool) -> (Scalar, Scala
     refine(&mut taken, 0, 0, op, is_jmp32);
     taken[0].sync();
     taken[0].sync();
-    (taken[0], fall[0])
+    Refined {
+        taken: [taken[0]; 2],
+        fall: [fall[0]; 2],
+        same_reg: true,
+    }
 }

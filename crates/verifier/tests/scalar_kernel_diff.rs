@@ -1,0 +1,573 @@
+//! Differential test against the host kernel's verifier (Linux 6.18, the
+//! oracle): random straight-line programs of ALU operations and conditional
+//! jumps on r6..r9 are simulated with bpfvet's scalar tracking while they
+//! are generated, then loaded with log level 2; every register state the
+//! kernel prints (after each instruction, and on each taken edge) must be
+//! the one bpfvet prints, and both must agree on which edges are dead.
+//!
+//! Needs root and a working bpf(2); prints `SKIP:` otherwise.
+
+use bpfvet_isa::Insn;
+use bpfvet_verifier::scalar::{
+    is_branch_taken, set_min_max, set_min_max_same, write_reg_scalar, AluOp, EndianOp, JmpOp,
+    Scalar, ScalarLogInfo,
+};
+use std::collections::HashMap;
+
+const BPF_PROG_LOAD: libc::c_long = 5;
+const SOCKET_FILTER: u32 = 1;
+
+/// Loads a socket filter with log level 2; returns (loaded, log).
+fn kernel_load(insns: &[Insn]) -> Result<(bool, String), String> {
+    let code: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
+    let license = b"GPL\0";
+    let mut log = vec![0u8; 4 << 20];
+    // union bpf_attr, BPF_PROG_LOAD layout: prog_type, insn_cnt, insns,
+    // license, log_level, log_size, log_buf; the rest stays zero.
+    let mut attr = [0u8; 160];
+    attr[0..4].copy_from_slice(&SOCKET_FILTER.to_ne_bytes());
+    attr[4..8].copy_from_slice(&(insns.len() as u32).to_ne_bytes());
+    attr[8..16].copy_from_slice(&(code.as_ptr() as u64).to_ne_bytes());
+    attr[16..24].copy_from_slice(&(license.as_ptr() as u64).to_ne_bytes());
+    attr[24..28].copy_from_slice(&2u32.to_ne_bytes());
+    attr[28..32].copy_from_slice(&(log.len() as u32).to_ne_bytes());
+    attr[32..40].copy_from_slice(&(log.as_mut_ptr() as u64).to_ne_bytes());
+    // SAFETY: attr is a valid, fully initialised bpf_attr of the size we
+    // pass; the pointers inside it (code, license, log) outlive the call and
+    // log's length is the log_size we declare.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_LOAD,
+            attr.as_ptr(),
+            attr.len() as libc::c_uint,
+        )
+    };
+    let errno = std::io::Error::last_os_error();
+    if fd >= 0 {
+        // SAFETY: fd is a descriptor the kernel just returned to us.
+        unsafe { libc::close(fd as libc::c_int) };
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let text = String::from_utf8_lossy(&log[..end]).into_owned();
+    if fd < 0 && text.is_empty() {
+        return Err(format!("bpf(BPF_PROG_LOAD) failed: {errno}"));
+    }
+    Ok((fd >= 0, text))
+}
+
+fn kernel_available() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    let prog = [Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 0, 0)];
+    match kernel_load(&prog) {
+        Ok((true, _)) => Ok(()),
+        Ok((false, log)) => Err(format!("trivial program rejected: {log}")),
+        Err(e) => Err(e),
+    }
+}
+
+/// xorshift64*: deterministic, dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn imm(&mut self) -> i32 {
+        match self.below(9) {
+            0 => self.below(16) as i32,
+            1 => [0xff, 0xffff, 0xf0, 0x7f, 0xff00, 0x7fff_ffff][self.below(6) as usize],
+            2 => -(self.below(300) as i32),
+            3 => 1 << self.below(31),
+            4 => (self.next() as i32) >> self.below(31),
+            5 => i32::MIN,
+            6 => self.below(300) as i32,
+            7 => -1,
+            _ => self.next() as i32,
+        }
+    }
+}
+
+fn log_str(s: &Scalar) -> String {
+    let mut out = String::new();
+    write_reg_scalar(&mut out, s, ScalarLogInfo::default()).unwrap();
+    out
+}
+
+/// The kernel's rendering with what bpfvet leaves to the register (the
+/// precision mark and ids) taken out.
+fn normalize(val: &str) -> String {
+    let v = val.strip_prefix('P').unwrap_or(val);
+    if let Some(start) = v.find("(id=") {
+        let rest = &v[start + 4..];
+        let cut = rest.find([',', ')']).unwrap_or(rest.len());
+        let tail = &rest[cut..];
+        let tail = tail.strip_prefix(',').unwrap_or(tail);
+        return format!("{}({}", &v[..start], tail);
+    }
+    v.to_string()
+}
+
+/// What bpfvet expects the kernel to print for one program.
+#[derive(Default)]
+struct Expect {
+    /// Instruction index -> states of r6..r9 after it on the path that runs it.
+    after: HashMap<usize, [String; 4]>,
+    /// Instructions that must not run.
+    dead: Vec<usize>,
+    /// Instructions that run more than once (not checked).
+    unchecked: Vec<usize>,
+    /// Jump index -> states of r6..r9 on the taken edge.
+    taken: HashMap<usize, [String; 4]>,
+    /// Jumps whose taken edge is dead.
+    taken_dead: Vec<usize>,
+    violations: Vec<String>,
+}
+
+struct Gen {
+    rng: Rng,
+    insns: Vec<Insn>,
+    regs: [Scalar; 4],
+    exp: Expect,
+    /// Set when the program cannot continue linearly.
+    done: bool,
+}
+
+const ALU_OPS: [(u8, AluOp); 13] = [
+    (0x00, AluOp::Add),
+    (0x10, AluOp::Sub),
+    (0x20, AluOp::Mul),
+    (0x30, AluOp::Div),
+    (0x30, AluOp::Sdiv),
+    (0x90, AluOp::Mod),
+    (0x90, AluOp::Smod),
+    (0x40, AluOp::Or),
+    (0x50, AluOp::And),
+    (0xa0, AluOp::Xor),
+    (0x60, AluOp::Lsh),
+    (0x70, AluOp::Rsh),
+    (0xc0, AluOp::Arsh),
+];
+
+const JMP_OPS: [(u8, JmpOp); 11] = [
+    (0x10, JmpOp::Eq),
+    (0x50, JmpOp::Ne),
+    (0x20, JmpOp::Gt),
+    (0x30, JmpOp::Ge),
+    (0xa0, JmpOp::Lt),
+    (0xb0, JmpOp::Le),
+    (0x60, JmpOp::Sgt),
+    (0x70, JmpOp::Sge),
+    (0xc0, JmpOp::Slt),
+    (0xd0, JmpOp::Sle),
+    (0x40, JmpOp::Set),
+];
+
+impl Gen {
+    fn states(&self) -> [String; 4] {
+        [0, 1, 2, 3].map(|k| log_str(&self.regs[k]))
+    }
+
+    fn emit(&mut self, i: Insn) -> usize {
+        self.insns.push(i);
+        self.insns.len() - 1
+    }
+
+    /// Emits an instruction and records the states after it.
+    fn emit_checked(&mut self, i: Insn) {
+        let idx = self.emit(i);
+        let st = self.states();
+        self.exp.after.insert(idx, st);
+    }
+
+    fn prologue(&mut self) {
+        for k in 0..4u8 {
+            let r = 6 + k;
+            match self.rng.below(4) {
+                0 => {
+                    self.emit(Insn::new(0x85, 0, 0, 0, 5));
+                    self.regs[k as usize] = Scalar::unknown();
+                    self.emit_checked(Insn::new(0xbf, r, 0, 0, 0));
+                }
+                1 => {
+                    // A 32-bit move of an unknown: zero-extended.
+                    self.emit(Insn::new(0x85, 0, 0, 0, 7));
+                    self.regs[k as usize] = Scalar::unknown_u32();
+                    self.emit_checked(Insn::new(0xbc, r, 0, 0, 0));
+                }
+                2 => {
+                    let v = self.rng.imm();
+                    self.regs[k as usize] = Scalar::constant(v as i64 as u64);
+                    self.emit_checked(Insn::new(0xb7, r, 0, 0, v));
+                }
+                _ => {
+                    let v = self.rng.next() >> self.rng.below(64);
+                    self.regs[k as usize] = Scalar::constant(v);
+                    let idx = self.emit(Insn::new(0x18, r, 0, 0, v as u32 as i32));
+                    self.emit(Insn::new(0, 0, 0, 0, (v >> 32) as u32 as i32));
+                    let st = self.states();
+                    self.exp.after.insert(idx, st);
+                }
+            }
+        }
+        // r0 = 0 for every exit; also unlinks r0 from the moved results.
+        self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+    }
+
+    fn alu(&mut self) {
+        let (code_op, op) = ALU_OPS[self.rng.below(13) as usize];
+        let alu32 = self.rng.chance(40);
+        let class = if alu32 { 0x04 } else { 0x07 };
+        let d = self.rng.below(4) as usize;
+        let off = i16::from(matches!(op, AluOp::Sdiv | AluOp::Smod));
+        let (insn, src) = if self.rng.chance(65) {
+            let mut imm = self.rng.imm();
+            if op.is_shift() {
+                imm = self.rng.below(if alu32 { 32 } else { 64 }) as i32;
+            }
+            if matches!(op, AluOp::Div | AluOp::Sdiv | AluOp::Mod | AluOp::Smod) && imm == 0 {
+                imm = 3;
+            }
+            (
+                Insn::new(class | code_op, 6 + d as u8, 0, off, imm),
+                Scalar::constant(imm as i64 as u64),
+            )
+        } else {
+            let s = self.rng.below(4) as usize;
+            (
+                Insn::new(class | code_op | 0x08, 6 + d as u8, 6 + s as u8, off, 0),
+                self.regs[s],
+            )
+        };
+        if self.regs[d].alu(op, &src, alu32).is_some() {
+            // The kernel forks here and re-runs this instruction on a
+            // second path: stop comparing.
+            let idx = self.emit(insn);
+            self.exp.unchecked.push(idx);
+            self.done = true;
+            return;
+        }
+        self.emit_checked(insn);
+    }
+
+    fn unary(&mut self) {
+        let d = self.rng.below(4) as usize;
+        let r = 6 + d as u8;
+        match self.rng.below(6) {
+            0 => {
+                let alu32 = self.rng.chance(40);
+                self.regs[d].neg(alu32);
+                self.emit_checked(Insn::new(if alu32 { 0x84 } else { 0x87 }, r, 0, 0, 0));
+            }
+            1 => {
+                let how =
+                    [EndianOp::ToLe, EndianOp::ToBe, EndianOp::Bswap][self.rng.below(3) as usize];
+                let bits = [16, 32, 64][self.rng.below(3) as usize];
+                let code = match how {
+                    EndianOp::ToLe => 0xd4,
+                    EndianOp::ToBe => 0xdc,
+                    EndianOp::Bswap => 0xd7,
+                };
+                self.regs[d].byte_swap(how, bits);
+                self.emit_checked(Insn::new(code, r, 0, 0, bits as i32));
+            }
+            2 => {
+                let bits = [8u8, 16, 32][self.rng.below(3) as usize];
+                self.regs[d] = Scalar::movsx64(&self.regs[d], bits);
+                self.emit_checked(Insn::new(0xbf, r, r, i16::from(bits), 0));
+            }
+            3 => {
+                let bits = [8u8, 16][self.rng.below(2) as usize];
+                self.regs[d] = Scalar::movsx32(&self.regs[d], bits);
+                self.emit_checked(Insn::new(0xbc, r, r, i16::from(bits), 0));
+            }
+            4 => {
+                self.regs[d] = Scalar::mov32(&self.regs[d]);
+                self.emit_checked(Insn::new(0xbc, r, r, 0, 0));
+            }
+            _ => {
+                let v = self.rng.imm();
+                if self.rng.chance(50) {
+                    self.regs[d] = Scalar::constant(v as i64 as u64);
+                    self.emit_checked(Insn::new(0xb7, r, 0, 0, v));
+                } else {
+                    self.regs[d] = Scalar::constant(u64::from(v as u32));
+                    self.emit_checked(Insn::new(0xb4, r, 0, 0, v));
+                }
+            }
+        }
+    }
+
+    fn branch(&mut self) {
+        let (code_op, op) = JMP_OPS[self.rng.below(11) as usize];
+        let jmp32 = self.rng.chance(35);
+        let class = if jmp32 { 0x06 } else { 0x05 };
+        let d = self.rng.below(4) as usize;
+        let use_imm = self.rng.chance(55);
+        let s = self.rng.below(4) as usize;
+        let imm = self.rng.imm();
+        let a = self.regs[d];
+        let b = if use_imm {
+            Scalar::constant(imm as i64 as u64)
+        } else {
+            self.regs[s]
+        };
+        let same = !use_imm && s == d;
+        let pred = if same {
+            is_branch_taken(&a, &a, op, jmp32)
+        } else {
+            is_branch_taken(&a, &b, op, jmp32)
+        };
+        // Register states on each edge (unchanged where the edge is decided).
+        let (mut on_taken, mut on_fall) = (self.regs, self.regs);
+        if pred.is_none() {
+            {
+                let mut r = if same {
+                    set_min_max_same(&a, op, jmp32)
+                } else {
+                    set_min_max(&a, &b, op, jmp32)
+                };
+                for (lbl, v) in r.sanitize().into_iter().flatten() {
+                    self.exp.violations.push(v.message(lbl));
+                }
+                on_taken[d] = r.taken[0];
+                on_fall[d] = r.fall[0];
+                if !use_imm {
+                    on_taken[s] = r.taken[1];
+                    on_fall[s] = r.fall[1];
+                }
+            }
+        }
+        let insn = if use_imm {
+            Insn::new(class | code_op, 6 + d as u8, 0, 0, imm)
+        } else {
+            Insn::new(class | code_op | 0x08, 6 + d as u8, 6 + s as u8, 0, 0)
+        };
+        let continue_taken = match pred {
+            Some(p) => p,
+            None => self.rng.chance(50),
+        };
+        let jmp = self.insns.len();
+        let taken_states = |regs: &[Scalar; 4]| [0, 1, 2, 3].map(|k| log_str(&regs[k]));
+        if pred != Some(true) {
+            self.regs = on_fall;
+            let st = self.states();
+            self.exp.after.insert(jmp, st);
+        } else {
+            self.exp.unchecked.push(jmp);
+        }
+        if pred == Some(false) {
+            self.exp.taken_dead.push(jmp);
+        } else {
+            self.exp.taken.insert(jmp, taken_states(&on_taken));
+        }
+        if continue_taken {
+            // jmp: if .. goto +1; exit; <continue>
+            self.emit(Insn::new(insn.code, insn.dst, insn.src, 1, insn.imm));
+            let exit = self.emit(Insn::new(0x95, 0, 0, 0, 0));
+            if pred == Some(true) {
+                self.exp.dead.push(exit);
+            }
+            self.regs = on_taken;
+        } else {
+            // jmp: if .. goto +1; ja +1; exit; <continue>
+            self.emit(Insn::new(insn.code, insn.dst, insn.src, 1, insn.imm));
+            self.emit(Insn::new(0x05, 0, 0, 1, 0));
+            let exit = self.emit(Insn::new(0x95, 0, 0, 0, 0));
+            if pred == Some(false) {
+                self.exp.dead.push(exit);
+            }
+            self.regs = on_fall;
+        }
+    }
+
+    fn program(seed: u64, steps: usize) -> (Vec<Insn>, Expect) {
+        let mut g = Gen {
+            rng: Rng(seed | 1),
+            insns: Vec::new(),
+            regs: [Scalar::unknown(); 4],
+            exp: Expect::default(),
+            done: false,
+        };
+        g.prologue();
+        for _ in 0..steps {
+            if g.done {
+                break;
+            }
+            match g.rng.below(10) {
+                0..=4 => g.alu(),
+                5..=6 => g.unary(),
+                _ => g.branch(),
+            }
+        }
+        g.emit(Insn::new(0x95, 0, 0, 0, 0));
+        (g.insns, g.exp)
+    }
+}
+
+/// Register values printed on a log line: `R6=...` for r6..r9. Values may
+/// contain spaces (`var_off=(0x0; 0xff)`), so a value runs up to the next
+/// ` R<n>=`.
+fn regs_on(line: &str) -> Vec<(usize, String)> {
+    let starts: Vec<usize> = line
+        .match_indices('R')
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            (i == 0 || line.as_bytes()[i - 1] == b' ')
+                && line[i + 1..]
+                    .split_once('=')
+                    .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (n, &st) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).map_or(line.len(), |&e| e);
+        let tok = line[st + 1..end].trim_end();
+        let Some((num, val)) = tok.split_once('=') else {
+            continue;
+        };
+        let Ok(k) = num.parse::<usize>() else {
+            continue;
+        };
+        if (6..=9).contains(&k) {
+            out.push((k - 6, normalize(val)));
+        }
+    }
+    out
+}
+
+fn compare(exp: &Expect, log: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let mut seen = HashMap::new();
+    let mut violations = Vec::new();
+    for line in log.lines() {
+        if line.contains("REG INVARIANTS VIOLATION") {
+            violations.push(line.trim().to_string());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("from ") {
+            let Some((edge, state)) = rest.split_once(": ") else {
+                continue;
+            };
+            let Some((from, _to)) = edge.split_once(" to ") else {
+                continue;
+            };
+            let Ok(from) = from.parse::<usize>() else {
+                continue;
+            };
+            if state == "safe" {
+                continue;
+            }
+            if exp.taken_dead.contains(&from) {
+                errs.push(format!(
+                    "insn {from}: kernel explored a taken edge bpfvet thinks dead"
+                ));
+            } else if let Some(want) = exp.taken.get(&from) {
+                for (k, got) in regs_on(state) {
+                    if got != want[k] {
+                        errs.push(format!(
+                            "insn {from} taken edge R{}: kernel {got} bpfvet {}",
+                            k + 6,
+                            want[k]
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
+        let Some((num, rest)) = line.split_once(": (") else {
+            continue;
+        };
+        let Ok(idx) = num.parse::<usize>() else {
+            continue;
+        };
+        *seen.entry(idx).or_insert(0) += 1;
+        if exp.dead.contains(&idx) {
+            errs.push(format!(
+                "insn {idx}: kernel ran an instruction bpfvet thinks dead"
+            ));
+            continue;
+        }
+        if exp.unchecked.contains(&idx) {
+            continue;
+        }
+        let Some((_, state)) = rest.split_once("; ") else {
+            continue;
+        };
+        let Some(want) = exp.after.get(&idx) else {
+            continue;
+        };
+        for (k, got) in regs_on(state) {
+            if got != want[k] {
+                errs.push(format!(
+                    "insn {idx} R{}: kernel {got} bpfvet {}",
+                    k + 6,
+                    want[k]
+                ));
+            }
+        }
+    }
+    for idx in exp.after.keys() {
+        if !seen.contains_key(idx) {
+            errs.push(format!("insn {idx}: bpfvet thinks it runs, kernel did not"));
+        }
+    }
+    let mut want_v = exp.violations.clone();
+    want_v.sort();
+    violations.sort();
+    if want_v != violations {
+        errs.push(format!(
+            "invariant violations: kernel {violations:?} bpfvet {want_v:?}"
+        ));
+    }
+    errs
+}
+
+#[test]
+fn scalar_states_match_host_kernel() {
+    if let Err(why) = kernel_available() {
+        println!("SKIP: host kernel verifier not usable ({why})");
+        return;
+    }
+    let programs: u64 = std::env::var("BPFVET_DIFF_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let mut failures = Vec::new();
+    for seed in 0..programs {
+        let (insns, exp) = Gen::program(0x9e37_79b9_7f4a_7c15 ^ (seed * 0x1000_0001), 24);
+        let (loaded, log) = kernel_load(&insns).expect("bpf syscall");
+        if !loaded {
+            failures.push(format!("seed {seed}: kernel rejected the program\n{log}"));
+            continue;
+        }
+        let errs = compare(&exp, &log);
+        if !errs.is_empty() {
+            failures.push(format!("seed {seed}:\n  {}\n{log}", errs.join("\n  ")));
+        }
+    }
+    if !failures.is_empty() {
+        let shown: Vec<_> = failures.iter().take(3).collect();
+        panic!(
+            "{} of {programs} programs disagree with the kernel; first ones:\n{}",
+            failures.len(),
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        );
+    }
+}
