@@ -7,6 +7,17 @@
 //! that order, so the first error it reports is the one the kernel reports
 //! for a program whose only fault is its encoding. Error texts are the
 //! kernel's verifier log messages.
+//!
+//! What the decoder cannot know, and where the kernel puts it (the
+//! verifier must keep this order to report the kernel's first message):
+//! - pseudo LD_IMM64 references (map fd, fd_array index, BTF id) are
+//!   resolved in the up-front scan, so a bad reference is reported before
+//!   the LD_IMM64's own `off`/`dst` checks;
+//! - addr_space_cast needs an arena map: that check comes after the `imm`
+//!   check and before the register checks;
+//! - the control-flow checks (jump out of range, unreachable insn, last
+//!   insn not an exit or jump) run between the two passes, and the walk
+//!   only checks the fields of reachable instructions.
 
 use crate::insn::Insn;
 use crate::instruction::*;
