@@ -3,6 +3,8 @@
 //! pruning, precision tracking and liveness — giving the kernel's verdict,
 //! error text and statistics.
 
+pub mod ctx;
+pub mod helpers;
 pub mod scalar;
 mod stats;
 pub mod tnum;

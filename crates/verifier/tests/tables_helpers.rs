@@ -1,0 +1,193 @@
+//! Differential test of the helper tables against the host kernel: for
+//! every helper id and a set of program (and attach) types, load
+//! `call N; r0 = 1; exit` and compare "may this type call it" and the error
+//! text with `helper_proto_for`.
+
+mod tables_support;
+
+use bpfvet_isa::uapi::{AttachType, ProgType};
+use bpfvet_verifier::helpers::{helper_proto_for, CallerProg, HELPER_MAX_ID};
+use tables_support::*;
+
+struct Config {
+    prog_type: ProgType,
+    attach: Option<AttachType>,
+    btf_name: Option<(u32, &'static str)>,
+    sleepable: bool,
+}
+
+fn cfg(prog_type: ProgType, attach: Option<AttachType>) -> Config {
+    Config {
+        prog_type,
+        attach,
+        btf_name: None,
+        sleepable: false,
+    }
+}
+
+fn configs() -> Vec<Config> {
+    use AttachType as A;
+    use ProgType as P;
+    let mut v: Vec<Config> = [
+        P::SOCKET_FILTER,
+        P::KPROBE,
+        P::SCHED_CLS,
+        P::SCHED_ACT,
+        P::TRACEPOINT,
+        P::XDP,
+        P::PERF_EVENT,
+        P::LWT_IN,
+        P::LWT_OUT,
+        P::LWT_XMIT,
+        P::SOCK_OPS,
+        P::SK_SKB,
+        P::CGROUP_DEVICE,
+        P::SK_MSG,
+        P::RAW_TRACEPOINT,
+        P::LWT_SEG6LOCAL,
+        P::SK_REUSEPORT,
+        P::FLOW_DISSECTOR,
+        P::CGROUP_SYSCTL,
+        P::RAW_TRACEPOINT_WRITABLE,
+    ]
+    .into_iter()
+    .map(|p| cfg(p, None))
+    .collect();
+    for a in [A::CGROUP_INET_INGRESS, A::CGROUP_INET_EGRESS] {
+        v.push(cfg(P::CGROUP_SKB, Some(a)));
+    }
+    for a in [
+        A::CGROUP_INET_SOCK_CREATE,
+        A::CGROUP_INET_SOCK_RELEASE,
+        A::CGROUP_INET4_POST_BIND,
+    ] {
+        v.push(cfg(P::CGROUP_SOCK, Some(a)));
+    }
+    for a in [
+        A::CGROUP_INET4_BIND,
+        A::CGROUP_INET6_CONNECT,
+        A::CGROUP_UDP4_SENDMSG,
+        A::CGROUP_UDP6_RECVMSG,
+        A::CGROUP_INET4_GETPEERNAME,
+        A::CGROUP_UNIX_CONNECT,
+        A::CGROUP_UNIX_GETSOCKNAME,
+        A::CGROUP_UNIX_GETPEERNAME,
+        A::CGROUP_UNIX_RECVMSG,
+    ] {
+        v.push(cfg(P::CGROUP_SOCK_ADDR, Some(a)));
+    }
+    for a in [A::CGROUP_GETSOCKOPT, A::CGROUP_SETSOCKOPT] {
+        v.push(cfg(P::CGROUP_SOCKOPT, Some(a)));
+    }
+    for a in [A::SK_SKB_STREAM_PARSER, A::SK_SKB_VERDICT] {
+        v.push(cfg(P::SK_SKB, Some(a)));
+    }
+    for a in [
+        A::TRACE_KPROBE_MULTI,
+        A::TRACE_UPROBE_MULTI,
+        A::TRACE_KPROBE_SESSION,
+    ] {
+        v.push(cfg(P::KPROBE, Some(a)));
+    }
+    v.push(cfg(P::SK_LOOKUP, Some(A::SK_LOOKUP)));
+    v.push(cfg(
+        P::SK_REUSEPORT,
+        Some(A::SK_REUSEPORT_SELECT_OR_MIGRATE),
+    ));
+    v.push(cfg(P::NETFILTER, Some(A::NETFILTER)));
+    v.push(cfg(P::XDP, Some(A::XDP_DEVMAP)));
+    v.push(Config {
+        sleepable: true,
+        ..cfg(P::SYSCALL, None)
+    });
+    v.push(Config {
+        btf_name: Some((BTF_KIND_TYPEDEF, "btf_trace_sched_switch")),
+        ..cfg(P::TRACING, Some(A::TRACE_RAW_TP))
+    });
+    v.push(Config {
+        btf_name: Some((BTF_KIND_FUNC, "bpf_iter_task")),
+        ..cfg(P::TRACING, Some(A::TRACE_ITER))
+    });
+    v
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Class {
+    Allowed,
+    Forbidden(String),
+    Unknown(String),
+}
+
+#[test]
+fn helper_permissions_match_the_host_kernel() {
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let configs = configs();
+    let names: Vec<(u32, &str)> = configs.iter().filter_map(|c| c.btf_name).collect();
+    let ids = vmlinux_btf_ids(&names);
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut skipped_configs = Vec::new();
+    for c in &configs {
+        let btf_id = match c.btf_name {
+            Some(n) => match names.iter().position(|x| *x == n).and_then(|i| ids[i]) {
+                Some(id) => id,
+                None => {
+                    skipped_configs.push(format!("{} (no BTF id for {})", c.prog_type, n.1));
+                    continue;
+                }
+            },
+            None => 0,
+        };
+        let spec = LoadSpec {
+            prog_type: c.prog_type.0,
+            expected_attach_type: c.attach.map_or(0, |a| a.0),
+            attach_btf_id: btf_id,
+            prog_flags: if c.sleepable { BPF_F_SLEEPABLE } else { 0 },
+        };
+        let base = load(&spec, &[mov_r0(1), exit()]);
+        assert!(
+            base.ok,
+            "{} {:?}: a trivial program must load: {}",
+            c.prog_type, c.attach, base.log
+        );
+        let caller = CallerProg {
+            sleepable: c.sleepable,
+            ..CallerProg::new(c.prog_type, c.attach)
+        };
+        for helper in 0..=HELPER_MAX_ID {
+            let r = load(&spec, &[call(helper), mov_r0(1), exit()]);
+            let line = r.last_error_line();
+            let kernel = if !r.ok && line.starts_with("program of this type cannot use helper") {
+                Class::Forbidden(line.to_string())
+            } else if !r.ok && line.starts_with("invalid func ") {
+                Class::Unknown(line.to_string())
+            } else {
+                Class::Allowed
+            };
+            let ours = match helper_proto_for(helper, &caller) {
+                Ok(_) => Class::Allowed,
+                Err(e @ bpfvet_verifier::helpers::HelperError::Unknown { .. }) => {
+                    Class::Unknown(e.to_string())
+                }
+                Err(e) => Class::Forbidden(e.to_string()),
+            };
+            compared += 1;
+            if kernel != ours {
+                mismatches.push(format!(
+                    "{} {:?} helper {helper}: kernel {kernel:?}, ours {ours:?}",
+                    c.prog_type, c.attach
+                ));
+            }
+        }
+    }
+    println!("compared {compared} (type, helper) pairs; configs without BTF: {skipped_configs:?}");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
