@@ -3,9 +3,24 @@
 //! pruning, precision tracking and liveness — giving the kernel's verdict,
 //! error text and statistics.
 
+mod cfg;
+mod check_alu;
+mod check_call;
+mod check_jmp;
+mod check_mem;
+mod checkpoint;
 pub mod ctx;
+mod ctx_glue;
+mod error;
+mod explore;
 pub mod helpers;
+mod log;
+mod pool;
+mod precision;
+mod prune;
+mod regs;
 pub mod scalar;
+mod state;
 mod stats;
 pub mod tnum;
 
@@ -90,14 +105,134 @@ pub struct Outcome {
 /// Verifies program `prog_index` of `obj` as the Linux 6.18 verifier does for
 /// a root loader.
 pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) -> Outcome {
-    let _ = (obj, prog_index, opts);
-    Outcome {
-        verdict: Verdict::Rejected {
-            error: "not implemented".into(),
-            insn: None,
-            source: None,
-        },
-        stats: Stats::default(),
-        log: String::new(),
+    let started = std::time::Instant::now();
+    let Some(prog) = obj.programs.get(prog_index) else {
+        return Outcome {
+            verdict: Verdict::Rejected {
+                error: format!("no program with index {prog_index}"),
+                insn: None,
+                source: None,
+            },
+            stats: Stats::default(),
+            log: String::new(),
+        };
+    };
+    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns));
+    let cfg = match result {
+        Ok(c) => c,
+        Err(e) => {
+            let mut log = log::Log::new(opts.log_level);
+            log.line(&e.msg);
+            let stats = Stats {
+                duration: started.elapsed(),
+                ..Stats::default()
+            };
+            return Outcome {
+                verdict: rejected(prog, e),
+                stats,
+                log: log.into_string(),
+            };
+        }
+    };
+    let mut env = explore::Env::new(obj, prog, opts, cfg);
+    env.init_main_state();
+    let res = env.do_check().and_then(|()| env.check_max_stack_depth());
+    let mut stats = std::mem::take(&mut env.stats);
+    stats.processed_insns = env.insn_processed;
+    stats.duration = started.elapsed();
+    stats.stack_depth = env.subprog_stack.clone();
+    stats.idmap_resets = env.idmap.resets;
+    stats.idmap_pairs_scanned = env.idmap.pairs_scanned;
+    stats.state_nodes_from_pool = env.pool.from_pool;
+    stats.state_nodes_fresh = env.pool.fresh;
+    let mut log = std::mem::replace(&mut env.log, log::Log::new(0));
+    let verdict = match res {
+        Ok(()) => Verdict::Accepted,
+        Err(e) => {
+            if log.level > 0 && e.limit.is_none() {
+                log.line(&e.msg);
+            }
+            rejected(prog, e)
+        }
+    };
+    if opts.log_level > 0 {
+        let depth: Vec<String> = stats.stack_depth.iter().map(|d| d.to_string()).collect();
+        log.line(&format!("stack depth {}", depth.join("+")));
+        log.line(&format!(
+            "processed {} insns (limit {}) max_states_per_insn {} total_states {} peak_states {} mark_read {}",
+            stats.processed_insns,
+            opts.max_processed_insns,
+            stats.max_states_per_insn,
+            stats.total_states,
+            stats.peak_states,
+            stats.mark_read
+        ));
     }
+    Outcome {
+        verdict,
+        stats,
+        log: log.into_string(),
+    }
+}
+
+fn rejected(prog: &bpfvet_object::Program, e: error::VerifyError) -> Verdict {
+    let source = e.insn.and_then(|i| source_line(prog, i));
+    match e.limit {
+        Some(limit) => Verdict::LimitExceeded {
+            limit,
+            error: e.msg,
+            insn: e.insn,
+        },
+        None => Verdict::Rejected {
+            error: e.msg,
+            insn: e.insn,
+            source,
+        },
+    }
+}
+
+/// "file.c:42: <line text>" of the line_info entry covering `insn`.
+fn source_line(prog: &bpfvet_object::Program, insn: usize) -> Option<String> {
+    let i = prog
+        .line_info
+        .partition_point(|l| l.insn_off as usize <= insn)
+        .checked_sub(1)?;
+    let l = &prog.line_info[i];
+    let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
+    Some(format!("{}:{}: {}", file, l.line, l.line_text.trim()))
+}
+
+/// Checks the kernel makes on the raw stream before building the CFG
+/// (resolve_pseudo_ldimm64 and the opcode check).
+fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::opcode::*;
+    let err = |i: usize, m: &str| Err(error::VerifyError::new(Some(i), m.to_string()));
+    let mut i = 0;
+    while i < insns.len() {
+        let ins = insns[i];
+        if ins.class() == BPF_LDX
+            && ((mode(ins.code) != BPF_MEM && mode(ins.code) != BPF_MEMSX) || ins.imm != 0)
+        {
+            return err(i, "BPF_LDX uses reserved fields");
+        }
+        if ins.is_ld_imm64() {
+            if i + 1 >= insns.len() {
+                return err(i, "invalid bpf_ld_imm64 insn");
+            }
+            let n = insns[i + 1];
+            if n.code != 0 || n.dst != 0 || n.src != 0 || n.off != 0 {
+                return err(i, "invalid bpf_ld_imm64 insn");
+            }
+            if !matches!(ins.src, 0 | 1 | 2 | 3 | 4 | 5 | 6) {
+                return err(i, "unrecognized bpf_ld_imm64 insn");
+            }
+            i += 2;
+            continue;
+        }
+        if !bpfvet_isa::decode::opcode_known(ins.code) {
+            return err(i, &format!("unknown opcode {:02x}", ins.code));
+        }
+        i += 1;
+    }
+    Ok(())
 }

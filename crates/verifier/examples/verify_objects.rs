@@ -1,0 +1,48 @@
+//! Verifies every program of the given `.bpf.o` files with the bpfvet
+//! verifier and prints one CSV row per program:
+//! file,prog,verdict,processed,total_states,peak_states,error.
+
+use bpfvet_object::{LoadOptions, Object};
+use bpfvet_verifier::{verify, Options, Verdict};
+
+fn main() {
+    let mut opts = Options::default();
+    let mut files = Vec::new();
+    for a in std::env::args().skip(1) {
+        if let Some(l) = a.strip_prefix("--log=") {
+            opts.log_level = l.parse().unwrap_or(0);
+        } else {
+            files.push(a);
+        }
+    }
+    for f in files {
+        let obj = match Object::from_file(&f, &LoadOptions::default()) {
+            Ok(o) => o,
+            Err(e) => {
+                println!("{f},,load_error,,,,{e}");
+                continue;
+            }
+        };
+        for (i, p) in obj.programs.iter().enumerate() {
+            let out = verify(&obj, i, &opts);
+            let (v, e) = match &out.verdict {
+                Verdict::Accepted => ("accepted", String::new()),
+                Verdict::Rejected { error, insn, .. } => {
+                    ("rejected", format!("{error} (insn {insn:?})"))
+                }
+                Verdict::LimitExceeded { error, .. } => ("limit", error.clone()),
+            };
+            println!(
+                "{f},{},{v},{},{},{},{:?},{e}",
+                p.name,
+                out.stats.processed_insns,
+                out.stats.total_states,
+                out.stats.peak_states,
+                out.stats.duration
+            );
+            if opts.log_level > 0 {
+                eprintln!("{}", out.log);
+            }
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! ALU and ALU64 instructions: operand checks, moves, scalar arithmetic
+//! (delegated to `scalar`) and pointer arithmetic rules.
+
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::prune::ADD_CONST;
+use crate::regs::{flag, Reg, RegType};
+use crate::scalar::{AluOp, EndianOp, Scalar};
+use bpfvet_isa::opcode::*;
+use bpfvet_isa::Insn;
+
+/// The kernel's BPF_MAX_VAR_OFF: pointer offsets are kept below 2^29.
+const MAX_VAR_OFF: i64 = 1 << 29;
+
+fn op_name(op: u8) -> &'static str {
+    match op {
+        BPF_ADD => "+=",
+        BPF_SUB => "-=",
+        BPF_MUL => "*=",
+        BPF_DIV => "/=",
+        BPF_OR => "|=",
+        BPF_AND => "&=",
+        BPF_LSH => "<<=",
+        BPF_RSH => ">>=",
+        BPF_NEG => "neg",
+        BPF_MOD => "%=",
+        BPF_XOR => "^=",
+        BPF_MOV => "=",
+        BPF_ARSH => "s>>=",
+        _ => "?",
+    }
+}
+
+impl Env<'_> {
+    /// check_reg_arg(SRC_OP): the register must be initialised.
+    pub fn check_read(&self, r: u8) -> VResult<()> {
+        if r as usize >= 11 {
+            return self.err(format!("R{r} is invalid"));
+        }
+        if self.cur.reg(r).ty == RegType::NotInit {
+            return self.err(format!("R{r} !read_ok"));
+        }
+        Ok(())
+    }
+
+    /// check_reg_arg(DST_OP): the register may be written.
+    pub fn check_write(&self, r: u8) -> VResult<()> {
+        if r as usize >= 11 {
+            return self.err(format!("R{r} is invalid"));
+        }
+        if r == 10 {
+            return self.err("frame pointer is read only");
+        }
+        Ok(())
+    }
+
+    pub fn set_unknown(&mut self, r: u8) {
+        *self.cur.reg_mut(r) = Reg::unknown_scalar();
+    }
+
+    /// Gives an unlinked scalar an id before it is copied, so the copies
+    /// stay linked (assign_scalar_id_before_mov).
+    fn link_before_mov(&mut self, src: u8) {
+        let r = self.cur.reg(src);
+        if r.ty == RegType::Scalar && r.id & ADD_CONST != 0 {
+            // A copy of a linked-with-offset value starts a new link.
+            let id = self.new_id();
+            let r = self.cur.reg_mut(src);
+            r.id = id;
+            r.off = 0;
+            return;
+        }
+        if r.ty == RegType::Scalar && r.id == 0 && !r.v.is_const() {
+            let id = self.new_id();
+            self.cur.reg_mut(src).id = id;
+        }
+    }
+
+    pub fn check_alu(&mut self, insn: &Insn) -> VResult<()> {
+        let o = op(insn.code);
+        let alu64 = insn.class() == BPF_ALU64;
+        let (d, s) = (insn.dst, insn.src);
+        if o == BPF_END || o == BPF_NEG {
+            if o == BPF_NEG {
+                if source(insn.code) != BPF_K || s != 0 || insn.off != 0 || insn.imm != 0 {
+                    return self.err("BPF_NEG uses reserved fields");
+                }
+            } else if s != 0
+                || insn.off != 0
+                || !matches!(insn.imm, 16 | 32 | 64)
+                || (alu64 && source(insn.code) != BPF_TO_LE)
+            {
+                return self.err("BPF_END uses reserved fields");
+            }
+            self.check_read(d)?;
+            self.check_write(d)?;
+            let r = self.cur.reg_mut(d);
+            if r.ty == RegType::Scalar {
+                if o == BPF_NEG {
+                    r.v.neg(!alu64);
+                    r.id = 0;
+                    r.off = 0;
+                } else if r
+                    .v
+                    .byte_swap(EndianOp::from_code(insn.code), insn.imm as u32)
+                {
+                    r.id = 0;
+                    r.off = 0;
+                }
+            } else {
+                *r = Reg::unknown_scalar();
+            }
+            return Ok(());
+        }
+        if o == BPF_MOV {
+            return self.check_mov(insn);
+        }
+        if o > BPF_END {
+            return self.err(format!("invalid BPF_ALU opcode {:x}", o));
+        }
+        let bad_off =
+            (insn.off != 0 && insn.off != 1) || (insn.off == 1 && o != BPF_MOD && o != BPF_DIV);
+        if source(insn.code) == BPF_X {
+            if insn.imm != 0 || bad_off {
+                return self.err("BPF_ALU uses reserved fields");
+            }
+            self.check_read(s)?;
+        } else if s != 0 || bad_off {
+            return self.err("BPF_ALU uses reserved fields");
+        }
+        self.check_read(d)?;
+        if (o == BPF_MOD || o == BPF_DIV) && source(insn.code) == BPF_K && insn.imm == 0 {
+            return self.err("div by zero");
+        }
+        if matches!(o, BPF_LSH | BPF_RSH | BPF_ARSH) && source(insn.code) == BPF_K {
+            let size = if alu64 { 64 } else { 32 };
+            if insn.imm < 0 || insn.imm >= size {
+                return self.err(format!("invalid shift {}", insn.imm));
+            }
+        }
+        self.check_write(d)?;
+        self.adjust_reg_min_max_vals(insn)
+    }
+
+    fn check_mov(&mut self, insn: &Insn) -> VResult<()> {
+        let alu64 = insn.class() == BPF_ALU64;
+        let (d, s) = (insn.dst, insn.src);
+        if source(insn.code) == BPF_X {
+            if !alu64 {
+                if !matches!(insn.off, 0 | 8 | 16) || insn.imm != 0 {
+                    return self.err("BPF_MOV uses reserved fields");
+                }
+            } else if insn.off == BPF_ADDR_SPACE_CAST as i16 {
+                if insn.imm != 1 && insn.imm != 1 << 16 {
+                    return self.err(
+                        "addr_space_cast insn can only convert between address space 1 and 0",
+                    );
+                }
+                return self.err("addr_space_cast insn can only be used in a program that has an associated arena");
+            } else if !matches!(insn.off, 0 | 8 | 16 | 32) || insn.imm != 0 {
+                return self.err("BPF_MOV uses reserved fields");
+            }
+            self.check_read(s)?;
+        } else if s != 0 || insn.off != 0 {
+            return self.err("BPF_MOV uses reserved fields");
+        }
+        self.check_write(d)?;
+        if source(insn.code) == BPF_K {
+            let v = if alu64 {
+                insn.imm as i64 as u64
+            } else {
+                insn.imm as u32 as u64
+            };
+            *self.cur.reg_mut(d) = Reg::known(v);
+            return Ok(());
+        }
+        let src = *self.cur.reg(s);
+        if alu64 {
+            if insn.off == 0 {
+                self.link_before_mov(s);
+                let src = *self.cur.reg(s);
+                *self.cur.reg_mut(d) = src;
+            } else if src.ty == RegType::Scalar {
+                let bits = insn.off as u8;
+                let keep = Scalar::movsx_keeps_value(&src.v, bits);
+                if keep {
+                    self.link_before_mov(s);
+                }
+                let mut r = *self.cur.reg(s);
+                if !keep {
+                    r.id = 0;
+                    r.off = 0;
+                }
+                r.v = Scalar::movsx64(&src.v, bits);
+                *self.cur.reg_mut(d) = r;
+            } else {
+                self.set_unknown(d);
+            }
+        } else if src.ty == RegType::Scalar {
+            let keep = if insn.off == 0 {
+                src.v.width() <= 32
+            } else {
+                Scalar::movsx_keeps_value(&src.v, insn.off as u8)
+            };
+            if keep {
+                self.link_before_mov(s);
+            }
+            let mut r = *self.cur.reg(s);
+            if !keep {
+                r.id = 0;
+                r.off = 0;
+            }
+            r.v = if insn.off == 0 {
+                Scalar::mov32(&src.v)
+            } else {
+                Scalar::movsx32(&src.v, insn.off as u8)
+            };
+            *self.cur.reg_mut(d) = r;
+        } else {
+            self.set_unknown(d);
+        }
+        Ok(())
+    }
+
+    fn adjust_reg_min_max_vals(&mut self, insn: &Insn) -> VResult<()> {
+        let o = op(insn.code);
+        let alu64 = insn.class() == BPF_ALU64;
+        let (d, s) = (insn.dst, insn.src);
+        let dst = *self.cur.reg(d);
+        let src = if source(insn.code) == BPF_X {
+            *self.cur.reg(s)
+        } else {
+            Reg::known(insn.imm as i64 as u64)
+        };
+        if dst.is_pointer() && src.is_pointer() {
+            if o == BPF_SUB {
+                self.set_unknown(d);
+                return Ok(());
+            }
+            return self.err(format!("R{d} pointer {} pointer prohibited", op_name(o)));
+        }
+        if dst.is_pointer() {
+            return self.adjust_ptr(insn, d, &dst, &src);
+        }
+        if src.is_pointer() {
+            if o == BPF_ADD && alu64 {
+                // scalar += pointer: the result is the pointer moved.
+                return self.adjust_ptr(insn, d, &src, &dst);
+            }
+            if !alu64 && o == BPF_SUB {
+                self.set_unknown(d);
+                return Ok(());
+            }
+            if !alu64 {
+                return self.err(format!("R{d} 32-bit pointer arithmetic prohibited"));
+            }
+            if o == BPF_SUB {
+                return self.err(format!("R{d} tried to subtract pointer from scalar"));
+            }
+            self.set_unknown(d);
+            return Ok(());
+        }
+        // scalar op scalar
+        let Some(aop) = AluOp::from_insn(insn.code, insn.off) else {
+            return self.err(format!("invalid BPF_ALU opcode {:x}", o));
+        };
+        let src_v = src.v;
+        let is_add_const = o == BPF_ADD && alu64 && dst.id != 0 && src_v.is_const();
+        let r = self.cur.reg_mut(d);
+        let fork = r.v.alu(aop, &src_v, !alu64);
+        if is_add_const {
+            let val = src_v.const_value() as i64;
+            let new_off = (r.off as i64).checked_add(val);
+            if r.id & ADD_CONST != 0 || new_off.is_none_or(|x| x != x as i32 as i64) {
+                r.id = 0;
+                r.off = 0;
+            } else {
+                r.id |= ADD_CONST;
+                r.off = new_off.unwrap_or(0) as i32;
+            }
+        } else {
+            r.id = 0;
+            r.off = 0;
+        }
+        if let Some(other) = fork {
+            let idx = self.insn_idx;
+            let st = self.push_stack(idx, idx)?;
+            let fr = st.frame_mut();
+            fr.regs[d as usize].v = other;
+            fr.regs[d as usize].id = 0;
+            fr.regs[d as usize].off = 0;
+        }
+        Ok(())
+    }
+
+    /// Pointer +/- scalar (adjust_ptr_min_max_vals).
+    fn adjust_ptr(&mut self, insn: &Insn, d: u8, ptr: &Reg, off_reg: &Reg) -> VResult<()> {
+        let o = op(insn.code);
+        let alu64 = insn.class() == BPF_ALU64;
+        if !alu64 {
+            if o == BPF_SUB {
+                self.set_unknown(d);
+                return Ok(());
+            }
+            return self.err(format!("R{d} 32-bit pointer arithmetic prohibited"));
+        }
+        let ts = ptr.type_str();
+        if ptr.maybe_null() {
+            return self.err(format!(
+                "R{d} pointer arithmetic on {ts} prohibited, null-check it first"
+            ));
+        }
+        match ptr.ty {
+            RegType::MapPtr => {
+                return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
+            }
+            RegType::PacketEnd
+            | RegType::Sock
+            | RegType::SockCommon
+            | RegType::TcpSock
+            | RegType::XdpSock
+            | RegType::DynptrPtr
+            | RegType::Func => {
+                return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
+            }
+            RegType::Ctx if ptr.flags & flag::TRUSTED == 0 => {}
+            _ => {}
+        }
+        if o != BPF_ADD && o != BPF_SUB {
+            let what = match o {
+                BPF_AND | BPF_OR | BPF_XOR => "bitwise operator",
+                _ => "pointer arithmetic with",
+            };
+            return self.err(format!("R{d} {what} {} on pointer prohibited", op_name(o)));
+        }
+        let ov = off_reg.v;
+        let known = ov.is_const();
+        let mut r = *ptr;
+        r.precise = false;
+        if known {
+            let c = ov.const_value() as i64;
+            let new_off = if o == BPF_ADD {
+                (ptr.off as i64).checked_add(c)
+            } else {
+                (ptr.off as i64).checked_sub(c)
+            };
+            match new_off {
+                Some(x) if x.abs() < MAX_VAR_OFF => r.off = x as i32,
+                _ => {
+                    return self.err(format!(
+                        "value {} makes {} pointer be out of bounds",
+                        c as i64,
+                        ptr.type_str()
+                    ))
+                }
+            }
+        } else {
+            if o == BPF_SUB && d != insn.dst {
+                return self.err(format!("R{d} tried to subtract pointer from scalar"));
+            }
+            if ptr.ty == RegType::Ctx {
+                return self.err(format!(
+                    "R{d} variable ctx access var_off={} disallowed",
+                    tnum_str(&ov)
+                ));
+            }
+            if ov.smin <= -MAX_VAR_OFF || ov.smax >= MAX_VAR_OFF {
+                return self.err(format!(
+                    "value {} makes {} pointer be out of bounds",
+                    ov.smin,
+                    ptr.type_str()
+                ));
+            }
+            let aop = if o == BPF_ADD { AluOp::Add } else { AluOp::Sub };
+            let _ = r.v.alu(aop, &ov, false);
+            if r.ty.is_pkt() {
+                r.id = self.new_id();
+                r.aux = 0;
+            }
+        }
+        if r.v.smin <= -MAX_VAR_OFF || r.v.smax >= MAX_VAR_OFF {
+            return self.err(format!(
+                "value {} makes {} pointer be out of bounds",
+                r.v.smin,
+                ptr.type_str()
+            ));
+        }
+        *self.cur.reg_mut(d) = r;
+        Ok(())
+    }
+}
+
+pub fn tnum_str(v: &Scalar) -> String {
+    format!("(0x{:x}; 0x{:x})", v.var_off.value, v.var_off.mask)
+}

@@ -1,0 +1,828 @@
+//! Calls: helper prototypes and their arguments, reference acquire and
+//! release, spin locks, callbacks (bpf_loop, for_each_map_elem, timers),
+//! bpf-to-bpf calls and returns, and the program's return code.
+
+use crate::check_mem::Access;
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::helpers::{self, id, ArgBase, HelperError, HelperProto, RetBase, TypeFlags};
+use crate::regs::{flag, Reg, RegType};
+use crate::scalar::Scalar;
+use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_isa::Insn;
+
+/// Helpers after which every packet pointer is invalid.
+const CHANGES_PKT_DATA: [u32; 24] = [
+    9, 10, 11, 13, 18, 19, 31, 32, 38, 39, 43, 44, 50, 54, 65, 73, 74, 75, 76, 77, 89, 90, 91, 136,
+];
+
+/// Size limit of a helper's variable memory argument.
+const MAX_VAR_SIZ: u64 = 1 << 29;
+
+/// What the arguments told us, for the return value and side effects.
+#[derive(Default)]
+struct ArgMeta {
+    map: Option<u32>,
+    /// Constant size given for memory (ringbuf_reserve's size, etc.).
+    mem_size: Option<u64>,
+    release_ref: Option<u32>,
+    callback: Option<u32>,
+}
+
+impl Env<'_> {
+    fn arg_type_err<T>(&self, regno: u8, expected: &str) -> VResult<T> {
+        let r = self.cur.reg(regno);
+        self.err(format!(
+            "R{regno} type={} expected={expected}",
+            r.type_str()
+        ))
+    }
+
+    /// Memory [reg, reg+size) must be accessible (check_helper_mem_access).
+    fn check_helper_mem(
+        &mut self,
+        regno: u8,
+        size: u64,
+        access: Access,
+        zero_ok: bool,
+    ) -> VResult<()> {
+        let r = *self.cur.reg(regno);
+        if size == 0 && zero_ok {
+            return Ok(());
+        }
+        match r.ty {
+            RegType::Stack => {
+                let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
+                let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
+                if off < -512 || max + size as i64 > 0 || size > 512 {
+                    if r.v.is_const() {
+                        return self.err(format!(
+                            "invalid indirect access to stack R{regno} off={off} size={size}"
+                        ));
+                    }
+                    return self.err(format!(
+                        "invalid variable-offset indirect access to stack R{regno} var_off={} size={size}",
+                        crate::check_alu::tnum_str(&r.v)
+                    ));
+                }
+                let frameno = r.frameno as usize;
+                self.note_stack_depth(frameno, (-off) as u32);
+                let fr = &mut self.cur.frames[frameno];
+                fr.grow_stack((-off) as usize);
+                if access == Access::Write {
+                    // The helper fills the bytes: they become STACK_MISC
+                    // and spills there are destroyed.
+                    for b in off..max + size as i64 {
+                        let slot = (-b - 1) as usize;
+                        let (spi, bi) = (slot / 8, 7 - slot % 8);
+                        let s = &mut fr.stack[spi];
+                        if s.is_spill() {
+                            s.spilled = Reg::not_init();
+                            for t in &mut s.types {
+                                *t = crate::state::SlotType::Misc;
+                            }
+                        }
+                        s.types[bi] = crate::state::SlotType::Misc;
+                    }
+                }
+                Ok(())
+            }
+            RegType::Packet | RegType::PacketMeta | RegType::MapValue | RegType::MapKey | RegType::Mem | RegType::Buf | RegType::Ctx | RegType::BtfId | RegType::TpBuffer | RegType::FlowKeys => {
+                if size > u32::MAX as u64 {
+                    return self.err(format!("R{regno} unbounded memory access"));
+                }
+                let sz = size as u32;
+                let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
+                if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
+                    return Ok(());
+                }
+                // Check both ends with a byte-wide probe of the whole span.
+                self.check_span(regno, sz, a)
+            }
+            RegType::Scalar if r.is_null_const() => {
+                self.err(format!("R{regno} type=scalar expected=fp"))
+            }
+            _ => self.err(format!(
+                "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
+                r.type_str()
+            )),
+        }
+    }
+
+    fn check_span(&mut self, regno: u8, size: u32, access: Access) -> VResult<()> {
+        // Reuse the load/store rules with a scratch destination: r0 is
+        // about to be overwritten by the call anyway.
+        let saved = *self.cur.reg(0);
+        let r = *self.cur.reg(regno);
+        let res = if matches!(
+            r.ty,
+            RegType::Packet
+                | RegType::PacketMeta
+                | RegType::MapValue
+                | RegType::MapKey
+                | RegType::Mem
+        ) {
+            let mut rr = r;
+            rr.off = 0;
+            let _ = rr;
+            let value = if access == Access::Read {
+                Some(0u8)
+            } else {
+                None
+            };
+            let mut res = Ok(());
+            if size > 0 {
+                res = self.check_mem_access_span(regno, size, access, value);
+            }
+            res
+        } else {
+            Ok(())
+        };
+        *self.cur.reg_mut(0) = saved;
+        res
+    }
+
+    fn check_mem_access_span(
+        &mut self,
+        regno: u8,
+        size: u32,
+        access: Access,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        // A span access is one access of `size` bytes at the pointer.
+        let r = *self.cur.reg(regno);
+        if matches!(r.ty, RegType::MapValue)
+            && access == Access::Write
+            && r.flags & flag::RDONLY != 0
+        {
+            return self.err("write into map forbidden");
+        }
+        self.check_region_span(regno, size, value)
+    }
+
+    fn check_region_span(&mut self, regno: u8, size: u32, value: Option<u8>) -> VResult<()> {
+        let _ = value;
+        let r = *self.cur.reg(regno);
+        let limit: i64 = match r.ty {
+            RegType::MapValue => self
+                .obj
+                .maps
+                .get(r.map as usize)
+                .map_or(0, |m| m.value_size) as i64,
+            RegType::MapKey => self.obj.maps.get(r.map as usize).map_or(0, |m| m.key_size) as i64,
+            RegType::Mem => r.aux as i64,
+            RegType::Packet | RegType::PacketMeta => (r.aux as i32) as i64,
+            _ => return Ok(()),
+        };
+        let lo = r.off as i64 + r.v.smin;
+        let hi = r.off as i64 + r.v.umax.min(i64::MAX as u64) as i64;
+        if r.ty.is_pkt() {
+            if lo < 0 || hi + size as i64 > limit {
+                return self.err(format!(
+                    "invalid access to packet, off={} size={}, R{regno}(id={},off={},r={})",
+                    r.off, size, r.id, r.off, limit
+                ));
+            }
+            return Ok(());
+        }
+        if lo < 0 || hi + size as i64 > limit {
+            let (what, sname) = match r.ty {
+                RegType::MapValue => ("map value", "value_size"),
+                RegType::MapKey => ("map key", "key_size"),
+                _ => ("memory", "mem_size"),
+            };
+            return self.err(format!(
+                "invalid access to {what}, {sname}={limit} off={} size={size}",
+                r.off
+            ));
+        }
+        Ok(())
+    }
+
+    fn size_arg(&mut self, regno: u8, zero_ok: bool) -> VResult<u64> {
+        let r = *self.cur.reg(regno);
+        if r.ty != RegType::Scalar {
+            return self.arg_type_err(regno, "scalar");
+        }
+        let v = r.v;
+        if v.smin < 0 {
+            return self.err(format!(
+                "R{regno} min value is negative, either use unsigned or 'var &= const'"
+            ));
+        }
+        if v.umin == 0 && !zero_ok {
+            return self.err(format!(
+                "R{regno} invalid zero-sized read: u64=[{},{}]",
+                v.umin, v.umax
+            ));
+        }
+        if v.umax >= MAX_VAR_SIZ {
+            return self.err(format!(
+                "R{regno} unbounded memory access, use 'var &= const' or 'if (var < const)'"
+            ));
+        }
+        self.mark_chain_precision(regno)?;
+        Ok(v.umax)
+    }
+
+    fn check_arg(&mut self, proto: &HelperProto, i: usize, meta: &mut ArgMeta) -> VResult<()> {
+        let regno = (i + 1) as u8;
+        let at = proto.args[i];
+        self.check_read(regno)?;
+        let r = *self.cur.reg(regno);
+        let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
+        if may_null && r.is_null_const() {
+            return Ok(());
+        }
+        match at.base {
+            ArgBase::DontCare => {}
+            ArgBase::Anything => {}
+            ArgBase::Scalar | ArgBase::ConstAllocSizeOrZero => {
+                if r.ty != RegType::Scalar {
+                    return self.arg_type_err(regno, "scalar");
+                }
+                if at.base == ArgBase::ConstAllocSizeOrZero {
+                    if !r.v.is_const() {
+                        return self.err(format!("R{regno} is not a known constant'"));
+                    }
+                    self.mark_chain_precision(regno)?;
+                    meta.mem_size = Some(r.v.const_value());
+                }
+            }
+            ArgBase::ConstSize | ArgBase::ConstSizeOrZero => {
+                let zero_ok = at.base == ArgBase::ConstSizeOrZero;
+                let size = self.size_arg(regno, zero_ok)?;
+                let prev = proto.args[i - 1];
+                let access = if prev.flags.contains(TypeFlags::MEM_UNINIT)
+                    || prev.flags.contains(TypeFlags::MEM_WRITE)
+                {
+                    Access::Write
+                } else {
+                    Access::Read
+                };
+                let prev_reg = *self.cur.reg(regno - 1);
+                if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
+                    self.check_helper_mem(regno - 1, size, access, zero_ok)?;
+                }
+            }
+            ArgBase::ConstMapPtr => {
+                if r.ty != RegType::MapPtr {
+                    return self.arg_type_err(regno, "map_ptr");
+                }
+                meta.map = Some(r.map);
+            }
+            ArgBase::PtrToMapKey | ArgBase::PtrToMapValue => {
+                let Some(m) = meta.map.and_then(|m| self.obj.maps.get(m as usize)) else {
+                    return self.err("invalid map_ptr to access map->key");
+                };
+                let size = if at.base == ArgBase::PtrToMapKey {
+                    m.key_size
+                } else {
+                    m.value_size
+                } as u64;
+                if !matches!(
+                    r.ty,
+                    RegType::Stack
+                        | RegType::Packet
+                        | RegType::PacketMeta
+                        | RegType::MapValue
+                        | RegType::MapKey
+                        | RegType::Mem
+                ) {
+                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value");
+                }
+                let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
+                    Access::Write
+                } else {
+                    Access::Read
+                };
+                self.check_helper_mem(regno, size, access, false)?;
+            }
+            ArgBase::PtrToMem => {
+                if at.flags.contains(TypeFlags::MEM_FIXED_SIZE) {
+                    let access = if at.flags.contains(TypeFlags::MEM_UNINIT)
+                        || at.flags.contains(TypeFlags::MEM_WRITE)
+                    {
+                        Access::Write
+                    } else {
+                        Access::Read
+                    };
+                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false)?;
+                } else if !matches!(
+                    r.ty,
+                    RegType::Stack
+                        | RegType::Packet
+                        | RegType::PacketMeta
+                        | RegType::MapValue
+                        | RegType::MapKey
+                        | RegType::Mem
+                        | RegType::Buf
+                        | RegType::BtfId
+                        | RegType::Ctx
+                ) {
+                    return self.err(format!(
+                        "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
+                        r.type_str()
+                    ));
+                }
+            }
+            ArgBase::PtrToCtx => {
+                if r.ty != RegType::Ctx {
+                    return self.arg_type_err(regno, "ctx");
+                }
+                if r.off != 0 || !r.v.is_const() || r.v.const_value() != 0 {
+                    return self.err(format!(
+                        "dereference of modified ctx ptr R{regno} off={} disallowed",
+                        r.off
+                    ));
+                }
+            }
+            ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
+                if !r.ty.is_sock() && r.ty != RegType::BtfId {
+                    return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
+                }
+                if r.maybe_null() {
+                    return self.err(format!(
+                        "R{regno} type={} expected=sock_common, sock, tcp_sock, xdp_sock, ptr_",
+                        r.type_str()
+                    ));
+                }
+            }
+            ArgBase::PtrToSocket => {
+                if r.ty != RegType::Sock && r.ty != RegType::BtfId {
+                    return self.arg_type_err(regno, "sock");
+                }
+            }
+            ArgBase::PtrToRingbufMem => {
+                if !(r.ty == RegType::Mem && r.flags & flag::RINGBUF != 0) {
+                    return self.arg_type_err(regno, "ringbuf_mem");
+                }
+            }
+            ArgBase::PtrToFunc => {
+                if r.ty != RegType::Func {
+                    return self.arg_type_err(regno, "func");
+                }
+                meta.callback = Some(r.aux);
+            }
+            ArgBase::PtrToSpinLock | ArgBase::PtrToTimer => {
+                if r.ty != RegType::MapValue {
+                    return self.arg_type_err(regno, "map_value");
+                }
+            }
+            ArgBase::PtrToStack => {
+                if r.ty != RegType::Stack {
+                    return self.arg_type_err(regno, "fp");
+                }
+            }
+            ArgBase::PtrToConstStr => {
+                if r.ty != RegType::MapValue || r.flags & flag::RDONLY == 0 {
+                    return self.err(format!("R{regno} does not point to a readonly map'"));
+                }
+            }
+            _ => {
+                if r.ty == RegType::Scalar {
+                    return self.arg_type_err(regno, "ptr_");
+                }
+            }
+        }
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            if r.ref_obj_id == 0 {
+                return self.err(format!(
+                    "R{regno} must be referenced when passed to release function"
+                ));
+            }
+            meta.release_ref = Some(r.ref_obj_id);
+        }
+        Ok(())
+    }
+
+    /// Releases a reference: every register holding it becomes invalid.
+    pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
+        let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
+            return self.err(format!("release kernel function has no referenced object"));
+        };
+        self.cur.refs.remove(pos);
+        self.cur.for_each_reg_mut(|r| {
+            if r.ref_obj_id == ref_id {
+                *r = Reg::unknown_scalar();
+            }
+        });
+        Ok(())
+    }
+
+    /// Returns Some(next insn) when a callback frame was entered instead of
+    /// continuing after the call.
+    pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
+        let func_id = insn.imm as u32;
+        let proto =
+            match helpers::helper_proto(func_id, self.prog_type, self.prog.expected_attach_type) {
+                Ok(p) => p,
+                Err(HelperError::Unknown { .. }) => {
+                    return self.err(format!("invalid func unknown#{}", insn.imm));
+                }
+                Err(e) => return self.err(e.to_string()),
+            };
+        if proto.gpl_only && !license_is_gpl(&self.obj.license) {
+            return self.err("cannot call GPL-restricted function from non-GPL compatible program");
+        }
+        let mut meta = ArgMeta::default();
+        for i in 0..5 {
+            if proto.args[i].is_dont_care() {
+                break;
+            }
+            self.check_arg(proto, i, &mut meta)?;
+        }
+        match func_id {
+            id::SPIN_LOCK => {
+                if self.cur.active_locks > 0 {
+                    return self.err("Locking two bpf_spin_locks are not allowed");
+                }
+                self.cur.active_locks += 1;
+            }
+            x if x == id::SPIN_LOCK + 1 => {
+                if self.cur.active_locks == 0 {
+                    return self.err("bpf_spin_unlock without taking a lock");
+                }
+                self.cur.active_locks -= 1;
+            }
+            id::TAIL_CALL => {
+                let m = meta.map.and_then(|m| self.obj.maps.get(m as usize));
+                if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
+                    let t = m.map_or(0, |m| m.map_type.0);
+                    return self.err(format!(
+                        "cannot pass map_type {t} into func bpf_tail_call#12"
+                    ));
+                }
+                if !self.cur.refs.is_empty() {
+                    return self.err("tail_call would lead to reference leak");
+                }
+            }
+            _ => {}
+        }
+        if let Some(rid) = meta.release_ref {
+            self.release_reference(rid)?;
+        }
+        // The callback runs in its own frame; the path after the call
+        // continues as if the helper returned.
+        if let (Some(sub), true) = (
+            meta.callback,
+            crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm)
+                || func_id == id::TIMER_SET_CALLBACK,
+        ) {
+            self.push_callback(sub, func_id)?;
+        }
+        for r in 1..=5 {
+            *self.cur.reg_mut(r) = Reg::not_init();
+        }
+        self.set_return(proto, &meta, func_id)?;
+        if CHANGES_PKT_DATA.contains(&func_id) {
+            self.cur.for_each_reg_mut(|r| {
+                if matches!(
+                    r.ty,
+                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+                ) {
+                    *r = Reg::unknown_scalar();
+                }
+            });
+        }
+        Ok(None)
+    }
+
+    fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
+        let rt = proto.ret;
+        let maybe_null = rt.flags.contains(TypeFlags::MAYBE_NULL);
+        let mut r0 = match rt.base {
+            RetBase::Integer => {
+                let mut r = Reg::unknown_scalar();
+                if func_id == id::GET_SMP_PROCESSOR_ID {
+                    r.v = Scalar::from_urange(0, 8191);
+                }
+                r
+            }
+            RetBase::Void => Reg::not_init(),
+            RetBase::PtrToMapValue => {
+                let Some(m) = meta.map else {
+                    return self.err("kernel subsystem misconfigured verifier");
+                };
+                let mut r = Reg::pointer(RegType::MapValue);
+                r.map = m;
+                r
+            }
+            RetBase::PtrToSocket => Reg::pointer(RegType::Sock),
+            RetBase::PtrToTcpSock => Reg::pointer(RegType::TcpSock),
+            RetBase::PtrToSockCommon => Reg::pointer(RegType::SockCommon),
+            RetBase::PtrToMem => {
+                let mut r = Reg::pointer(RegType::Mem);
+                r.aux = meta.mem_size.unwrap_or(0).min(u32::MAX as u64) as u32;
+                if rt.flags.contains(TypeFlags::MEM_RINGBUF) {
+                    r.flags |= flag::RINGBUF;
+                }
+                if rt.flags.contains(TypeFlags::MEM_RDONLY) {
+                    r.flags |= flag::RDONLY;
+                }
+                r
+            }
+            RetBase::PtrToMemOrBtfId | RetBase::PtrToBtfId => {
+                let mut r = Reg::pointer(RegType::BtfId);
+                if rt.flags.contains(TypeFlags::PTR_TRUSTED) {
+                    r.flags |= flag::TRUSTED;
+                }
+                r
+            }
+        };
+        if r0.is_pointer() && maybe_null {
+            r0.flags |= flag::MAYBE_NULL;
+            r0.id = self.new_id();
+        }
+        if is_acquire(func_id) && r0.is_pointer() {
+            let rid = if r0.id != 0 { r0.id } else { self.new_id() };
+            r0.ref_obj_id = rid;
+            self.cur.refs.push(RefState {
+                kind: RefKind::Ptr,
+                id: rid,
+                insn_idx: self.insn_idx,
+                ptr: 0,
+            });
+        }
+        *self.cur.reg_mut(0) = r0;
+        Ok(())
+    }
+
+    /// Queues the callback's entry as a pending path (push_callback_call).
+    fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
+        if self.cur.frames.len() >= MAX_CALL_FRAMES {
+            return self.err(format!(
+                "the call stack of {} frames is too deep !",
+                self.cur.frames.len() + 1
+            ));
+        }
+        let Some(sp) = self.cfg.subprogs.get(subprog as usize) else {
+            return self.err("callback function not static");
+        };
+        let start = sp.start;
+        let idx = self.insn_idx;
+        let caller_regs = self.cur.frame().regs;
+        let frameno = self.cur.frames.len() as u32;
+        let mut callee = Frame::new(idx as i32, frameno, subprog);
+        callee.in_callback_fn = true;
+        callee.callback_ret = Some((0, 1));
+        let regs = &mut callee.regs;
+        match func_id {
+            id::LOOP => {
+                regs[1] = Reg::unknown_scalar();
+                regs[1].v = Scalar::unknown_u32();
+                regs[2] = caller_regs[3];
+            }
+            id::FOR_EACH_MAP_ELEM => {
+                let map = caller_regs[1].map;
+                regs[1] = caller_regs[1];
+                let mut k = Reg::pointer(RegType::MapKey);
+                k.map = map;
+                regs[2] = k;
+                let mut v = Reg::pointer(RegType::MapValue);
+                v.map = map;
+                regs[3] = v;
+                regs[4] = caller_regs[3];
+            }
+            id::TIMER_SET_CALLBACK => {
+                callee.in_callback_fn = false;
+                callee.in_async_callback_fn = true;
+                callee.callback_ret = Some((0, 0));
+                let r = &mut callee.regs;
+                r[1] = Reg::pointer(RegType::MapPtr);
+                r[2] = Reg::pointer(RegType::MapKey);
+                r[3] = Reg::pointer(RegType::MapValue);
+            }
+            _ => {
+                for r in 1..=5 {
+                    regs[r] = Reg::unknown_scalar();
+                }
+            }
+        }
+        let st = self.push_stack(start, idx)?;
+        st.callback_unroll_depth += 1;
+        if let Some(f) = st.frames.last_mut() {
+            f.callback_depth += 1;
+        }
+        st.frames.push(callee);
+        self.cur.frame_mut().callback_depth = 0;
+        Ok(())
+    }
+
+    /// A bpf-to-bpf call: enter the callee's frame.
+    pub fn check_func_call(&mut self, insn: &Insn) -> VResult<()> {
+        let idx = self.insn_idx;
+        let target = (idx as i64 + insn.imm as i64 + 1) as usize;
+        let Some(sub) = self.cfg.subprog_at(target) else {
+            return self.err(format!("verifier bug. No program starts at insn {target}"));
+        };
+        if self.cur.frames.len() >= MAX_CALL_FRAMES {
+            return self.err(format!(
+                "the call stack of {} frames is too deep !",
+                self.cur.frames.len() + 1
+            ));
+        }
+        let global = self.prog.func_info.get(sub).is_some_and(|f| f.linkage == 1);
+        if global {
+            // Verified on its own; the caller sees an unknown scalar.
+            for r in 1..=5u8 {
+                let reg = self.cur.reg(r);
+                if reg.ty == RegType::NotInit {
+                    break;
+                }
+            }
+            for r in 1..=5 {
+                *self.cur.reg_mut(r) = Reg::not_init();
+            }
+            *self.cur.reg_mut(0) = Reg::unknown_scalar();
+            self.insn_idx += 1;
+            return Ok(());
+        }
+        let caller_regs = self.cur.frame().regs;
+        let frameno = self.cur.frames.len() as u32;
+        let mut callee = Frame::new(idx as i32, frameno, sub as u32);
+        callee.regs[1..=5].copy_from_slice(&caller_regs[1..=5]);
+        for r in 1..=5 {
+            self.cur.frame_mut().regs[r] = Reg::not_init();
+        }
+        self.cur.frames.push(callee);
+        self.insn_idx = target;
+        Ok(())
+    }
+
+    /// Exit from a callee frame (prepare_func_exit).
+    pub fn prepare_func_exit(&mut self) -> VResult<()> {
+        let callee = self.cur.frame().clone();
+        let r0 = callee.regs[0];
+        if r0.ty == RegType::Stack {
+            return self.err("cannot return stack pointer to the caller");
+        }
+        if callee.in_callback_fn {
+            if r0.ty != RegType::Scalar {
+                return self.err("R0 not a scalar value");
+            }
+            self.mark_chain_precision(0)?;
+            if let Some((lo, hi)) = callee.callback_ret {
+                if r0.v.smin < lo || r0.v.smax > hi {
+                    return self.err(invalid_scalar_msg("At callback return", &r0, lo, hi));
+                }
+            }
+        } else if r0.ty == RegType::NotInit {
+            return self.err("R0 !read_ok");
+        }
+        self.cur.frames.pop();
+        if callee.in_callback_fn {
+            self.insn_idx = callee.callsite as usize;
+        } else {
+            self.cur.frame_mut().regs[0] = r0;
+            self.insn_idx = callee.callsite as usize + 1;
+        }
+        Ok(())
+    }
+
+    pub fn check_kfunc_call(&mut self, insn: &Insn) -> VResult<()> {
+        let _ = insn;
+        for r in 1..=5 {
+            *self.cur.reg_mut(r) = Reg::not_init();
+        }
+        *self.cur.reg_mut(0) = Reg::unknown_scalar();
+        Ok(())
+    }
+
+    /// The program's return value must be a scalar in the type's range.
+    pub fn check_return_code(&mut self) -> VResult<()> {
+        self.check_read(0)?;
+        let r0 = *self.cur.reg(0);
+        let frame = self.cur.frame();
+        if frame.in_async_callback_fn {
+            return Ok(());
+        }
+        let range = match self.prog_type {
+            ProgType::CGROUP_SKB => Some((
+                0,
+                if self.prog.expected_attach_type.map(|a| a.0) == Some(1) {
+                    3
+                } else {
+                    1
+                },
+            )),
+            ProgType::CGROUP_SOCK
+            | ProgType::CGROUP_SOCK_ADDR
+            | ProgType::CGROUP_DEVICE
+            | ProgType::CGROUP_SYSCTL
+            | ProgType::CGROUP_SOCKOPT
+            | ProgType::SK_LOOKUP => Some((0, 1)),
+            ProgType::RAW_TRACEPOINT | ProgType::TRACING
+                if matches!(
+                    self.prog.expected_attach_type.map(|a| a.0),
+                    Some(23) | Some(28)
+                ) || self.prog_type == ProgType::RAW_TRACEPOINT =>
+            {
+                if self.prog_type == ProgType::TRACING {
+                    Some((0, 0))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        let Some((lo, hi)) = range else { return Ok(()) };
+        if r0.ty != RegType::Scalar {
+            return self.err(format!(
+                "At program exit the register R0 is not a known value ({})",
+                r0.type_str()
+            ));
+        }
+        self.mark_chain_precision(0)?;
+        if r0.v.smin < lo || r0.v.smax > hi {
+            return self.err(invalid_scalar_msg("At program exit", &r0, lo, hi));
+        }
+        Ok(())
+    }
+}
+
+fn invalid_scalar_msg(ctx: &str, r: &Reg, lo: i64, hi: i64) -> String {
+    let mut s = format!("{ctx} the register R0 has");
+    if r.v.is_const() {
+        s.push_str(&format!(" smin={} smax={}", r.v.smin, r.v.smax));
+    } else {
+        if r.v.smin > i64::MIN {
+            s.push_str(&format!(" smin={}", r.v.smin));
+        }
+        if r.v.smax < i64::MAX {
+            s.push_str(&format!(" smax={}", r.v.smax));
+        }
+        if r.v.smin == i64::MIN && r.v.smax == i64::MAX {
+            s.push_str(" unknown scalar value");
+        }
+    }
+    s.push_str(&format!(" should have been in [{lo}, {hi}]"));
+    s
+}
+
+fn is_acquire(func_id: u32) -> bool {
+    matches!(func_id, 84 | 85 | 99 | 131 | 194)
+}
+
+/// The kernel's license_is_gpl_compatible.
+pub fn license_is_gpl(l: &str) -> bool {
+    matches!(
+        l,
+        "GPL"
+            | "GPL v2"
+            | "GPL and additional rights"
+            | "Dual BSD/GPL"
+            | "Dual MIT/GPL"
+            | "Dual MPL/GPL"
+    )
+}
+
+impl Env<'_> {
+    /// The deepest chain of static calls must fit in 512 bytes of stack,
+    /// each frame rounded up to 32 bytes (check_max_stack_depth).
+    pub fn check_max_stack_depth(&self) -> VResult<()> {
+        let subs = &self.cfg.subprogs;
+        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
+        for (k, sp) in subs.iter().enumerate() {
+            for i in sp.start..sp.end {
+                let ins = self.insns[i];
+                if crate::cfg::is_pseudo_call(&ins) {
+                    let t = (i as i64 + ins.imm as i64 + 1) as usize;
+                    if let Some(c) = self.cfg.subprog_at(t) {
+                        let global = self.prog.func_info.get(c).is_some_and(|f| f.linkage == 1);
+                        if !global {
+                            callees[k].push(c);
+                        }
+                    }
+                }
+            }
+        }
+        let frame = |k: usize| {
+            self.subprog_stack
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .max(1)
+                .next_multiple_of(32)
+        };
+        // Depth-first over call chains; recursion is impossible (checked by
+        // the exploration's frame limit), but cap the walk anyway.
+        let mut stack: Vec<(usize, u32, u32)> = vec![(0, frame(0), 1)];
+        while let Some((k, depth, calls)) = stack.pop() {
+            if depth > 512 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("combined stack size of {calls} calls is {depth}. Too large"),
+                ));
+            }
+            if calls > 8 {
+                continue;
+            }
+            for &c in &callees[k] {
+                stack.push((c, depth + frame(c), calls + 1));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,295 @@
+//! Conditional jumps: dead-branch detection, refinement of both edges,
+//! null checks, packet range checks, linked scalars, and may_goto.
+
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::prune::ADD_CONST;
+use crate::regs::{flag, Reg, RegType};
+use crate::scalar::{self, AluOp, JmpOp};
+use crate::state::State;
+use bpfvet_isa::opcode::*;
+use bpfvet_isa::Insn;
+
+const MAX_PACKET_OFF: u64 = 0xffff;
+
+/// Pointer types that are never NULL (reg_not_null).
+fn not_null(r: &Reg) -> bool {
+    !r.maybe_null()
+        && matches!(
+            r.ty,
+            RegType::Sock
+                | RegType::TcpSock
+                | RegType::MapValue
+                | RegType::MapKey
+                | RegType::SockCommon
+                | RegType::Mem
+                | RegType::Stack
+                | RegType::Ctx
+                | RegType::Packet
+                | RegType::PacketMeta
+                | RegType::Func
+                | RegType::MapPtr
+        )
+}
+
+impl Env<'_> {
+    pub fn check_cond_jmp(&mut self, insn: &Insn) -> VResult<()> {
+        let o = op(insn.code);
+        let idx = self.insn_idx;
+        if insn.code == BPF_JMP | BPF_JCOND {
+            return self.check_may_goto(insn);
+        }
+        let Some(jop) = JmpOp::from_code(insn.code) else {
+            return self.err(format!("invalid BPF_JMP/JMP32 opcode {:x}", o));
+        };
+        let is32 = insn.class() == BPF_JMP32;
+        let (d, s) = (insn.dst, insn.src);
+        if source(insn.code) == BPF_X {
+            if insn.imm != 0 {
+                return self.err("BPF_JMP/JMP32 uses reserved fields");
+            }
+            self.check_read(s)?;
+        } else if s != 0 {
+            return self.err("BPF_JMP/JMP32 uses reserved fields");
+        }
+        self.check_read(d)?;
+        let dst = *self.cur.reg(d);
+        let src = if source(insn.code) == BPF_X {
+            *self.cur.reg(s)
+        } else {
+            Reg::known(if is32 {
+                insn.imm as u32 as u64
+            } else {
+                insn.imm as i64 as u64
+            })
+        };
+
+        let pred = self.branch_taken(&dst, &src, jop, is32);
+        if let Some(taken) = pred {
+            if dst.is_scalar() {
+                self.mark_chain_precision(d)?;
+            }
+            if source(insn.code) == BPF_X && src.is_scalar() {
+                self.mark_chain_precision(s)?;
+            }
+            if taken {
+                self.insn_idx = (idx as i64 + insn.off as i64) as usize;
+            }
+            return Ok(());
+        }
+
+        let target = (idx as i64 + insn.off as i64 + 1) as usize;
+        self.push_stack(target, idx)?;
+        let other_i = self.pending.len() - 1;
+
+        if dst.is_scalar() && src.is_scalar() {
+            let same = source(insn.code) == BPF_X && s == d;
+            if same {
+                let r = scalar::set_min_max_same(&dst.v, jop, is32);
+                self.pending[other_i].st.frame_mut().regs[d as usize].v = r.taken[0];
+                self.cur.frame_mut().regs[d as usize].v = r.fall[0];
+            } else {
+                let mut refined = scalar::set_min_max(&dst.v, &src.v, jop, is32);
+                let _ = refined.sanitize();
+                {
+                    let ost = &mut self.pending[other_i].st;
+                    ost.frame_mut().regs[d as usize].v = refined.taken[0];
+                    if source(insn.code) == BPF_X {
+                        ost.frame_mut().regs[s as usize].v = refined.taken[1];
+                    }
+                }
+                self.cur.frame_mut().regs[d as usize].v = refined.fall[0];
+                if source(insn.code) == BPF_X {
+                    self.cur.frame_mut().regs[s as usize].v = refined.fall[1];
+                }
+            }
+            // Registers sharing an id learn the same facts.
+            let mut linked = 0u32;
+            for r in [d, s] {
+                if r == s && source(insn.code) != BPF_X {
+                    continue;
+                }
+                let known = *self.cur.reg(r);
+                if known.is_scalar() && known.id != 0 {
+                    linked |= collect_linked(self.cur.frame(), known.id);
+                    sync_linked_regs(&mut self.cur, &known);
+                    let okn = *self.pending[other_i].st.reg(r);
+                    sync_linked_regs(&mut self.pending[other_i].st, &okn);
+                }
+            }
+            if linked.count_ones() > 1 {
+                self.push_history(0, linked);
+                let e = *self.cur.jmp_history.last().expect("just pushed");
+                let oh = &mut self.pending[other_i].st.jmp_history;
+                match oh.last_mut() {
+                    Some(l) if l.idx == e.idx => l.linked |= linked,
+                    _ => oh.push(e),
+                }
+            }
+        } else if !is32
+            && source(insn.code) == BPF_K
+            && insn.imm == 0
+            && (jop == JmpOp::Eq || jop == JmpOp::Ne)
+            && dst.maybe_null()
+        {
+            // Null check: on the "== 0" edge every copy is NULL.
+            let eq = jop == JmpOp::Eq;
+            let id = dst.id;
+            let rid = dst.ref_obj_id;
+            mark_ptr_or_null(&mut self.cur, id, rid, !eq);
+            mark_ptr_or_null(&mut self.pending[other_i].st, id, rid, eq);
+        } else if source(insn.code) == BPF_X && !is32 {
+            self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
+        }
+        Ok(())
+    }
+
+    fn branch_taken(&self, dst: &Reg, src: &Reg, op: JmpOp, is32: bool) -> Option<bool> {
+        if dst.is_scalar() && src.is_scalar() {
+            return scalar::is_branch_taken(&dst.v, &src.v, op, is32);
+        }
+        // A pointer compared with NULL.
+        let (p, k) = if dst.is_pointer() && src.is_scalar() {
+            (dst, src)
+        } else if src.is_pointer() && dst.is_scalar() {
+            (src, dst)
+        } else {
+            return None;
+        };
+        if !k.v.is_const_in(is32) || k.v.const_value_in(is32) != 0 || !not_null(p) {
+            return None;
+        }
+        match op {
+            JmpOp::Eq => Some(false),
+            JmpOp::Ne => Some(true),
+            _ => None,
+        }
+    }
+
+    fn try_match_pkt_pointers(
+        &mut self,
+        op: JmpOp,
+        d: u8,
+        s: u8,
+        dst: &Reg,
+        src: &Reg,
+        other_i: usize,
+    ) {
+        let pair = |a: &Reg, b: &Reg| {
+            (a.ty == RegType::Packet && b.ty == RegType::PacketEnd)
+                || (a.ty == RegType::PacketMeta && b.ty == RegType::Packet)
+        };
+        // (pointer register, its value, whether it is on the left)
+        let (preg, p, left) = if pair(dst, src) {
+            (d, *dst, true)
+        } else if pair(src, dst) {
+            (s, *src, false)
+        } else {
+            return;
+        };
+        let _ = preg;
+        // Normalise to "pkt OP end".
+        let op = if left { op } else { op.flip() };
+        // (edge is the taken branch?, range right-open?)
+        let good = match op {
+            JmpOp::Gt => Some((false, false)),
+            JmpOp::Lt => Some((true, true)),
+            JmpOp::Ge => Some((false, true)),
+            JmpOp::Le => Some((true, false)),
+            _ => None,
+        };
+        let Some((on_taken, open)) = good else { return };
+        if p.off < 0 || (p.off == 0 && open) {
+            return;
+        }
+        if p.v.umax > MAX_PACKET_OFF || p.v.umax + p.off as u64 > MAX_PACKET_OFF {
+            return;
+        }
+        let range = p.off as u32 + if open { 1 } else { 0 };
+        let st = if on_taken {
+            &mut self.pending[other_i].st
+        } else {
+            &mut self.cur
+        };
+        find_good_pkt_pointers(st, &p, range);
+    }
+
+    fn check_may_goto(&mut self, insn: &Insn) -> VResult<()> {
+        if insn.src != BPF_MAY_GOTO || insn.imm != 0 || insn.dst != 0 {
+            return self.err("invalid may_goto imm");
+        }
+        let idx = self.insn_idx;
+        let st = self.push_stack(idx + 1, idx)?;
+        st.may_goto_depth += 1;
+        self.insn_idx = (idx as i64 + insn.off as i64) as usize;
+        Ok(())
+    }
+}
+
+fn collect_linked(f: &crate::state::Frame, id: u32) -> u32 {
+    let base = id & !ADD_CONST;
+    let mut set = 0u32;
+    for (i, r) in f.regs.iter().enumerate().take(10) {
+        if r.ty == RegType::Scalar && r.id & !ADD_CONST == base {
+            set |= 1 << i;
+        }
+    }
+    set
+}
+
+/// Copies what is known about `known` to every scalar with the same id,
+/// shifted by the constant delta of linked-with-offset registers.
+fn sync_linked_regs(st: &mut State, known: &Reg) {
+    let base = known.id & !ADD_CONST;
+    let kv = known.v;
+    let koff = known.off;
+    st.for_each_reg_mut(|r| {
+        if r.ty != RegType::Scalar || r.id & !ADD_CONST != base || r.id == 0 {
+            return;
+        }
+        if r.off == koff && (r.id & ADD_CONST) == (known.id & ADD_CONST) {
+            r.v = kv;
+        } else {
+            let delta = (r.off as i64).wrapping_sub(koff as i64) as u64;
+            let mut v = kv;
+            let _ = v.alu(AluOp::Add, &scalar::Scalar::constant(delta), false);
+            r.v = v;
+        }
+    });
+}
+
+fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
+    if id == 0 {
+        return;
+    }
+    st.for_each_reg_mut(|r| {
+        if r.id != id || !r.maybe_null() {
+            return;
+        }
+        if is_null {
+            *r = Reg::known(0);
+        } else {
+            r.flags &= !flag::MAYBE_NULL;
+            if r.ty != RegType::MapValue {
+                r.id = 0;
+            } else {
+                r.id = 0;
+            }
+        }
+    });
+    if is_null && ref_obj_id != 0 {
+        st.refs.retain(|x| x.id != ref_obj_id);
+    }
+}
+
+fn find_good_pkt_pointers(st: &mut State, p: &Reg, range: u32) {
+    let (ty, id) = (p.ty, p.id);
+    st.for_each_reg_mut(|r| {
+        if r.ty == ty && r.id == id {
+            let cur = r.aux as i32;
+            if cur < range as i32 {
+                r.aux = range;
+            }
+        }
+    });
+}

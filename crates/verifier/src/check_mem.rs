@@ -1,0 +1,865 @@
+//! Loads and stores (LDX, STX, ST, atomics, LD_IMM64, LD_ABS/IND): which
+//! pointer may be dereferenced where, and what the access leaves in the
+//! destination register or stack slot.
+
+use crate::check_alu::tnum_str;
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::precision::encode_stack;
+use crate::regs::{flag, Reg, RegType};
+use crate::scalar::Scalar;
+use crate::state::{SlotType, MAX_BPF_STACK, REG_SIZE};
+use bpfvet_isa::opcode::*;
+use bpfvet_isa::Insn;
+use bpfvet_object::{MapInit, MapOrigin};
+
+/// Pointers offsets and variable ranges are kept below 2^29.
+const MAX_VAR_OFF: u64 = 1 << 29;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+impl Env<'_> {
+    pub fn check_ldx(&mut self, insn: &Insn) -> VResult<()> {
+        if (mode(insn.code) != BPF_MEM && mode(insn.code) != BPF_MEMSX) || insn.imm != 0 {
+            return self.err("BPF_LDX uses reserved fields");
+        }
+        self.check_read(insn.src)?;
+        self.check_write(insn.dst)?;
+        let size = size_bytes(insn.code);
+        let sx = mode(insn.code) == BPF_MEMSX;
+        let src_ty = self.cur.reg(insn.src).ty;
+        self.check_mem_access(
+            insn.src,
+            insn.off as i32,
+            size,
+            Access::Read,
+            Some(insn.dst),
+            sx,
+        )?;
+        self.save_aux_ptr_type(src_ty)
+    }
+
+    pub fn check_stx(&mut self, insn: &Insn) -> VResult<()> {
+        self.check_read(insn.src)?;
+        self.check_read(insn.dst)?;
+        let size = size_bytes(insn.code);
+        let dst_ty = self.cur.reg(insn.dst).ty;
+        self.check_mem_access(
+            insn.dst,
+            insn.off as i32,
+            size,
+            Access::Write,
+            Some(insn.src),
+            false,
+        )?;
+        self.save_aux_ptr_type(dst_ty)
+    }
+
+    pub fn check_st(&mut self, insn: &Insn) -> VResult<()> {
+        self.check_read(insn.dst)?;
+        let size = size_bytes(insn.code);
+        let dst_ty = self.cur.reg(insn.dst).ty;
+        self.check_mem_access(insn.dst, insn.off as i32, size, Access::Write, None, false)?;
+        self.save_aux_ptr_type(dst_ty)
+    }
+
+    /// One instruction may not dereference different pointer kinds on
+    /// different paths (the kernel rewrites ctx accesses per insn).
+    fn save_aux_ptr_type(&mut self, ty: RegType) -> VResult<()> {
+        let idx = self.insn_idx;
+        let ctx_like = |t: RegType| {
+            matches!(
+                t,
+                RegType::Ctx
+                    | RegType::Sock
+                    | RegType::SockCommon
+                    | RegType::TcpSock
+                    | RegType::XdpSock
+                    | RegType::BtfId
+            )
+        };
+        match self.aux[idx].ptr_type {
+            None => self.aux[idx].ptr_type = Some(ty),
+            Some(prev) if prev != ty && (ctx_like(prev) || ctx_like(ty)) => {
+                return self.err("same insn cannot be used with different pointers");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn check_atomic(&mut self, insn: &Insn) -> VResult<()> {
+        let size = size_bytes(insn.code);
+        let imm = insn.imm;
+        let known = matches!(
+            imm,
+            x if x == BPF_ADD as i32 || x == BPF_ADD as i32 | BPF_FETCH
+                || x == BPF_AND as i32 || x == BPF_AND as i32 | BPF_FETCH
+                || x == BPF_OR as i32 || x == BPF_OR as i32 | BPF_FETCH
+                || x == BPF_XOR as i32 || x == BPF_XOR as i32 | BPF_FETCH
+                || x == BPF_XCHG || x == BPF_CMPXCHG
+        );
+        if imm == BPF_LOAD_ACQ || imm == BPF_STORE_REL {
+            return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
+        }
+        if !known {
+            return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
+        }
+        if size != 4 && size != 8 {
+            return self.err("invalid atomic operand size");
+        }
+        self.check_read(insn.src)?;
+        self.check_read(insn.dst)?;
+        if imm == BPF_CMPXCHG {
+            self.check_read(0)?;
+            if self.cur.reg(0).is_pointer() {
+                return self.err("R0 leaks addr into mem");
+            }
+        }
+        if self.cur.reg(insn.src).is_pointer() {
+            return self.err(format!("R{} leaks addr into mem", insn.src));
+        }
+        let dty = self.cur.reg(insn.dst).ty;
+        if !matches!(
+            dty,
+            RegType::Stack | RegType::MapValue | RegType::Mem | RegType::BtfId | RegType::Arena
+        ) {
+            return self.err(format!(
+                "BPF_ATOMIC stores into R{} {} is not allowed",
+                insn.dst,
+                self.cur.reg(insn.dst).type_str()
+            ));
+        }
+        let load_reg = if imm & BPF_FETCH != 0 {
+            Some(if imm == BPF_CMPXCHG { 0 } else { insn.src })
+        } else {
+            None
+        };
+        self.check_mem_access(
+            insn.dst,
+            insn.off as i32,
+            size,
+            Access::Read,
+            load_reg,
+            false,
+        )?;
+        self.check_mem_access(insn.dst, insn.off as i32, size, Access::Write, None, false)?;
+        if let Some(r) = load_reg {
+            self.set_unknown(r);
+            if size == 4 {
+                self.cur.reg_mut(r).v = Scalar::unknown_u32();
+            }
+        }
+        Ok(())
+    }
+
+    pub fn check_ld_imm(&mut self, insn: &Insn) -> VResult<()> {
+        if insn.code != BPF_LD | BPF_IMM | BPF_DW {
+            return self.err("invalid BPF_LD_IMM insn");
+        }
+        let next = self
+            .insns
+            .get(self.insn_idx + 1)
+            .copied()
+            .unwrap_or_default();
+        if insn.off != 0 {
+            return self.err("BPF_LD_IMM64 uses reserved fields");
+        }
+        self.check_write(insn.dst)?;
+        let d = insn.dst;
+        match insn.src {
+            0 => {
+                let v = (insn.imm as u32 as u64) | ((next.imm as u32 as u64) << 32);
+                *self.cur.reg_mut(d) = Reg::known(v);
+            }
+            BPF_PSEUDO_FUNC => {
+                let target = (self.insn_idx as i64 + insn.imm as i64 + 1) as usize;
+                let mut r = Reg::pointer(RegType::Func);
+                r.aux = self.cfg.subprog_at(target).unwrap_or(0) as u32;
+                *self.cur.reg_mut(d) = r;
+            }
+            BPF_PSEUDO_MAP_IDX
+            | BPF_PSEUDO_MAP_IDX_VALUE
+            | BPF_PSEUDO_MAP_FD
+            | BPF_PSEUDO_MAP_VALUE => {
+                let idx = insn.imm as u32 as usize;
+                let Some(map) = self.obj.maps.get(idx) else {
+                    return self.err(format!("fd {} is not pointing to valid bpf_map", insn.imm));
+                };
+                let value =
+                    insn.src == BPF_PSEUDO_MAP_IDX_VALUE || insn.src == BPF_PSEUDO_MAP_VALUE;
+                let mut r = if value {
+                    let off = next.imm as u32;
+                    if off >= map.value_size.max(1) && off != 0 {
+                        return self.err(format!(
+                            "invalid access to map value pointer, value_size={} off={}",
+                            map.value_size, off
+                        ));
+                    }
+                    let mut r = Reg::pointer(RegType::MapValue);
+                    r.off = off as i32;
+                    if map.frozen || map.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0 {
+                        r.flags |= flag::RDONLY;
+                    }
+                    r
+                } else {
+                    Reg::pointer(RegType::MapPtr)
+                };
+                r.map = idx as u32;
+                if value {
+                    r.flags &= !flag::RDONLY;
+                }
+                *self.cur.reg_mut(d) = r;
+            }
+            BPF_PSEUDO_BTF_ID => {
+                let mut r = Reg::pointer(RegType::Mem);
+                r.flags |= flag::RDONLY;
+                *self.cur.reg_mut(d) = r;
+            }
+            _ => return self.err("unrecognized bpf_ld_imm64 insn"),
+        }
+        Ok(())
+    }
+
+    pub fn check_ld_abs(&mut self, insn: &Insn) -> VResult<()> {
+        use bpfvet_isa::uapi::ProgType as P;
+        if !matches!(
+            self.prog_type,
+            P::SOCKET_FILTER | P::SCHED_CLS | P::SCHED_ACT
+        ) {
+            return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
+        }
+        if insn.dst != 0
+            || insn.off != 0
+            || size_bytes(insn.code) == 8
+            || (mode(insn.code) == BPF_ABS && insn.src != 0)
+        {
+            return self.err("BPF_LD_[ABS|IND] uses reserved fields");
+        }
+        self.check_read(6)?;
+        if mode(insn.code) == BPF_IND {
+            self.check_read(insn.src)?;
+        }
+        if self.cur.reg(6).ty != RegType::Ctx {
+            return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
+        }
+        for r in 1..=5 {
+            *self.cur.reg_mut(r) = Reg::not_init();
+        }
+        self.set_unknown(0);
+        let sz = size_bytes(insn.code);
+        if sz < 8 {
+            self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
+        }
+        Ok(())
+    }
+
+    /// check_mem_access: `regno` + `off` dereferenced for `size` bytes.
+    /// On a read, `value` receives the loaded value; on a write it is the
+    /// stored register (None for BPF_ST, which stores insn.imm).
+    pub fn check_mem_access(
+        &mut self,
+        regno: u8,
+        off: i32,
+        size: u32,
+        access: Access,
+        value: Option<u8>,
+        sx: bool,
+    ) -> VResult<()> {
+        let reg = *self.cur.reg(regno);
+        let off = off.wrapping_add(reg.off);
+        if reg.ty != RegType::Scalar && reg.maybe_null() {
+            return self.err(format!("R{regno} invalid mem access '{}'", reg.type_str()));
+        }
+        if access == Access::Write {
+            if let Some(v) = value {
+                let vr = self.cur.reg(v);
+                if vr.is_pointer() && !matches!(reg.ty, RegType::Stack) {
+                    // Root may store pointers into maps (leaks are allowed);
+                    // ctx and packet stores of pointers are not.
+                    if matches!(
+                        reg.ty,
+                        RegType::Ctx | RegType::Packet | RegType::PacketMeta | RegType::FlowKeys
+                    ) {
+                        return self.err(format!("R{v} leaks addr into ctx"));
+                    }
+                }
+            }
+        }
+        match reg.ty {
+            RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
+            RegType::MapValue => {
+                if access == Access::Write && reg.flags & flag::RDONLY != 0 {
+                    let m = &self.obj.maps[reg.map as usize];
+                    return self.err(format!(
+                        "write into map forbidden, value_size={} off={} size={}",
+                        m.value_size, off, size
+                    ));
+                }
+                let vs = self
+                    .obj
+                    .maps
+                    .get(reg.map as usize)
+                    .map_or(0, |m| m.value_size);
+                self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
+                if access == Access::Read {
+                    if let Some(d) = value {
+                        let v = self.direct_map_read(&reg, off, size);
+                        *self.cur.reg_mut(d) = match v {
+                            Some(c) => Reg::known(c),
+                            None => Reg::unknown_scalar(),
+                        };
+                    }
+                }
+            }
+            RegType::MapKey => {
+                let ks = self
+                    .obj
+                    .maps
+                    .get(reg.map as usize)
+                    .map_or(0, |m| m.key_size);
+                self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
+                if access == Access::Read {
+                    if let Some(d) = value {
+                        self.set_unknown(d);
+                    }
+                }
+            }
+            RegType::Mem | RegType::Buf | RegType::TpBuffer => {
+                if access == Access::Write && reg.flags & flag::RDONLY != 0 {
+                    return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
+                }
+                if reg.ty == RegType::Mem {
+                    self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                }
+                if access == Access::Read {
+                    if let Some(d) = value {
+                        self.set_unknown(d);
+                    }
+                }
+            }
+            RegType::Packet | RegType::PacketMeta => {
+                if access == Access::Write && !self.may_write_packet() {
+                    return self.err("cannot write into packet");
+                }
+                self.packet_access(regno, &reg, off, size)?;
+                if access == Access::Read {
+                    if let Some(d) = value {
+                        self.set_unknown(d);
+                    }
+                }
+            }
+            RegType::Ctx => {
+                self.ctx_access(regno, &reg, off, size, access, value)?;
+            }
+            RegType::FlowKeys => {
+                if off < 0 || off as u32 + size > 56 {
+                    return self.err(format!("invalid access to flow keys off={off} size={size}"));
+                }
+                if access == Access::Read {
+                    if let Some(d) = value {
+                        self.set_unknown(d);
+                    }
+                }
+            }
+            RegType::Sock | RegType::SockCommon | RegType::TcpSock | RegType::XdpSock => {
+                if access == Access::Write {
+                    return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
+                }
+                if reg.v.is_const() == false {
+                    return self.err(format!(
+                        "R{regno} variable {} access var_off={} disallowed",
+                        reg.type_str(),
+                        tnum_str(&reg.v)
+                    ));
+                }
+                if off < 0 {
+                    return self.err(format!(
+                        "R{regno} invalid {} access off={off} size={size}",
+                        reg.ty.name()
+                    ));
+                }
+                if let Some(d) = value {
+                    self.set_unknown(d);
+                }
+            }
+            RegType::BtfId => {
+                if access == Access::Write {
+                    return self.err(format!("only read is supported"));
+                }
+                if let Some(d) = value {
+                    self.set_unknown(d);
+                }
+            }
+            RegType::Arena => {
+                if let Some(d) = value {
+                    if access == Access::Read {
+                        self.set_unknown(d);
+                    }
+                }
+            }
+            _ => {
+                return self.err(format!("R{regno} invalid mem access '{}'", reg.type_str()));
+            }
+        }
+        if access == Access::Read {
+            if let Some(d) = value {
+                let r = self.cur.reg_mut(d);
+                if r.ty == RegType::Scalar && size < 8 {
+                    if sx {
+                        r.v.coerce_to_size_sx(size as u8);
+                    } else {
+                        r.v.coerce_to_size(size as u8);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn may_write_packet(&self) -> bool {
+        use bpfvet_isa::uapi::ProgType as P;
+        matches!(
+            self.prog_type,
+            P::LWT_XMIT
+                | P::LWT_SEG6LOCAL
+                | P::SCHED_CLS
+                | P::SCHED_ACT
+                | P::XDP
+                | P::SK_SKB
+                | P::SK_MSG
+                | P::CGROUP_SOCKOPT
+                | P::CGROUP_SKB
+                | P::SOCK_OPS
+        )
+    }
+
+    /// A load from a frozen read-only global-data map at a constant offset
+    /// gives the constant (bpf_map_direct_read).
+    fn direct_map_read(&self, reg: &Reg, off: i32, size: u32) -> Option<u64> {
+        let m = self.obj.maps.get(reg.map as usize)?;
+        if !(m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
+            || reg.flags & flag::RDONLY == 0
+            || !reg.v.is_const()
+        {
+            return None;
+        }
+        let MapInit::Data(bytes) = &m.init else {
+            return None;
+        };
+        let start = (off as i64 + reg.v.const_value() as i64) as usize;
+        let b = bytes.get(start..start + size as usize)?;
+        let mut v = [0u8; 8];
+        v[..size as usize].copy_from_slice(b);
+        Some(u64::from_le_bytes(v))
+    }
+
+    /// Bounds of a fixed-size region (map value, key, helper memory) with
+    /// the pointer's variable offset (check_map_access / check_mem_region).
+    #[allow(clippy::too_many_arguments)]
+    fn check_region(
+        &self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        region: u32,
+        what: &str,
+        size_name: &str,
+    ) -> VResult<()> {
+        let v = &reg.v;
+        let mem_err =
+            |o: i64| format!("invalid access to {what}, {size_name}={region} off={o} size={size}");
+        if v.is_const() {
+            let o = off as i64 + v.const_value() as i64;
+            if o < 0 || o + size as i64 > region as i64 {
+                return self.err(mem_err(o));
+            }
+            return Ok(());
+        }
+        let offl = off as i64;
+        if v.smin < 0
+            && (v.smin == i64::MIN
+                || offl + v.smin != (offl + v.smin) as i32 as i64
+                || v.smin + offl < 0)
+        {
+            return self.err(format!(
+                "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+            ));
+        }
+        let lo = v.smin + offl;
+        if lo < 0 || lo + size as i64 > region as i64 {
+            return self.err(format!(
+                "R{regno} min value is outside of the allowed memory range"
+            ));
+        }
+        if v.umax >= MAX_VAR_OFF {
+            return self.err(format!(
+                "R{regno} unbounded memory access, make sure to bounds check any such access"
+            ));
+        }
+        let hi = v.umax as i64 + offl;
+        if hi < 0 || hi + size as i64 > region as i64 {
+            return self.err(format!(
+                "R{regno} max value is outside of the allowed memory range"
+            ));
+        }
+        Ok(())
+    }
+
+    fn packet_access(&self, regno: u8, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+        if reg.v.smin < 0 {
+            return self.err(format!(
+                "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+            ));
+        }
+        let range = reg.aux as i32;
+        let ok = range >= 0
+            && off >= 0
+            && (off as i64 + size as i64) <= range as i64
+            && reg.v.umax < MAX_VAR_OFF;
+        if !ok {
+            return self.err(format!("R{regno} offset is outside of the packet"));
+        }
+        Ok(())
+    }
+
+    /// Stack access at a fixed or variable offset.
+    fn stack_access(
+        &mut self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        access: Access,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        let v = &reg.v;
+        let frameno = reg.frameno as usize;
+        if v.is_const() {
+            let o = off as i64 + v.const_value() as i64;
+            // Stack accesses must be aligned to their size.
+            if o % size as i64 != 0 {
+                return self.err(format!(
+                    "misaligned stack access off {}+{}+{} size {}",
+                    tnum_str(v),
+                    reg.off,
+                    off - reg.off,
+                    size
+                ));
+            }
+            if o < -(MAX_BPF_STACK as i64) || o + size as i64 > 0 {
+                let what = if access == Access::Write {
+                    "write to"
+                } else {
+                    "read from"
+                };
+                return self.err(format!("invalid {what} stack R{regno} off={o} size={size}"));
+            }
+            let o = o as i32;
+            self.note_stack_depth(frameno, (-o) as u32);
+            return match access {
+                Access::Write => self.stack_write_fixed(frameno, o, size, value),
+                Access::Read => self.stack_read_fixed(frameno, o, size, value),
+            };
+        }
+        let min = off as i64 + v.smin;
+        let max = off as i64 + v.smax;
+        if v.smin == i64::MIN || min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
+            let what = if access == Access::Write {
+                "write to"
+            } else {
+                "read from"
+            };
+            return self.err(format!(
+                "invalid variable-offset {what} stack R{regno} var_off={} off={} size={}",
+                tnum_str(v),
+                off,
+                size
+            ));
+        }
+        self.note_stack_depth(frameno, (-min) as u32);
+        let fr = &mut self.cur.frames[frameno];
+        fr.grow_stack((-min) as usize);
+        let mut all_zero = true;
+        for b in min..max + size as i64 {
+            let slot = (-b - 1) as usize;
+            let (spi, bi) = (slot / REG_SIZE, REG_SIZE - 1 - slot % REG_SIZE);
+            let s = &mut fr.stack[spi];
+            match access {
+                Access::Write => {
+                    if s.is_spill() {
+                        s.spilled = Reg::not_init();
+                        for t in &mut s.types {
+                            if *t == SlotType::Spill {
+                                *t = SlotType::Misc;
+                            }
+                        }
+                    }
+                    if s.types[bi] != SlotType::Zero {
+                        s.types[bi] = SlotType::Misc;
+                    } else {
+                        s.types[bi] = SlotType::Misc;
+                    }
+                }
+                Access::Read => {
+                    if s.types[bi] != SlotType::Zero {
+                        all_zero = false;
+                    }
+                }
+            }
+        }
+        if access == Access::Read {
+            if let Some(d) = value {
+                *self.cur.reg_mut(d) = if all_zero {
+                    Reg::known(0)
+                } else {
+                    Reg::unknown_scalar()
+                };
+            }
+        }
+        Ok(())
+    }
+
+    pub fn note_stack_depth(&mut self, frameno: usize, depth: u32) {
+        let sub = self.cur.frames[frameno].subprogno as usize;
+        let d = depth.next_multiple_of(8);
+        if let Some(x) = self.subprog_stack.get_mut(sub) {
+            if d > *x {
+                *x = d;
+            }
+        }
+    }
+
+    fn stack_write_fixed(
+        &mut self,
+        frameno: usize,
+        off: i32,
+        size: u32,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        let slot = (-off - 1) as usize;
+        let spi = slot / REG_SIZE;
+        let cur_frame = self.cur.curframe();
+        let insn = self.insns[self.insn_idx];
+        let vreg = value.map(|r| *self.cur.reg(r));
+        self.cur.frames[frameno].grow_stack((-off) as usize);
+        let mut hist = encode_stack(frameno, spi);
+        let aligned = off % REG_SIZE as i32 == 0;
+        match vreg {
+            Some(r) if aligned && r.ty == RegType::Scalar => {
+                let fits = r.v.width() <= 8 * size;
+                let mut r = r;
+                if fits {
+                    if r.id == 0 && !r.v.is_const() {
+                        let id = self.new_id();
+                        r.id = id;
+                        if let Some(v) = value {
+                            self.cur.reg_mut(v).id = id;
+                        }
+                    }
+                } else {
+                    r.id = 0;
+                }
+                self.save_spill(frameno, spi, r, size);
+            }
+            None if aligned && insn.class() == BPF_ST => {
+                self.save_spill(frameno, spi, Reg::known(insn.imm as i64 as u64), size);
+            }
+            Some(r) if r.is_pointer() => {
+                if size != REG_SIZE as u32 {
+                    return self.err("invalid size of register spill");
+                }
+                if frameno != cur_frame && r.ty == RegType::Stack {
+                    return self
+                        .err("cannot spill pointers to stack into stack frame of the caller");
+                }
+                self.save_spill(frameno, spi, r, size);
+            }
+            _ => {
+                let zero = match vreg {
+                    Some(r) => r.is_null_const(),
+                    None => insn.imm == 0,
+                };
+                if zero {
+                    if let Some(v) = value {
+                        self.mark_chain_precision(v)?;
+                    }
+                }
+                let s = &mut self.cur.frames[frameno].stack[spi];
+                s.spilled = Reg::not_init();
+                if s.types.iter().any(|t| {
+                    matches!(
+                        t,
+                        SlotType::Spill | SlotType::Dynptr | SlotType::Iter | SlotType::IrqFlag
+                    )
+                }) {
+                    for t in &mut s.types {
+                        if *t != SlotType::Invalid {
+                            *t = SlotType::Misc;
+                        }
+                    }
+                }
+                let ty = if zero { SlotType::Zero } else { SlotType::Misc };
+                for i in 0..size as usize {
+                    let b = (slot - i) % REG_SIZE;
+                    s.types[REG_SIZE - 1 - b] = ty;
+                }
+                hist = 0;
+            }
+        }
+        if hist != 0 {
+            self.push_history(hist, 0);
+        }
+        Ok(())
+    }
+
+    fn save_spill(&mut self, frameno: usize, spi: usize, r: Reg, size: u32) {
+        let s = &mut self.cur.frames[frameno].stack[spi];
+        s.spilled = r;
+        let size = size as usize;
+        for i in (REG_SIZE - size)..REG_SIZE {
+            s.types[i] = SlotType::Spill;
+        }
+        for i in 0..REG_SIZE - size {
+            if s.types[i] != SlotType::Zero && s.types[i] != SlotType::Invalid {
+                s.types[i] = SlotType::Misc;
+            }
+        }
+    }
+
+    fn stack_read_fixed(
+        &mut self,
+        frameno: usize,
+        off: i32,
+        size: u32,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        let slot = (-off - 1) as usize;
+        let spi = slot / REG_SIZE;
+        let fr = &self.cur.frames[frameno];
+        let Some(s) = fr.stack.get(spi).copied() else {
+            // Never written: uninitialised stack reads are allowed for root.
+            if let Some(d) = value {
+                self.set_unknown(d);
+            }
+            return Ok(());
+        };
+        let hist = encode_stack(frameno, spi);
+        let byte = |i: usize| s.types[REG_SIZE - 1 - (slot - i) % REG_SIZE];
+        if s.is_spill() {
+            let spill_size = s
+                .types
+                .iter()
+                .rev()
+                .take_while(|t| **t == SlotType::Spill)
+                .count() as u32;
+            if size != 8 || spill_size != 8 {
+                if s.spilled.ty != RegType::Scalar {
+                    return self.err("invalid size of register fill");
+                }
+                let Some(d) = value else { return Ok(()) };
+                let narrow_ok = {
+                    // Little-endian: the low bytes of the spill sit at its lowest address.
+                    let spill_lo = -(spi as i32 + 1) * 8;
+                    off == spill_lo
+                };
+                let mut keep_hist = true;
+                if size <= spill_size && narrow_ok {
+                    let mut r = s.spilled;
+                    if r.v.width() > size * 8 {
+                        r.id = 0;
+                    }
+                    *self.cur.reg_mut(d) = r;
+                } else {
+                    let (mut spill_cnt, mut zero_cnt) = (0, 0);
+                    for i in 0..size as usize {
+                        match byte(i) {
+                            SlotType::Spill => spill_cnt += 1,
+                            SlotType::Zero => zero_cnt += 1,
+                            _ => {}
+                        }
+                    }
+                    if spill_cnt == size && s.spilled.v.is_const() && s.spilled.v.const_value() == 0
+                    {
+                        *self.cur.reg_mut(d) = Reg::known(0);
+                    } else if zero_cnt == size {
+                        *self.cur.reg_mut(d) = Reg::known(0);
+                        keep_hist = false;
+                    } else {
+                        self.set_unknown(d);
+                        keep_hist = false;
+                    }
+                }
+                if keep_hist {
+                    self.push_history(hist, 0);
+                }
+                return Ok(());
+            }
+            if let Some(d) = value {
+                *self.cur.reg_mut(d) = s.spilled;
+            }
+            self.push_history(hist, 0);
+            return Ok(());
+        }
+        let Some(d) = value else { return Ok(()) };
+        let all_zero = (0..size as usize).all(|i| byte(i) == SlotType::Zero);
+        *self.cur.reg_mut(d) = if all_zero {
+            Reg::known(0)
+        } else {
+            Reg::unknown_scalar()
+        };
+        Ok(())
+    }
+
+    /// Context loads and stores, by program type (ctx tables).
+    fn ctx_access(
+        &mut self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        access: Access,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        if !reg.v.is_const() {
+            return self.err(format!(
+                "variable ctx access var_off={} off={} size={}",
+                tnum_str(&reg.v),
+                off,
+                size
+            ));
+        }
+        if reg.off != 0 {
+            return self.err(format!(
+                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                reg.off
+            ));
+        }
+        let field = crate::ctx_glue::ctx_field(self, off, size, access)?;
+        if access == Access::Read {
+            if let Some(d) = value {
+                let r = match field {
+                    Some(ty) => {
+                        let mut r = Reg::pointer(ty);
+                        if ty.is_pkt() {
+                            r.aux = 0;
+                        }
+                        if ty == RegType::Sock || ty == RegType::SockCommon {
+                            r.flags |= flag::MAYBE_NULL;
+                            r.id = self.new_id();
+                        }
+                        r
+                    }
+                    None => Reg::unknown_scalar(),
+                };
+                *self.cur.reg_mut(d) = r;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+//! Checkpoints at prune points (the kernel's is_state_visited): prune the
+//! current path when an explored state covers it, detect infinite loops,
+//! evict states that never help, and save new checkpoints by the kernel's
+//! heuristics.
+
+use crate::cfg::{self, mark};
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::pool::{Node, NIL};
+use crate::precision::{encode_stack, Backtrack};
+use crate::prune::{states_equal, Exact};
+use crate::regs::{Reg, RegType};
+use crate::state::State;
+
+impl Env<'_> {
+    fn bucket(&self, idx: usize, st: &State) -> usize {
+        let callsite = st.frame().callsite as i64;
+        ((idx as i64 ^ callsite) as u64 as usize) % self.buckets.len()
+    }
+
+    /// Registers a checkpoint no longer needs (static liveness) are cleared
+    /// in fully explored states so comparisons ignore them.
+    fn clean_live_states(&mut self, idx: usize, b: usize) {
+        let mut n = self.buckets[b];
+        while n != NIL {
+            let node = self.pool.get(n);
+            let next = node.next;
+            if node.state.branches == 0 && !node.cleaned && node.state.insn_idx == idx {
+                let live_here = self.cfg.live_regs_before[idx];
+                let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
+                let node = self.pool.get_mut(n);
+                let nframes = node.state.frames.len();
+                for (fi, f) in node.state.frames.iter_mut().enumerate() {
+                    let live = if fi + 1 == nframes {
+                        live_here
+                    } else {
+                        // A caller resumes after its call; r0 is the result.
+                        let ret = (callsites[fi + 1] + 1) as usize;
+                        self.cfg
+                            .live_regs_before
+                            .get(ret)
+                            .copied()
+                            .unwrap_or(0xffff)
+                            & !1
+                    };
+                    for r in 0..10 {
+                        if live & (1 << r) == 0 {
+                            f.regs[r] = Reg::not_init();
+                        }
+                    }
+                }
+                node.cleaned = true;
+            }
+            n = next;
+        }
+    }
+
+    /// Returns true when the current path can be pruned here.
+    pub fn is_state_visited(&mut self, idx: usize) -> VResult<bool> {
+        let force_checkpoint = self.cfg.is(idx, mark::FORCE_CHECKPOINT);
+        let force_new = force_checkpoint || self.cur.jmp_history.len() > 40;
+        let mut add_new = force_new
+            || (self.jmps_processed - self.prev_jmps_processed >= 2
+                && self.insn_processed - self.prev_insn_processed >= 8);
+        let b = self.bucket(idx, &self.cur);
+        self.clean_live_states(idx, b);
+
+        let is_may_goto = cfg::is_may_goto(&self.insns[idx]);
+        let calls_callback = self.cfg.is(idx, mark::CALLS_CALLBACK);
+        let mut states_cnt = 0u64;
+        let mut prev = NIL;
+        let mut n = self.buckets[b];
+        while n != NIL {
+            states_cnt += 1;
+            let next = self.pool.get(n).next;
+            let node_idx = self.pool.get(n).state.insn_idx;
+            if node_idx != idx {
+                prev = n;
+                n = next;
+                continue;
+            }
+            let mut hit = false;
+            let branches = self.pool.get(n).state.branches;
+            if branches > 0 {
+                let old = &self.pool.get(n).state;
+                if is_may_goto
+                    && old.may_goto_depth != self.cur.may_goto_depth
+                    && states_equal(
+                        old,
+                        &self.cur,
+                        &mut self.idmap,
+                        self.id_gen,
+                        Exact::RangeWithin,
+                    )
+                {
+                    hit = true;
+                } else if calls_callback {
+                    let old = &self.pool.get(n).state;
+                    if states_equal(
+                        old,
+                        &self.cur,
+                        &mut self.idmap,
+                        self.id_gen,
+                        Exact::RangeWithin,
+                    ) {
+                        hit = true;
+                    }
+                } else {
+                    let old = &self.pool.get(n).state;
+                    if states_maybe_looping(old, &self.cur)
+                        && old.may_goto_depth == self.cur.may_goto_depth
+                        && old.callback_unroll_depth == self.cur.callback_unroll_depth
+                        && states_equal(old, &self.cur, &mut self.idmap, self.id_gen, Exact::Exact)
+                    {
+                        let msg = format!("infinite loop detected at insn {idx}");
+                        self.log.line(&msg);
+                        return self.err(msg);
+                    }
+                }
+                if !hit {
+                    if !force_new
+                        && self.jmps_processed - self.prev_jmps_processed < 20
+                        && self.insn_processed - self.prev_insn_processed < 100
+                    {
+                        add_new = false;
+                    }
+                }
+            } else {
+                let old = &self.pool.get(n).state;
+                hit = states_equal(
+                    old,
+                    &self.cur,
+                    &mut self.idmap,
+                    self.id_gen,
+                    Exact::NotExact,
+                );
+            }
+            if hit {
+                self.pool.get_mut(n).hit_cnt += 1;
+                if self.cfg.is(idx, mark::JMP_POINT) {
+                    self.push_history(0, 0);
+                }
+                self.propagate_precision(n)?;
+                self.record_max_states(states_cnt);
+                return Ok(true);
+            }
+            // miss
+            let node = self.pool.get_mut(n);
+            if add_new {
+                node.miss_cnt += 1;
+            }
+            let k = if force_checkpoint && node.state.branches > 0 {
+                64
+            } else {
+                3
+            };
+            if node.miss_cnt > node.hit_cnt * k + k {
+                node.evicted = true;
+                let br = node.state.branches;
+                if prev == NIL {
+                    self.buckets[b] = next;
+                } else {
+                    self.pool.get_mut(prev).next = next;
+                }
+                self.explored_count -= 1;
+                if br == 0 {
+                    self.explored_bytes = self
+                        .explored_bytes
+                        .saturating_sub(self.pool.get(n).state.bytes() as u64);
+                    self.pool.release(n);
+                }
+                n = next;
+                continue;
+            }
+            prev = n;
+            n = next;
+        }
+        self.record_max_states(states_cnt);
+        if !add_new {
+            return Ok(false);
+        }
+        self.stats.total_states += 1;
+        self.explored_count += 1;
+        self.prev_jmps_processed = self.jmps_processed;
+        self.prev_insn_processed = self.insn_processed;
+        // Precision inherited from ancestors is forgotten (re-derived on demand).
+        self.cur.for_each_reg_mut(|r| {
+            if r.ty == RegType::Scalar {
+                r.precise = false;
+            }
+        });
+        let mut saved = self.cur.clone();
+        saved.insn_idx = idx;
+        saved.branches = 1;
+        let bytes = saved.bytes() as u64;
+        let id = self.pool.alloc(Node {
+            state: saved,
+            next: self.buckets[b],
+            hit_cnt: 0,
+            miss_cnt: 0,
+            evicted: false,
+            cleaned: false,
+        });
+        self.buckets[b] = id;
+        self.explored_bytes += bytes;
+        let live = self.pool.live;
+        if live > self.stats.peak_states {
+            self.stats.peak_states = live;
+        }
+        self.cur.parent = Some(id);
+        self.cur.first_insn_idx = idx;
+        self.cur.dfs_depth += 1;
+        self.cur.jmp_history.clear();
+        self.track_memory()?;
+        Ok(false)
+    }
+
+    fn record_max_states(&mut self, cnt: u64) {
+        if cnt > self.stats.max_states_per_insn {
+            self.stats.max_states_per_insn = cnt;
+        }
+    }
+
+    /// The explored state reached the exit with some scalars precise; the
+    /// current state, pruned against it, needs them precise too.
+    fn propagate_precision(&mut self, old_id: u32) -> VResult<()> {
+        let old = &self.pool.get(old_id).state;
+        let mut bt = Backtrack {
+            frame: self.cur.curframe(),
+            ..Default::default()
+        };
+        for (fr, f) in old.frames.iter().enumerate() {
+            for r in 0..10 {
+                let reg = &f.regs[r];
+                if reg.ty == RegType::Scalar && reg.precise {
+                    bt.regs[fr] |= 1 << r;
+                }
+            }
+            for (spi, s) in f.stack.iter().enumerate().take(64) {
+                if s.is_spill() && s.spilled.ty == RegType::Scalar && s.spilled.precise {
+                    bt.slots[fr] |= 1 << spi;
+                }
+            }
+        }
+        let _ = encode_stack;
+        self.run_backtrack(bt)
+    }
+}
+
+/// Cheap pre-check for loop detection: the current frame's registers are
+/// bit-identical.
+fn states_maybe_looping(old: &State, cur: &State) -> bool {
+    if old.frames.len() != cur.frames.len() {
+        return false;
+    }
+    let (fo, fc) = (old.frame(), cur.frame());
+    if fo.callsite != fc.callsite {
+        return false;
+    }
+    fo.regs.iter().zip(&fc.regs).all(|(a, b)| {
+        a.ty == b.ty
+            && a.flags == b.flags
+            && a.off == b.off
+            && a.aux == b.aux
+            && a.map == b.map
+            && a.id == b.id
+            && a.ref_obj_id == b.ref_obj_id
+            && a.precise == b.precise
+            && a.v == b.v
+    })
+}

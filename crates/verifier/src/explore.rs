@@ -1,0 +1,468 @@
+//! The exploration loop (the kernel's do_check): one path at a time, depth
+//! first, with the pending-branch stack, checkpoints at prune points, and
+//! the limits.
+
+use crate::cfg::{self, mark, Cfg};
+use crate::error::{VResult, VerifyError};
+use crate::log::Log;
+use crate::pool::{Pool, NIL};
+use crate::prune::IdMap;
+use crate::regs::{Reg, RegType};
+use crate::state::{HistEntry, State};
+use crate::{Limit, Options, Stats};
+use bpfvet_isa::opcode::*;
+use bpfvet_isa::uapi::ProgType;
+use bpfvet_isa::Insn;
+use bpfvet_object::{Object, Program};
+use std::time::Instant;
+
+/// The kernel's BPF_COMPLEXITY_LIMIT_JMP_SEQ.
+pub const MAX_PENDING: usize = 8192;
+
+pub struct Pending {
+    pub st: State,
+    pub insn_idx: usize,
+    pub prev_insn_idx: i64,
+    pub log_pos: usize,
+}
+
+/// Facts about one instruction gathered across paths.
+#[derive(Clone, Copy, Default)]
+pub struct InsnAux {
+    /// Pointer type a load/store dereferenced first (mixing is an error).
+    pub ptr_type: Option<RegType>,
+    pub seen: bool,
+}
+
+pub struct Env<'a> {
+    pub obj: &'a Object,
+    pub prog: &'a Program,
+    pub insns: &'a [Insn],
+    pub prog_type: ProgType,
+    pub opts: &'a Options,
+    pub cfg: Cfg,
+    pub log: Log,
+    pub stats: Stats,
+    pub pool: Pool,
+    /// Explored-state buckets, as the kernel hashes them: (insn ^ callsite) % len.
+    pub buckets: Vec<u32>,
+    pub pending: Vec<Pending>,
+    pub cur: State,
+    pub insn_idx: usize,
+    pub prev_insn_idx: i64,
+    pub insn_processed: u64,
+    pub prev_insn_processed: u64,
+    pub jmps_processed: u64,
+    pub prev_jmps_processed: u64,
+    pub id_gen: u32,
+    pub idmap: IdMap,
+    pub aux: Vec<InsnAux>,
+    /// Deepest stack use seen per subprogram, in bytes.
+    pub subprog_stack: Vec<u32>,
+    pub explored_count: u64,
+    pub explored_bytes: u64,
+    pub started: Instant,
+    /// Set when the current instruction touched a stack slot whose
+    /// provenance precision backtracking must follow.
+    pub hist_stack_flag: u16,
+}
+
+impl<'a> Env<'a> {
+    pub fn new(obj: &'a Object, prog: &'a Program, opts: &'a Options, cfg: Cfg) -> Env<'a> {
+        let n = prog.insns.len();
+        let nsub = cfg.subprogs.len();
+        Env {
+            obj,
+            prog,
+            insns: &prog.insns,
+            prog_type: prog.prog_type,
+            opts,
+            cfg,
+            log: Log::new(opts.log_level),
+            stats: Stats::default(),
+            pool: Pool::new(opts.baselines.state_nodes_plain_alloc),
+            buckets: vec![NIL; n.max(1)],
+            pending: Vec::new(),
+            cur: State::new(),
+            insn_idx: 0,
+            prev_insn_idx: -1,
+            insn_processed: 0,
+            prev_insn_processed: 0,
+            jmps_processed: 0,
+            prev_jmps_processed: 0,
+            id_gen: 0,
+            idmap: IdMap::new(opts.baselines.idmap_memset),
+            aux: vec![InsnAux::default(); n],
+            subprog_stack: vec![0; nsub],
+            explored_count: 0,
+            explored_bytes: 0,
+            started: Instant::now(),
+            hist_stack_flag: 0,
+        }
+    }
+
+    pub fn err<T>(&self, msg: impl Into<String>) -> VResult<T> {
+        Err(VerifyError::new(Some(self.insn_idx), msg.into()))
+    }
+
+    pub fn new_id(&mut self) -> u32 {
+        self.id_gen += 1;
+        self.id_gen
+    }
+
+    /// Sets up the entry state: r1 = ctx, r10 = fp.
+    pub fn init_main_state(&mut self) {
+        let mut st = State::new();
+        let mut ctx = Reg::pointer(RegType::Ctx);
+        ctx.v = crate::scalar::Scalar::constant(0);
+        st.frames[0].regs[1] = ctx;
+        st.in_sleepable = self.prog.sleepable;
+        self.cur = st;
+    }
+
+    /// Queues the other side of a branch: a copy of the current state
+    /// resuming at `insn_idx`.
+    pub fn push_stack(&mut self, insn_idx: usize, prev_insn_idx: usize) -> VResult<&mut State> {
+        let st = self.cur.clone();
+        if let Some(p) = st.parent {
+            self.pool.get_mut(p).state.branches += 1;
+        }
+        self.pending.push(Pending {
+            st,
+            insn_idx,
+            prev_insn_idx: prev_insn_idx as i64,
+            log_pos: self.log.len(),
+        });
+        if self.pending.len() > MAX_PENDING {
+            let msg = format!(
+                "The sequence of {} jumps is too complex.",
+                self.pending.len()
+            );
+            self.log.line(&msg);
+            return Err(VerifyError::limit(
+                Some(self.insn_idx),
+                Limit::JumpSequence,
+                msg,
+            ));
+        }
+        self.track_memory()?;
+        Ok(&mut self.pending.last_mut().expect("just pushed").st)
+    }
+
+    /// A path finished (exit or pruned): the checkpoints it continued from
+    /// have one branch less; fully explored ones may be freed.
+    pub fn update_branch_counts(&mut self, mut parent: Option<u32>) {
+        while let Some(p) = parent {
+            let node = self.pool.get_mut(p);
+            node.state.branches -= 1;
+            if node.state.branches != 0 {
+                break;
+            }
+            let next = node.state.parent;
+            if node.evicted {
+                // Evicted and no longer referenced by a path in progress.
+                // Children may still point at it for precision; keep it
+                // unless nothing does (approximated: keep).
+            }
+            parent = next;
+        }
+    }
+
+    fn pop_stack(&mut self) -> bool {
+        match self.pending.pop() {
+            Some(p) => {
+                if self.opts.log_level < 2 {
+                    self.log.truncate(p.log_pos);
+                }
+                self.cur = p.st;
+                self.insn_idx = p.insn_idx;
+                self.prev_insn_idx = p.prev_insn_idx;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn track_memory(&mut self) -> VResult<()> {
+        let bytes = self.explored_bytes
+            + self
+                .pending
+                .last()
+                .map_or(0, |p| (p.st.bytes() * self.pending.len()) as u64);
+        if bytes > self.stats.peak_state_bytes {
+            self.stats.peak_state_bytes = bytes;
+        }
+        if let Some(max) = self.opts.max_memory {
+            if bytes as usize > max {
+                return Err(VerifyError::limit(
+                    Some(self.insn_idx),
+                    Limit::Memory,
+                    format!("verifier state memory exceeds the limit of {max} bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn push_history(&mut self, stack: u16, linked: u32) {
+        let idx = self.insn_idx as u32;
+        let prev = self.prev_insn_idx as u32;
+        if let Some(last) = self.cur.jmp_history.last_mut() {
+            if last.idx == idx && (stack != 0 || linked != 0) {
+                last.stack |= stack;
+                last.linked |= linked;
+                return;
+            }
+        }
+        self.cur.jmp_history.push(HistEntry {
+            idx,
+            prev_idx: prev,
+            stack,
+            linked,
+        });
+    }
+
+    /// Runs the main loop until every path is explored or one fails.
+    pub fn do_check(&mut self) -> VResult<()> {
+        let mut do_print_state = false;
+        let mut prev_insn_idx: i64 = -1;
+        loop {
+            self.prev_insn_idx = prev_insn_idx;
+            self.hist_stack_flag = 0;
+            if self.insn_idx >= self.insns.len() {
+                return self.err(format!(
+                    "invalid insn idx {} insn_cnt {}",
+                    self.insn_idx,
+                    self.insns.len()
+                ));
+            }
+            self.insn_processed += 1;
+            if self.insn_processed > self.opts.max_processed_insns {
+                let msg = format!(
+                    "BPF program is too large. Processed {} insn",
+                    self.insn_processed
+                );
+                self.log.line(&msg);
+                return Err(VerifyError::limit(
+                    Some(self.insn_idx),
+                    Limit::ProcessedInsns,
+                    msg,
+                ));
+            }
+            if self.insn_processed & 0xfff == 0 {
+                if let Some(t) = self.opts.timeout {
+                    if self.started.elapsed() > t {
+                        return Err(VerifyError::limit(
+                            Some(self.insn_idx),
+                            Limit::Timeout,
+                            format!("verification timed out after {} ms", t.as_millis()),
+                        ));
+                    }
+                }
+            }
+            self.cur.last_insn_idx = self.prev_insn_idx as usize;
+            let idx = self.insn_idx;
+            if self.cfg.is(idx, mark::PRUNE_POINT) {
+                if self.is_state_visited(idx)? {
+                    if self.log.level >= 1 {
+                        if do_print_state {
+                            self.log
+                                .line(&format!("\nfrom {} to {}: safe", self.prev_insn_idx, idx));
+                        } else {
+                            self.log.line(&format!("{idx}: safe"));
+                        }
+                    }
+                    if !self.finish_path()? {
+                        return Ok(());
+                    }
+                    prev_insn_idx = self.prev_insn_idx;
+                    do_print_state = true;
+                    continue;
+                }
+            }
+            if self.cfg.is(idx, mark::JMP_POINT) {
+                self.push_history(0, 0);
+            }
+            if self.log.level >= 2 && do_print_state {
+                let s = self.log.state_str(&self.cur, false);
+                self.log
+                    .line(&format!("\nfrom {} to {}:{}", self.prev_insn_idx, idx, s));
+                do_print_state = false;
+            }
+            if self.log.level >= 1 {
+                self.log.insn(self.prog, self.insns, idx);
+            }
+            self.aux[idx].seen = true;
+            prev_insn_idx = idx as i64;
+            let insn = self.insns[idx];
+            match insn.class() {
+                BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
+                BPF_LDX => self.check_ldx(&insn)?,
+                BPF_STX => {
+                    if mode(insn.code) == BPF_ATOMIC {
+                        self.check_atomic(&insn)?;
+                    } else {
+                        if mode(insn.code) != BPF_MEM || insn.imm != 0 {
+                            return self.err("BPF_STX uses reserved fields");
+                        }
+                        self.check_stx(&insn)?;
+                    }
+                }
+                BPF_ST => {
+                    if mode(insn.code) != BPF_MEM || insn.src != 0 {
+                        return self.err("BPF_ST uses reserved fields");
+                    }
+                    self.check_st(&insn)?;
+                }
+                BPF_JMP | BPF_JMP32 => {
+                    self.jmps_processed += 1;
+                    let o = op(insn.code);
+                    let cls = insn.class();
+                    if o == BPF_CALL {
+                        if source(insn.code) != BPF_K
+                            || (insn.src != BPF_PSEUDO_KFUNC_CALL && insn.off != 0)
+                            || (insn.src != 0
+                                && insn.src != BPF_PSEUDO_CALL
+                                && insn.src != BPF_PSEUDO_KFUNC_CALL)
+                            || insn.dst != 0
+                            || cls == BPF_JMP32
+                        {
+                            return self.err("BPF_CALL uses reserved fields");
+                        }
+                        if self.cur.active_locks > 0
+                            && (insn.src != 0 || insn.imm != 94)
+                            && insn.src != BPF_PSEUDO_KFUNC_CALL
+                        {
+                            return self.err("function calls are not allowed while holding a lock");
+                        }
+                        if insn.src == BPF_PSEUDO_CALL {
+                            self.check_func_call(&insn)?;
+                            if self.log.level >= 2 {
+                                do_print_state = true;
+                            }
+                            continue;
+                        } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
+                            self.check_kfunc_call(&insn)?;
+                        } else {
+                            if let Some(next) = self.check_helper_call(&insn)? {
+                                // A callback frame was entered.
+                                self.insn_idx = next;
+                                do_print_state = self.log.level >= 2;
+                                continue;
+                            }
+                        }
+                    } else if o == BPF_JA {
+                        if source(insn.code) != BPF_K
+                            || insn.src != 0
+                            || insn.dst != 0
+                            || (cls == BPF_JMP && insn.imm != 0)
+                            || (cls == BPF_JMP32 && insn.off != 0)
+                        {
+                            return self.err("BPF_JA uses reserved fields");
+                        }
+                        let off = if cls == BPF_JMP {
+                            insn.off as i64
+                        } else {
+                            insn.imm as i64
+                        };
+                        self.insn_idx = (idx as i64 + off + 1) as usize;
+                        continue;
+                    } else if o == BPF_EXIT {
+                        if source(insn.code) != BPF_K
+                            || insn.imm != 0
+                            || insn.src != 0
+                            || insn.dst != 0
+                            || cls == BPF_JMP32
+                        {
+                            return self.err("BPF_EXIT uses reserved fields");
+                        }
+                        self.check_exit_locks()?;
+                        if self.cur.curframe() > 0 {
+                            self.prepare_func_exit()?;
+                            do_print_state = true;
+                            continue;
+                        }
+                        self.check_return_code()?;
+                        if !self.finish_path()? {
+                            return Ok(());
+                        }
+                        prev_insn_idx = self.prev_insn_idx;
+                        do_print_state = true;
+                        continue;
+                    } else {
+                        self.check_cond_jmp(&insn)?;
+                    }
+                }
+                BPF_LD => {
+                    let m = mode(insn.code);
+                    if m == BPF_ABS || m == BPF_IND {
+                        self.check_ld_abs(&insn)?;
+                    } else if m == BPF_IMM {
+                        self.check_ld_imm(&insn)?;
+                        self.insn_idx += 1;
+                    } else {
+                        return self.err("invalid BPF_LD mode");
+                    }
+                }
+                _ => {
+                    return self.err(format!("unknown insn class {}", insn.class()));
+                }
+            }
+            self.insn_idx += 1;
+        }
+    }
+
+    /// Ends the current path and continues with the next pending one.
+    /// Returns false when none is left.
+    fn finish_path(&mut self) -> VResult<bool> {
+        let parent = self.cur.parent;
+        self.update_branch_counts(parent);
+        Ok(self.pop_stack())
+    }
+
+    pub fn check_exit_locks(&mut self) -> VResult<()> {
+        let main = self.cur.curframe() == 0;
+        if self.cur.active_locks > 0 && main {
+            return self.err("bpf_spin_unlock is missing");
+        }
+        if self.cur.active_rcu_lock && main {
+            return self.err("bpf_rcu_read_unlock is missing");
+        }
+        if self.cur.active_preempt_locks > 0 && main {
+            let n = self.cur.active_preempt_locks;
+            return self.err(format!(
+                "{n} bpf_preempt_enable{} missing",
+                if n == 1 { " is" } else { "(s) are" }
+            ));
+        }
+        self.check_reference_leak()
+    }
+
+    pub fn check_reference_leak(&mut self) -> VResult<()> {
+        let frame = self.cur.curframe();
+        if frame > 0 && self.cur.frame().in_callback_fn {
+            return Ok(());
+        }
+        if frame > 0 {
+            return Ok(());
+        }
+        if let Some(r) = self
+            .cur
+            .refs
+            .iter()
+            .find(|r| r.kind == crate::state::RefKind::Ptr)
+        {
+            let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
+            return self.err(msg);
+        }
+        Ok(())
+    }
+
+    pub fn is_callback_insn(&self, idx: usize) -> bool {
+        self.cfg.is(idx, mark::CALLS_CALLBACK)
+    }
+
+    pub fn is_pseudo_func(&self, idx: usize) -> bool {
+        cfg::is_pseudo_func(&self.insns[idx])
+    }
+}

@@ -1,0 +1,136 @@
+//! The verifier log in the kernel's format: instruction lines
+//! (`12: (61) r0 = *(u32 *)(r1 +76)`), register state lines, and the
+//! messages of a failure. Level 1 keeps only the path to the error (pending
+//! paths truncate it back), level 2 keeps everything.
+
+use crate::regs::{Reg, RegType};
+use crate::scalar::ScalarLogInfo;
+use crate::state::State;
+use bpfvet_isa::disasm::{write_log_line, NoSymbols};
+use bpfvet_isa::Insn;
+use bpfvet_object::Program;
+use std::fmt::Write;
+
+pub struct Log {
+    pub level: u32,
+    buf: String,
+    last_line_info: Option<usize>,
+}
+
+impl Log {
+    pub fn new(level: u32) -> Log {
+        Log {
+            level,
+            buf: String::new(),
+            last_line_info: None,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    pub fn truncate(&mut self, n: usize) {
+        self.buf.truncate(n);
+        self.last_line_info = None;
+    }
+    pub fn line(&mut self, s: &str) {
+        if self.level == 0 {
+            return;
+        }
+        self.buf.push_str(s);
+        self.buf.push('\n');
+    }
+    pub fn into_string(self) -> String {
+        self.buf
+    }
+    /// Appends a line even at level 0 (the final statistics).
+    pub fn always(&mut self, s: &str) {
+        self.buf.push_str(s);
+        self.buf.push('\n');
+    }
+
+    /// `; <source line> @ file:line` before the first instruction of a line,
+    /// then the instruction.
+    pub fn insn(&mut self, prog: &Program, insns: &[Insn], idx: usize) {
+        if let Ok(li) = prog
+            .line_info
+            .binary_search_by(|l| l.insn_off.cmp(&(idx as u32)))
+        {
+            if self.last_line_info != Some(li) {
+                let l = &prog.line_info[li];
+                let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
+                let _ = writeln!(self.buf, "; {} @ {}:{}", l.line_text.trim(), file, l.line);
+                self.last_line_info = Some(li);
+            }
+        }
+        match bpfvet_isa::decode_at(insns, idx) {
+            Ok(ins) => {
+                let _ = write_log_line(&mut self.buf, idx, &ins, &NoSymbols);
+            }
+            Err(_) => {
+                let _ = write!(self.buf, "{idx}: ({:02x}) ?", insns[idx].code);
+            }
+        }
+        self.buf.push('\n');
+    }
+
+    /// ` R1=ctx() R10=fp0` for the current frame.
+    pub fn state_str(&self, st: &State, _all: bool) -> String {
+        let mut s = String::new();
+        let f = st.frame();
+        if st.frames.len() > 1 {
+            let _ = write!(s, " frame{}:", st.curframe());
+        }
+        for (i, r) in f.regs.iter().enumerate() {
+            if r.ty == RegType::NotInit {
+                continue;
+            }
+            let _ = write!(s, " R{i}={}", reg_str(r));
+        }
+        for (spi, slot) in f.stack.iter().enumerate() {
+            let off = -((spi as i32 + 1) * 8);
+            if slot.is_spill() {
+                let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled));
+            } else if slot
+                .types
+                .iter()
+                .any(|t| *t != crate::state::SlotType::Invalid)
+            {
+                let t: String = slot.types.iter().map(|t| t.ch()).collect();
+                let _ = write!(s, " fp{off}={t}");
+            }
+        }
+        s
+    }
+}
+
+/// One register in the log's notation: `ctx()`, `fp-8`, `map_value(map=...)`, `5`.
+pub fn reg_str(r: &Reg) -> String {
+    match r.ty {
+        RegType::Scalar => r.v.log_string(ScalarLogInfo {
+            precise: r.precise,
+            id: r.id & !crate::prune::ADD_CONST,
+            linked_off: None,
+        }),
+        RegType::Stack => format!("fp{}", r.off),
+        _ => {
+            let mut s = r.type_str();
+            s.push('(');
+            let mut parts = Vec::new();
+            if r.id != 0 {
+                parts.push(format!("id={}", r.id));
+            }
+            if r.ref_obj_id != 0 {
+                parts.push(format!("ref_obj_id={}", r.ref_obj_id));
+            }
+            if r.off != 0 {
+                parts.push(format!("off={}", r.off));
+            }
+            if r.ty.is_pkt() {
+                parts.push(format!("r={}", r.aux as i32));
+            }
+            s.push_str(&parts.join(","));
+            s.push(')');
+            s
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Precision tracking: when a scalar's exact value decides safety, walk the
+//! instruction history backwards and mark every register and stack slot it
+//! was computed from as precise in the checkpoints on the path
+//! (the kernel's __mark_chain_precision and backtrack_insn).
+//!
+//! SEEDS.md §1b: before a walk, registers already precise in the current
+//! state are dropped; if nothing is left the walk is not started. The
+//! baseline switch (`backtrack_no_skip`) always walks.
+
+use crate::cfg;
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::regs::RegType;
+use crate::state::{HistEntry, State, MAX_CALL_FRAMES};
+use bpfvet_isa::opcode::*;
+
+/// Registers (bits 0..10) and stack slots (bits 0..63) still to explain,
+/// per frame.
+#[derive(Default, Clone, Copy)]
+pub struct Backtrack {
+    pub frame: usize,
+    pub regs: [u16; MAX_CALL_FRAMES],
+    pub slots: [u64; MAX_CALL_FRAMES],
+}
+
+const ARGS: u16 = 0b11_1110;
+
+/// Why a walk gave up: the kernel then marks every scalar precise.
+struct Unsupported;
+
+impl Backtrack {
+    fn empty(&self) -> bool {
+        self.regs.iter().all(|r| *r == 0) && self.slots.iter().all(|s| *s == 0)
+    }
+    fn is_reg(&self, r: u8) -> bool {
+        self.regs[self.frame] & (1 << r) != 0
+    }
+    fn set_reg(&mut self, r: u8) {
+        self.regs[self.frame] |= 1 << r;
+    }
+    fn clear_reg(&mut self, r: u8) {
+        self.regs[self.frame] &= !(1 << r);
+    }
+
+    fn step(
+        &mut self,
+        env: &Env,
+        idx: usize,
+        subseq: i64,
+        hist: Option<&HistEntry>,
+    ) -> Result<(), Unsupported> {
+        let insn = env.insns[idx];
+        if insn.code == 0 {
+            return Ok(());
+        }
+        let cls = insn.class();
+        let o = op(insn.code);
+        let (d, s) = (insn.dst, insn.src);
+        let stack = hist.map_or(0, |h| h.stack);
+        if let Some(h) = hist {
+            self.sync_linked(h.linked);
+        }
+        match cls {
+            BPF_ALU | BPF_ALU64 => {
+                if !self.is_reg(d) {
+                    return Ok(());
+                }
+                if o == BPF_END || o == BPF_NEG {
+                    return Ok(());
+                }
+                if o == BPF_MOV {
+                    self.clear_reg(d);
+                    if source(insn.code) == BPF_X && s != 10 {
+                        self.set_reg(s);
+                    }
+                } else if source(insn.code) == BPF_X && s != 10 {
+                    self.set_reg(s);
+                }
+            }
+            BPF_LDX => {
+                if !self.is_reg(d) {
+                    return Ok(());
+                }
+                self.clear_reg(d);
+                if stack != 0 {
+                    let (fr, spi) = decode_stack(stack);
+                    self.slots[fr] |= 1 << spi;
+                }
+            }
+            BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm & BPF_FETCH != 0 => {
+                let load = if insn.imm == BPF_CMPXCHG { 0 } else { s };
+                if !self.is_reg(load) {
+                    return Ok(());
+                }
+                self.clear_reg(load);
+                if stack != 0 {
+                    let (fr, spi) = decode_stack(stack);
+                    self.slots[fr] |= 1 << spi;
+                }
+            }
+            BPF_STX | BPF_ST => {
+                if self.is_reg(d) {
+                    return Err(Unsupported);
+                }
+                if stack == 0 {
+                    return Ok(());
+                }
+                let (fr, spi) = decode_stack(stack);
+                if self.slots[fr] & (1 << spi) == 0 {
+                    return Ok(());
+                }
+                self.slots[fr] &= !(1 << spi);
+                if cls == BPF_STX {
+                    self.set_reg(s);
+                }
+            }
+            BPF_JMP | BPF_JMP32 => {
+                if cfg::is_pseudo_call(&insn) {
+                    // Walking back out of the callee into the caller.
+                    self.regs[self.frame] &= ARGS;
+                    let moved = self.regs[self.frame];
+                    self.regs[self.frame] = 0;
+                    self.slots[self.frame] = 0;
+                    if self.frame == 0 {
+                        return Err(Unsupported);
+                    }
+                    self.frame -= 1;
+                    self.regs[self.frame] |= moved;
+                } else if cfg::is_helper_call(&insn)
+                    && cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm)
+                    && idx as i64 != subseq - 1
+                {
+                    self.regs[self.frame] = 0;
+                    self.slots[self.frame] = 0;
+                    if self.frame == 0 {
+                        return Err(Unsupported);
+                    }
+                    self.frame -= 1;
+                } else if o == BPF_CALL {
+                    if insn.src == BPF_PSEUDO_KFUNC_CALL && insn.imm == 0 {
+                        return Err(Unsupported);
+                    }
+                    self.clear_reg(0);
+                    if self.regs[self.frame] & ARGS != 0 {
+                        return Err(Unsupported);
+                    }
+                } else if o == BPF_EXIT {
+                    let from_call =
+                        subseq >= 1 && cfg::is_pseudo_call(&env.insns[(subseq - 1) as usize]);
+                    let r0 = from_call && self.is_reg(0);
+                    self.clear_reg(0);
+                    if self.frame + 1 >= MAX_CALL_FRAMES {
+                        return Err(Unsupported);
+                    }
+                    self.frame += 1;
+                    if r0 {
+                        self.set_reg(0);
+                    }
+                } else if source(insn.code) == BPF_X {
+                    if !self.is_reg(d) && !self.is_reg(s) {
+                        return Ok(());
+                    }
+                    self.set_reg(s);
+                    self.set_reg(d);
+                }
+            }
+            BPF_LD => {
+                let m = mode(insn.code);
+                if m == BPF_IMM {
+                    self.clear_reg(d);
+                } else if self.is_reg(d) {
+                    return Err(Unsupported);
+                }
+            }
+            _ => {}
+        }
+        if let Some(h) = hist {
+            self.sync_linked(h.linked);
+        }
+        Ok(())
+    }
+
+    /// Registers refined together at a jump share precision.
+    fn sync_linked(&mut self, linked: u32) {
+        if linked == 0 {
+            return;
+        }
+        // Packed as a bit set of registers of the current frame.
+        let set = (linked & 0x7ff) as u16;
+        if self.regs[self.frame] & set != 0 {
+            self.regs[self.frame] |= set;
+        }
+    }
+}
+
+pub fn encode_stack(frame: usize, spi: usize) -> u16 {
+    (((frame as u16) << 8) | spi as u16) + 1
+}
+fn decode_stack(v: u16) -> (usize, usize) {
+    let v = v - 1;
+    (
+        ((v >> 8) as usize).min(MAX_CALL_FRAMES - 1),
+        (v & 0xff) as usize & 63,
+    )
+}
+
+/// Previous instruction on the path within one state's history, or None
+/// at the state's first instruction.
+fn prev_idx(st: &State, idx: usize, hist_end: &mut usize) -> Option<usize> {
+    let cnt = *hist_end;
+    if idx == st.first_insn_idx {
+        if cnt == 0 {
+            return None;
+        }
+        if cnt == 1 && st.jmp_history[0].idx as usize == idx {
+            return None;
+        }
+    }
+    if cnt > 0 && st.jmp_history[cnt - 1].idx as usize == idx {
+        *hist_end -= 1;
+        Some(st.jmp_history[cnt - 1].prev_idx as usize)
+    } else {
+        idx.checked_sub(1)
+    }
+}
+
+impl Env<'_> {
+    /// Marks register `regno` of the current frame precise along the path.
+    pub fn mark_chain_precision(&mut self, regno: u8) -> VResult<()> {
+        if self.cur.reg(regno).ty != RegType::Scalar {
+            return Ok(());
+        }
+        let mut bt = Backtrack {
+            frame: self.cur.curframe(),
+            ..Default::default()
+        };
+        bt.set_reg(regno);
+        self.run_backtrack(bt)
+    }
+
+    /// Marks a set of registers and slots precise (batch form).
+    pub fn run_backtrack(&mut self, mut bt: Backtrack) -> VResult<()> {
+        if !self.opts.baselines.backtrack_no_skip {
+            // §1b: drop what the current state already has precise.
+            for fr in 0..=bt.frame.min(self.cur.curframe()) {
+                let f = &self.cur.frames[fr];
+                for r in 0..11u8 {
+                    if bt.regs[fr] & (1 << r) != 0 && f.regs[r as usize].precise {
+                        bt.regs[fr] &= !(1 << r);
+                        self.stats.backtrack_regs_skipped += 1;
+                    }
+                }
+                for spi in 0..64.min(f.stack.len()) {
+                    if bt.slots[fr] & (1 << spi) != 0 && f.stack[spi].spilled.precise {
+                        bt.slots[fr] &= !(1 << spi);
+                        self.stats.backtrack_regs_skipped += 1;
+                    }
+                }
+            }
+            if bt.empty() {
+                self.stats.backtrack_walks_avoided += 1;
+                return Ok(());
+            }
+        }
+        if bt.empty() {
+            return Ok(());
+        }
+        self.stats.backtrack_walks += 1;
+        if self.walk(&mut bt).is_err() {
+            self.mark_all_scalars_precise();
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+        let mut first_idx = self.cur.first_insn_idx;
+        let mut last_idx = self.insn_idx as i64;
+        let mut subseq: i64 = -1;
+        let mut skip_first = true;
+        // None = the current state; Some(id) = a checkpoint in the pool.
+        let mut st_id: Option<u32> = None;
+        loop {
+            {
+                let st: &State = match st_id {
+                    None => &self.cur,
+                    Some(id) => &self.pool.get(id).state,
+                };
+                if last_idx < 0 {
+                    return Err(Unsupported);
+                }
+                let mut hist_end = st.jmp_history.len();
+                let mut i = last_idx as usize;
+                loop {
+                    if skip_first {
+                        skip_first = false;
+                    } else {
+                        let h = if hist_end > 0 && st.jmp_history[hist_end - 1].idx as usize == i {
+                            Some(st.jmp_history[hist_end - 1])
+                        } else {
+                            None
+                        };
+                        bt.step(self, i, subseq, h.as_ref())?;
+                    }
+                    if bt.empty() {
+                        return Ok(());
+                    }
+                    subseq = i as i64;
+                    match prev_idx(st, i, &mut hist_end) {
+                        Some(p) if p < self.insns.len() => i = p,
+                        Some(_) => return Err(Unsupported),
+                        None => break,
+                    }
+                }
+            }
+            let parent = match st_id {
+                None => self.cur.parent,
+                Some(id) => self.pool.get(id).state.parent,
+            };
+            let Some(pid) = parent else {
+                return Err(Unsupported);
+            };
+            if self.pool.try_get(pid).is_none() {
+                return Err(Unsupported);
+            }
+            let pst = &mut self.pool.get_mut(pid).state;
+            for fr in (0..=bt.frame).rev() {
+                let Some(func) = pst.frames.get_mut(fr) else {
+                    return Err(Unsupported);
+                };
+                for r in 0..11usize {
+                    if bt.regs[fr] & (1 << r) == 0 {
+                        continue;
+                    }
+                    let reg = &mut func.regs[r];
+                    if reg.ty != RegType::Scalar || reg.precise {
+                        bt.regs[fr] &= !(1 << r);
+                    } else {
+                        reg.precise = true;
+                    }
+                }
+                for spi in 0..64usize {
+                    if bt.slots[fr] & (1 << spi) == 0 {
+                        continue;
+                    }
+                    let Some(slot) = func.stack.get_mut(spi) else {
+                        return Err(Unsupported);
+                    };
+                    if !(slot.is_spill() && slot.spilled.ty == RegType::Scalar)
+                        || slot.spilled.precise
+                    {
+                        bt.slots[fr] &= !(1 << spi);
+                    } else {
+                        slot.spilled.precise = true;
+                    }
+                }
+            }
+            if bt.empty() {
+                return Ok(());
+            }
+            subseq = first_idx as i64;
+            last_idx = if pst.last_insn_idx == usize::MAX {
+                -1
+            } else {
+                pst.last_insn_idx as i64
+            };
+            first_idx = pst.first_insn_idx;
+            st_id = Some(pid);
+        }
+    }
+
+    /// Fallback when the history cannot explain a value: every scalar in
+    /// every checkpoint on the path becomes precise.
+    pub fn mark_all_scalars_precise(&mut self) {
+        let mut p = self.cur.parent;
+        while let Some(id) = p {
+            let Some(node) = self.pool.try_get(id) else {
+                break;
+            };
+            let _ = node;
+            let st = &mut self.pool.get_mut(id).state;
+            st.for_each_reg_mut(|r| {
+                if r.ty == RegType::Scalar {
+                    r.precise = true;
+                }
+            });
+            p = st.parent;
+        }
+    }
+}

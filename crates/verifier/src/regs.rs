@@ -1,0 +1,186 @@
+//! Register state: what a register holds (its type) and what is known about
+//! it (fixed offset, variable part as a scalar, ids, precision).
+
+use crate::scalar::Scalar;
+
+/// `enum bpf_reg_type` without flags.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
+#[repr(u8)]
+pub enum RegType {
+    #[default]
+    NotInit,
+    Scalar,
+    Ctx,
+    MapPtr,
+    MapValue,
+    Stack,
+    Packet,
+    PacketMeta,
+    PacketEnd,
+    FlowKeys,
+    Sock,
+    SockCommon,
+    TcpSock,
+    TpBuffer,
+    XdpSock,
+    BtfId,
+    Mem,
+    Arena,
+    Buf,
+    Func,
+    MapKey,
+    DynptrPtr,
+}
+
+impl RegType {
+    pub fn name(self) -> &'static str {
+        match self {
+            RegType::NotInit => "?",
+            RegType::Scalar => "scalar",
+            RegType::Ctx => "ctx",
+            RegType::MapPtr => "map_ptr",
+            RegType::MapValue => "map_value",
+            RegType::Stack => "fp",
+            RegType::Packet => "pkt",
+            RegType::PacketMeta => "pkt_meta",
+            RegType::PacketEnd => "pkt_end",
+            RegType::FlowKeys => "flow_keys",
+            RegType::Sock => "sock",
+            RegType::SockCommon => "sock_common",
+            RegType::TcpSock => "tcp_sock",
+            RegType::TpBuffer => "tp_buffer",
+            RegType::XdpSock => "xdp_sock",
+            RegType::BtfId => "ptr_",
+            RegType::Mem => "mem",
+            RegType::Arena => "arena",
+            RegType::Buf => "buf",
+            RegType::Func => "func",
+            RegType::MapKey => "map_key",
+            RegType::DynptrPtr => "dynptr_ptr",
+        }
+    }
+
+    pub fn is_pkt(self) -> bool {
+        matches!(self, RegType::Packet | RegType::PacketMeta)
+    }
+    /// Pointer types that may be NULL-checked into a socket.
+    pub fn is_sock(self) -> bool {
+        matches!(
+            self,
+            RegType::Sock | RegType::SockCommon | RegType::TcpSock | RegType::XdpSock
+        )
+    }
+}
+
+/// Type flags (`enum bpf_type_flag`) that matter for registers.
+pub mod flag {
+    pub const MAYBE_NULL: u16 = 1 << 0;
+    pub const RDONLY: u16 = 1 << 1;
+    pub const RINGBUF: u16 = 1 << 2;
+    pub const USER: u16 = 1 << 3;
+    pub const PERCPU: u16 = 1 << 4;
+    pub const UNTRUSTED: u16 = 1 << 6;
+    pub const ALLOC: u16 = 1 << 11;
+    pub const TRUSTED: u16 = 1 << 12;
+    pub const RCU: u16 = 1 << 13;
+}
+
+/// One register. `Copy` and compact so that a state clone is a memcpy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reg {
+    pub ty: RegType,
+    pub flags: u16,
+    pub precise: bool,
+    /// Frame a stack pointer points into.
+    pub frameno: u8,
+    /// Fixed offset of a pointer.
+    pub off: i32,
+    /// Shared by registers that hold the same value (copied scalars, the
+    /// same `_or_null` pointer, pointers into the same packet).
+    pub id: u32,
+    pub ref_obj_id: u32,
+    /// Type-specific: packet range; memory size; map index for map
+    /// pointers/values/keys; BTF id for BTF pointers; subprog for funcs.
+    pub aux: u32,
+    /// Map index of map_value / map_key / map_ptr (u32::MAX if none).
+    pub map: u32,
+    /// Scalar value, or the variable offset of a pointer.
+    pub v: Scalar,
+}
+
+impl Reg {
+    pub fn not_init() -> Reg {
+        Reg {
+            map: u32::MAX,
+            v: Scalar::unknown(),
+            ..Default::default()
+        }
+    }
+
+    pub fn unknown_scalar() -> Reg {
+        Reg {
+            ty: RegType::Scalar,
+            ..Reg::not_init()
+        }
+    }
+
+    pub fn known(val: u64) -> Reg {
+        Reg {
+            ty: RegType::Scalar,
+            v: Scalar::constant(val),
+            ..Reg::not_init()
+        }
+    }
+
+    pub fn pointer(ty: RegType) -> Reg {
+        Reg {
+            ty,
+            v: Scalar::constant(0),
+            ..Reg::not_init()
+        }
+    }
+
+    pub fn is_scalar(&self) -> bool {
+        self.ty == RegType::Scalar
+    }
+    pub fn is_pointer(&self) -> bool {
+        !matches!(self.ty, RegType::Scalar | RegType::NotInit)
+    }
+    pub fn maybe_null(&self) -> bool {
+        self.flags & flag::MAYBE_NULL != 0
+    }
+    pub fn is_const(&self) -> bool {
+        self.v.is_const()
+    }
+    pub fn is_null_const(&self) -> bool {
+        self.is_scalar() && self.v.is_const() && self.v.const_value() == 0
+    }
+
+    /// The kernel's reg_type_str.
+    pub fn type_str(&self) -> String {
+        let f = self.flags;
+        let mut s = String::new();
+        for (bit, p) in [
+            (flag::RDONLY, "rdonly_"),
+            (flag::RINGBUF, "ringbuf_"),
+            (flag::USER, "user_"),
+            (flag::PERCPU, "percpu_"),
+            (flag::RCU, "rcu_"),
+            (flag::UNTRUSTED, "untrusted_"),
+            (flag::TRUSTED, "trusted_"),
+        ] {
+            if f & bit != 0 {
+                s.push_str(p);
+            }
+        }
+        s.push_str(self.ty.name());
+        if f & flag::MAYBE_NULL != 0 {
+            s.push_str(if self.ty == RegType::BtfId {
+                "or_null_"
+            } else {
+                "_or_null"
+            });
+        }
+        s
+    }
+}

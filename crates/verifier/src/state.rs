@@ -1,0 +1,240 @@
+//! The verifier state of one path: frames (registers and stack), references,
+//! locks, and the bookkeeping that links it to its checkpoint parent.
+
+use crate::regs::{Reg, RegType};
+
+pub const MAX_CALL_FRAMES: usize = 8;
+pub const MAX_BPF_STACK: i32 = 512;
+pub const REG_SIZE: usize = 8;
+
+/// What one byte of a stack slot holds (`enum bpf_stack_slot_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub enum SlotType {
+    #[default]
+    Invalid,
+    Spill,
+    Misc,
+    Zero,
+    Dynptr,
+    Iter,
+    IrqFlag,
+}
+
+impl SlotType {
+    pub fn ch(self) -> char {
+        match self {
+            SlotType::Invalid => '?',
+            SlotType::Spill => 'r',
+            SlotType::Misc => 'm',
+            SlotType::Zero => '0',
+            SlotType::Dynptr => 'd',
+            SlotType::Iter => 'i',
+            SlotType::IrqFlag => 'f',
+        }
+    }
+}
+
+/// An 8-byte stack slot; slot `spi` covers fp-(spi+1)*8 .. fp-spi*8.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    pub spilled: Reg,
+    /// Byte i is fp-(spi*8) + i - 8 ... stored as the kernel does: index
+    /// `(off + 8*(spi+1)) % 8` from the slot's lowest address.
+    pub types: [SlotType; REG_SIZE],
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            spilled: Reg::not_init(),
+            types: [SlotType::Invalid; REG_SIZE],
+        }
+    }
+}
+
+impl Slot {
+    pub fn is_spill(&self) -> bool {
+        self.types[REG_SIZE - 1] == SlotType::Spill
+    }
+    pub fn is_full_spill(&self) -> bool {
+        self.types.iter().all(|t| *t == SlotType::Spill)
+    }
+    pub fn is_scalar_spill(&self) -> bool {
+        self.is_spill() && self.spilled.ty == RegType::Scalar
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub regs: [Reg; 11],
+    pub stack: Vec<Slot>,
+    /// Instruction index of the call that created this frame (-1 for main).
+    pub callsite: i32,
+    pub frameno: u32,
+    pub subprogno: u32,
+    /// For callbacks: the range r0 must be in at exit.
+    pub callback_ret: Option<(i64, i64)>,
+    pub in_callback_fn: bool,
+    pub in_async_callback_fn: bool,
+    /// Number of times the callback of a sync-callback helper was entered.
+    pub callback_depth: u32,
+}
+
+impl Frame {
+    pub fn new(callsite: i32, frameno: u32, subprogno: u32) -> Frame {
+        let mut regs = [Reg::not_init(); 11];
+        regs[10] = Reg::pointer(RegType::Stack);
+        regs[10].frameno = frameno as u8;
+        Frame {
+            regs,
+            stack: Vec::new(),
+            callsite,
+            frameno,
+            subprogno,
+            callback_ret: None,
+            in_callback_fn: false,
+            in_async_callback_fn: false,
+            callback_depth: 0,
+        }
+    }
+
+    /// Bytes of stack in use (the kernel's allocated_stack).
+    pub fn allocated_stack(&self) -> usize {
+        self.stack.len() * REG_SIZE
+    }
+
+    pub fn grow_stack(&mut self, bytes: usize) {
+        let slots = bytes.div_ceil(REG_SIZE);
+        if slots > self.stack.len() {
+            self.stack.resize(slots, Slot::default());
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RefKind {
+    Ptr,
+    Lock,
+    Irq,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct RefState {
+    pub kind: RefKind,
+    pub id: u32,
+    /// Instruction that acquired it.
+    pub insn_idx: usize,
+    /// For locks: identity of the lock (map index and offset).
+    pub ptr: u64,
+}
+
+/// One entry of the jump/instruction history used by precision backtracking.
+#[derive(Clone, Copy, Debug)]
+pub struct HistEntry {
+    pub idx: u32,
+    pub prev_idx: u32,
+    /// Stack access: (frame << 8 | spi) + 1, 0 if none.
+    pub stack: u16,
+    /// Linked register set (ids refined together at a jump), 0 if none.
+    pub linked: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct State {
+    pub frames: Vec<Frame>,
+    pub refs: Vec<RefState>,
+    pub active_locks: u32,
+    pub active_rcu_lock: bool,
+    pub active_preempt_locks: u32,
+    pub active_irq_id: u32,
+    pub speculative: bool,
+    /// Pool index of the checkpoint this state continues from.
+    pub parent: Option<u32>,
+    /// Unfinished paths that continue from this state (for checkpoints).
+    pub branches: u32,
+    pub insn_idx: usize,
+    pub first_insn_idx: usize,
+    pub last_insn_idx: usize,
+    pub jmp_history: Vec<HistEntry>,
+    pub may_goto_depth: u32,
+    pub dfs_depth: u32,
+    pub callback_unroll_depth: u32,
+    pub in_sleepable: bool,
+}
+
+impl State {
+    pub fn new() -> State {
+        State {
+            frames: vec![Frame::new(-1, 0, 0)],
+            refs: Vec::new(),
+            active_locks: 0,
+            active_rcu_lock: false,
+            active_preempt_locks: 0,
+            active_irq_id: 0,
+            speculative: false,
+            parent: None,
+            branches: 1,
+            insn_idx: 0,
+            first_insn_idx: 0,
+            last_insn_idx: 0,
+            jmp_history: Vec::new(),
+            may_goto_depth: 0,
+            dfs_depth: 0,
+            callback_unroll_depth: 0,
+            in_sleepable: false,
+        }
+    }
+
+    pub fn curframe(&self) -> usize {
+        self.frames.len() - 1
+    }
+    pub fn frame(&self) -> &Frame {
+        self.frames.last().expect("a state has a frame")
+    }
+    pub fn frame_mut(&mut self) -> &mut Frame {
+        self.frames.last_mut().expect("a state has a frame")
+    }
+    pub fn reg(&self, r: u8) -> &Reg {
+        &self.frame().regs[r as usize]
+    }
+    pub fn reg_mut(&mut self, r: u8) -> &mut Reg {
+        &mut self.frame_mut().regs[r as usize]
+    }
+
+    /// Approximate bytes held, for the memory statistics and limit.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<State>()
+            + self
+                .frames
+                .iter()
+                .map(|f| std::mem::size_of::<Frame>() + f.stack.len() * std::mem::size_of::<Slot>())
+                .sum::<usize>()
+            + self.refs.len() * std::mem::size_of::<RefState>()
+            + self.jmp_history.len() * std::mem::size_of::<HistEntry>()
+    }
+
+    /// Every register in every frame and every spilled register, mutably.
+    pub fn for_each_reg_mut(&mut self, mut f: impl FnMut(&mut Reg)) {
+        for fr in &mut self.frames {
+            for r in &mut fr.regs {
+                f(r);
+            }
+            for s in &mut fr.stack {
+                if s.is_spill() {
+                    f(&mut s.spilled);
+                }
+            }
+        }
+    }
+
+    pub fn has_ref(&self, id: u32) -> bool {
+        self.refs.iter().any(|r| r.id == id)
+    }
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::new()
+    }
+}
