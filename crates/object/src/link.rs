@@ -137,7 +137,7 @@ pub fn link(
                 ))
             }
             // A static callee in the same section needs no ELF relocation.
-            None if is_pseudo_call => Some((cur_sec, sec_idx as i64 + insn.imm as i64 + 1)),
+            None if is_pseudo_call => Some((c.shndx, sec_idx as i64 + insn.imm as i64 + 1)),
             _ => None,
         };
         if let Some((tshndx, tinsn)) = target {
