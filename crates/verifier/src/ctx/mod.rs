@@ -334,6 +334,7 @@ mod tests {
         assert!(read(ProgType::KPROBE, 160, 8).is_ok());
         assert!(read(ProgType::KPROBE, 168, 8).is_err());
         assert!(read(ProgType::TRACEPOINT, 0, 8).is_err()); // hidden pt_regs pointer
+        assert!(read(ProgType::TRACEPOINT, -8, 8).is_ok()); // as the kernel, sadly
         assert!(read(ProgType::TRACEPOINT, 8, 4).is_ok());
         assert!(read(ProgType::RAW_TRACEPOINT, 88, 8).is_ok());
         assert!(read(ProgType::RAW_TRACEPOINT, 96, 8).is_err());

@@ -15,10 +15,12 @@ pub fn kprobe(q: &Q) -> Grant {
 }
 
 /// Tracepoint records: the first 8 bytes are hidden, the rest is read-only
-/// and checked only against the largest possible record.
+/// and checked only against the largest possible record. The kernel
+/// compares the lower bound unsigned and the upper one signed, so aligned
+/// negative offsets pass.
 pub fn tracepoint(q: &Q) -> Grant {
-    let ok =
-        q.off >= TP_HIDDEN as i64 && q.off < PERF_MAX_TRACE_SIZE as i64 && !q.write && q.aligned();
+    let hidden = q.off >= 0 && q.off < TP_HIDDEN as i64;
+    let ok = !hidden && q.off < PERF_MAX_TRACE_SIZE as i64 && !q.write && q.aligned();
     ok.then(scalar).flatten()
 }
 
