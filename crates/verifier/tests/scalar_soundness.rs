@@ -334,6 +334,19 @@ proptest! {
     }
 
     #[test]
+    fn pointer_offset_arithmetic_is_sound((p, x) in member(), (o, y) in member_or_const()) {
+        let mut a = p.ptr_add_var(&o);
+        a.sync();
+        prop_assert!(a.contains(x.wrapping_add(y)), "{p:?} + {o:?} -> {a:?}");
+        let mut s = p.ptr_sub_var(&o);
+        s.sync();
+        prop_assert!(s.contains(x.wrapping_sub(y)), "{p:?} - {o:?} -> {s:?}");
+        let mut k = p.ptr_keep_var();
+        k.sync();
+        prop_assert!(k.contains(x));
+    }
+
+    #[test]
     fn pruning_superset_covers_members((old, _x) in member(), (cur, y) in member()) {
         if old.is_superset_of(&cur) {
             prop_assert!(old.contains(y));

@@ -12,6 +12,7 @@ mod branch;
 mod coerce;
 mod print;
 mod prune;
+mod ptr;
 
 pub use alu::{AluOp, EndianOp};
 pub use bounds::InvariantViolation;
