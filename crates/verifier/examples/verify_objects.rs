@@ -23,6 +23,9 @@ fn main() {
                 continue;
             }
         };
+        if std::env::var("DUMP_MAPS").is_ok() {
+            dump(&obj);
+        }
         for (i, p) in obj.programs.iter().enumerate() {
             let out = verify(&obj, i, &opts);
             let (v, e) = match &out.verdict {
@@ -44,5 +47,11 @@ fn main() {
                 eprintln!("{}", out.log);
             }
         }
+    }
+}
+#[allow(dead_code)]
+fn dump(obj: &Object) {
+    for m in &obj.maps {
+        eprintln!("{} {:?} k{} v{} inner={:?}", m.name, m.map_type, m.key_size, m.value_size, m.inner.as_ref().map(|i| (i.map_type, i.key_size, i.value_size)));
     }
 }

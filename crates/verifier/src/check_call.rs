@@ -165,12 +165,9 @@ impl Env<'_> {
         let _ = value;
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
-            RegType::MapValue => self
-                .obj
-                .maps
-                .get(r.map as usize)
+            RegType::MapValue => self.map_def(r.map)
                 .map_or(0, |m| m.value_size) as i64,
-            RegType::MapKey => self.obj.maps.get(r.map as usize).map_or(0, |m| m.key_size) as i64,
+            RegType::MapKey => self.map_def(r.map).map_or(0, |m| m.key_size) as i64,
             RegType::Mem => r.aux as i64,
             RegType::Packet | RegType::PacketMeta => (r.aux as i32) as i64,
             _ => return Ok(()),
@@ -273,7 +270,7 @@ impl Env<'_> {
                 meta.map = Some(r.map);
             }
             ArgBase::PtrToMapKey | ArgBase::PtrToMapValue => {
-                let Some(m) = meta.map.and_then(|m| self.obj.maps.get(m as usize)) else {
+                let Some(m) = meta.map.and_then(|m| self.map_def(m)) else {
                     return self.err("invalid map_ptr to access map->key");
                 };
                 let size = if at.base == ArgBase::PtrToMapKey {
@@ -376,7 +373,11 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToConstStr => {
-                if r.ty != RegType::MapValue || r.flags & flag::RDONLY == 0 {
+                if r.ty != RegType::MapValue
+                    || !self
+                        .map_def(r.map)
+                        .is_some_and(crate::check_mem::map_is_rdonly_prog)
+                {
                     return self.err(format!("R{regno} does not point to a readonly map'"));
                 }
             }
@@ -447,7 +448,7 @@ impl Env<'_> {
                 self.cur.active_locks -= 1;
             }
             id::TAIL_CALL => {
-                let m = meta.map.and_then(|m| self.obj.maps.get(m as usize));
+                let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
                     let t = m.map_or(0, |m| m.map_type.0);
                     return self.err(format!(
@@ -505,8 +506,21 @@ impl Env<'_> {
                 let Some(m) = meta.map else {
                     return self.err("kernel subsystem misconfigured verifier");
                 };
-                let mut r = Reg::pointer(RegType::MapValue);
-                r.map = m;
+                let is_outer = self.map_def(m).is_some_and(|d| {
+                    matches!(d.map_type, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
+                });
+                let mut r = if is_outer {
+                    let mut r = Reg::pointer(RegType::MapPtr);
+                    r.map = m | crate::explore::INNER_MAP;
+                    r
+                } else {
+                    let mut r = Reg::pointer(RegType::MapValue);
+                    r.map = m;
+                    r
+                };
+                if self.map_def(m).is_some_and(|d| d.map_type == MapType::PERCPU_ARRAY || d.map_type == MapType::PERCPU_HASH || d.map_type == MapType::LRU_PERCPU_HASH) {
+                    r.map = m;
+                }
                 r
             }
             RetBase::PtrToSocket => Reg::pointer(RegType::Sock),
@@ -536,7 +550,7 @@ impl Env<'_> {
             r0.id = self.new_id();
         }
         if is_acquire(func_id) && r0.is_pointer() {
-            let rid = if r0.id != 0 { r0.id } else { self.new_id() };
+            let rid = self.new_id();
             r0.ref_obj_id = rid;
             self.cur.refs.push(RefState {
                 kind: RefKind::Ptr,
@@ -589,10 +603,14 @@ impl Env<'_> {
                 callee.in_callback_fn = false;
                 callee.in_async_callback_fn = true;
                 callee.callback_ret = Some((0, 0));
+                let map = caller_regs[1].map;
                 let r = &mut callee.regs;
                 r[1] = Reg::pointer(RegType::MapPtr);
                 r[2] = Reg::pointer(RegType::MapKey);
                 r[3] = Reg::pointer(RegType::MapValue);
+                for k in 1..=3 {
+                    r[k].map = map;
+                }
             }
             _ => {
                 for r in 1..=5 {

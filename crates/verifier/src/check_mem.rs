@@ -13,6 +13,13 @@ use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
 use bpfvet_object::{MapInit, MapOrigin};
 
+/// Programs may only read the map (BPF_F_RDONLY_PROG; libbpf sets it for
+/// .rodata and .kconfig).
+pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
+    m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0
+        || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
+}
+
 /// Pointers offsets and variable ranges are kept below 2^29.
 const MAX_VAR_OFF: u64 = 1 << 29;
 
@@ -202,17 +209,11 @@ impl Env<'_> {
                     }
                     let mut r = Reg::pointer(RegType::MapValue);
                     r.off = off as i32;
-                    if map.frozen || map.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0 {
-                        r.flags |= flag::RDONLY;
-                    }
                     r
                 } else {
                     Reg::pointer(RegType::MapPtr)
                 };
                 r.map = idx as u32;
-                if value {
-                    r.flags &= !flag::RDONLY;
-                }
                 *self.cur.reg_mut(d) = r;
             }
             BPF_PSEUDO_BTF_ID => {
@@ -293,17 +294,14 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && reg.flags & flag::RDONLY != 0 {
-                    let m = &self.obj.maps[reg.map as usize];
+                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog) {
+                    let m = self.map_def(reg.map).expect("map of a map value");
                     return self.err(format!(
                         "write into map forbidden, value_size={} off={} size={}",
                         m.value_size, off, size
                     ));
                 }
-                let vs = self
-                    .obj
-                    .maps
-                    .get(reg.map as usize)
+                let vs = self.map_def(reg.map)
                     .map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
                 if access == Access::Read {
@@ -317,10 +315,7 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
-                let ks = self
-                    .obj
-                    .maps
-                    .get(reg.map as usize)
+                let ks = self.map_def(reg.map)
                     .map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
@@ -441,10 +436,8 @@ impl Env<'_> {
     /// A load from a frozen read-only global-data map at a constant offset
     /// gives the constant (bpf_map_direct_read).
     fn direct_map_read(&self, reg: &Reg, off: i32, size: u32) -> Option<u64> {
-        let m = self.obj.maps.get(reg.map as usize)?;
-        if !(m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
-            || reg.flags & flag::RDONLY == 0
-            || !reg.v.is_const()
+        let m = self.map_def(reg.map)?;
+        if !(m.frozen && map_is_rdonly_prog(m)) || !reg.v.is_const()
         {
             return None;
         }

@@ -19,6 +19,9 @@ use std::time::Instant;
 /// The kernel's BPF_COMPLEXITY_LIMIT_JMP_SEQ.
 pub const MAX_PENDING: usize = 8192;
 
+/// Flag in a register's map field: the inner map of a map-in-map.
+pub const INNER_MAP: u32 = 1 << 31;
+
 pub struct Pending {
     pub st: State,
     pub insn_idx: usize,
@@ -105,6 +108,17 @@ impl<'a> Env<'a> {
         Err(VerifyError::new(Some(self.insn_idx), msg.into()))
     }
 
+    /// The map a register's `map` field names: an index into the object's
+    /// maps, or with [`INNER_MAP`] set the inner template of that map.
+    pub fn map_def(&self, m: u32) -> Option<&'a bpfvet_object::MapDef> {
+        let obj: &'a Object = self.obj;
+        if m & INNER_MAP != 0 {
+            obj.maps.get((m & !INNER_MAP) as usize)?.inner.as_deref()
+        } else {
+            obj.maps.get(m as usize)
+        }
+    }
+
     pub fn new_id(&mut self) -> u32 {
         self.id_gen += 1;
         self.id_gen
@@ -160,9 +174,10 @@ impl<'a> Env<'a> {
             }
             let next = node.state.parent;
             if node.evicted {
-                // Evicted and no longer referenced by a path in progress.
-                // Children may still point at it for precision; keep it
-                // unless nothing does (approximated: keep).
+                // Evicted and no path continues from it any more.
+                let bytes = node.state.bytes() as u64;
+                self.explored_bytes = self.explored_bytes.saturating_sub(bytes);
+                self.pool.release(p);
             }
             parent = next;
         }
@@ -423,7 +438,7 @@ impl<'a> Env<'a> {
     pub fn check_exit_locks(&mut self) -> VResult<()> {
         let main = self.cur.curframe() == 0;
         if self.cur.active_locks > 0 && main {
-            return self.err("bpf_spin_unlock is missing");
+            return self.err("BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region");
         }
         if self.cur.active_rcu_lock && main {
             return self.err("bpf_rcu_read_unlock is missing");
@@ -453,7 +468,8 @@ impl<'a> Env<'a> {
             .find(|r| r.kind == crate::state::RefKind::Ptr)
         {
             let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
-            return self.err(msg);
+            self.log.line(&msg);
+            return self.err("BPF_EXIT instruction in main prog would lead to reference leak");
         }
         Ok(())
     }
