@@ -347,6 +347,12 @@ proptest! {
     }
 
     #[test]
+    fn linked_registers_follow_the_known_one((k, x) in member(), delta in any::<i32>()) {
+        let r = Scalar::linked_add(&k, i64::from(delta));
+        prop_assert!(r.contains(x.wrapping_add(delta as i64 as u64)), "{k:?} + {delta} -> {r:?}");
+    }
+
+    #[test]
     fn pruning_superset_covers_members((old, _x) in member(), (cur, y) in member()) {
         if old.is_superset_of(&cur) {
             prop_assert!(old.contains(y));

@@ -232,6 +232,21 @@ impl Scalar {
         need_swap || truncates
     }
 
+    /// The value of a register linked to `known` by `reg = known + delta`
+    /// (sync_linked_regs: the two ids differ by BPF_ADD_CONST offsets, delta
+    /// = reg.off - known.off). `delta == 0` is a plain copy. Not synced, as
+    /// in the kernel.
+    pub fn linked_add(known: &Scalar, delta: i64) -> Scalar {
+        let mut r = *known;
+        if delta != 0 {
+            let d = Scalar::constant(delta as u64);
+            r.add32(&d);
+            r.add64(&d);
+            r.var_off = r.var_off + d.var_off;
+        }
+        r
+    }
+
     fn add32(&mut self, src: &Scalar) {
         let (smin, o1) = self.s32_min.overflowing_add(src.s32_min);
         let (smax, o2) = self.s32_max.overflowing_add(src.s32_max);
