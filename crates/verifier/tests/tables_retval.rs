@@ -9,12 +9,15 @@ use bpfvet_verifier::ctx::retval::{return_range_message, AT_PROGRAM_EXIT};
 use bpfvet_verifier::ctx::{return_rule, ReturnRule};
 use tables_support::*;
 
-fn configs() -> Vec<(
+/// (program type, attach type, attach BTF (kind, name), load flags).
+type Config = (
     ProgType,
     Option<AttachType>,
     Option<(u32, &'static str)>,
     u32,
-)> {
+);
+
+fn configs() -> Vec<Config> {
     use AttachType as A;
     use ProgType as P;
     let mut v: Vec<_> = [

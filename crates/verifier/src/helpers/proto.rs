@@ -123,6 +123,38 @@ impl ArgType {
     }
 }
 
+/// The kernel's list of register types that may be passed for each
+/// argument type (`compatible_reg_types`), as it prints them in
+/// "R1 type=ctx expected=...".
+const MEM_TYPES: &str =
+    "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_";
+
+impl ArgBase {
+    /// The "expected=" list for a register of the wrong type, None for
+    /// argument types that take anything (or nothing).
+    pub fn expected_reg_types(self) -> Option<&'static str> {
+        use ArgBase::*;
+        Some(match self {
+            DontCare | Anything | PtrToArena => return None,
+            PtrToMapKey | PtrToMapValue | PtrToMem => MEM_TYPES,
+            ConstSize | ConstSizeOrZero | ConstAllocSizeOrZero | Scalar => "scalar",
+            ConstMapPtr => "map_ptr",
+            PtrToCtx => "ctx",
+            PtrToSockCommon => "sock_common, sock, tcp_sock, xdp_sock",
+            PtrToBtfIdSockCommon => "sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_",
+            PtrToSocket => "sock",
+            PtrToBtfId => "ptr_, trusted_ptr_, rcu_ptr_",
+            PtrToSpinLock | KptrXchgDest => "map_value, ptr_",
+            PtrToRingbufMem => "ringbuf_mem",
+            PtrToPercpuBtfId => "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_",
+            PtrToFunc => "func",
+            PtrToStack => "fp",
+            PtrToConstStr | PtrToTimer => "map_value",
+            PtrToDynptr => "fp, dynptr_ptr",
+        })
+    }
+}
+
 /// A plain argument type.
 pub const fn a(base: ArgBase) -> ArgType {
     ArgType {
