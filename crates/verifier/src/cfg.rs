@@ -462,8 +462,9 @@ mod tests {
         assert!(c.is(1, mark::PRUNE_POINT));
         assert!(c.is(3, mark::PRUNE_POINT));
         assert!(!c.is(2, mark::PRUNE_POINT));
-        // r1 is read at insn 1, r0 at the exit.
-        assert_eq!(c.live_regs_before[1], 0b10);
+        // r1 is read at insn 1; r0 reaches the exit on the taken edge.
+        assert_eq!(c.live_regs_before[1], 0b11);
+        assert_eq!(c.live_regs_before[2], 0);
         assert_eq!(c.live_regs_before[3], 0b1);
     }
 }
