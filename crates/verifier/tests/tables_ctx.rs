@@ -62,6 +62,7 @@ fn configs() -> Vec<Config> {
     add(P::CGROUP_SKB, Some(A::CGROUP_INET_EGRESS));
     for a in [
         A::CGROUP_INET_SOCK_CREATE,
+        A::CGROUP_INET_SOCK_RELEASE,
         A::CGROUP_INET4_POST_BIND,
         A::CGROUP_INET6_POST_BIND,
     ] {
@@ -73,12 +74,18 @@ fn configs() -> Vec<Config> {
         A::CGROUP_UDP4_SENDMSG,
         A::CGROUP_UDP6_SENDMSG,
         A::CGROUP_UNIX_CONNECT,
+        A::CGROUP_INET6_GETPEERNAME,
+        A::CGROUP_UDP4_RECVMSG,
     ] {
         add(P::CGROUP_SOCK_ADDR, Some(a));
     }
     add(P::CGROUP_SOCKOPT, Some(A::CGROUP_GETSOCKOPT));
     add(P::CGROUP_SOCKOPT, Some(A::CGROUP_SETSOCKOPT));
     add(P::SK_LOOKUP, Some(A::SK_LOOKUP));
+    add(P::SK_SKB, Some(A::SK_SKB_STREAM_PARSER));
+    add(P::SK_REUSEPORT, Some(A::SK_REUSEPORT_SELECT_OR_MIGRATE));
+    add(P::LWT_OUT, None);
+    add(P::SCHED_ACT, None);
     add(P::NETFILTER, Some(A::NETFILTER));
     // Tracepoint records and syscall contexts are large: sweep the edges.
     v.push(Config {
