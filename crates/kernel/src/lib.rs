@@ -14,6 +14,7 @@
 //!
 //! [`Object`]: bpfvet_object::Object
 
+pub mod attach_target;
 pub mod log_stats;
 pub mod map;
 pub mod mem_peak;
@@ -21,7 +22,6 @@ pub mod program;
 pub mod report;
 pub mod session;
 pub mod sys;
-pub mod vmlinux_btf;
 
 pub use log_stats::{parse_log_stats, LogStats};
 pub use map::{KernelMap, MapCreateError};

@@ -21,6 +21,8 @@ pub struct KernelMap {
 pub enum MapCreateError {
     #[error("map type {0} is not supported by the kernel backend")]
     Unsupported(MapType),
+    #[error("map {map} ({map_type}) has no inner map template in the object")]
+    NoInnerTemplate { map: String, map_type: MapType },
     #[error("{what} of map {map} failed: {errno}")]
     Syscall {
         map: String,
@@ -87,6 +89,30 @@ pub fn effective_max_entries(def: &MapDef) -> u32 {
     }
 }
 
+/// Map types whose key/value BTF types libbpf does not pass to the kernel
+/// (their values are fds, events or nothing).
+fn btf_types_dropped(t: MapType) -> bool {
+    matches!(
+        t,
+        MapType::PERF_EVENT_ARRAY
+            | MapType::CGROUP_ARRAY
+            | MapType::STACK_TRACE
+            | MapType::ARRAY_OF_MAPS
+            | MapType::HASH_OF_MAPS
+            | MapType::DEVMAP
+            | MapType::DEVMAP_HASH
+            | MapType::CPUMAP
+            | MapType::XSKMAP
+            | MapType::SOCKMAP
+            | MapType::SOCKHASH
+            | MapType::QUEUE
+            | MapType::STACK
+            | MapType::ARENA
+            | MapType::RINGBUF
+            | MapType::USER_RINGBUF
+    )
+}
+
 impl KernelMap {
     /// Creates the map, first with its BTF key/value types, then (as libbpf
     /// does when the kernel rejects them) without.
@@ -98,11 +124,26 @@ impl KernelMap {
         if def.map_type == MapType::STRUCT_OPS || def.map_type == MapType::RHASH {
             return Err(MapCreateError::Unsupported(def.map_type));
         }
+        let is_map_in_map = matches!(def.map_type, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS);
+        if is_map_in_map && inner.is_none() {
+            return Err(MapCreateError::NoInnerTemplate {
+                map: def.name.clone(),
+                map_type: def.map_type,
+            });
+        }
         let max_entries = effective_max_entries(def);
+        // Ring buffers have no key or value; BTF-defined ones may still name
+        // a value type (loaders drop it, the kernel insists on 0).
+        let is_ringbuf = matches!(def.map_type, MapType::RINGBUF | MapType::USER_RINGBUF);
+        let (key_size, value_size) = if is_ringbuf {
+            (0, 0)
+        } else {
+            (def.key_size, def.value_size)
+        };
         let mut attr = MapCreateAttr {
             map_type: def.map_type.0,
-            key_size: def.key_size,
-            value_size: def.value_size,
+            key_size,
+            value_size,
             max_entries,
             map_flags: def.map_flags,
             inner_map_fd: inner.map_or(0, |m| m.fd.raw() as u32),
@@ -115,7 +156,9 @@ impl KernelMap {
             map_extra: def.map_extra,
             ..Default::default()
         };
-        let with_btf = btf_fd.filter(|_| def.btf_value_type_id != 0 || def.btf_key_type_id != 0);
+        let with_btf = btf_fd
+            .filter(|_| def.btf_value_type_id != 0 || def.btf_key_type_id != 0)
+            .filter(|_| !btf_types_dropped(def.map_type));
         if let Some(btf) = with_btf {
             attr.btf_fd = btf.raw() as u32;
             attr.btf_key_type_id = def.btf_key_type_id;
@@ -137,8 +180,8 @@ impl KernelMap {
             fd,
             name: def.name.clone(),
             map_type: def.map_type,
-            key_size: def.key_size,
-            value_size: def.value_size,
+            key_size,
+            value_size,
             max_entries,
         })
     }

@@ -32,6 +32,10 @@ pub enum Refusal {
     /// The attach target named by the section is not in vmlinux BTF.
     #[error("attach target '{target}' not found in /sys/kernel/btf/vmlinux")]
     AttachTargetMissing { target: String },
+    /// The section name gives no program type (libbpf: "missing BPF prog
+    /// type, check ELF section name").
+    #[error("no program type: section '{section}' is not one libbpf knows")]
+    UnknownProgType { section: String },
     /// The program needs an attach target the backend cannot provide.
     #[error("{0}")]
     NeedsTarget(String),

@@ -11,11 +11,11 @@ use crate::map::{KernelMap, MapCreateError};
 use crate::mem_peak::MemPeakCgroup;
 use crate::report::{ProgramReport, Refusal, Verdict};
 use crate::sys::{self, bpf_fd, BtfLoadAttr, Cmd, Errno, Fd, MapCreateAttr, ProgLoadAttr};
-use crate::vmlinux_btf::VmlinuxBtf;
 use crate::LoadedProgram;
 use bpfvet_isa::insns_to_bytes;
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY};
+use bpfvet_object::btf::Btf;
 use bpfvet_object::{MapInit, Object, Program};
 use std::cell::OnceCell;
 use std::time::Instant;
@@ -56,7 +56,7 @@ impl Default for LoadOptions {
 
 /// A handle on the host kernel's bpf() syscall.
 pub struct Kernel {
-    vmlinux: OnceCell<Result<VmlinuxBtf, String>>,
+    vmlinux: OnceCell<Result<Btf, String>>,
     mem_peak: Option<MemPeakCgroup>,
 }
 
@@ -99,12 +99,12 @@ impl Kernel {
         Ok(())
     }
 
-    fn vmlinux(&self) -> Result<&VmlinuxBtf, &str> {
+    fn vmlinux(&self) -> Result<&Btf, &str> {
         self.vmlinux
             .get_or_init(|| {
                 let data = std::fs::read("/sys/kernel/btf/vmlinux")
                     .map_err(|e| format!("/sys/kernel/btf/vmlinux: {e}"))?;
-                VmlinuxBtf::parse(&data).map_err(|e| format!("/sys/kernel/btf/vmlinux: {e}"))
+                Btf::from_bytes(&data).map_err(|e| format!("/sys/kernel/btf/vmlinux: {e}"))
             })
             .as_ref()
             .map_err(|e| e.as_str())
@@ -252,6 +252,11 @@ impl<'a> ObjectSession<'a> {
     }
 
     fn check_preconditions(&self, prog: &Program) -> Result<(), Refusal> {
+        if prog.prog_type == ProgType::UNSPEC {
+            return Err(Refusal::UnknownProgType {
+                section: prog.section.clone(),
+            });
+        }
         for idx in referenced_maps(prog) {
             match self.maps.get(idx) {
                 Some(Ok(_)) => {}
@@ -281,10 +286,11 @@ impl<'a> ObjectSession<'a> {
             .kernel
             .vmlinux()
             .map_err(|e| Refusal::NeedsTarget(format!("cannot resolve '{target}': {e}")))?;
-        btf.attach_target_id(&prog.section, target)
-            .ok_or_else(|| Refusal::AttachTargetMissing {
+        crate::attach_target::attach_target_id(btf, &prog.section, target).ok_or_else(|| {
+            Refusal::AttachTargetMissing {
                 target: target.to_string(),
-            })
+            }
+        })
     }
 
     fn load_into(
@@ -334,7 +340,7 @@ impl<'a> ObjectSession<'a> {
                 log_size: log_buf.len() as u32,
                 log_buf: sys::ptr(log_buf.as_mut_ptr()),
                 kern_version: self.obj.kern_version.unwrap_or(0),
-                prog_flags: if prog.sleepable { BPF_F_SLEEPABLE } else { 0 },
+                prog_flags: prog.prog_flags | if prog.sleepable { BPF_F_SLEEPABLE } else { 0 },
                 prog_name: sys::obj_name(&prog.name),
                 expected_attach_type: report.expected_attach_type.0,
                 attach_btf_id,

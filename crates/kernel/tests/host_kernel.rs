@@ -45,6 +45,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
         expected_attach_type: None,
         attach_target: None,
         sleepable: false,
+        prog_flags: 0,
         insns,
         func_info: vec![],
         line_info: vec![],
@@ -81,6 +82,8 @@ fn object(maps: Vec<MapDef>, programs: Vec<Program>) -> Object {
         maps,
         programs,
         btf_raw: None,
+        btf: None,
+        unresolved_externs: vec![],
     }
 }
 
@@ -239,13 +242,28 @@ fn refusals_that_are_not_verification_are_named() {
     uses_bad_map.extend(ld_map(1, 0, None));
     uses_bad_map.extend(ret0.clone());
     let bad_map = map("bad", MapType::HASH, 0, 4, 1); // key_size 0: EINVAL
+    let mut no_inner = map("no_inner", MapType::HASH_OF_MAPS, 4, 4, 1);
+    no_inner.inner = None;
+    // A BTF-style ring buffer naming a value type still gets created.
+    let ringbuf = map("events", MapType::RINGBUF, 0, 20, 4096);
+    let mut uses_ringbuf = Vec::new();
+    uses_ringbuf.extend(ld_map(1, 2, None));
+    uses_ringbuf.extend(ret0.clone());
+    let mut uses_no_inner = Vec::new();
+    uses_no_inner.extend(ld_map(1, 1, None));
+    uses_no_inner.extend(ret0.clone());
+    let mut unknown = program("unknown_section", ProgType::UNSPEC, ret0.clone());
+    unknown.section = "2/7".into();
     let obj = object(
-        vec![bad_map],
+        vec![bad_map, no_inner, ringbuf],
         vec![
             missing,
             fentry,
             program("uses_bad_map", ProgType::SOCKET_FILTER, uses_bad_map),
             program("no_map", ProgType::SOCKET_FILTER, ret0),
+            program("uses_ringbuf", ProgType::SOCKET_FILTER, uses_ringbuf),
+            program("uses_no_inner", ProgType::SOCKET_FILTER, uses_no_inner),
+            unknown,
         ],
     );
     let s = k.open_object(&obj);
@@ -268,6 +286,19 @@ fn refusals_that_are_not_verification_are_named() {
         v => panic!("expected a map creation refusal, got {v:?}"),
     }
     assert_eq!(s.load_program(3, &o).unwrap().verdict, Verdict::Accepted);
+    assert_eq!(s.load_program(4, &o).unwrap().verdict, Verdict::Accepted);
+    match s.load_program(5, &o).unwrap().verdict {
+        Verdict::Refused(Refusal::MapCreation(m)) => {
+            assert!(m.contains("no inner map template"), "{m}")
+        }
+        v => panic!("expected a map creation refusal, got {v:?}"),
+    }
+    assert_eq!(
+        s.load_program(6, &o).unwrap().verdict,
+        Verdict::Refused(Refusal::UnknownProgType {
+            section: "2/7".into()
+        })
+    );
 }
 
 #[test]
