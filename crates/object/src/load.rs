@@ -257,13 +257,8 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
     for c in code.iter_mut() {
         record_relocs(&elf, c, &locs, &ext.list)?;
     }
-    if let Some(ext_info) = &btf_ext {
-        let local = btf.as_ref().expect("BTF.ext implies BTF");
-        for c in code.iter_mut() {
-            if let Some(sec) = ext_info.core_relos.iter().find(|s| s.sec_name == c.name) {
-                core_relo::apply(local, target.as_deref(), sec, c)?;
-            }
-        }
+    if let (Some(ext_info), Some(local)) = (&btf_ext, &btf) {
+        core_relo::apply_all(local, target.as_deref(), ext_info, &mut code)?;
     }
 
     let mut programs = Vec::new();

@@ -1,0 +1,186 @@
+//! The project's own test programs (tests/progs/*.o): facts stated in their
+//! C sources must come out of the loader.
+
+use std::path::{Path, PathBuf};
+
+use bpfvet_isa::opcode::{BPF_CALL, BPF_JMP, BPF_PSEUDO_CALL, BPF_PSEUDO_MAP_IDX_VALUE};
+use bpfvet_isa::uapi::{AttachType, MapType, ProgType};
+use bpfvet_object::btf::{Btf, Kind};
+use bpfvet_object::{LoadOptions, MapInit, MapOrigin, Object, TargetBtf};
+
+fn progs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs")
+}
+
+fn load(name: &str) -> Option<Object> {
+    let p = progs_dir().join(name);
+    if !p.exists() {
+        println!("SKIP: {} not built yet", p.display());
+        return None;
+    }
+    Some(Object::from_file(&p, &LoadOptions::offline()).unwrap())
+}
+
+#[test]
+fn every_project_object_loads_with_consistent_streams() {
+    let Ok(dir) = std::fs::read_dir(progs_dir()) else {
+        println!("SKIP: tests/progs missing");
+        return;
+    };
+    let mut n = 0;
+    for e in dir.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "o") {
+            continue;
+        }
+        let obj = Object::from_file(&p, &LoadOptions::offline()).unwrap_or_else(|e| panic!("{e}"));
+        n += 1;
+        for prog in &obj.programs {
+            // The final stream decodes, and every bpf-to-bpf call lands on
+            // the start of a function listed in func_info.
+            let decoded = bpfvet_isa::decode_program(&prog.insns)
+                .unwrap_or_else(|e| panic!("{}: {}: {e}", p.display(), prog.name));
+            assert!(!decoded.is_empty());
+            if !prog.func_info.is_empty() {
+                assert_eq!(prog.func_info[0].insn_off, 0);
+                assert_eq!(prog.func_info[0].name, prog.name);
+            }
+            for (pc, i) in prog.insns.iter().enumerate() {
+                if i.code == BPF_JMP | BPF_CALL && i.src == BPF_PSEUDO_CALL {
+                    let target = (pc as i64 + i.imm as i64 + 1) as u32;
+                    assert!(
+                        prog.func_info.iter().any(|f| f.insn_off == target),
+                        "{}: call at {pc} to {target} is not a function start",
+                        prog.name
+                    );
+                }
+                if i.is_ld_imm64() && i.src == BPF_PSEUDO_MAP_IDX_VALUE {
+                    let m = &obj.maps[i.imm as usize];
+                    let off = prog.insns[pc + 1].imm as u32;
+                    assert!(
+                        off < m.value_size,
+                        "{}: value offset {off} outside {}",
+                        prog.name,
+                        m.name
+                    );
+                }
+            }
+            assert!(prog
+                .line_info
+                .windows(2)
+                .all(|w| w[0].insn_off <= w[1].insn_off));
+        }
+    }
+    assert!(n >= 10, "only {n} objects in tests/progs");
+}
+
+#[test]
+fn static_and_global_subprograms_are_appended() {
+    let Some(obj) = load("calls.bpf.o") else {
+        return;
+    };
+    let prog = &obj.programs[0];
+    let names: Vec<&str> = prog.func_info.iter().map(|f| f.name.as_str()).collect();
+    // calls.bpf.c: xdp_calls calls packet_ethertype (global) and summarise
+    // (static), which calls weigh.
+    for f in ["xdp_calls", "packet_ethertype", "summarise", "weigh"] {
+        assert!(names.contains(&f), "{f} missing from {names:?}");
+    }
+    let rodata = obj.maps.iter().find(|m| m.name == "calls.rodata").unwrap();
+    assert_eq!(rodata.origin, MapOrigin::GlobalData);
+    assert!(rodata.frozen);
+    assert_eq!(rodata.value_size, 12); // three __u32 weights
+}
+
+#[test]
+fn map_in_map_and_prog_array_values() {
+    if let Some(obj) = load("map_in_map.bpf.o") {
+        let idx = |n: &str| obj.maps.iter().position(|m| m.name == n).unwrap();
+        let outer = &obj.maps[idx("by_parity")];
+        assert_eq!(outer.map_type, MapType::ARRAY_OF_MAPS);
+        assert_eq!(outer.inner.as_ref().unwrap().map_type, MapType::ARRAY);
+        assert_eq!(
+            outer.init,
+            MapInit::InnerMaps(vec![(0, idx("even_counts")), (1, idx("odd_counts"))])
+        );
+        let by_id = &obj.maps[idx("by_id")];
+        assert_eq!(by_id.init, MapInit::InnerMaps(vec![(7, idx("lens_seen"))]));
+    }
+    if let Some(obj) = load("tail_call.bpf.o") {
+        let jt = obj.maps.iter().find(|m| m.name == "jump_table").unwrap();
+        assert_eq!(jt.map_type, MapType::PROG_ARRAY);
+        let MapInit::Programs(slots) = &jt.init else {
+            panic!("no prog slots: {:?}", jt.init)
+        };
+        let named: Vec<(u32, &str)> = slots
+            .iter()
+            .map(|(k, p)| (*k, obj.programs[*p].name.as_str()))
+            .collect();
+        assert!(named.iter().any(|(_, n)| *n == "handle_ipv4"), "{named:?}");
+        assert!(named.iter().any(|(_, n)| *n == "handle_ipv6"), "{named:?}");
+    }
+}
+
+#[test]
+fn section_names_give_types() {
+    let Some(obj) = load("tracing.bpf.o") else {
+        return;
+    };
+    let by = |n: &str| obj.programs.iter().find(|p| p.name == n).unwrap();
+    assert_eq!(by("kprobe_openat2").prog_type, ProgType::KPROBE);
+    assert_eq!(by("tp_sys_enter").prog_type, ProgType::TRACEPOINT);
+    let btf = by("tp_btf_sched_switch");
+    assert_eq!(btf.prog_type, ProgType::TRACING);
+    assert_eq!(btf.expected_attach_type, Some(AttachType::TRACE_RAW_TP));
+    assert_eq!(btf.attach_target.as_deref(), Some("sched_switch"));
+    // Offline: CO-RE relocations are listed and poisoned.
+    assert!(!by("kprobe_openat2").core_unresolved.is_empty());
+}
+
+#[test]
+fn core_offsets_match_host_btf() {
+    let Ok(bytes) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+        println!("SKIP: /sys/kernel/btf/vmlinux not readable");
+        return;
+    };
+    let p = progs_dir().join("tracing.bpf.o");
+    if !p.exists() {
+        println!("SKIP: tracing.bpf.o not built");
+        return;
+    }
+    let vmlinux = Btf::from_bytes(&bytes).unwrap();
+    // task_struct::tgid looked up by name, independently of the access path.
+    let ts = vmlinux
+        .find_by_name_kind("task_struct", Kind::Struct)
+        .unwrap();
+    let t = vmlinux.type_by_id(ts).unwrap();
+    let tgid = vmlinux
+        .members(t)
+        .iter()
+        .find(|m| vmlinux.str_at(m.name_off) == Some("tgid"))
+        .unwrap()
+        .bit_offset
+        / 8;
+    let opts = LoadOptions {
+        target_btf: TargetBtf::Loaded(std::sync::Arc::new(vmlinux)),
+        ..LoadOptions::offline()
+    };
+    let obj = Object::from_file(&p, &opts).unwrap();
+    let prog = obj
+        .programs
+        .iter()
+        .find(|p| p.name == "kprobe_openat2")
+        .unwrap();
+    assert!(
+        prog.core_unresolved.is_empty(),
+        "{:?}",
+        prog.core_unresolved
+    );
+    // BPF_CORE_READ(task, tgid) adds the field offset as an ALU immediate.
+    assert!(
+        prog.insns
+            .iter()
+            .any(|i| i.code == 0xb7 && i.imm as u32 == tgid),
+        "no `r = {tgid}` in kprobe_openat2"
+    );
+}
