@@ -6,6 +6,7 @@
 mod tables_support;
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
+use bpfvet_isa::Insn;
 use bpfvet_verifier::helpers::{helper_proto_for, CallerProg, HELPER_MAX_ID};
 use tables_support::*;
 
@@ -245,6 +246,114 @@ fn first_argument_types_match_the_host_kernel() {
         }
     }
     println!("compared {compared} first arguments");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// Instructions that put a value of argument type `t` in register `r`, for
+/// the types a tiny program can satisfy; None for the others.
+fn satisfy(t: bpfvet_verifier::helpers::ArgType, r: u8, map_fd: i32) -> Option<Vec<Insn>> {
+    use bpfvet_verifier::helpers::{ArgBase as B, TypeFlags};
+    let mov_imm = |v: i32| vec![Insn::new(0xb7, r, 0, 0, v)];
+    let memory = matches!(
+        t.base,
+        B::PtrToMapKey | B::PtrToMapValue | B::PtrToMem | B::PtrToStack
+    );
+    // NULL only where no size argument follows (a NULL buffer needs size 0).
+    if t.flags.contains(TypeFlags::MAYBE_NULL) && !memory {
+        return Some(mov_imm(0));
+    }
+    Some(match t.base {
+        B::ConstMapPtr => ld_map_fd(r, map_fd).to_vec(),
+        // 64 zeroed stack bytes at fp-64.
+        B::PtrToMapKey | B::PtrToMapValue | B::PtrToMem | B::PtrToStack => {
+            vec![Insn::new(0xbf, r, 10, 0, 0), Insn::new(0x07, r, 0, 0, -64)]
+        }
+        B::ConstSize | B::ConstSizeOrZero | B::ConstAllocSizeOrZero => mov_imm(8),
+        B::Anything | B::Scalar => mov_imm(0),
+        B::PtrToCtx => vec![Insn::new(0xbf, r, 6, 0, 0)],
+        _ => return None,
+    })
+}
+
+/// Arguments 2-5: earlier arguments get values of their prototype's types,
+/// the argument under test gets the ctx, and the kernel's complaint (or its
+/// absence) shows the argument's type.
+#[test]
+fn later_argument_types_match_the_host_kernel() {
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let map = create_array_map(4, 8, 1).expect("array map");
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    for prog_type in [
+        ProgType::SOCKET_FILTER,
+        ProgType::KPROBE,
+        ProgType::SCHED_CLS,
+        ProgType::XDP,
+        ProgType::SOCK_OPS,
+        ProgType::SK_SKB,
+        ProgType::SK_MSG,
+        ProgType::LWT_XMIT,
+        ProgType::TRACEPOINT,
+        ProgType::PERF_EVENT,
+        ProgType::RAW_TRACEPOINT,
+        ProgType::FLOW_DISSECTOR,
+        ProgType::CGROUP_DEVICE,
+    ] {
+        let spec = LoadSpec {
+            prog_type: prog_type.0,
+            ..Default::default()
+        };
+        for helper in 1..HELPER_MAX_ID {
+            let Ok(proto) = helper_proto_for(helper, &CallerProg::new(prog_type, None)) else {
+                continue;
+            };
+            if proto.might_sleep || proto.allowed.is_some() {
+                continue;
+            }
+            let mut setup = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+            for slot in 1..=8i16 {
+                setup.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
+            }
+            for n in 1..5usize {
+                let Some(prev) = satisfy(proto.args[n - 1], n as u8, map.0) else {
+                    break;
+                };
+                setup.extend(prev);
+                let reg = n + 1;
+                let mut prog = setup.clone();
+                prog.push(Insn::new(0xbf, reg as u8, 6, 0, 0));
+                prog.extend([call(helper), mov_r0(1), exit()]);
+                let r = load(&spec, &prog);
+                let line = r.last_error_line();
+                let arg = proto.args[n];
+                let complaint = format!("R{reg} type=ctx");
+                let ok = match arg.base.expected_reg_types() {
+                    Some(list) if arg.base != bpfvet_verifier::helpers::ArgBase::PtrToCtx => {
+                        line == format!("R{reg} type=ctx expected={list}")
+                    }
+                    _ => !line.starts_with(&complaint),
+                };
+                compared += 1;
+                if !ok {
+                    mismatches.push(format!(
+                        "{prog_type} {} arg{}: kernel {line:?}, ours {:?}",
+                        proto.name(),
+                        n + 1,
+                        arg
+                    ));
+                }
+            }
+        }
+    }
+    println!("compared {compared} arguments");
     assert!(
         mismatches.is_empty(),
         "{} mismatches:\n{}",

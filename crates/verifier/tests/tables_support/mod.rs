@@ -188,3 +188,31 @@ pub fn vmlinux_btf_ids(names: &[(u32, &str)]) -> Vec<Option<u32>> {
     }
     out
 }
+
+/// An array map for programs that need a map argument; closed on drop.
+pub struct MapFd(pub i32);
+
+impl Drop for MapFd {
+    fn drop(&mut self) {
+        // SAFETY: the fd came from BPF_MAP_CREATE and is closed once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// BPF_MAP_CREATE of a BPF_MAP_TYPE_ARRAY.
+pub fn create_array_map(key_size: u32, value_size: u32, max_entries: u32) -> Option<MapFd> {
+    let mut attr = [0u8; 72];
+    put_u32(&mut attr, 0, 2);
+    put_u32(&mut attr, 4, key_size);
+    put_u32(&mut attr, 8, value_size);
+    put_u32(&mut attr, 12, max_entries);
+    // SAFETY: `attr` is an initialised bpf_attr prefix for BPF_MAP_CREATE
+    // (command 0) holding no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), attr.len() as libc::c_uint) };
+    (fd >= 0).then_some(MapFd(fd as i32))
+}
+
+/// The two slots of `dst = map_by_fd(fd)`.
+pub fn ld_map_fd(dst: u8, fd: i32) -> [Insn; 2] {
+    [Insn::new(0x18, dst, 1, 0, fd), Insn::new(0, 0, 0, 0, 0)]
+}
