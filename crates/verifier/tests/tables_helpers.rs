@@ -361,3 +361,91 @@ fn later_argument_types_match_the_host_kernel() {
         mismatches.join("\n")
     );
 }
+
+/// Packet pointers die across a helper that changes packet data: read
+/// through a checked packet pointer after the call and see whether the
+/// kernel still treats it as a pointer.
+#[test]
+fn changes_pkt_data_matches_the_host_kernel() {
+    use bpfvet_verifier::helpers::classes::changes_pkt_data;
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let map = create_array_map(4, 8, 1).expect("array map");
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut invalidating = 0;
+    // (type, offset of data, offset of data_end, load size)
+    for (prog_type, data, data_end, size) in [
+        (ProgType::SCHED_CLS, 76, 80, 4),
+        (ProgType::XDP, 0, 4, 4),
+        (ProgType::LWT_XMIT, 76, 80, 4),
+        (ProgType::SK_SKB, 76, 80, 4),
+        (ProgType::SK_MSG, 0, 8, 8),
+    ] {
+        let spec = LoadSpec {
+            prog_type: prog_type.0,
+            ..Default::default()
+        };
+        for helper in 1..HELPER_MAX_ID {
+            let Ok(proto) = helper_proto_for(helper, &CallerProg::new(prog_type, None)) else {
+                continue;
+            };
+            let mut args = Vec::new();
+            let satisfied = (0..proto.arg_count()).all(|i| {
+                satisfy(proto.args[i], i as u8 + 1, map.0)
+                    .map(|v| args.extend(v))
+                    .is_some()
+            });
+            if !satisfied || proto.might_sleep {
+                continue;
+            }
+            let mut prog = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+            for slot in 1..=8i16 {
+                prog.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
+            }
+            prog.push(ldx(size, 7, 6, data));
+            prog.push(ldx(size, 8, 6, data_end));
+            prog.push(Insn::new(0xbf, 9, 7, 0, 0));
+            prog.push(Insn::new(0x07, 9, 0, 0, 1));
+            let skip = args.len() as i16 + 2;
+            // if r9 > r8 goto the exit
+            prog.push(Insn::new(0x2d, 9, 8, skip, 0));
+            prog.extend(args);
+            prog.push(call(helper));
+            prog.push(ldx(1, 0, 7, 0));
+            prog.extend([mov_r0(1), exit()]);
+            let r = load(&spec, &prog);
+            let line = r.last_error_line();
+            let kernel = if r.ok {
+                false
+            } else if line == "R7 invalid mem access 'scalar'" {
+                true
+            } else {
+                // Rejected for another reason (map type, flags): no verdict.
+                continue;
+            };
+            compared += 1;
+            invalidating += kernel as u32;
+            if kernel != changes_pkt_data(helper) {
+                mismatches.push(format!(
+                    "{prog_type} {}: kernel invalidates={kernel}",
+                    proto.name()
+                ));
+            }
+        }
+    }
+    println!("compared {compared} helper calls, {invalidating} invalidating");
+    assert!(compared > 50, "too few conclusive probes: {compared}");
+    assert!(
+        invalidating > 5,
+        "too few invalidating calls seen: {invalidating}"
+    );
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}

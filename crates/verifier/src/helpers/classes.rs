@@ -1,0 +1,132 @@
+//! Helper classes the verifier treats specially (the `is_*_function`
+//! predicates of kernel/bpf/verifier.c and `bpf_helper_changes_pkt_data`).
+
+use super::ids::id;
+use bpfvet_isa::uapi::MapType;
+
+/// Returns a new reference the program must release (or hand back).
+/// `map_type` is the type of the map argument, if the call has one.
+pub fn is_acquire_function(func: u32, map_type: Option<MapType>) -> bool {
+    match func {
+        id::SK_LOOKUP_TCP
+        | id::SK_LOOKUP_UDP
+        | id::SKC_LOOKUP_TCP
+        | id::RINGBUF_RESERVE
+        | id::KPTR_XCHG => true,
+        id::MAP_LOOKUP_ELEM => matches!(map_type, Some(MapType::SOCKMAP | MapType::SOCKHASH)),
+        _ => false,
+    }
+}
+
+/// Casts a socket pointer to another socket type; the result shares the
+/// argument's reference.
+pub fn is_ptr_cast_function(func: u32) -> bool {
+    matches!(
+        func,
+        id::TCP_SOCK
+            | id::SK_FULLSOCK
+            | id::SKC_TO_TCP_SOCK
+            | id::SKC_TO_TCP6_SOCK
+            | id::SKC_TO_UDP6_SOCK
+            | id::SKC_TO_MPTCP_SOCK
+            | id::SKC_TO_TCP_TIMEWAIT_SOCK
+            | id::SKC_TO_TCP_REQUEST_SOCK
+    )
+}
+
+/// Returns memory that lives as long as the dynptr's reference.
+pub fn is_dynptr_ref_function(func: u32) -> bool {
+    func == id::DYNPTR_DATA
+}
+
+/// Calls its callback before returning (verified like a loop body).
+pub fn is_sync_callback_calling_function(func: u32) -> bool {
+    matches!(
+        func,
+        id::FOR_EACH_MAP_ELEM | id::FIND_VMA | id::LOOP | id::USER_RINGBUF_DRAIN
+    )
+}
+
+/// Registers a callback that runs later (must return 0).
+pub fn is_async_callback_calling_function(func: u32) -> bool {
+    func == id::TIMER_SET_CALLBACK
+}
+
+pub fn is_callback_calling_function(func: u32) -> bool {
+    is_sync_callback_calling_function(func) || is_async_callback_calling_function(func)
+}
+
+/// Local storage getters (their map value may be created on demand).
+pub fn is_storage_get_function(func: u32) -> bool {
+    matches!(
+        func,
+        id::SK_STORAGE_GET | id::INODE_STORAGE_GET | id::TASK_STORAGE_GET | id::CGRP_STORAGE_GET
+    )
+}
+
+/// More than one of acquire / cast / dynptr-ref applies: the kernel
+/// refuses such a prototype.
+pub fn helper_multiple_ref_obj_use(func: u32, map_type: Option<MapType>) -> bool {
+    [
+        is_ptr_cast_function(func),
+        is_acquire_function(func, map_type),
+        is_dynptr_ref_function(func),
+    ]
+    .iter()
+    .filter(|&&b| b)
+    .count()
+        > 1
+}
+
+/// May move or resize packet data, so every packet pointer is invalid after
+/// the call (a tail call may run any of them).
+pub fn changes_pkt_data(func: u32) -> bool {
+    matches!(
+        func,
+        id::CLONE_REDIRECT
+            | id::L3_CSUM_REPLACE
+            | id::L4_CSUM_REPLACE
+            | id::LWT_PUSH_ENCAP
+            | id::LWT_SEG6_ACTION
+            | id::LWT_SEG6_ADJUST_SRH
+            | id::LWT_SEG6_STORE_BYTES
+            | id::MSG_POP_DATA
+            | id::MSG_PULL_DATA
+            | id::MSG_PUSH_DATA
+            | id::SKB_ADJUST_ROOM
+            | id::SKB_CHANGE_HEAD
+            | id::SKB_CHANGE_PROTO
+            | id::SKB_CHANGE_TAIL
+            | id::SKB_PULL_DATA
+            | id::SKB_STORE_BYTES
+            | id::SKB_VLAN_POP
+            | id::SKB_VLAN_PUSH
+            | id::STORE_HDR_OPT
+            | id::XDP_ADJUST_HEAD
+            | id::XDP_ADJUST_META
+            | id::XDP_ADJUST_TAIL
+            | id::TAIL_CALL
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert!(is_acquire_function(id::RINGBUF_RESERVE, None));
+        assert!(!is_acquire_function(
+            id::MAP_LOOKUP_ELEM,
+            Some(MapType::HASH)
+        ));
+        assert!(is_acquire_function(
+            id::MAP_LOOKUP_ELEM,
+            Some(MapType::SOCKMAP)
+        ));
+        assert!(changes_pkt_data(id::TAIL_CALL));
+        assert!(!changes_pkt_data(id::SKB_LOAD_BYTES));
+        assert!(is_callback_calling_function(id::TIMER_SET_CALLBACK));
+        assert!(!helper_multiple_ref_obj_use(id::SK_LOOKUP_TCP, None));
+    }
+}
