@@ -6,8 +6,9 @@ use std::ptr::NonNull;
 
 use bpfvet_isa::uapi::{self, MapType};
 
-use crate::attr::{access_ok, round8, ACCESS_MASK, KMALLOC_MAX_SIZE, PCPU_MIN_UNIT_SIZE};
+use crate::attr::{access_ok, round8, ACCESS_MASK, PCPU_MIN_UNIT_SIZE};
 use crate::value::Slab;
+use crate::value::ValueLayout;
 use crate::{Common, Guard, Map, MapAttr, MapError, Result};
 
 const CREATE_FLAG_MASK: u32 = uapi::BPF_F_NUMA_NODE
@@ -17,7 +18,7 @@ const CREATE_FLAG_MASK: u32 = uapi::BPF_F_NUMA_NODE
     | uapi::BPF_F_INNER_MAP;
 
 /// Map memory beyond this is refused with ENOMEM rather than attempted.
-pub(crate) const MAX_MAP_BYTES: u64 = 1 << 34;
+pub(crate) const MAX_MAP_BYTES: u64 = 1 << 32;
 
 pub struct ArrayMap {
     common: Common,
@@ -55,7 +56,8 @@ pub(crate) fn check_array_attr(attr: &MapAttr) -> Result<()> {
             "BPF_F_PRESERVE_ELEMS only for PERF_EVENT_ARRAY",
         ));
     }
-    if attr.value_size as u64 > KMALLOC_MAX_SIZE {
+    // Guards round_up(value_size, 8) against overflow.
+    if attr.value_size > i32::MAX as u32 {
         return Err(MapError::TooBig);
     }
     if percpu && round8(attr.value_size as usize) > PCPU_MIN_UNIT_SIZE as usize {
@@ -90,6 +92,14 @@ impl ArrayMap {
             elem_bytes,
             percpu,
         })
+    }
+
+    /// One CPU's whole slot: what the syscall side copies for per-CPU maps.
+    fn pcpu_layout(&self) -> ValueLayout {
+        ValueLayout {
+            size: self.stride,
+            ..ValueLayout::default()
+        }
     }
 
     fn slot(&self, index: u32, cpu: u32) -> *mut u8 {
@@ -134,10 +144,12 @@ impl ArrayMap {
             // SAFETY: slot() is in range; the value buffer was checked.
             Some(c) => unsafe { layout.store(self.slot(i, c), value, locked) },
             None => {
+                // The syscall side copies whole 8-byte-rounded slots.
+                let pcpu = self.pcpu_layout();
                 for c in 0..self.common.attr.nr_cpus {
-                    let src = &value[c as usize * self.stride..][..layout.size];
+                    let src = &value[c as usize * self.stride..][..self.stride];
                     // SAFETY: as above.
-                    unsafe { layout.store(self.slot(i, c), src, locked) };
+                    unsafe { pcpu.copy_in(self.slot(i, c), src) };
                 }
             }
         }
@@ -163,9 +175,8 @@ impl Map for ArrayMap {
         if self.percpu {
             for c in 0..self.common.attr.nr_cpus {
                 let dst = &mut value[c as usize * self.stride..][..self.stride];
-                dst.fill(0);
                 // SAFETY: in range.
-                unsafe { layout.copy_out(dst, self.slot(i, c)) };
+                unsafe { self.pcpu_layout().copy_out(dst, self.slot(i, c)) };
             }
         } else {
             // SAFETY: in range.
@@ -322,7 +333,7 @@ mod tests {
             (4, 8, 0, 0, 22),
             (4, 8, 1, uapi::BPF_F_NO_PREALLOC, 22),
             (4, 8, 1, uapi::BPF_F_RDONLY | uapi::BPF_F_WRONLY, 22),
-            (4, (1 << 22) + 1, 1, 0, 7),
+            (4, (1 << 31) + 1, 1, 0, 7),
         ] {
             let a = MapAttr::new(MapType::ARRAY, k, v, max).with_flags(flags);
             assert_eq!(create(a).err().map(|e| e.errno()), Some(errno));

@@ -565,11 +565,10 @@ impl HashMap {
             for c in 0..self.common.attr.nr_cpus {
                 let dst = self.value_ptr(e, c);
                 match cpu {
-                    None => self
-                        .layout
-                        .copy_in(dst, &value[c as usize * self.stride..][..self.layout.size]),
+                    // The syscall side copies whole 8-byte-rounded slots.
+                    None => store_bytes(dst, &value[c as usize * self.stride..][..self.stride]),
                     Some(want) if want == c => self.layout.copy_in(dst, value),
-                    Some(_) if fresh => fill_zero(dst, self.layout.size),
+                    Some(_) if fresh => fill_zero(dst, self.stride),
                     Some(_) => {}
                 }
             }
@@ -583,8 +582,7 @@ impl HashMap {
             if self.percpu {
                 for c in 0..self.common.attr.nr_cpus {
                     let dst = &mut out[c as usize * self.stride..][..self.stride];
-                    dst.fill(0);
-                    self.layout.copy_out(dst, self.value_ptr(e, c));
+                    crate::value::load_bytes(dst, self.value_ptr(e, c));
                 }
             } else {
                 self.layout.load(out, self.value_ptr(e, 0), locked);
@@ -646,10 +644,7 @@ impl HashMap {
         }
         let new = match pre {
             Some(p) => p,
-            None => match self.alloc_elem(old.is_some(), cpu.unwrap_or(0)) {
-                Ok(p) => p,
-                Err(e) => return Err(e),
-            },
+            None => self.alloc_elem(old.is_some(), cpu.unwrap_or(0))?,
         };
         self.init_elem(new, key, hash, value, cpu);
         // Link the new element first, then unlink the old: a reader sees
@@ -811,6 +806,11 @@ impl Map for HashMap {
     }
 
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
+        if flags & !uapi::BPF_F_LOCK != 0 {
+            return Err(MapError::Invalid(
+                "lookup_and_delete flags other than BPF_F_LOCK",
+            ));
+        }
         self.common.check_sys_read()?;
         self.common.check_sys_write()?;
         let locked = self.common.check_lock_flag(flags)?;

@@ -99,7 +99,13 @@ pub trait Map: Send + Sync + 'static {
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// BPF_MAP_LOOKUP_AND_DELETE_ELEM (pop for queue/stack).
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
-        let _ = (key, value, flags);
+        let _ = (key, value);
+        // The syscall's own checks come before the type's ENOTSUPP.
+        if flags & !uapi::BPF_F_LOCK != 0
+            || (flags & uapi::BPF_F_LOCK != 0 && self.attr().spin_lock_off.is_none())
+        {
+            return Err(MapError::Invalid("bad lookup_and_delete flags"));
+        }
         Err(MapError::NotSupp)
     }
     /// BPF_MAP_GET_NEXT_KEY: `None` asks for the first key.
@@ -153,7 +159,7 @@ pub trait Map: Send + Sync + 'static {
     fn update_batch(&self, keys: &[u8], values: &[u8], flags: u64) -> (u32, Result<()>) {
         let ks = self.attr().key_size as usize;
         let vs = self.attr().syscall_value_size();
-        if ks == 0 || keys.len() % ks != 0 || values.len() != keys.len() / ks * vs {
+        if ks == 0 || !keys.len().is_multiple_of(ks) || values.len() != keys.len() / ks * vs {
             return (
                 0,
                 Err(MapError::Invalid("batch buffers do not match the count")),
@@ -172,7 +178,7 @@ pub trait Map: Send + Sync + 'static {
     /// BPF_MAP_DELETE_BATCH: stops at the first failure.
     fn delete_batch(&self, keys: &[u8]) -> (u32, Result<()>) {
         let ks = self.attr().key_size as usize;
-        if ks == 0 || keys.len() % ks != 0 {
+        if ks == 0 || !keys.len().is_multiple_of(ks) {
             return (0, Err(MapError::Invalid("batch keys are not whole keys")));
         }
         let mut done = 0;

@@ -36,7 +36,9 @@ impl QueueStack {
         {
             return Err(MapError::Invalid("bad queue/stack attributes"));
         }
-        if attr.value_size as u64 > KMALLOC_MAX_SIZE {
+        if attr.value_size as u64 > KMALLOC_MAX_SIZE
+            || attr.max_entries >= u32::MAX / attr.value_size
+        {
             return Err(MapError::TooBig);
         }
         let size = attr.max_entries as usize + 1;
@@ -130,6 +132,11 @@ impl Map for QueueStack {
 
     /// Pop.
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
+        if flags & !uapi::BPF_F_LOCK != 0 {
+            return Err(MapError::Invalid(
+                "lookup_and_delete flags other than BPF_F_LOCK",
+            ));
+        }
         self.common.check_sys_read()?;
         self.common.check_sys_write()?;
         if flags != 0 {

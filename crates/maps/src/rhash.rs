@@ -728,6 +728,11 @@ impl Map for RHashMap {
     }
 
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
+        if flags & !uapi::BPF_F_LOCK != 0 {
+            return Err(MapError::Invalid(
+                "lookup_and_delete flags other than BPF_F_LOCK",
+            ));
+        }
         self.common.check_sys_read()?;
         self.common.check_sys_write()?;
         let locked = self.common.check_lock_flag(flags)?;

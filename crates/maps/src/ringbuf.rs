@@ -48,7 +48,7 @@ impl RingBuf {
         if attr.key_size != 0
             || attr.value_size != 0
             || !attr.max_entries.is_power_of_two()
-            || attr.max_entries % PAGE_SIZE != 0
+            || !attr.max_entries.is_multiple_of(PAGE_SIZE)
         {
             return Err(MapError::Invalid(
                 "ringbuf size must be a power of two of pages",
@@ -115,7 +115,7 @@ impl RingBuf {
     fn commit(&self, sample: NonNull<u8>, discard: bool) -> Result<()> {
         let base = self.data.base() as usize;
         let p = sample.as_ptr() as usize;
-        if p < base + HDR_SZ || p >= base + self.size() as usize + HDR_SZ || (p - base) % 8 != 0 {
+        if p < base + HDR_SZ || p >= base + self.size() as usize + HDR_SZ || !(p - base).is_multiple_of(8) {
             return Err(MapError::Invalid("pointer is not a record of this ring"));
         }
         // SAFETY: the header sits 8 bytes before a sample of this ring.

@@ -176,7 +176,7 @@ pub unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
     // SAFETY (whole block): every pointer stays inside dst..dst+len; word
     // stores are only made at 8-aligned addresses.
     unsafe {
-        while i < len && (dst as usize + i) % 8 != 0 {
+        while i < len && !(dst as usize + i).is_multiple_of(8) {
             (*(dst.add(i) as *const AtomicU8)).store(src[i], Ordering::Relaxed);
             i += 1;
         }
@@ -201,7 +201,7 @@ pub unsafe fn load_bytes(dst: &mut [u8], src: *const u8) {
     let len = dst.len();
     // SAFETY (whole block): as in store_bytes.
     unsafe {
-        while i < len && (src as usize + i) % 8 != 0 {
+        while i < len && !(src as usize + i).is_multiple_of(8) {
             dst[i] = (*(src.add(i) as *const AtomicU8)).load(Ordering::Relaxed);
             i += 1;
         }
