@@ -449,3 +449,102 @@ fn changes_pkt_data_matches_the_host_kernel() {
         mismatches.join("\n")
     );
 }
+
+/// The return type's class, seen through R0 after the call: `r0 += r0` is
+/// refused for a pointer and R0 is unreadable after a void helper;
+/// `r0 += 0` is refused for a pointer that may be NULL.
+#[test]
+fn return_types_match_the_host_kernel() {
+    use bpfvet_verifier::helpers::{RetBase, TypeFlags};
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let map = create_array_map(4, 8, 1).expect("array map");
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut pointers = 0;
+    for prog_type in [
+        ProgType::SOCKET_FILTER,
+        ProgType::KPROBE,
+        ProgType::SCHED_CLS,
+        ProgType::XDP,
+        ProgType::SOCK_OPS,
+        ProgType::SK_MSG,
+    ] {
+        let spec = LoadSpec {
+            prog_type: prog_type.0,
+            ..Default::default()
+        };
+        for helper in 1..HELPER_MAX_ID {
+            let Ok(proto) = helper_proto_for(helper, &CallerProg::new(prog_type, None)) else {
+                continue;
+            };
+            let mut args = Vec::new();
+            let satisfied = (0..proto.arg_count()).all(|i| {
+                satisfy(proto.args[i], i as u8 + 1, map.0)
+                    .map(|v| args.extend(v))
+                    .is_some()
+            });
+            if !satisfied || proto.might_sleep {
+                continue;
+            }
+            let probe = |use_r0: Insn| {
+                let mut prog = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+                for slot in 1..=8i16 {
+                    prog.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
+                }
+                prog.extend(args.iter().copied());
+                prog.extend([call(helper), use_r0, mov_r0(1), exit()]);
+                let r = load(&spec, &prog);
+                (r.ok, r.last_error_line().to_string())
+            };
+            let (ok, line) = probe(Insn::new(0x0f, 0, 0, 0, 0));
+            let kernel_class = if ok {
+                "scalar"
+            } else if line == "R0 pointer += pointer prohibited" {
+                "pointer"
+            } else if line == "R0 !read_ok" {
+                "void"
+            } else {
+                continue;
+            };
+            let ours_class = match proto.ret.base {
+                RetBase::Integer => "scalar",
+                RetBase::Void => "void",
+                _ => "pointer",
+            };
+            compared += 1;
+            if kernel_class != ours_class {
+                mismatches.push(format!(
+                    "{prog_type} {}: kernel {kernel_class}, ours {:?}",
+                    proto.name(),
+                    proto.ret
+                ));
+                continue;
+            }
+            if kernel_class == "pointer" {
+                pointers += 1;
+                let (_, line) = probe(Insn::new(0x07, 0, 0, 0, 0));
+                let kernel_null = line.ends_with("prohibited, null-check it first");
+                let ours_null = proto.ret.flags.contains(TypeFlags::MAYBE_NULL);
+                if kernel_null != ours_null {
+                    mismatches.push(format!(
+                        "{prog_type} {}: kernel maybe-null={kernel_null} ({line}), ours {:?}",
+                        proto.name(),
+                        proto.ret
+                    ));
+                }
+            }
+        }
+    }
+    println!("compared {compared} return types, {pointers} pointers");
+    assert!(compared > 100, "too few conclusive probes: {compared}");
+    assert!(pointers > 5, "too few pointer returns seen: {pointers}");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
