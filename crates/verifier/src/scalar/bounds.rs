@@ -220,9 +220,15 @@ impl Scalar {
     #[inline]
     pub fn sync(&mut self) {
         self.update_bounds();
-        self.deduce_bounds();
-        self.deduce_bounds();
-        self.deduce_bounds();
+        // The kernel runs three rounds; a round that changes nothing is a
+        // fixpoint, so the remaining ones can be skipped without effect.
+        for _ in 0..3 {
+            let before = *self;
+            self.deduce_bounds();
+            if *self == before {
+                break;
+            }
+        }
         self.bound_offset();
         self.update_bounds();
     }
