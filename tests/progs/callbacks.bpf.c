@@ -10,7 +10,6 @@
 
 struct loop_ctx {
 	unsigned char *bytes;
-	__u32 len;
 	__u32 sum;
 };
 
@@ -52,7 +51,7 @@ int xdp_bpf_loop(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	unsigned char copy[COPY_LEN];
-	struct loop_ctx lc = { .bytes = copy, .len = COPY_LEN };
+	struct loop_ctx lc = { .bytes = copy };
 
 	if (data + COPY_LEN > data_end)
 		return XDP_ABORTED;

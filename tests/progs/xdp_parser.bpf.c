@@ -15,8 +15,8 @@
 //   more than two VLAN tags, non-IP ethertypes           -> XDP_PASS, no flow
 //   IPv4 fragments (MF or offset set)                    -> XDP_PASS, flow without ports
 //   everything else                                      -> XDP_PASS
-// Flows are counted for every IP packet that reached its L4 decision,
-// including the dropped ones.
+// Flows are counted for every IPv4/IPv6 packet whose IP header is complete
+// and valid, including those then dropped for their TTL or L4 header.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
