@@ -548,3 +548,123 @@ fn return_types_match_the_host_kernel() {
         mismatches.join("\n")
     );
 }
+
+/// Every helper that takes a map, called with maps of many types: the
+/// kernel's "cannot pass map_type" verdicts against
+/// `check_map_func_compatibility`.
+#[test]
+fn map_func_compatibility_matches_the_host_kernel() {
+    use bpfvet_isa::uapi::MapType as M;
+    use bpfvet_verifier::helpers::map_compat::check_map_func_compatibility;
+    use bpfvet_verifier::helpers::ArgBase;
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    const NO_PREALLOC: u32 = 1;
+    let inner = create_array_map(4, 8, 1).expect("inner map");
+    // (type, key size, value size, max entries, flags)
+    let specs: &[(M, u32, u32, u32, u32)] = &[
+        (M::HASH, 4, 8, 1, 0),
+        (M::ARRAY, 4, 8, 1, 0),
+        (M::PROG_ARRAY, 4, 4, 1, 0),
+        (M::PERF_EVENT_ARRAY, 4, 4, 1, 0),
+        (M::PERCPU_HASH, 4, 8, 1, 0),
+        (M::PERCPU_ARRAY, 4, 8, 1, 0),
+        (M::STACK_TRACE, 4, 8, 1, 0),
+        (M::CGROUP_ARRAY, 4, 4, 1, 0),
+        (M::LRU_HASH, 4, 8, 1, 0),
+        (M::LRU_PERCPU_HASH, 4, 8, 1, 0),
+        (M::LPM_TRIE, 8, 8, 1, NO_PREALLOC),
+        (M::ARRAY_OF_MAPS, 4, 4, 1, 0),
+        (M::HASH_OF_MAPS, 4, 4, 1, 0),
+        (M::DEVMAP, 4, 4, 1, 0),
+        (M::SOCKMAP, 4, 4, 1, 0),
+        (M::CPUMAP, 4, 4, 1, 0),
+        (M::XSKMAP, 4, 4, 1, 0),
+        (M::SOCKHASH, 4, 4, 1, 0),
+        (M::REUSEPORT_SOCKARRAY, 4, 4, 1, 0),
+        (M::QUEUE, 0, 8, 1, 0),
+        (M::STACK, 0, 8, 1, 0),
+        (M::DEVMAP_HASH, 4, 4, 1, 0),
+        (M::RINGBUF, 0, 0, 4096, 0),
+        (M::BLOOM_FILTER, 0, 8, 1, 0),
+        (M::USER_RINGBUF, 0, 0, 4096, 0),
+    ];
+    let mut maps = Vec::new();
+    for &(t, k, v, n, f) in specs {
+        let in_map = matches!(t, M::ARRAY_OF_MAPS | M::HASH_OF_MAPS).then_some(&inner);
+        match create_map(t.0, k, v, n, f, in_map) {
+            Some(fd) => maps.push((t, fd)),
+            None => println!("cannot create a {t} map here: not compared"),
+        }
+    }
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut refused = 0;
+    for prog_type in [
+        ProgType::SOCKET_FILTER,
+        ProgType::KPROBE,
+        ProgType::SCHED_CLS,
+        ProgType::XDP,
+        ProgType::SOCK_OPS,
+        ProgType::SK_SKB,
+        ProgType::SK_MSG,
+    ] {
+        let spec = LoadSpec {
+            prog_type: prog_type.0,
+            ..Default::default()
+        };
+        let caller = CallerProg::new(prog_type, None);
+        for helper in 1..HELPER_MAX_ID {
+            let Ok(proto) = helper_proto_for(helper, &caller) else {
+                continue;
+            };
+            if proto.might_sleep || !proto.args.iter().any(|a| a.base == ArgBase::ConstMapPtr) {
+                continue;
+            }
+            for (map_type, fd) in &maps {
+                let mut prog = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+                for slot in 1..=8i16 {
+                    prog.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
+                }
+                let satisfied = (0..proto.arg_count()).all(|i| {
+                    satisfy(proto.args[i], i as u8 + 1, fd.0)
+                        .map(|v| prog.extend(v))
+                        .is_some()
+                });
+                if !satisfied {
+                    break;
+                }
+                prog.extend([call(helper), mov_r0(1), exit()]);
+                let r = load(&spec, &prog);
+                let line = r.last_error_line().to_string();
+                let ours = check_map_func_compatibility(*map_type, helper, &caller);
+                let kernel_compat_err = line.starts_with("cannot pass map_type");
+                let same = match &ours {
+                    Ok(()) => !kernel_compat_err,
+                    // The kernel may stop earlier (argument checks): only a
+                    // success contradicts us.
+                    Err(e) => !r.ok && (!kernel_compat_err || line == e.to_string()),
+                };
+                compared += 1;
+                refused += kernel_compat_err as u32;
+                if !same {
+                    mismatches.push(format!(
+                        "{prog_type} {} with {map_type}: kernel {:?}, ours {ours:?}",
+                        proto.name(),
+                        if r.ok { "ok" } else { line.as_str() }
+                    ));
+                }
+            }
+        }
+    }
+    println!("compared {compared} (helper, map type) calls, {refused} refused");
+    assert!(refused > 100, "too few refusals seen: {refused}");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}

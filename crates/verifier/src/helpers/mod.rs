@@ -8,6 +8,7 @@
 pub mod classes;
 pub mod ids;
 pub mod kfuncs;
+pub mod map_compat;
 mod prog_types;
 pub mod proto;
 pub mod protos;

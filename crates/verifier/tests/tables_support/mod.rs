@@ -201,11 +201,25 @@ impl Drop for MapFd {
 
 /// BPF_MAP_CREATE of a BPF_MAP_TYPE_ARRAY.
 pub fn create_array_map(key_size: u32, value_size: u32, max_entries: u32) -> Option<MapFd> {
+    create_map(2, key_size, value_size, max_entries, 0, None)
+}
+
+/// BPF_MAP_CREATE; `inner` is the template map of a map-in-map.
+pub fn create_map(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    flags: u32,
+    inner: Option<&MapFd>,
+) -> Option<MapFd> {
     let mut attr = [0u8; 72];
-    put_u32(&mut attr, 0, 2);
+    put_u32(&mut attr, 0, map_type);
     put_u32(&mut attr, 4, key_size);
     put_u32(&mut attr, 8, value_size);
     put_u32(&mut attr, 12, max_entries);
+    put_u32(&mut attr, 16, flags);
+    put_u32(&mut attr, 20, inner.map_or(0, |m| m.0 as u32));
     // SAFETY: `attr` is an initialised bpf_attr prefix for BPF_MAP_CREATE
     // (command 0) holding no pointers.
     let fd = unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), attr.len() as libc::c_uint) };
