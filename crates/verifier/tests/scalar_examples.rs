@@ -269,3 +269,31 @@ fn pointer_offsets() {
     s.sync();
     assert_eq!((s.umin, s.umax), (1, 32));
 }
+
+#[test]
+fn minus_one_or_zero_forks_on_and_or() {
+    // 2: (c7) r6 s>>= 63 ; R6=scalar(smin=smin32=-1,smax=smax32=0)
+    // 3: (57) r6 &= 5    ; R6=5      ... from 3 to 3: R6=0 -> 3: (57) r6 &= 5 ; R6=0
+    let mut x = Scalar::unknown();
+    x.alu(AluOp::Arsh, &k(63), false);
+    assert_eq!(log(&x), "scalar(smin=smin32=-1,smax=smax32=0)");
+    let mut other = x.alu(AluOp::And, &k(5), false).expect("fork");
+    assert_eq!(log(&x), "5");
+    assert_eq!(log(&other), "0");
+    assert_eq!(other.alu(AluOp::And, &k(5), false), None);
+    assert_eq!(log(&other), "0");
+
+    // 7: (c4) w8 s>>= 31 ; R8=scalar(smin=0,smax=umax=0xffffffff,smin32=-1,smax32=0,var_off=(0x0; 0xffffffff))
+    // 8: (44) w8 |= 16   ; R8=0xffffffff ... from 8 to 8: R8=0 -> R8=16
+    let mut w = Scalar::unknown();
+    w.alu(AluOp::Arsh, &k(31), true);
+    assert_eq!(
+        log(&w),
+        "scalar(smin=0,smax=umax=0xffffffff,smin32=-1,smax32=0,var_off=(0x0; 0xffffffff))"
+    );
+    let mut other = w.alu(AluOp::Or, &k(16), true).expect("fork");
+    assert_eq!(log(&w), "0xffffffff");
+    assert_eq!(log(&other), "0");
+    other.alu(AluOp::Or, &k(16), true);
+    assert_eq!(log(&other), "16");
+}
