@@ -2,8 +2,10 @@
 // Newer loop mechanisms: the open-coded numeric iterator (kfuncs
 // bpf_iter_num_new / _next / _destroy, called by BTF id) and may_goto, a
 // jump the kernel takes once a per-program loop budget is spent.  With
-// both, the verifier must find the loop's states converging instead of
-// walking every iteration.
+// either, the verifier may prune a loop's path against the checkpoint at
+// its own head once the states converge (xdp_iter_num, xdp_may_goto_sum)
+// instead of walking every iteration, as it still must when the counter is
+// precise (xdp_may_goto).
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -78,6 +80,31 @@ int xdp_may_goto(struct xdp_md *ctx)
 		n++;
 	}
 	return n == 32 ? XDP_PASS : XDP_DROP;
+}
+
+// Sums 0 + 1 + ... + (n - 1) for n = the packet's first 32-bit word (host
+// byte order), stopping early if the may_goto budget runs out, and returns
+// the sum's low bit: XDP_DROP (1) or XDP_ABORTED (0); XDP_PASS for packets
+// shorter than 4 bytes.  Neither i nor sum is ever compared with a
+// constant, so the loop state converges after a few iterations; without
+// may_goto the same loop is refused as too large.
+SEC("xdp")
+int xdp_may_goto_sum(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 n, i = 0, sum = 0;
+
+	if (data + sizeof(__u32) > data_end)
+		return XDP_PASS;
+	n = *(__u32 *)data;
+	while (i < n && can_loop) {
+		sum += i;
+		// Stops clang from replacing the loop by its closed form.
+		barrier_var(sum);
+		i++;
+	}
+	return sum & 1;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

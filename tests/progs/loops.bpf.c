@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Loops the verifier must bound on its own (no helper): a `for` loop with a
-// constant trip count, kept as a real back-edge, and two `while` loops whose
-// trip counts depend on the packet, which the verifier explores until every
-// path has left them: a TLV walk (cheap) and a Collatz iteration (a loop-
-// heavy program, costly to verify and to run).
+// constant trip count, kept as a real back-edge; `while` loops whose trip
+// counts depend on the packet, which the verifier explores until every path
+// has left them: a TLV walk (cheap) and a Collatz iteration (a loop-heavy
+// program, costly to verify and to run).  A plain loop never converges:
+// the verifier does not prune a path against a checkpoint on that same
+// path, so it walks every iteration (a sum over an unknown u32 count hits
+// the 1M-insn limit).  Loops that converge need an iterator or may_goto,
+// see kfunc_iter.bpf.c.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
