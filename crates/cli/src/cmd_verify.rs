@@ -226,6 +226,11 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     }
 
     let files = input::expand_paths(&args.paths).context("listing input paths")?;
+    // CO-RE relocations resolve against the host's vmlinux BTF, read once.
+    let mut object_opts = bpfvet_object::LoadOptions::default();
+    object_opts
+        .preload_target()
+        .context("reading the CO-RE target BTF")?;
     if files.is_empty() {
         bail!("no object files found");
     }
@@ -250,6 +255,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
 
     let mut results: Vec<Vec<Row>> = vec![Vec::new(); backends.len()];
     let mut load_errors = 0usize;
+    let (mut files_done, mut files_skipped, mut progs_skipped) = (0usize, 0usize, 0usize);
     for path in &files {
         if let Some(bar) = &progress {
             bar.set_message(path.display().to_string());
@@ -257,6 +263,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         }
         let name = input::display_name(path);
         if !plan.filters.allows_name(&name, None) {
+            files_skipped += 1;
             continue;
         }
         let bytes = match std::fs::read(path) {
@@ -264,6 +271,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             Err(e) => {
                 note(format!("bpfvet: failed to read '{}': {e}", path.display()));
                 load_errors += 1;
+                files_skipped += 1;
                 continue;
             }
         };
@@ -272,9 +280,10 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                 "bpfvet: skipping '{}': not a BPF object file",
                 path.display()
             ));
+            files_skipped += 1;
             continue;
         }
-        let obj = match load_object(path) {
+        let obj = match bpfvet_object::Object::from_file(path, &object_opts) {
             Ok(o) => o,
             Err(e) => {
                 note(format!(
@@ -282,12 +291,15 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                     path.display()
                 ));
                 load_errors += 1;
+                files_skipped += 1;
                 continue;
             }
         };
+        files_done += 1;
         let progs: Vec<usize> = (0..obj.programs.len())
             .filter(|&i| plan.filters.allows_name(&name, Some(&obj.programs[i].name)))
             .collect();
+        progs_skipped += obj.programs.len() - progs.len();
         for (b, backend) in backends.iter_mut().enumerate() {
             let rows = backend.verify_object(&name, &obj, &progs, &opts);
             for r in &rows {
@@ -333,10 +345,8 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         finish_rows(plan, rows, &columns)?;
         if plan.format == Format::Table && !args.quiet {
             println!(
-                "Done. Processed {} files, {} programs. Skipped {} files.",
-                files.len() - load_errors,
-                total,
-                load_errors
+                "Done. Processed {files_done} files, {total} programs. \
+                 Skipped {files_skipped} files, {progs_skipped} programs."
             );
         }
     }
@@ -382,10 +392,4 @@ fn both_summary(joined: &[Joined]) -> String {
         bpfvet.as_secs_f64(),
         kernel.as_secs_f64()
     )
-}
-
-/// Reads an object with the project's loader.
-fn load_object(path: &std::path::Path) -> anyhow::Result<bpfvet_object::Object> {
-    let _ = path;
-    bail!("the object loader (crates/object) is not built yet")
 }

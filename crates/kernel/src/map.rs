@@ -135,10 +135,12 @@ impl KernelMap {
         // Ring buffers have no key or value; BTF-defined ones may still name
         // a value type (loaders drop it, the kernel insists on 0).
         let is_ringbuf = matches!(def.map_type, MapType::RINGBUF | MapType::USER_RINGBUF);
-        let (key_size, value_size) = if is_ringbuf {
-            (0, 0)
-        } else {
-            (def.key_size, def.value_size)
+        // Perf event arrays hold 4-byte fds whatever event type the BTF
+        // definition names as value (loaders rewrite it, as here).
+        let (key_size, value_size) = match def.map_type {
+            _ if is_ringbuf => (0, 0),
+            MapType::PERF_EVENT_ARRAY => (4, 4),
+            _ => (def.key_size, def.value_size),
         };
         let mut attr = MapCreateAttr {
             map_type: def.map_type.0,

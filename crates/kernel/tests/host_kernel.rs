@@ -246,8 +246,11 @@ fn refusals_that_are_not_verification_are_named() {
     no_inner.inner = None;
     // A BTF-style ring buffer naming a value type still gets created.
     let ringbuf = map("events", MapType::RINGBUF, 0, 20, 4096);
+    // So does a BTF-style perf event array with an event struct as value.
+    let perf = map("perf", MapType::PERF_EVENT_ARRAY, 0, 84, 0);
     let mut uses_ringbuf = Vec::new();
     uses_ringbuf.extend(ld_map(1, 2, None));
+    uses_ringbuf.extend(ld_map(1, 3, None));
     uses_ringbuf.extend(ret0.clone());
     let mut uses_no_inner = Vec::new();
     uses_no_inner.extend(ld_map(1, 1, None));
@@ -255,7 +258,7 @@ fn refusals_that_are_not_verification_are_named() {
     let mut unknown = program("unknown_section", ProgType::UNSPEC, ret0.clone());
     unknown.section = "2/7".into();
     let obj = object(
-        vec![bad_map, no_inner, ringbuf],
+        vec![bad_map, no_inner, ringbuf, perf],
         vec![
             missing,
             fentry,

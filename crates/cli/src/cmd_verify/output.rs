@@ -100,7 +100,7 @@ pub fn write_rows(
                 .map(|&s| Column {
                     header: s.def().header.to_string(),
                     header_left: s.def().left_aligned,
-                    left: s.def().left_aligned,
+                    left: s.is_text(),
                     cells: rows.iter().map(|r| r.text(s, MISSING)).collect(),
                 })
                 .collect();
