@@ -68,7 +68,6 @@ const MIGRATE_PER_OP: usize = 4;
 
 const LOCKED: u32 = 1;
 const MIGRATED: u32 = 2;
-const HDR: usize = 16;
 
 #[repr(C)]
 struct ElemHdr {
@@ -76,6 +75,15 @@ struct ElemHdr {
     hash: AtomicU32,
     _pad: u32,
 }
+
+/// Header size, rounded so keys stay 8-aligned (the header is larger
+/// under shuttle, whose atomics carry vector clocks).
+const HDR: usize = (std::mem::size_of::<ElemHdr>() + 7) & !7;
+const ELEM_ALIGN: usize = if std::mem::align_of::<ElemHdr>() > 8 {
+    std::mem::align_of::<ElemHdr>()
+} else {
+    8
+};
 
 fn hdr<'a>(e: usize) -> &'a ElemHdr {
     // SAFETY: callers pass live elements, kept alive by a pinned guard or
@@ -85,6 +93,18 @@ fn hdr<'a>(e: usize) -> &'a ElemHdr {
 
 fn key_ptr(e: usize) -> *mut u8 {
     (e + HDR) as *mut u8
+}
+
+/// Drop an element's header and free it.
+fn free_elem(e: usize, size: usize) {
+    if let Ok(l) = Layout::from_size_align(size, ELEM_ALIGN) {
+        // SAFETY: `e` came from alloc_elem with this layout, its header was
+        // written there, and nothing can reach it any more.
+        unsafe {
+            std::ptr::drop_in_place(e as *mut ElemHdr);
+            std::alloc::dealloc(e as *mut u8, l);
+        }
+    }
 }
 
 struct Bucket {
@@ -378,34 +398,36 @@ impl RHashMap {
     }
 
     fn alloc_elem(&self) -> Result<usize> {
-        let layout = Layout::from_size_align(self.elem_size, 8).map_err(|_| MapError::NoMem)?;
+        let layout =
+            Layout::from_size_align(self.elem_size, ELEM_ALIGN).map_err(|_| MapError::NoMem)?;
         // SAFETY: non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {
             return Err(MapError::NoMem);
         }
+        // SAFETY: fresh, aligned memory large enough for the header.
+        unsafe {
+            std::ptr::write(
+                p as *mut ElemHdr,
+                ElemHdr {
+                    next: AtomicUsize::new(0),
+                    hash: AtomicU32::new(0),
+                    _pad: 0,
+                },
+            )
+        };
         Ok(p as usize)
     }
 
     fn free_now(&self, e: usize) {
-        if let Ok(l) = Layout::from_size_align(self.elem_size, 8) {
-            // SAFETY: `e` came from alloc_elem with this layout and is
-            // unreachable.
-            unsafe { std::alloc::dealloc(e as *mut u8, l) };
-        }
+        free_elem(e, self.elem_size);
     }
 
     fn free_later(&self, e: usize, guard: &Guard) {
         let size = self.elem_size;
         // SAFETY: the element is unlinked from every table; readers that
         // can still reach it pinned before now.
-        unsafe {
-            guard.defer_unchecked(move || {
-                if let Ok(l) = Layout::from_size_align(size, 8) {
-                    std::alloc::dealloc(e as *mut u8, l);
-                }
-            })
-        };
+        unsafe { guard.defer_unchecked(move || free_elem(e, size)) };
     }
 
     // ---- resize ----

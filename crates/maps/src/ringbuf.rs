@@ -115,7 +115,10 @@ impl RingBuf {
     fn commit(&self, sample: NonNull<u8>, discard: bool) -> Result<()> {
         let base = self.data.base() as usize;
         let p = sample.as_ptr() as usize;
-        if p < base + HDR_SZ || p >= base + self.size() as usize + HDR_SZ || !(p - base).is_multiple_of(8) {
+        if p < base + HDR_SZ
+            || p >= base + self.size() as usize + HDR_SZ
+            || !(p - base).is_multiple_of(8)
+        {
             return Err(MapError::Invalid("pointer is not a record of this ring"));
         }
         // SAFETY: the header sits 8 bytes before a sample of this ring.
