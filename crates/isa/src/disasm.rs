@@ -11,7 +11,8 @@
 //!   map fd/idx loads into the `struct bpf_map` address, map value loads into
 //!   the value's address plus the offset, and BTF-id loads into the kernel
 //!   variable's address, and prints that number as `0x...` (or `0x0` when
-//!   pointer leaks are not allowed). `func` loads keep their relative offset.
+//!   pointer leaks are not allowed). `func` loads keep their relative offset
+//!   until after the walk, so the log shows that offset as `0x...`.
 //!   Without a value from [`Symbols::ld_imm64_value`] bpfvet prints the
 //!   unresolved reference in its own syntax, which the assembler reads back:
 //!   `map_fd[3]`, `map_value[3]+16`, `map_idx[0]`, `map_idx_value[0]+8`,

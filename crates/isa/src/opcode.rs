@@ -85,7 +85,8 @@ pub const BPF_PSEUDO_MAP_IDX_VALUE: u8 = 6;
 pub const BPF_PSEUDO_CALL: u8 = 1;
 pub const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
 
-/// ALU64 MOV with off = 1 and imm = 1 casts between address spaces (arena).
+/// `off` of an ALU64 MOV X that casts between address spaces (arena);
+/// imm = dst_as << 16 | src_as.
 pub const BPF_ADDR_SPACE_CAST: i32 = 1;
 
 pub const fn class(code: u8) -> u8 {

@@ -145,6 +145,21 @@ fn compare(name: &str, insns: &[Insn], log: &str) -> BTreeMap<usize, u64> {
             if pseudo_ld {
                 write_insn(&mut ours, &l.insn, &FromLog(kernel_text)).unwrap();
                 if let Some(v) = FromLog(kernel_text).ld_imm64_value(Ld64Kind::Imm, 0, 0) {
+                    // func loads keep their relative offset until after the walk.
+                    if let Instruction::LdImm64 {
+                        kind: Ld64Kind::Func,
+                        imm,
+                        next_imm,
+                        ..
+                    } = l.insn
+                    {
+                        assert_eq!(
+                            v,
+                            disasm::ld_imm64_value(imm, next_imm),
+                            "{name}: insn {}",
+                            l.pc
+                        );
+                    }
                     pseudo.insert(l.pc, v);
                 }
             } else {
