@@ -692,6 +692,9 @@ impl Env<'_> {
         self.cur.frames.pop();
         if callee.in_callback_fn {
             self.insn_idx = callee.callsite as usize;
+            if let Some(prev) = self.find_prev_entry(self.insn_idx, self.cur.dfs_depth) {
+                self.widen_imprecise_scalars(prev);
+            }
         } else {
             self.cur.frame_mut().regs[0] = r0;
             self.insn_idx = callee.callsite as usize + 1;

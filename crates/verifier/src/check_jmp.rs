@@ -219,8 +219,21 @@ impl Env<'_> {
             return self.err("invalid may_goto imm");
         }
         let idx = self.insn_idx;
+        // Compared from the checkpoint just saved at this instruction.
+        let depth = match self.cur.parent {
+            Some(p) if self.pool.get(p).state.insn_idx == idx => self.pool.get(p).state.dfs_depth,
+            _ => self.cur.dfs_depth,
+        };
+        let prev = self.find_prev_entry(idx, depth);
         let st = self.push_stack(idx + 1, idx)?;
         st.may_goto_depth += 1;
+        if let Some(prev) = prev {
+            // Widen the queued fall-through state, as the kernel does.
+            let last = self.pending.len() - 1;
+            std::mem::swap(&mut self.cur, &mut self.pending[last].st);
+            self.widen_imprecise_scalars(prev);
+            std::mem::swap(&mut self.cur, &mut self.pending[last].st);
+        }
         self.insn_idx = (idx as i64 + insn.off as i64) as usize;
         Ok(())
     }

@@ -94,6 +94,9 @@ impl Env<'_> {
                     )
                 {
                     hit = true;
+                }
+                if hit {
+                    // Converged may_goto loop.
                 } else if calls_callback {
                     let old = &self.pool.get(n).state;
                     if states_equal(
@@ -268,4 +271,56 @@ fn states_maybe_looping(old: &State, cur: &State) -> bool {
             && a.precise == b.precise
             && a.v == b.v
     })
+}
+
+impl Env<'_> {
+    /// The checkpoint at `idx` this path loops back to, if any: a state on
+    /// the current DFS path (branches > 0) with the same call sites
+    /// (find_prev_entry).
+    pub fn find_prev_entry(&self, idx: usize, dfs_depth: u32) -> Option<u32> {
+        let b = self.bucket(idx, &self.cur);
+        let mut n = self.buckets[b];
+        while n != NIL {
+            let node = self.pool.get(n);
+            let st = &node.state;
+            if st.insn_idx == idx
+                && st.branches > 0
+                && st.dfs_depth < dfs_depth
+                && st.frames.len() == self.cur.frames.len()
+                && st.frames.iter().zip(&self.cur.frames).all(|(a, b)| a.callsite == b.callsite)
+            {
+                return Some(n);
+            }
+            n = node.next;
+        }
+        None
+    }
+
+    /// Scalars that changed since the loop's previous iteration and are not
+    /// precise become unknown, so iterations converge
+    /// (widen_imprecise_scalars).
+    pub fn widen_imprecise_scalars(&mut self, old_id: u32) {
+        let old = &self.pool.get(old_id).state;
+        self.idmap.reset(self.id_gen);
+        for (fo, fc) in old.frames.iter().zip(self.cur.frames.iter_mut()) {
+            for (ro, rc) in fo.regs.iter().zip(fc.regs.iter_mut()) {
+                maybe_widen(ro, rc, &mut self.idmap);
+            }
+            for (so, sc) in fo.stack.iter().zip(fc.stack.iter_mut()) {
+                if so.is_spill() && sc.is_spill() {
+                    maybe_widen(&so.spilled, &mut sc.spilled, &mut self.idmap);
+                }
+            }
+        }
+    }
+}
+
+fn maybe_widen(old: &Reg, cur: &mut Reg, m: &mut crate::prune::IdMap) {
+    if old.ty != RegType::Scalar || cur.ty != RegType::Scalar {
+        return;
+    }
+    if old.precise || cur.precise || crate::prune::regs_exact(old, cur, m) {
+        return;
+    }
+    *cur = Reg::unknown_scalar();
 }

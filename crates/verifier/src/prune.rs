@@ -119,7 +119,7 @@ fn same_shape(a: &Reg, b: &Reg) -> bool {
         && a.v == b.v
 }
 
-fn regs_exact(a: &Reg, b: &Reg, m: &mut IdMap) -> bool {
+pub fn regs_exact(a: &Reg, b: &Reg, m: &mut IdMap) -> bool {
     same_shape(a, b) && m.check(a.id, b.id) && m.check(a.ref_obj_id, b.ref_obj_id)
 }
 

@@ -33,135 +33,285 @@ impl KfuncFlags {
     }
 }
 
+use bpfvet_isa::uapi::ProgType;
 use KfuncFlags as K;
 
-/// (name, flags) of every kfunc in the table.
-pub const KFUNCS: &[(&str, KfuncFlags)] = &[
-    ("bpf_obj_new_impl", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_percpu_obj_new_impl", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_obj_drop_impl", K::RELEASE),
-    ("bpf_percpu_obj_drop_impl", K::RELEASE),
-    (
+/// The registration set a kfunc belongs to, which decides the program
+/// types that may call it (`register_btf_kfunc_id_set`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum KfuncSet {
+    /// Every program type.
+    Common,
+    /// Object allocation, graph, task and cgroup kfuncs.
+    Generic,
+    Cpumask,
+    /// `bpf_dynptr_from_skb`: skb-based program types.
+    Skb,
+    /// `bpf_dynptr_from_xdp`.
+    Xdp,
+    SockAddr,
+    TcpReqsk,
+    /// Socket iterators.
+    SkIter,
+}
+
+impl KfuncSet {
+    /// Whether a program of this type may call kfuncs of the set.
+    pub fn allows(self, prog_type: ProgType) -> bool {
+        use ProgType as P;
+        match self {
+            KfuncSet::Common => true,
+            KfuncSet::Generic => matches!(
+                prog_type,
+                P::TRACING | P::SCHED_CLS | P::XDP | P::STRUCT_OPS | P::SYSCALL | P::CGROUP_SKB
+            ),
+            KfuncSet::Cpumask => matches!(prog_type, P::TRACING | P::STRUCT_OPS | P::SYSCALL),
+            KfuncSet::Skb => matches!(
+                prog_type,
+                P::SCHED_CLS
+                    | P::SCHED_ACT
+                    | P::SK_SKB
+                    | P::SOCKET_FILTER
+                    | P::CGROUP_SKB
+                    | P::LWT_OUT
+                    | P::LWT_IN
+                    | P::LWT_XMIT
+                    | P::LWT_SEG6LOCAL
+                    | P::NETFILTER
+                    | P::TRACING
+            ),
+            KfuncSet::Xdp => prog_type == P::XDP,
+            KfuncSet::SockAddr => prog_type == P::CGROUP_SOCK_ADDR,
+            KfuncSet::TcpReqsk => prog_type == P::SCHED_CLS,
+            KfuncSet::SkIter => prog_type == P::TRACING,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Kfunc {
+    pub name: &'static str,
+    pub flags: KfuncFlags,
+    pub set: KfuncSet,
+}
+
+const fn kf(name: &'static str, flags: KfuncFlags, set: KfuncSet) -> Kfunc {
+    Kfunc { name, flags, set }
+}
+
+use KfuncSet as S;
+
+/// Every kfunc in the table.
+pub const KFUNCS: &[Kfunc] = &[
+    kf(
+        "bpf_obj_new_impl",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf(
+        "bpf_percpu_obj_new_impl",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_obj_drop_impl", K::RELEASE, S::Generic),
+    kf("bpf_percpu_obj_drop_impl", K::RELEASE, S::Generic),
+    kf(
         "bpf_refcount_acquire_impl",
         K(K::ACQUIRE.0 | K::RET_NULL.0 | K::RCU.0),
+        S::Generic,
     ),
-    ("bpf_list_push_front_impl", K::NONE),
-    ("bpf_list_push_back_impl", K::NONE),
-    ("bpf_list_pop_front", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_list_pop_back", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    (
+    kf("bpf_list_push_front_impl", K::NONE, S::Generic),
+    kf("bpf_list_push_back_impl", K::NONE, S::Generic),
+    kf(
+        "bpf_list_pop_front",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf(
+        "bpf_list_pop_back",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf(
         "bpf_task_acquire",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
+        S::Generic,
     ),
-    ("bpf_task_release", K::RELEASE),
-    ("bpf_rbtree_remove", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_rbtree_add_impl", K::NONE),
-    ("bpf_rbtree_first", K::RET_NULL),
-    (
+    kf("bpf_task_release", K::RELEASE, S::Generic),
+    kf(
+        "bpf_rbtree_remove",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_rbtree_add_impl", K::NONE, S::Generic),
+    kf("bpf_rbtree_first", K::RET_NULL, S::Generic),
+    kf(
         "bpf_cgroup_acquire",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
+        S::Generic,
     ),
-    ("bpf_cgroup_release", K::RELEASE),
-    (
+    kf("bpf_cgroup_release", K::RELEASE, S::Generic),
+    kf(
         "bpf_cgroup_ancestor",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
+        S::Generic,
     ),
-    ("bpf_cgroup_from_id", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_task_under_cgroup", K::RCU),
-    (
+    kf(
+        "bpf_cgroup_from_id",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_task_under_cgroup", K::RCU, S::Generic),
+    kf(
         "bpf_task_get_cgroup1",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
+        S::Generic,
     ),
-    ("bpf_task_from_pid", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_throw", K::NONE),
-    ("bpf_cast_to_kern_ctx", K::NONE),
-    ("bpf_rdonly_cast", K::NONE),
-    ("bpf_rcu_read_lock", K::NONE),
-    ("bpf_rcu_read_unlock", K::NONE),
-    ("bpf_dynptr_slice", K::RET_NULL),
-    ("bpf_dynptr_slice_rdwr", K::RET_NULL),
-    ("bpf_iter_num_new", K::ITER_NEW),
-    ("bpf_iter_num_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_num_destroy", K::ITER_DESTROY),
-    ("bpf_iter_task_vma_new", K(K::ITER_NEW.0 | K::RCU.0)),
-    ("bpf_iter_task_vma_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_task_vma_destroy", K::ITER_DESTROY),
-    (
+    kf(
+        "bpf_task_from_pid",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_throw", K::NONE, S::Generic),
+    kf("bpf_cast_to_kern_ctx", K::NONE, S::Common),
+    kf("bpf_rdonly_cast", K::NONE, S::Common),
+    kf("bpf_rcu_read_lock", K::NONE, S::Common),
+    kf("bpf_rcu_read_unlock", K::NONE, S::Common),
+    kf("bpf_dynptr_slice", K::RET_NULL, S::Common),
+    kf("bpf_dynptr_slice_rdwr", K::RET_NULL, S::Common),
+    kf("bpf_iter_num_new", K::ITER_NEW, S::Common),
+    kf(
+        "bpf_iter_num_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_num_destroy", K::ITER_DESTROY, S::Common),
+    kf(
+        "bpf_iter_task_vma_new",
+        K(K::ITER_NEW.0 | K::RCU.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_task_vma_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_task_vma_destroy", K::ITER_DESTROY, S::Common),
+    kf(
         "bpf_iter_css_task_new",
         K(K::ITER_NEW.0 | K::TRUSTED_ARGS.0),
+        S::Common,
     ),
-    ("bpf_iter_css_task_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_css_task_destroy", K::ITER_DESTROY),
-    (
+    kf(
+        "bpf_iter_css_task_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_css_task_destroy", K::ITER_DESTROY, S::Common),
+    kf(
         "bpf_iter_css_new",
         K(K::ITER_NEW.0 | K::TRUSTED_ARGS.0 | K::RCU_PROTECTED.0),
+        S::Common,
     ),
-    ("bpf_iter_css_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_css_destroy", K::ITER_DESTROY),
-    (
+    kf(
+        "bpf_iter_css_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_css_destroy", K::ITER_DESTROY, S::Common),
+    kf(
         "bpf_iter_task_new",
         K(K::ITER_NEW.0 | K::TRUSTED_ARGS.0 | K::RCU_PROTECTED.0),
+        S::Common,
     ),
-    ("bpf_iter_task_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_task_destroy", K::ITER_DESTROY),
-    ("bpf_dynptr_adjust", K::NONE),
-    ("bpf_dynptr_is_null", K::NONE),
-    ("bpf_dynptr_is_rdonly", K::NONE),
-    ("bpf_dynptr_size", K::NONE),
-    ("bpf_dynptr_clone", K::NONE),
-    ("bpf_wq_init", K::NONE),
-    ("bpf_wq_set_callback_impl", K::NONE),
-    ("bpf_wq_start", K::NONE),
-    ("bpf_preempt_disable", K::NONE),
-    ("bpf_preempt_enable", K::NONE),
-    ("bpf_iter_bits_new", K::ITER_NEW),
-    ("bpf_iter_bits_next", K(K::ITER_NEXT.0 | K::RET_NULL.0)),
-    ("bpf_iter_bits_destroy", K::ITER_DESTROY),
-    ("bpf_copy_from_user_str", K::SLEEPABLE),
-    ("bpf_cpumask_create", K(K::ACQUIRE.0 | K::RET_NULL.0)),
-    ("bpf_cpumask_release", K::RELEASE),
-    ("bpf_cpumask_acquire", K(K::ACQUIRE.0 | K::TRUSTED_ARGS.0)),
-    ("bpf_cpumask_first", K::RCU),
-    ("bpf_cpumask_first_zero", K::RCU),
-    ("bpf_cpumask_first_and", K::RCU),
-    ("bpf_cpumask_set_cpu", K::RCU),
-    ("bpf_cpumask_clear_cpu", K::RCU),
-    ("bpf_cpumask_test_cpu", K::RCU),
-    ("bpf_cpumask_test_and_set_cpu", K::RCU),
-    ("bpf_cpumask_test_and_clear_cpu", K::RCU),
-    ("bpf_cpumask_setall", K::RCU),
-    ("bpf_cpumask_clear", K::RCU),
-    ("bpf_cpumask_and", K::RCU),
-    ("bpf_cpumask_or", K::RCU),
-    ("bpf_cpumask_xor", K::RCU),
-    ("bpf_cpumask_equal", K::RCU),
-    ("bpf_cpumask_intersects", K::RCU),
-    ("bpf_cpumask_subset", K::RCU),
-    ("bpf_cpumask_empty", K::RCU),
-    ("bpf_cpumask_full", K::RCU),
-    ("bpf_cpumask_copy", K::RCU),
-    ("bpf_cpumask_any_distribute", K::RCU),
-    ("bpf_cpumask_any_and_distribute", K::RCU),
-    ("bpf_cpumask_weight", K::RCU),
-    (
+    kf(
+        "bpf_iter_task_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_task_destroy", K::ITER_DESTROY, S::Common),
+    kf("bpf_dynptr_adjust", K::NONE, S::Common),
+    kf("bpf_dynptr_is_null", K::NONE, S::Common),
+    kf("bpf_dynptr_is_rdonly", K::NONE, S::Common),
+    kf("bpf_dynptr_size", K::NONE, S::Common),
+    kf("bpf_dynptr_clone", K::NONE, S::Common),
+    kf("bpf_wq_init", K::NONE, S::Common),
+    kf("bpf_wq_set_callback_impl", K::NONE, S::Common),
+    kf("bpf_wq_start", K::NONE, S::Common),
+    kf("bpf_preempt_disable", K::NONE, S::Common),
+    kf("bpf_preempt_enable", K::NONE, S::Common),
+    kf("bpf_iter_bits_new", K::ITER_NEW, S::Common),
+    kf(
+        "bpf_iter_bits_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0),
+        S::Common,
+    ),
+    kf("bpf_iter_bits_destroy", K::ITER_DESTROY, S::Common),
+    kf("bpf_copy_from_user_str", K::SLEEPABLE, S::Common),
+    kf(
+        "bpf_cpumask_create",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Cpumask,
+    ),
+    kf("bpf_cpumask_release", K::RELEASE, S::Cpumask),
+    kf(
+        "bpf_cpumask_acquire",
+        K(K::ACQUIRE.0 | K::TRUSTED_ARGS.0),
+        S::Cpumask,
+    ),
+    kf("bpf_cpumask_first", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_first_zero", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_first_and", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_set_cpu", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_clear_cpu", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_test_cpu", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_test_and_set_cpu", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_test_and_clear_cpu", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_setall", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_clear", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_and", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_or", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_xor", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_equal", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_intersects", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_subset", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_empty", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_full", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_copy", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_any_distribute", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_any_and_distribute", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_weight", K::RCU, S::Cpumask),
+    kf(
         "bpf_arena_alloc_pages",
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
+        S::Common,
     ),
-    (
+    kf(
         "bpf_arena_free_pages",
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
+        S::Common,
     ),
-    ("bpf_map_sum_elem_count", K::TRUSTED_ARGS),
-    ("bpf_dynptr_from_skb", K::TRUSTED_ARGS),
-    ("bpf_dynptr_from_xdp", K::NONE),
-    ("bpf_sock_addr_set_sun_path", K::NONE),
-    ("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS),
-    ("bpf_sock_destroy", K::TRUSTED_ARGS),
+    kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
+    kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
+    kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
+    kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
+    kf("bpf_sock_destroy", K::TRUSTED_ARGS, S::SkIter),
+    kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
 ];
+
+pub fn kfunc(name: &str) -> Option<&'static Kfunc> {
+    KFUNCS.iter().find(|k| k.name == name)
+}
 
 /// The flags of kfunc `name`, None if the table does not know it.
 pub fn kfunc_flags(name: &str) -> Option<KfuncFlags> {
-    KFUNCS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    kfunc(name).map(|k| k.flags)
+}
+
+/// Whether a program of `prog_type` may call kfunc `name`; the kernel's
+/// refusal reads "calling kernel function <name> is not allowed".
+pub fn kfunc_allowed(name: &str, prog_type: ProgType) -> Option<bool> {
+    kfunc(name).map(|k| k.set.allows(prog_type))
 }
 
 #[cfg(test)]
@@ -183,12 +333,24 @@ mod tests {
             .contains(K::SLEEPABLE));
         assert_eq!(kfunc_flags("bpf_rcu_read_lock"), Some(K::NONE));
         assert_eq!(kfunc_flags("no_such_kfunc"), None);
+        assert_eq!(
+            kfunc_allowed("bpf_cpumask_create", ProgType::XDP),
+            Some(false)
+        );
+        assert_eq!(
+            kfunc_allowed("bpf_rcu_read_lock", ProgType::XDP),
+            Some(true)
+        );
     }
 
     #[test]
     fn names_are_unique() {
-        for (i, (n, _)) in KFUNCS.iter().enumerate() {
-            assert!(KFUNCS[i + 1..].iter().all(|(m, _)| m != n), "{n}");
+        for (i, k) in KFUNCS.iter().enumerate() {
+            assert!(
+                KFUNCS[i + 1..].iter().all(|m| m.name != k.name),
+                "{}",
+                k.name
+            );
         }
     }
 }

@@ -5,6 +5,23 @@
 //!
 //! Ids, precision and liveness live in the register that owns a `Scalar`;
 //! where an operation must touch them the function says so in its result.
+//!
+//! Kernel function -> here:
+//! - adjust_scalar_min_max_vals: [`Scalar::alu`], [`Scalar::neg`],
+//!   [`Scalar::byte_swap`]; a BPF_K operand is `Scalar::constant(imm as i64
+//!   as u64)`; maybe_fork_scalars is the `Some` result of `alu`.
+//! - MOV/MOVSX: [`Scalar::mov32`], [`Scalar::movsx64`], [`Scalar::movsx32`],
+//!   [`Scalar::movsx_keeps_value`]; loads: [`Scalar::coerce_to_size`],
+//!   [`Scalar::coerce_to_size_sx`].
+//! - reg_bounds_sync: [`Scalar::sync`]; reg_bounds_sanity_check:
+//!   [`Scalar::sanitize`] / [`Scalar::check_invariants`].
+//! - is_scalar_branch_taken: [`is_branch_taken`]; reg_set_min_max:
+//!   [`set_min_max`] / [`set_min_max_same`], then [`Refined::sanitize`].
+//! - sync_linked_regs: [`Scalar::linked_add`]; adjust_ptr_min_max_vals:
+//!   [`Scalar::ptr_add_var`], [`Scalar::ptr_sub_var`], [`Scalar::ptr_keep_var`].
+//! - regsafe for scalars: [`Scalar::is_superset_of`] (range_within + tnum_in),
+//!   [`Scalar::range_within`], [`Scalar::exact_eq`].
+//! - print_reg_state for scalars: [`write_reg_scalar`].
 
 mod alu;
 mod bounds;
