@@ -55,35 +55,91 @@ pub enum KfuncSet {
     SkIter,
 }
 
+/// Program types share kfunc registrations in groups (`enum
+/// btf_kfunc_hook`): a set registered for one member of a group is
+/// callable from all of them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Hook {
+    Xdp,
+    Tc,
+    StructOps,
+    /// tracing, tracepoint, perf_event, lsm
+    Tracing,
+    Syscall,
+    /// the cgroup program types and (since 6.18) sock_ops
+    Cgroup,
+    SchedAct,
+    SkSkb,
+    SocketFilter,
+    Lwt,
+    Netfilter,
+    Kprobe,
+}
+
+fn hook(prog_type: ProgType) -> Option<Hook> {
+    use ProgType as P;
+    Some(match prog_type {
+        P::XDP => Hook::Xdp,
+        P::SCHED_CLS => Hook::Tc,
+        P::STRUCT_OPS => Hook::StructOps,
+        P::TRACING | P::TRACEPOINT | P::PERF_EVENT | P::LSM => Hook::Tracing,
+        P::SYSCALL => Hook::Syscall,
+        P::CGROUP_SKB
+        | P::CGROUP_SOCK
+        | P::CGROUP_DEVICE
+        | P::CGROUP_SOCK_ADDR
+        | P::CGROUP_SOCKOPT
+        | P::CGROUP_SYSCTL
+        | P::SOCK_OPS => Hook::Cgroup,
+        P::SCHED_ACT => Hook::SchedAct,
+        P::SK_SKB => Hook::SkSkb,
+        P::SOCKET_FILTER => Hook::SocketFilter,
+        P::LWT_OUT | P::LWT_IN | P::LWT_XMIT | P::LWT_SEG6LOCAL => Hook::Lwt,
+        P::NETFILTER => Hook::Netfilter,
+        P::KPROBE => Hook::Kprobe,
+        _ => return None,
+    })
+}
+
 impl KfuncSet {
+    /// The hooks the set is registered for.
+    fn hooks(self) -> &'static [Hook] {
+        use Hook as H;
+        match self {
+            KfuncSet::Common => &[],
+            KfuncSet::Generic => &[
+                H::Tracing,
+                H::Tc,
+                H::Xdp,
+                H::StructOps,
+                H::Syscall,
+                H::Cgroup,
+            ],
+            KfuncSet::Cpumask => &[H::Tracing, H::StructOps, H::Syscall],
+            KfuncSet::Skb => &[
+                H::Tc,
+                H::SchedAct,
+                H::SkSkb,
+                H::SocketFilter,
+                H::Cgroup,
+                H::Lwt,
+                H::Netfilter,
+                H::Tracing,
+            ],
+            KfuncSet::Xdp => &[H::Xdp],
+            KfuncSet::SockAddr => &[H::Cgroup],
+            KfuncSet::TcpReqsk => &[H::Tc],
+            KfuncSet::SkIter => &[H::Tracing],
+        }
+    }
+
     /// Whether a program of this type may call kfuncs of the set.
     pub fn allows(self, prog_type: ProgType) -> bool {
-        use ProgType as P;
         match self {
             KfuncSet::Common => true,
-            KfuncSet::Generic => matches!(
-                prog_type,
-                P::TRACING | P::SCHED_CLS | P::XDP | P::STRUCT_OPS | P::SYSCALL | P::CGROUP_SKB
-            ),
-            KfuncSet::Cpumask => matches!(prog_type, P::TRACING | P::STRUCT_OPS | P::SYSCALL),
-            KfuncSet::Skb => matches!(
-                prog_type,
-                P::SCHED_CLS
-                    | P::SCHED_ACT
-                    | P::SK_SKB
-                    | P::SOCKET_FILTER
-                    | P::CGROUP_SKB
-                    | P::LWT_OUT
-                    | P::LWT_IN
-                    | P::LWT_XMIT
-                    | P::LWT_SEG6LOCAL
-                    | P::NETFILTER
-                    | P::TRACING
-            ),
-            KfuncSet::Xdp => prog_type == P::XDP,
-            KfuncSet::SockAddr => prog_type == P::CGROUP_SOCK_ADDR,
-            KfuncSet::TcpReqsk => prog_type == P::SCHED_CLS,
-            KfuncSet::SkIter => prog_type == P::TRACING,
+            // The set's filter admits only (socket iterator) tracing programs.
+            KfuncSet::SkIter => prog_type == ProgType::TRACING,
+            _ => hook(prog_type).is_some_and(|h| self.hooks().contains(&h)),
         }
     }
 }
