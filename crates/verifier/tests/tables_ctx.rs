@@ -9,7 +9,7 @@ mod tables_support;
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_isa::Insn;
-use bpfvet_verifier::ctx::{check_ctx_access, ctx_size, Access};
+use bpfvet_verifier::ctx::{check_ctx_access, check_ctx_access_with, ctx_size, Access, CtxQuery};
 use tables_support::*;
 
 struct Config {
@@ -174,6 +174,71 @@ fn ctx_access_matches_the_host_kernel() {
         }
     }
     println!("compared {compared} ctx accesses");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// Sign-extending loads (BPF_MEMSX) of 1, 2 and 4 bytes: the packet
+/// pointer fields refuse them.
+#[test]
+fn sign_extending_ctx_loads_match_the_host_kernel() {
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    for c in configs() {
+        let spec = LoadSpec {
+            prog_type: c.prog_type.0,
+            expected_attach_type: c.attach.map_or(0, |a| a.0),
+            attach_btf_id: 0,
+            prog_flags: c.flags,
+        };
+        for &off in &c.offsets {
+            let Ok(off16) = i16::try_from(off) else {
+                continue;
+            };
+            for size in [1u32, 2, 4] {
+                // BPF_LDX | BPF_MEMSX | size
+                let code = 0x81
+                    | match size {
+                        1 => 0x10,
+                        2 => 0x08,
+                        _ => 0x00,
+                    };
+                let prog = [Insn::new(code, R0, R1, off16, 0), mov_r0(1), exit()];
+                let r = load(&spec, &prog);
+                let ours = check_ctx_access_with(&CtxQuery {
+                    prog_type: c.prog_type,
+                    expected_attach_type: c.attach,
+                    off,
+                    size,
+                    access: Access::Read,
+                    ldsx: true,
+                });
+                let line = r.last_error_line().to_string();
+                let same = match &ours {
+                    Ok(_) => r.ok,
+                    Err(e) => !r.ok && line == e.to_string(),
+                };
+                compared += 1;
+                if !same {
+                    mismatches.push(format!(
+                        "{} {:?} ldsx off={off} size={size}: kernel {}, ours {ours:?}",
+                        c.prog_type,
+                        c.attach,
+                        if r.ok { "ok" } else { line.as_str() }
+                    ));
+                }
+            }
+        }
+    }
+    println!("compared {compared} sign-extending ctx loads");
     assert!(
         mismatches.is_empty(),
         "{} mismatches:\n{}",
