@@ -28,6 +28,8 @@ struct ArgMeta {
     mem_size: Option<u64>,
     release_ref: Option<u32>,
     callback: Option<u32>,
+    /// A map key known to be this constant (array lookups cannot fail).
+    const_key: Option<u64>,
 }
 
 impl Env<'_> {
@@ -75,7 +77,7 @@ impl Env<'_> {
                     // and spills there are destroyed.
                     for b in off..max + size as i64 {
                         let slot = (-b - 1) as usize;
-                        let (spi, bi) = (slot / 8, 7 - slot % 8);
+                        let (spi, bi) = (slot / 8, slot % 8);
                         let s = &mut fr.stack[spi];
                         if s.is_spill() {
                             s.spilled = Reg::not_init();
@@ -197,6 +199,44 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The key a stack pointer points at, when it is a known constant of
+    /// exactly the key's size (get_constant_map_key); it is made precise.
+    fn constant_map_key(&mut self, regno: u8, key_size: u32) -> VResult<Option<u64>> {
+        let r = *self.cur.reg(regno);
+        if r.ty != RegType::Stack || !r.v.is_const() {
+            return Ok(None);
+        }
+        let off = r.off as i64 + r.v.const_value() as i64;
+        if off >= 0 {
+            return Ok(None);
+        }
+        let slot = (-off - 1) as usize;
+        let (spi, k) = (slot / 8, slot % 8);
+        let frameno = r.frameno as usize;
+        let Some(s) = self.cur.frames[frameno].stack.get(spi).copied() else {
+            return Ok(None);
+        };
+        use crate::state::SlotType;
+        let zero = (0..=k).rev().take_while(|&i| s.types[i] == SlotType::Zero).count();
+        if zero as u32 >= key_size {
+            return Ok(Some(0));
+        }
+        if !(s.is_spill() && s.spilled.ty == RegType::Scalar) {
+            return Ok(None);
+        }
+        let spill = (0..=k).rev().take_while(|&i| s.types[i] == SlotType::Spill).count();
+        if spill as u32 != key_size || !s.spilled.v.is_const() {
+            return Ok(None);
+        }
+        let mut bt = crate::precision::Backtrack {
+            frame: self.cur.curframe(),
+            ..Default::default()
+        };
+        bt.slots[frameno] |= 1 << spi;
+        self.run_backtrack(bt)?;
+        Ok(Some(s.spilled.v.const_value()))
+    }
+
     fn size_arg(&mut self, regno: u8, zero_ok: bool) -> VResult<u64> {
         let r = *self.cur.reg(regno);
         if r.ty != RegType::Scalar {
@@ -295,6 +335,11 @@ impl Env<'_> {
                     Access::Read
                 };
                 self.check_helper_mem(regno, size, access, false)?;
+                let elide = at.base == ArgBase::PtrToMapKey
+                    && matches!(m.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
+                if elide {
+                    meta.const_key = self.constant_map_key(regno, m.key_size)?;
+                }
             }
             ArgBase::PtrToMem => {
                 if at.flags.contains(TypeFlags::MEM_FIXED_SIZE) {
@@ -545,7 +590,13 @@ impl Env<'_> {
                 r
             }
         };
-        if r0.is_pointer() && maybe_null {
+        let in_bounds_key = func_id == id::MAP_LOOKUP_ELEM
+            && meta.const_key.is_some_and(|k| {
+                meta.map
+                    .and_then(|m| self.map_def(m))
+                    .is_some_and(|d| k < d.max_entries as u64)
+            });
+        if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
         }

@@ -581,7 +581,7 @@ impl Env<'_> {
         let mut all_zero = true;
         for b in min..max + size as i64 {
             let slot = (-b - 1) as usize;
-            let (spi, bi) = (slot / REG_SIZE, REG_SIZE - 1 - slot % REG_SIZE);
+            let (spi, bi) = (slot / REG_SIZE, slot % REG_SIZE);
             let s = &mut fr.stack[spi];
             match access {
                 Access::Write => {
@@ -700,7 +700,7 @@ impl Env<'_> {
                 let ty = if zero { SlotType::Zero } else { SlotType::Misc };
                 for i in 0..size as usize {
                     let b = (slot - i) % REG_SIZE;
-                    s.types[REG_SIZE - 1 - b] = ty;
+                    s.types[b] = ty;
                 }
                 hist = 0;
             }
@@ -743,7 +743,7 @@ impl Env<'_> {
             return Ok(());
         };
         let hist = encode_stack(frameno, spi);
-        let byte = |i: usize| s.types[REG_SIZE - 1 - (slot - i) % REG_SIZE];
+        let byte = |i: usize| s.types[(slot - i) % REG_SIZE];
         if s.is_spill() {
             let spill_size = s
                 .types
