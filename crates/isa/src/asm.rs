@@ -402,6 +402,14 @@ impl<'a> Parser<'a> {
         self.ranged(v, at, what)
     }
 
+    /// A number with or without a sign, in range for `T`.
+    fn signed_or_plain<T: TryFrom<i128>>(&mut self, what: &str) -> PResult<T> {
+        self.ws();
+        let at = self.pos;
+        let v = self.number()?;
+        self.ranged(v, at, what)
+    }
+
     /// `u8`..`u64` (and `s8`..`s32` when `sx`); returns (size, signed).
     fn size_name(&mut self, sx: bool) -> PResult<(Size, bool)> {
         const NAMES: [(&str, Size, bool); 7] = [
@@ -462,7 +470,12 @@ impl<'a> Parser<'a> {
 
     fn instruction(&mut self) -> PResult<(Instruction, Option<Fixup>)> {
         if self.eat_word("exit") {
-            return Ok((Instruction::Exit, None));
+            let off = if self.eat("@") {
+                self.signed_or_plain("offset")?
+            } else {
+                0
+            };
+            return Ok((Instruction::Exit { off }, None));
         }
         if self.eat_word("goto") {
             let (off, f) = self.target()?;
@@ -602,9 +615,7 @@ impl<'a> Parser<'a> {
             return Err(self.err_at(save, format!("helper `{name}` does not have id {id}")));
         }
         let btf_fd_idx = if self.eat("@") {
-            let at = self.pos;
-            let v = self.number()?;
-            self.ranged(v, at, "BTF fd index")?
+            self.signed_or_plain("BTF fd index")?
         } else {
             0
         };

@@ -53,6 +53,9 @@ pub enum DecodeErrorKind {
     InvalidMayGoto(i32),
     #[error("addr_space_cast insn can only convert between address space 1 and 0")]
     InvalidAddrSpaceCast,
+    /// [`decode_at`] was asked for a slot past the end (not a kernel message).
+    #[error("no instruction at index {0}")]
+    NoInstruction(usize),
 }
 
 impl DecodeErrorKind {
@@ -201,7 +204,7 @@ const fn width_of(code: u8) -> Width {
 /// LD_IMM64 pairing).
 pub fn decode_at(insns: &[Insn], pc: usize) -> Result<Instruction, DecodeErrorKind> {
     let Some(&insn) = insns.get(pc) else {
-        return Err(DecodeErrorKind::BadLdImm64);
+        return Err(DecodeErrorKind::NoInstruction(pc));
     };
     if insn.class() == BPF_LDX && !ldx_fields_ok(insn) {
         return Err(DecodeErrorKind::ReservedFields("BPF_LDX"));
@@ -474,7 +477,7 @@ fn decode_jmp(insn: Insn) -> Result<Instruction, DecodeErrorKind> {
             if insn.imm != 0 || insn.src != 0 || insn.dst != 0 {
                 return Err(ReservedFields("BPF_EXIT"));
             }
-            Ok(Instruction::Exit)
+            Ok(Instruction::Exit { off: insn.off })
         }
         BPF_JCOND => {
             if insn.src != BPF_MAY_GOTO || insn.dst != 0 || insn.imm != 0 {

@@ -18,8 +18,10 @@
 //!   `map_fd[3]`, `map_value[3]+16`, `map_idx[0]`, `map_idx_value[0]+8`,
 //!   `btf_id[1234]` (`+N`: BTF object fd), `func[5]` (relative offset).
 //!
-//! One more bpfvet extension: a kfunc call whose `off` (module BTF fd index)
-//! is not 0 gets a `@N` suffix, since the kernel text would drop it.
+//! One more bpfvet extension: where the kernel accepts an `off` it does not
+//! print, a non-zero value is shown as a `@N` suffix so that the text keeps
+//! every field: a kfunc's module BTF fd index (`call name#id@N`) and the
+//! unchecked `off` of `exit` (`exit@N`).
 
 use crate::instruction::*;
 use crate::uapi::HelperId;
@@ -226,7 +228,13 @@ pub fn write_insn<W: Write>(out: &mut W, insn: &Instruction, syms: &dyn Symbols)
             }
             Ok(())
         }
-        Instruction::Exit => out.write_str("exit"),
+        Instruction::Exit { off } => {
+            out.write_str("exit")?;
+            if off != 0 {
+                write!(out, "@{off}")?;
+            }
+            Ok(())
+        }
     }
 }
 

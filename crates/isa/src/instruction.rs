@@ -454,7 +454,10 @@ pub enum Instruction {
         off: i16,
     },
     Call(Call),
-    Exit,
+    /// `exit`. The kernel does not check `off` here, so it is kept.
+    Exit {
+        off: i16,
+    },
 }
 
 /// The one or two slots of an encoded instruction.
@@ -643,7 +646,7 @@ impl Instruction {
                 btf_fd_idx,
                 btf_id,
             ),
-            Instruction::Exit => one(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+            Instruction::Exit { off } => one(BPF_JMP | BPF_EXIT, 0, 0, off, 0),
         }
     }
 

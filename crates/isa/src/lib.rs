@@ -1,21 +1,30 @@
 //! The BPF instruction set as Linux 6.18 accepts it.
 //!
-//! - [`Insn`] is the raw 8-byte slot every other crate works on; [`opcode`]
-//!   names the bit fields; [`uapi`] holds the kernel's numbering of program,
-//!   attach and map types and helper functions ([`uapi::HelperId`]).
-//! - [`Instruction`] is the typed view of one instruction (LD_IMM64 is one
-//!   instruction of two slots). [`decode_program`] turns slots into
-//!   [`Located`] instructions, checking every field the way the kernel does
-//!   and failing with a [`DecodeError`] that names the slot index and the
-//!   kernel's own message (`BPF_ALU uses reserved fields`, `unknown opcode
-//!   8d`, `invalid bpf_ld_imm64 insn`, `R12 is invalid`, ...).
-//!   [`decode_at`] decodes a single instruction; [`Instruction::encode`] and
-//!   [`encode_program`] go back to slots.
-//! - [`disasm`] prints instructions exactly as the verifier log does
-//!   (`12: (61) r0 = *(u32 *)(r1 +76)`); kfunc names and resolved LD_IMM64
-//!   values come from a caller's [`disasm::Symbols`].
-//! - [`asm`] reads the same syntax back (with optional labels), so programs
-//!   in tests can be written as text.
+//! Public API, by job:
+//! - Raw slots: [`Insn`] (`struct bpf_insn`), [`insns_from_bytes`],
+//!   [`insns_to_bytes`]; [`opcode`] names the bit fields; [`uapi`] numbers
+//!   program, attach and map types and the helpers ([`uapi::HelperId`],
+//!   ids 0..=211 with the names the log prints, e.g. `bpf_map_lookup_elem`).
+//! - Typed instructions: [`Instruction`] (LD_IMM64 is one instruction of
+//!   two slots) with [`Width`], [`Size`], [`Src`], [`AluOp`], [`JmpOp`],
+//!   [`AtomicOp`], [`Ld64Kind`], [`Call`]; [`Instruction::encode`] and
+//!   [`encode_program`] go back to slots, [`Instruction::branch_target`]
+//!   gives jump destinations.
+//! - Decoding: [`decode_program`] -> `Vec<`[`Located`]`>` (instruction +
+//!   slot index), checking every field in the kernel's order; a
+//!   [`DecodeError`] names the slot index and carries a [`DecodeErrorKind`]
+//!   whose `Display` is the kernel's own log message (`BPF_ALU uses reserved
+//!   fields`, `unknown opcode 8d`, `invalid bpf_ld_imm64 insn`, `R12 is
+//!   invalid`, ...), checked against the host kernel. [`decode_at`] decodes
+//!   one instruction; [`decode::opcode_known`] is the kernel's opcode table.
+//! - Printing: [`disasm`] writes the verifier log syntax exactly
+//!   (`12: (61) r0 = *(u32 *)(r1 +76)`) into any `fmt::Write` without
+//!   allocating; kfunc names and load-time LD_IMM64 values come from a
+//!   caller's [`disasm::Symbols`]. `Instruction: Display` prints the text
+//!   alone with no symbols.
+//! - Assembling: [`asm::assemble`] reads the same syntax back (labels
+//!   optional, log prefixes and `;` comments allowed) and reports
+//!   [`asm::AsmError`] with line, column and what was expected.
 //!
 //! ```
 //! use bpfvet_isa::{asm::assemble, disasm::disasm_program, encode_program};

@@ -69,6 +69,8 @@ const CASES: &[(&str, &[u8])] = &[
     ),
     ("call unknown#999", &[0x85, 0, 0, 0, 0xe7, 0x03, 0, 0]),
     ("exit", &[0x95, 0, 0, 0, 0, 0, 0, 0]),
+    // The kernel accepts (and does not print) an exit's off; we keep it.
+    ("exit@60", &[0x95, 0, 60, 0, 0, 0, 0, 0]),
     ("r0 = *(s16 *)(r1 +2)", &[0x89, 0x10, 2, 0, 0, 0, 0, 0]),
     ("r0 = *(u16 *)skb[12]", &[0x28, 0, 0, 0, 12, 0, 0, 0]),
     (

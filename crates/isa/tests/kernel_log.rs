@@ -648,3 +648,17 @@ fn random_encodings_agree_with_the_kernel() {
         "{rejected} rejected, {accepted} accepted"
     );
 }
+
+/// The kernel does not check `off` of `exit` and prints plain `exit`; the
+/// decoder keeps the value (printed as the `exit@N` extension).
+#[test]
+fn exit_offset_is_not_checked_by_the_kernel() {
+    let Some(()) = kernel() else { return };
+    let insns = [Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 60, 0)];
+    let (res, log) = load(&insns, &[]);
+    assert!(res.is_ok(), "{log}");
+    assert!(log.lines().any(|l| l == "1: (95) exit"), "{log}");
+    let program = decode_program(&insns).unwrap();
+    assert_eq!(program[1].insn, Instruction::Exit { off: 60 });
+    assert_eq!(program[1].insn.to_string(), "exit@60");
+}

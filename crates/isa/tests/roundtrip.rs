@@ -142,7 +142,7 @@ fn jumps() -> impl Strategy<Value = Instruction> {
         any::<i32>().prop_map(|imm| Instruction::Call(Call::Local(imm))),
         (any::<i32>(), any::<i16>())
             .prop_map(|(btf_id, btf_fd_idx)| Instruction::Call(Call::Kfunc { btf_id, btf_fd_idx })),
-        Just(Instruction::Exit),
+        any::<i16>().prop_map(|off| Instruction::Exit { off }),
     ]
 }
 
