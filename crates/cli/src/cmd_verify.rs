@@ -14,6 +14,7 @@ mod sort;
 
 use anyhow::{bail, Context};
 use backend::{Backend, BackendKind, BpfvetBackend, KernelBackend, RunOptions};
+use bpfvet_isa::uapi::ProgType;
 use compare::Joined;
 use fields::{Stat, StatSpec};
 use filter::Filters;
@@ -64,6 +65,10 @@ pub struct Args {
     /// Verifier log level (1 or 2); logs of failed programs go to stderr.
     #[arg(short = 'l', long = "log-level")]
     log_level: Option<u32>,
+    /// Program type for programs whose section names none (e.g. iproute2's
+    /// numbered tc sections): libbpf's name, such as sched_cls or xdp.
+    #[arg(long = "prog-type", value_parser = parse_prog_type)]
+    prog_type: Option<ProgType>,
     /// Initial verifier log buffer size in bytes.
     #[arg(long = "log-size")]
     log_size: Option<u32>,
@@ -73,6 +78,16 @@ pub struct Args {
     /// Re-print a saved CSV with new filters, sort and format.
     #[arg(short = 'R', long = "replay")]
     replay: bool,
+}
+
+fn parse_prog_type(name: &str) -> Result<ProgType, String> {
+    ProgType::from_name(name)
+        .filter(|t| *t != ProgType::UNSPEC)
+        .ok_or_else(|| {
+            format!(
+                "unknown program type '{name}' (libbpf names: xdp, sched_cls, socket_filter, ...)"
+            )
+        })
 }
 
 /// Parsed options shared by every mode.
@@ -283,7 +298,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             files_skipped += 1;
             continue;
         }
-        let obj = match bpfvet_object::Object::from_file(path, &object_opts) {
+        let mut obj = match bpfvet_object::Object::from_file(path, &object_opts) {
             Ok(o) => o,
             Err(e) => {
                 note(format!(
@@ -296,6 +311,15 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             }
         };
         files_done += 1;
+        if let Some(t) = args.prog_type {
+            for p in obj
+                .programs
+                .iter_mut()
+                .filter(|p| p.prog_type == ProgType::UNSPEC)
+            {
+                p.prog_type = t;
+            }
+        }
         let progs: Vec<usize> = (0..obj.programs.len())
             .filter(|&i| plan.filters.allows_name(&name, Some(&obj.programs[i].name)))
             .collect();

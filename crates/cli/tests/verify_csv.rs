@@ -232,6 +232,9 @@ fn bad_arguments_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("unrecognized stat name 'bogus'"));
     let o = bpfvet(&["-R", &fixture("veristat_base.csv"), "-f", "insns>lots"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = bpfvet(&["--prog-type", "bogus", &fixture("veristat_base.csv")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown program type 'bogus'"));
     let o = bpfvet(&["-R", "/nonexistent.csv"]);
     assert_eq!(o.status.code(), Some(2));
 }
