@@ -289,6 +289,34 @@ pub fn write_log_line<W: Write>(
     write_insn(out, insn, syms)
 }
 
+/// One instruction line of a kernel verifier log, split into its parts.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct LogLine<'a> {
+    pub pc: usize,
+    pub code: u8,
+    /// The instruction text, without the register state after `;`.
+    pub text: &'a str,
+}
+
+/// Recognises the instruction lines of a verifier log: `12: (61) text`
+/// from the walk (possibly followed by `; R0=...`) and `  12: ..2.......
+/// (61) text` from the live-registers listing that 6.18 prints first.
+pub fn parse_log_line(line: &str) -> Option<LogLine<'_>> {
+    let (pc, rest) = line.trim_start().split_once(": ")?;
+    let pc = pc.parse().ok()?;
+    let rest = match rest.split_once(' ') {
+        Some((live, after)) if live.bytes().all(|c| c == b'.' || c.is_ascii_digit()) => after,
+        _ => rest,
+    };
+    let (code, text) = rest.strip_prefix('(')?.split_once(") ")?;
+    if code.len() != 2 {
+        return None;
+    }
+    let code = u8::from_str_radix(code, 16).ok()?;
+    let text = text.split(';').next().unwrap_or("").trim_end();
+    Some(LogLine { pc, code, text })
+}
+
 impl fmt::Display for Instruction {
     /// The log text with no load-time knowledge ([`NoSymbols`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -241,6 +241,31 @@ fn assembler_errors_point_at_line_and_column() {
 }
 
 #[test]
+fn log_lines_split_into_pc_code_and_text() {
+    use disasm::{parse_log_line, LogLine};
+    let walk = parse_log_line("12: (61) r0 = *(u32 *)(r1 +76)      ; R0=scalar()");
+    assert_eq!(
+        walk,
+        Some(LogLine {
+            pc: 12,
+            code: 0x61,
+            text: "r0 = *(u32 *)(r1 +76)"
+        })
+    );
+    let live = parse_log_line("      3: .12....... (bf) r1 = r10");
+    assert_eq!(
+        live,
+        Some(LogLine {
+            pc: 3,
+            code: 0xbf,
+            text: "r1 = r10"
+        })
+    );
+    assert_eq!(parse_log_line("0: R1=ctx() R10=fp0"), None);
+    assert_eq!(parse_log_line("processed 2 insns (limit 1000000)"), None);
+}
+
+#[test]
 fn kernel_log_lines_read_back() {
     // Register state after `;` is a comment, as is a source line.
     let prog = assemble(

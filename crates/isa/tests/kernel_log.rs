@@ -81,35 +81,13 @@ fn kernel() -> Option<()> {
     }
 }
 
-/// The instruction text of every `N: (xx) text` line of a verifier log,
-/// from the live-registers listing (`  N: ..2....... (xx) text`) and from
-/// the walk (`N: (xx) text   ; R0=...`), keyed by pc.
+/// The instruction lines of a verifier log, keyed by pc.
 fn log_insns(log: &str) -> BTreeMap<usize, Vec<(u8, String)>> {
     let mut out: BTreeMap<usize, Vec<(u8, String)>> = BTreeMap::new();
-    for line in log.lines() {
-        let line = line.trim_start();
-        let Some((pc, rest)) = line.split_once(": ") else {
-            continue;
-        };
-        let Ok(pc) = pc.parse::<usize>() else {
-            continue;
-        };
-        // Skip the liveness column if present.
-        let rest = match rest.split_once(' ') {
-            Some((live, after)) if live.chars().all(|c| c == '.' || c.is_ascii_digit()) => after,
-            _ => rest,
-        };
-        let Some(rest) = rest.strip_prefix('(') else {
-            continue;
-        };
-        let Some((code, text)) = rest.split_once(") ") else {
-            continue;
-        };
-        let Ok(code) = u8::from_str_radix(code, 16) else {
-            continue;
-        };
-        let text = text.split(';').next().unwrap_or("").trim_end();
-        out.entry(pc).or_default().push((code, text.to_string()));
+    for l in log.lines().filter_map(disasm::parse_log_line) {
+        out.entry(l.pc)
+            .or_default()
+            .push((l.code, l.text.to_string()));
     }
     out
 }
