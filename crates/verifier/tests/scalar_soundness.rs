@@ -195,9 +195,14 @@ fn sext(v: u64, bytes: u8) -> u64 {
     }
 }
 
+/// 2000 cases per property unless PROPTEST_CASES says otherwise.
 fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
     ProptestConfig {
-        cases: 4000,
+        cases,
         ..ProptestConfig::default()
     }
 }
@@ -350,6 +355,58 @@ proptest! {
     fn linked_registers_follow_the_known_one((k, x) in member(), delta in any::<i32>()) {
         let r = Scalar::linked_add(&k, i64::from(delta));
         prop_assert!(r.contains(x.wrapping_add(delta as i64 as u64)), "{k:?} + {delta} -> {r:?}");
+    }
+
+    /// Inconsistent inputs (as a buggy caller or a dead branch may produce)
+    /// must not panic, even with overflow checks on.
+    #[test]
+    fn arbitrary_states_never_panic(v in any::<u64>(), m in any::<u64>(), b in proptest::array::uniform4(any::<u64>()),
+                                    c in proptest::array::uniform4(any::<u32>()), imm in any::<u64>(),
+                                    op in proptest::sample::select(&ALU_OPS[..]),
+                                    jop in proptest::sample::select(&JMP_OPS[..]), flag in any::<bool>()) {
+        let s = Scalar {
+            var_off: Tnum::new(v & !m, m),
+            smin: b[0] as i64,
+            smax: b[1] as i64,
+            umin: b[2],
+            umax: b[3],
+            s32_min: c[0] as i32,
+            s32_max: c[1] as i32,
+            u32_min: c[2],
+            u32_max: c[3],
+        };
+        let k = Scalar::constant(imm);
+        for src in [&s, &k] {
+            let mut d = s;
+            let _ = d.alu(op, src, flag);
+            let mut d = k;
+            let _ = d.alu(op, &s, flag);
+            let _ = is_branch_taken(&s, src, jop, flag);
+            let mut r = set_min_max(&s, src, jop, flag);
+            let _ = r.sanitize();
+            let _ = s.ptr_add_var(src);
+            let _ = s.ptr_sub_var(src);
+        }
+        let mut r = set_min_max_same(&s, jop, flag);
+        let _ = r.sanitize();
+        let mut d = s;
+        d.neg(flag);
+        let mut d = s;
+        d.byte_swap(if flag { EndianOp::Bswap } else { EndianOp::ToBe }, 16 << (imm % 3));
+        for size in [1u8, 2, 4] {
+            let mut d = s;
+            d.coerce_to_size(size);
+            let mut d = s;
+            d.coerce_to_size_sx(size);
+            let _ = Scalar::movsx32(&s, size * 8);
+        }
+        let _ = Scalar::linked_add(&s, imm as i64);
+        let _ = s.log_string(Default::default());
+        let mut d = s;
+        d.sync();
+        let _ = d.sanitize();
+        let _ = s.is_superset_of(&k);
+        let _ = s.var_off.step(imm);
     }
 
     #[test]
