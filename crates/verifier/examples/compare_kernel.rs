@@ -62,6 +62,11 @@ fn main() {
                 .last()
                 .unwrap_or("")
                 .to_string();
+            // A message printed without a newline runs into the stats line.
+            let last = match last.find("verification time") {
+                Some(i) => last[..i].to_string(),
+                None => last,
+            };
             let (kv, ke) = match &rep.verdict {
                 KVerdict::Accepted => ("accepted", String::new()),
                 KVerdict::Rejected => ("rejected", last),

@@ -495,10 +495,7 @@ impl Env<'_> {
             id::TAIL_CALL => {
                 let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
-                    let t = m.map_or(0, |m| m.map_type.0);
-                    return self.err(format!(
-                        "cannot pass map_type {t} into func bpf_tail_call#12"
-                    ));
+                    return self.err("expected prog array map for tail call");
                 }
                 if !self.cur.refs.is_empty() {
                     return self.err("tail_call would lead to reference leak");
@@ -692,15 +689,10 @@ impl Env<'_> {
                 self.cur.frames.len() + 1
             ));
         }
-        let global = self.prog.func_info.get(sub).is_some_and(|f| f.linkage == 1);
-        if global {
+        if self.is_global(sub) {
             // Verified on its own; the caller sees an unknown scalar.
-            for r in 1..=5u8 {
-                let reg = self.cur.reg(r);
-                if reg.ty == RegType::NotInit {
-                    break;
-                }
-            }
+            self.check_global_call_args(sub)?;
+            self.called_global[sub] = true;
             for r in 1..=5 {
                 *self.cur.reg_mut(r) = Reg::not_init();
             }
@@ -768,6 +760,16 @@ impl Env<'_> {
         let r0 = *self.cur.reg(0);
         let frame = self.cur.frame();
         if frame.in_async_callback_fn {
+            return Ok(());
+        }
+        if frame.subprogno != 0 {
+            // A global function only promises a scalar.
+            if r0.ty != RegType::Scalar {
+                return self.err(format!(
+                    "At subprogram exit the register R0 is not a scalar value ({})",
+                    r0.type_str()
+                ));
+            }
             return Ok(());
         }
         let range = match self.prog_type {

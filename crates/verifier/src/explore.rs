@@ -68,6 +68,9 @@ pub struct Env<'a> {
     /// Set when the current instruction touched a stack slot whose
     /// provenance precision backtracking must follow.
     pub hist_stack_flag: u16,
+    /// Global subprograms reached by a call, and those already verified.
+    pub called_global: Vec<bool>,
+    pub verified_global: Vec<bool>,
 }
 
 impl<'a> Env<'a> {
@@ -101,6 +104,8 @@ impl<'a> Env<'a> {
             explored_bytes: 0,
             started: Instant::now(),
             hist_stack_flag: 0,
+            called_global: vec![false; nsub],
+            verified_global: vec![false; nsub],
         }
     }
 

@@ -13,6 +13,7 @@ pub mod ctx;
 mod ctx_glue;
 mod error;
 mod explore;
+mod global_func;
 pub mod helpers;
 mod log;
 mod pool;
@@ -136,7 +137,10 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     };
     let mut env = explore::Env::new(obj, prog, opts, cfg);
     env.init_main_state();
-    let res = env.do_check().and_then(|()| env.check_max_stack_depth());
+    let res = env
+        .do_check()
+        .and_then(|()| env.check_global_subprogs())
+        .and_then(|()| env.check_max_stack_depth());
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();

@@ -1,0 +1,138 @@
+//! Global (non-static) functions: verified once on their own, with
+//! arguments typed from their BTF signature, and treated as returning an
+//! unknown scalar at every call site (the kernel's do_check_subprogs and
+//! btf_prepare_func_args / btf_check_subprog_call).
+
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::regs::{flag, Reg, RegType};
+use crate::state::{Frame, State};
+use bpfvet_object::btf::Kind;
+
+/// Context struct names: a pointer to one of these is the program's ctx.
+const CTX_STRUCTS: [&str; 15] = [
+    "__sk_buff",
+    "xdp_md",
+    "bpf_sock_ops",
+    "sk_msg_md",
+    "bpf_sock",
+    "bpf_sock_addr",
+    "pt_regs",
+    "bpf_perf_event_data",
+    "bpf_raw_tracepoint_args",
+    "bpf_sysctl",
+    "bpf_sockopt",
+    "sk_reuseport_md",
+    "bpf_sk_lookup",
+    "bpf_cgroup_dev_ctx",
+    "bpf_nf_ctx",
+];
+
+/// What a global function's argument is, from its BTF type.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ArgKind {
+    Scalar,
+    Ctx,
+    /// Memory of this many bytes, possibly NULL.
+    Mem(u32),
+    Unsupported,
+}
+
+impl Env<'_> {
+    pub fn is_global(&self, subprog: usize) -> bool {
+        self.prog.func_info.get(subprog).is_some_and(|f| f.linkage == 1)
+    }
+
+    /// Argument kinds of global subprogram `subprog` (up to 5).
+    pub fn global_args(&self, subprog: usize) -> Vec<ArgKind> {
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(fi) = self.prog.func_info.get(subprog) else {
+            return Vec::new();
+        };
+        let Some(func) = btf.type_by_id(fi.type_id) else {
+            return Vec::new();
+        };
+        let Some(proto) = btf.type_by_id(func.size_or_type) else {
+            return Vec::new();
+        };
+        btf.params(proto)
+            .iter()
+            .map(|p| {
+                let Some((_, t)) = btf.skip_mods_and_typedefs(p.type_id) else {
+                    return ArgKind::Unsupported;
+                };
+                match t.kind {
+                    Kind::Int | Kind::Enum | Kind::Enum64 => ArgKind::Scalar,
+                    Kind::Ptr => match btf.skip_mods_and_typedefs(t.size_or_type) {
+                        Some((_, pt)) if pt.kind == Kind::Struct && CTX_STRUCTS.contains(&btf.name(pt)) => ArgKind::Ctx,
+                        Some((id, _)) => match btf.resolve_size(id) {
+                            Ok(sz) if sz > 0 => ArgKind::Mem(sz as u32),
+                            _ => ArgKind::Unsupported,
+                        },
+                        None => ArgKind::Unsupported,
+                    },
+                    _ => ArgKind::Unsupported,
+                }
+            })
+            .collect()
+    }
+
+    /// The call site's arguments must match the callee's signature.
+    pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
+        for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
+            let regno = (i + 1) as u8;
+            self.check_read(regno)?;
+            let r = *self.cur.reg(regno);
+            match k {
+                ArgKind::Scalar if r.ty != RegType::Scalar => {
+                    return self.err(format!("R{regno} is not a scalar"));
+                }
+                ArgKind::Ctx if r.ty != RegType::Ctx => {
+                    return self.err(format!(
+                        "arg#{i} expected pointer to ctx, but got {}",
+                        r.type_str()
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Verifies every global function the main program called, each from
+    /// a fresh state.
+    pub fn check_global_subprogs(&mut self) -> VResult<()> {
+        let mut k = 1;
+        while k < self.called_global.len() {
+            if !self.called_global[k] || self.verified_global[k] {
+                k += 1;
+                continue;
+            }
+            self.verified_global[k] = true;
+            let mut st = State::new();
+            st.frames[0] = Frame::new(-1, 0, k as u32);
+            for (i, a) in self.global_args(k).into_iter().enumerate().take(5) {
+                st.frames[0].regs[i + 1] = match a {
+                    ArgKind::Scalar | ArgKind::Unsupported => Reg::unknown_scalar(),
+                    ArgKind::Ctx => Reg::pointer(RegType::Ctx),
+                    ArgKind::Mem(sz) => {
+                        let mut r = Reg::pointer(RegType::Mem);
+                        r.aux = sz;
+                        r.flags |= flag::MAYBE_NULL;
+                        r.id = self.new_id();
+                        r
+                    }
+                };
+            }
+            st.in_sleepable = self.prog.sleepable;
+            self.cur = st;
+            self.insn_idx = self.cfg.subprogs[k].start;
+            self.do_check()?;
+            // Restart the scan: this function may have called others.
+            k = 1;
+        }
+        Ok(())
+    }
+}
