@@ -30,7 +30,7 @@ pub struct Args {
     /// Object files, or directories searched for *.o; CSV files with -C/-R.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Which verifier produces the figures.
+    /// Which verifier produces the figures [default: bpfvet].
     #[arg(long, value_enum)]
     backend: Option<BackendKind>,
     /// Stats to emit, comma-separated veristat names (file, prog, verdict,
@@ -220,8 +220,8 @@ fn run_compare(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(mismatch as u8))
 }
 
-/// The default until the bpfvet verifier is complete enough to be first.
-const DEFAULT_BACKEND: BackendKind = BackendKind::Kernel;
+/// bpfvet's own verifier: needs no root and no particular kernel.
+const DEFAULT_BACKEND: BackendKind = BackendKind::Bpfvet;
 
 fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     let kind = args.backend.unwrap_or(DEFAULT_BACKEND);
@@ -384,6 +384,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
 const BOTH_SIDES: SideNames = SideNames {
     table: [" (bpfvet)", " (kernel)", " (DIFF)"],
     csv: ["_bpfvet", "_kernel", "_diff"],
+    tagged: &[Stat::TotalInsns],
 };
 
 /// The closing lines of `--backend both`.

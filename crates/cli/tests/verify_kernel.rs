@@ -141,3 +141,42 @@ fn refusals_are_named_and_table_is_veristat_shaped() {
         .starts_with("Done. Processed 2 files, 3 programs. Skipped "));
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn both_backends_side_by_side() {
+    let dir = progs_dir();
+    let Some(o) = kernel_run(&[
+        "--backend",
+        "both",
+        "-o",
+        "csv",
+        "-e",
+        "file,prog,verdict,insns",
+        "-f",
+        "stress_states*/",
+        &dir,
+    ]) else {
+        return;
+    };
+    let out = String::from_utf8(o.stdout).unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "file_name,prog_name,verdict_bpfvet,verdict_kernel,verdict_diff,\
+         total_insns_bpfvet,total_insns_kernel,total_insns_diff"
+    );
+    // The kernel's figure is fixed (SEEDS.md 1d); the DIFF cell says whether
+    // bpfvet agrees, MATCH or MISMATCH with the difference.
+    let cells: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(cells[..2], ["stress_states.bpf.o", "state_stress"]);
+    assert_eq!(cells[6], "14456");
+    assert!(
+        cells[7] == "MATCH" || cells[7].starts_with("MISMATCH "),
+        "{}",
+        cells[7]
+    );
+    assert_eq!(cells[7] == "MATCH", cells[5] == "14456");
+    assert!(err.contains("Programs: 1. Verdict agreement: "), "{err}");
+    assert!(err.contains("kernel total verification time: "), "{err}");
+}

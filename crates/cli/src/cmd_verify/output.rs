@@ -151,12 +151,28 @@ fn row_json(row: &Row, stats: &[Stat]) -> Value {
 pub struct SideNames {
     pub table: [&'static str; 3],
     pub csv: [&'static str; 3],
+    /// Numeric stats whose DIFF also says MATCH or MISMATCH.
+    pub tagged: &'static [Stat],
 }
 
 pub const COMPARE_SIDES: SideNames = SideNames {
     table: [" (A)", " (B)", " (DIFF)"],
     csv: ["_base", "_comp", "_diff"],
+    tagged: &[],
 };
+
+/// The A, B and DIFF cells, with MATCH/MISMATCH for tagged stats.
+fn cells(j: &Joined, s: Stat, missing: &str, sides: &SideNames) -> [String; 3] {
+    let mut c = j.cells(s, missing);
+    if sides.tagged.contains(&s) && j.a.is_some() && j.b.is_some() {
+        c[2] = if j.same(s) {
+            "MATCH".to_string()
+        } else {
+            format!("MISMATCH {}", c[2])
+        };
+    }
+    c
+}
 
 pub fn write_joined(
     out: &mut impl Write,
@@ -187,7 +203,8 @@ pub fn write_joined(
                     });
                     continue;
                 }
-                let cells: Vec<[String; 3]> = rows.iter().map(|j| j.cells(s, MISSING)).collect();
+                let cells: Vec<[String; 3]> =
+                    rows.iter().map(|j| cells(j, s, MISSING, sides)).collect();
                 for k in 0..3 {
                     cols.push(Column {
                         header: format!("{}{}", s.def().header, sides.table[k]),
@@ -220,7 +237,7 @@ pub fn write_joined(
                     match s {
                         Stat::File => cells.push(j.file.clone()),
                         Stat::Prog => cells.push(j.prog.clone()),
-                        _ => cells.extend(j.cells(s, "0")),
+                        _ => cells.extend(self::cells(j, s, "0", sides)),
                     }
                 }
                 writeln!(out, "{}", cells.join(","))?;
@@ -237,7 +254,7 @@ pub fn write_joined(
                     for &s in stats.iter().filter(|s| !s.is_key()) {
                         let side =
                             |r: &Option<Row>| r.as_ref().map_or(Value::Null, |r| stat_json(r, s));
-                        let [_, _, diff] = j.cells(s, MISSING);
+                        let [_, _, diff] = cells(j, s, MISSING, sides);
                         m.insert(
                             s.csv_name().into(),
                             json!({ "a": side(&j.a), "b": side(&j.b), "diff": diff }),
