@@ -69,13 +69,14 @@ struct sum_ctx {
 // its states converge.
 static __u64 sum_weights(void *map, __u32 *key, __u64 *value, struct sum_ctx *sc)
 {
-	sc->total += *value * (*key + 1);
+	sc->total += *value * *key;
 	return 0; // continue with the next element
 }
 
 // Adds packet length into weights[len % 8], then sums key-weighted values
-// of all eight elements with bpf_for_each_map_elem.  XDP_PASS if the
-// weighted total is even, XDP_DROP if odd.
+// (value * key) of all eight elements with bpf_for_each_map_elem.  XDP_PASS
+// if the weighted total is even, XDP_DROP if odd (on fresh maps: odd
+// packet lengths drop).
 SEC("xdp")
 int xdp_for_each(struct xdp_md *ctx)
 {
