@@ -5,6 +5,7 @@
 # last line of its verifier log.  This produced the table in EXPECTED.md.
 # Usage: ./measure.sh [OBJ...]   (default: all *.bpf.o)
 #        ./measure.sh --tsv [OBJ...]   raw columns, see measure.c
+#        ./measure.sh --build          only build build/measure
 set -eu
 cd "$(dirname "$0")"
 mkdir -p build
@@ -12,6 +13,9 @@ if [ ! -x build/measure ] || [ measure.c -nt build/measure ]; then
     gcc -O2 -Wall -o build/measure measure.c -lbpf
 fi
 
+if [ "${1:-}" = "--build" ]; then
+    exit 0
+fi
 tsv=false
 if [ "${1:-}" = "--tsv" ]; then
     tsv=true

@@ -48,7 +48,7 @@ PROGRAMS = [
 
 
 def main() -> int:
-    subprocess.run([str(HERE / "measure.sh"), "--tsv", "/dev/null"], capture_output=True)
+    subprocess.run([str(HERE / "measure.sh"), "--build"], check=True)
     packets = sorted(str(p.relative_to(HERE)) for p in (HERE / "packets").glob("*.bin"))
     for obj, prog in PROGRAMS:
         res = subprocess.run([str(HERE / "build" / "measure"), "--run", obj, prog, *packets],
