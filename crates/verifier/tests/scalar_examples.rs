@@ -297,3 +297,18 @@ fn minus_one_or_zero_forks_on_and_or() {
     other.alu(AluOp::Or, &k(16), true);
     assert_eq!(log(&other), "16");
 }
+
+#[test]
+fn linked_registers_after_a_branch() {
+    // r7 = r6; r7 += 1; r8 = r6; w8 += 1; r9 = r6; r9 -= 3; if r6 > 7 (fall):
+    // R7=scalar(smin=umin=smin32=umin32=1,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))
+    // R8 the same, R9=scalar(smin=smin32=-3,smax=smax32=4)
+    let r6 = set_min_max(&masked(0xff), &k(7), JmpOp::Gt, false).fall[0];
+    let want = "scalar(smin=umin=smin32=umin32=1,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))";
+    assert_eq!(log(&Scalar::linked_add(&r6, 1, false)), want);
+    assert_eq!(log(&Scalar::linked_add(&r6, 1, true)), want);
+    assert_eq!(
+        log(&Scalar::linked_add(&r6, -3, false)),
+        "scalar(smin=smin32=-3,smax=smax32=4)"
+    );
+}

@@ -353,8 +353,11 @@ proptest! {
 
     #[test]
     fn linked_registers_follow_the_known_one((k, x) in member(), delta in any::<i32>()) {
-        let r = Scalar::linked_add(&k, i64::from(delta));
+        let r = Scalar::linked_add(&k, i64::from(delta), false);
         prop_assert!(r.contains(x.wrapping_add(delta as i64 as u64)), "{k:?} + {delta} -> {r:?}");
+        let r = Scalar::linked_add(&k, i64::from(delta), true);
+        let want = u64::from((x as u32).wrapping_add(delta as u32));
+        prop_assert!(r.contains(want), "w: {k:?} + {delta} -> {r:?}");
     }
 
     /// Inconsistent inputs (as a buggy caller or a dead branch may produce)
@@ -400,7 +403,7 @@ proptest! {
             d.coerce_to_size_sx(size);
             let _ = Scalar::movsx32(&s, size * 8);
         }
-        let _ = Scalar::linked_add(&s, imm as i64);
+        let _ = Scalar::linked_add(&s, imm as i64, flag);
         let _ = s.log_string(Default::default());
         let mut d = s;
         d.sync();

@@ -233,16 +233,21 @@ impl Scalar {
     }
 
     /// The value of a register linked to `known` by `reg = known + delta`
-    /// (sync_linked_regs: the two ids differ by BPF_ADD_CONST offsets, delta
-    /// = reg.off - known.off). `delta == 0` is a plain copy. Not synced, as
-    /// in the kernel.
-    pub fn linked_add(known: &Scalar, delta: i64) -> Scalar {
+    /// (sync_linked_regs, 6.18.y: delta = reg.off - known.off as 64-bit
+    /// numbers). `zext32` when the linked register's id carries
+    /// BPF_ADD_CONST32 (its link was made by an ALU32 add/sub), whose result
+    /// is zero-extended. `delta == 0` is a plain copy.
+    pub fn linked_add(known: &Scalar, delta: i64, zext32: bool) -> Scalar {
         let mut r = *known;
         if delta != 0 {
             let d = Scalar::constant(delta as u64);
             r.add32(&d);
             r.add64(&d);
             r.var_off = r.var_off + d.var_off;
+            if zext32 {
+                r.zext_32_to_64();
+            }
+            r.sync();
         }
         r
     }
