@@ -47,11 +47,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 def backtrack_stress() -> str:
     lines = [HEADER]
     lines.append("""\
-// "backtrack stress": a tc program in which the value tested by every branch
-// comes out of an arithmetic chain on a map value.  Each equality branch
-// needs x precise, so the verifier backtracks through the chain again and
-// again; the pairs (+1 then -1) make many paths reach the same code with the
-// same constants, so pruning and precision interact on every step.
+// "backtrack stress": a tc program whose branches all test a value that
+// comes out of an arithmetic chain on a map value.  The taken arm of each
+// branch makes x a constant; every later branch is then decided by it, which
+// marks x precise and backtracks through the jump history to the chain and
+// the map load.  Precise constants differ from path to path, so saved
+// checkpoints seldom match: most taken branches start a path that runs to
+// the end of the program.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
