@@ -7,6 +7,7 @@
 //! Entry points: [`check_ctx_access`] / [`check_ctx_access_with`],
 //! [`ctx_size`], [`retval::return_range`].
 
+pub mod btf_args;
 mod cgroup;
 mod layout;
 pub mod retval;
