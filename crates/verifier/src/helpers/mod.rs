@@ -101,6 +101,36 @@ pub fn helper_proto_for(id: u32, prog: &CallerProg) -> Result<&'static HelperPro
     })
 }
 
+/// Every helper's prototype for one calling program, resolved once so a
+/// verifier looks helpers up by index while it explores.
+#[derive(Clone, Debug)]
+pub struct HelperTable {
+    protos: Vec<Option<&'static HelperProto>>,
+}
+
+impl HelperTable {
+    pub fn new(prog: &CallerProg) -> Self {
+        HelperTable {
+            protos: (0..HELPER_MAX_ID)
+                .map(|id| helper_proto_for(id, prog).ok())
+                .collect(),
+        }
+    }
+
+    /// Same answer as [`helper_proto_for`] for the program the table was
+    /// built for.
+    pub fn get(&self, id: u32) -> Result<&'static HelperProto, HelperError> {
+        match self.protos.get(id as usize) {
+            None => Err(HelperError::Unknown { id }),
+            Some(Some(p)) => Ok(p),
+            Some(None) => Err(HelperError::NotAllowed {
+                id,
+                name: helper_display_name(id),
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +194,17 @@ mod tests {
         assert_eq!(p.ret.base, RetBase::PtrToMapValue);
         assert!(p.ret.flags.contains(TypeFlags::MAYBE_NULL));
         assert!(p.pkt_access);
+    }
+
+    #[test]
+    fn table_agrees_with_direct_lookup() {
+        for &pt in ProgType::ALL {
+            let caller = CallerProg::new(pt, None);
+            let table = HelperTable::new(&caller);
+            for id in 0..HELPER_MAX_ID + 2 {
+                assert_eq!(table.get(id), helper_proto_for(id, &caller), "{pt} {id}");
+            }
+        }
     }
 
     #[test]
