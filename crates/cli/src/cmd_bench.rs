@@ -1,10 +1,55 @@
-//! Not built yet: see the open issues.
+//! `bpfvet bench`: benchmarks with the machine named in the output.
+//! `bench maps` runs the seed tables of the maps crate; `bench run` is the
+//! slot for the runtime's benchmarks.
 
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not implemented yet")
+#[derive(clap::Subcommand)]
+enum What {
+    /// HASH vs RHASH (plus papaya and dashmap) on the seed workloads:
+    /// lookups, full updates, 8-writer overwrite with memory, hash functions.
+    Maps(MapsArgs),
+    /// Runtime (vm) benchmarks: not built yet.
+    Run,
+}
+
+#[derive(clap::Args)]
+struct MapsArgs {
+    /// Timed runs per figure; the median is printed.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Scale sizes and counts down 100x (a smoke test, not a measurement).
+    #[arg(long)]
+    quick: bool,
+    /// Only these tables (comma separated): lookup, update, overwrite, hash.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.what {
+        What::Maps(a) => {
+            const TABLES: [&str; 4] = ["lookup", "update", "overwrite", "hash"];
+            if let Some(bad) = a.only.iter().find(|t| !TABLES.contains(&t.as_str())) {
+                anyhow::bail!("unknown table {bad:?}; choose from {}", TABLES.join(", "));
+            }
+            if a.runs == 0 {
+                anyhow::bail!("--runs must be at least 1");
+            }
+            let opts = bpfvet_maps::bench::Options {
+                runs: a.runs,
+                quick: a.quick,
+                only: a.only,
+            };
+            print!("{}", bpfvet_maps::bench::report(&opts));
+            Ok(ExitCode::SUCCESS)
+        }
+        What::Run => anyhow::bail!("`bench run` is not implemented yet (runtime benchmarks)"),
+    }
 }

@@ -261,13 +261,14 @@ impl HashMap {
         } else {
             Pool::OnDemand
         };
-        let buckets = (0..n_buckets)
+        let buckets: Box<[Bucket]> = (0..n_buckets)
             .map(|i| Bucket {
                 lock: AtomicU32::new(0),
                 head: AtomicUsize::new(nulls_of(i)),
             })
             .collect();
         let layout = attr.layout();
+        crate::accounting::add(std::mem::size_of_val(&*buckets));
         Ok(HashMap {
             common: Common::new(attr),
             layout,
@@ -391,6 +392,7 @@ impl HashMap {
                     }
                     return Err(MapError::NoMem);
                 }
+                crate::accounting::add(self.elem_size);
                 Ok(p as usize)
             }
             Pool::Prealloc { free, spares, .. } => {
@@ -485,6 +487,7 @@ impl HashMap {
                     guard.defer_unchecked(move || {
                         if let Ok(l) = Layout::from_size_align(size, 8) {
                             std::alloc::dealloc(e as *mut u8, l);
+                            crate::accounting::sub(size);
                         }
                     })
                 };
@@ -750,6 +753,7 @@ pub(crate) fn check_flags(exists: bool, mode: u64) -> Result<()> {
 
 impl Drop for HashMap {
     fn drop(&mut self) {
+        crate::accounting::sub(std::mem::size_of_val(&*self.buckets));
         if let Pool::OnDemand = self.pool {
             let layout = Layout::from_size_align(self.elem_size, 8);
             for b in self.buckets.iter() {
@@ -760,6 +764,7 @@ impl Drop for HashMap {
                         // SAFETY: no one else can reach the map any more;
                         // each linked element is freed once.
                         unsafe { std::alloc::dealloc(link as *mut u8, l) };
+                        crate::accounting::sub(self.elem_size);
                     }
                     link = next;
                 }

@@ -49,8 +49,11 @@ use std::sync::Arc;
 
 pub use crossbeam_epoch::{pin, Guard};
 
+pub mod accounting;
 pub mod array;
 mod attr;
+#[cfg(feature = "bench")]
+pub mod bench;
 mod error;
 pub mod hash;
 pub mod htab;

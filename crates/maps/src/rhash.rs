@@ -104,6 +104,7 @@ fn free_elem(e: usize, size: usize) {
             std::ptr::drop_in_place(e as *mut ElemHdr);
             std::alloc::dealloc(e as *mut u8, l);
         }
+        crate::accounting::sub(size);
     }
 }
 
@@ -164,6 +165,7 @@ struct Table {
 
 impl Table {
     fn new(size: usize, salt: u32) -> Box<Table> {
+        crate::accounting::add(size * std::mem::size_of::<Bucket>());
         Box::new(Table {
             buckets: (0..size)
                 .map(|_| Bucket {
@@ -197,6 +199,12 @@ impl Table {
 
     fn size(&self) -> usize {
         self.mask + 1
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        crate::accounting::sub(self.buckets.len() * std::mem::size_of::<Bucket>());
     }
 }
 
@@ -405,6 +413,7 @@ impl RHashMap {
         if p.is_null() {
             return Err(MapError::NoMem);
         }
+        crate::accounting::add(self.elem_size);
         // SAFETY: fresh, aligned memory large enough for the header.
         unsafe {
             std::ptr::write(

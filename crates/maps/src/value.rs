@@ -271,6 +271,12 @@ pub unsafe fn fill_zero(dst: *mut u8, len: usize) {
 /// 8-byte aligned, atomically accessed storage for map memory.
 pub struct Slab(Box<[AtomicU64]>);
 
+impl Drop for Slab {
+    fn drop(&mut self) {
+        crate::accounting::sub(self.0.len() * 8);
+    }
+}
+
 impl Slab {
     pub fn new_zeroed(bytes: usize) -> Result<Slab, crate::MapError> {
         let words = bytes.div_ceil(8);
@@ -278,6 +284,7 @@ impl Slab {
         v.try_reserve_exact(words)
             .map_err(|_| crate::MapError::NoMem)?;
         v.resize_with(words, || AtomicU64::new(0));
+        crate::accounting::add(words * 8);
         Ok(Slab(v.into_boxed_slice()))
     }
 

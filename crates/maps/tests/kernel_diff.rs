@@ -480,6 +480,9 @@ fn creation_errnos_match_kernel() {
     let agreed = std::cell::Cell::new(0);
     runner
         .run(&strat, |(t, ks, vs, max, flags, extra)| {
+            // Huge maps fail with ENOMEM on either side depending on the
+            // memory free at the moment: not a semantic question.
+            prop_assume!((vs as u64 + ks as u64 + 16) * max as u64 <= 64 << 20);
             let flags = flags.iter().fold(0, |a, f| a | f);
             let mut attr = MapAttr::new(t, ks, vs, max).with_flags(flags);
             attr.map_extra = extra;
