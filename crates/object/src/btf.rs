@@ -489,8 +489,9 @@ impl Btf {
                 }
                 _ => Extra::None,
             };
-            self.str_at(name_off)
-                .ok_or_else(|| type_err(id, format!("name offset {name_off} invalid")))?;
+            if !self.str_off_valid(name_off) {
+                return Err(type_err(id, format!("name offset {name_off} invalid")));
+            }
             self.types.push(BtfType {
                 name_off,
                 kind,
@@ -536,8 +537,9 @@ impl Btf {
             }
             for m in self.members(t) {
                 check(id, m.type_id)?;
-                self.str_at(m.name_off)
-                    .ok_or_else(|| type_err(id, "member name offset invalid"))?;
+                if !self.str_off_valid(m.name_off) {
+                    return Err(type_err(id, "member name offset invalid"));
+                }
             }
             for p in self.params(t) {
                 check(id, p.type_id)?;
@@ -545,9 +547,12 @@ impl Btf {
             for v in self.datasec_vars(t) {
                 check(id, v.type_id)?;
             }
-            for e in self.enum_values(t) {
-                self.str_at(e.name_off)
-                    .ok_or_else(|| type_err(id, "enumerator name offset invalid"))?;
+            if self
+                .enum_values(t)
+                .iter()
+                .any(|e| !self.str_off_valid(e.name_off))
+            {
+                return Err(type_err(id, "enumerator name offset invalid"));
             }
             if t.kind == Kind::Func && self.types[t.size_or_type as usize].kind != Kind::FuncProto {
                 return Err(type_err(id, "FUNC does not point to a FUNC_PROTO"));
@@ -571,6 +576,12 @@ impl Btf {
 
     pub fn raw_bytes(&self) -> &[u8] {
         &self.raw
+    }
+
+    /// Whether `off` points into the string section (which ends with NUL,
+    /// so every such offset starts a terminated string).
+    fn str_off_valid(&self, off: u32) -> bool {
+        off == 0 || (off as usize) < self.str_len
     }
 
     /// The string at `off` in the string section (None if out of range or
@@ -693,6 +704,44 @@ impl Btf {
     /// Ids of all types, from 1.
     pub fn ids(&self) -> Range<u32> {
         1..self.len()
+    }
+}
+
+/// Appends type records and strings to a raw BTF blob, laid out as header,
+/// types, strings. Existing type ids and string offsets stay valid; the
+/// first appended string gets offset `old string length`.
+pub(crate) fn append_raw(raw: &[u8], types: &[u8], strings: &[u8]) -> Result<Vec<u8>, BtfError> {
+    let field = |at: usize| rd_u32(raw, at).ok_or_else(|| BtfError::Header("truncated".into()));
+    let hdr_len = field(4)? as usize;
+    let (type_off, type_len) = (field(8)? as usize, field(12)? as usize);
+    let (str_off, str_len) = (field(16)? as usize, field(20)? as usize);
+    let body = raw
+        .get(hdr_len..)
+        .ok_or_else(|| BtfError::Header("truncated".into()))?;
+    let old_types = body
+        .get(type_off..type_off + type_len)
+        .ok_or_else(|| BtfError::Header("type section outside the data".into()))?;
+    let old_strs = body
+        .get(str_off..str_off + str_len)
+        .ok_or_else(|| BtfError::Header("string section outside the data".into()))?;
+    let new_type_len = (type_len + types.len()) as u32;
+    let mut out = raw[..hdr_len].to_vec();
+    out[8..12].copy_from_slice(&0u32.to_le_bytes());
+    out[12..16].copy_from_slice(&new_type_len.to_le_bytes());
+    out[16..20].copy_from_slice(&new_type_len.to_le_bytes());
+    out[20..24].copy_from_slice(&((str_len + strings.len()) as u32).to_le_bytes());
+    out.extend_from_slice(old_types);
+    out.extend_from_slice(types);
+    out.extend_from_slice(old_strs);
+    out.extend_from_slice(strings);
+    Ok(out)
+}
+
+impl Btf {
+    /// Length in bytes of the string section (the offset a new string
+    /// appended with [`append_raw`] gets).
+    pub(crate) fn strings_len(&self) -> u32 {
+        self.str_len as u32
     }
 }
 

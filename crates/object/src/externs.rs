@@ -4,7 +4,10 @@
 
 use bpfvet_isa::uapi::{self, MapType};
 
-use crate::btf::{Btf, Kind, BTF_FUNC_EXTERN, BTF_VAR_GLOBAL_EXTERN};
+use crate::btf::{
+    append_raw, Btf, BtfError, Kind, BTF_FUNC_EXTERN, BTF_FUNC_GLOBAL, BTF_VAR_GLOBAL_ALLOCATED,
+    BTF_VAR_GLOBAL_EXTERN,
+};
 use crate::elf::ElfFile;
 use crate::error::{ErrorKind, LResult, Located};
 use crate::load::LoadOptions;
@@ -261,7 +264,79 @@ pub fn patch_kconfig_datasec(raw: &mut [u8], btf: &Btf, ext: &Externs) {
             let at = rec + 12 + 12 * i + 4;
             raw[at..at + 4].copy_from_slice(&offset.to_le_bytes());
             total = total.max(offset + size);
+            if let Some(var_rec) = btf.record_offset(v.type_id) {
+                raw[var_rec + 12..var_rec + 16]
+                    .copy_from_slice(&BTF_VAR_GLOBAL_ALLOCATED.to_le_bytes());
+            }
         }
     }
     raw[rec + 8..rec + 12].copy_from_slice(&total.to_le_bytes());
+}
+
+/// Rewrites the `.ksyms` DATASEC as libbpf does before BPF_BTF_LOAD: every
+/// entry becomes a 4-byte slot; extern VARs become allocated ints; kfunc
+/// FUNCs become global, their unnamed params get a name, and their DATASEC
+/// slot points at an appended `dummy_ksym` VAR (the kernel wants only VARs
+/// in a DATASEC).
+pub fn sanitize_ksyms(mut raw: Vec<u8>, btf: &Btf) -> Result<Vec<u8>, BtfError> {
+    let Some(sec_id) = btf.find_by_name_kind(".ksyms", Kind::Datasec) else {
+        return Ok(raw);
+    };
+    let sec = btf.type_by_id(sec_id).expect("found id");
+    let vars = btf.datasec_vars(sec);
+    let has_func = vars.iter().any(|v| {
+        btf.type_by_id(v.type_id)
+            .is_some_and(|t| t.kind == Kind::Func)
+    });
+    let int_id = btf
+        .ids()
+        .find(|&id| {
+            btf.type_by_id(id)
+                .and_then(|t| t.int_info())
+                .is_some_and(|i| i.2 == 32)
+        })
+        .unwrap_or(0);
+    let dummy_id = btf.len();
+    let dummy_name = btf.strings_len();
+    let put =
+        |raw: &mut Vec<u8>, at: usize, v: u32| raw[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    let rec = btf.record_offset(sec_id).expect("valid id");
+    for (i, v) in vars.iter().enumerate() {
+        let Some(vt) = btf.type_by_id(v.type_id) else {
+            continue;
+        };
+        let vrec = btf.record_offset(v.type_id).expect("valid id");
+        if vt.kind == Kind::Func {
+            if let Some(proto) = btf.type_by_id(vt.size_or_type) {
+                let prec = btf.record_offset(vt.size_or_type).expect("valid id");
+                for (j, p) in btf.params(proto).iter().enumerate() {
+                    if p.type_id != 0 && p.name_off == 0 {
+                        put(&mut raw, prec + 12 + 8 * j, dummy_name);
+                    }
+                }
+            }
+            let info = u32::from_le_bytes(raw[vrec + 4..vrec + 8].try_into().expect("4 bytes"));
+            put(&mut raw, vrec + 4, (info & !0xffff) | BTF_FUNC_GLOBAL);
+            put(&mut raw, rec + 12 + 12 * i, dummy_id);
+        } else if vt.kind == Kind::Var {
+            put(&mut raw, vrec + 12, BTF_VAR_GLOBAL_ALLOCATED);
+            put(&mut raw, vrec + 8, int_id);
+        }
+        put(&mut raw, rec + 12 + 12 * i + 4, 4 * i as u32);
+        put(&mut raw, rec + 12 + 12 * i + 8, 4);
+    }
+    put(&mut raw, rec + 8, 4 * vars.len() as u32);
+    if !has_func {
+        return Ok(raw);
+    }
+    let mut record = Vec::with_capacity(16);
+    for w in [
+        dummy_name,
+        (Kind::Var as u32) << 24,
+        int_id,
+        BTF_VAR_GLOBAL_ALLOCATED,
+    ] {
+        record.extend_from_slice(&w.to_le_bytes());
+    }
+    append_raw(&raw, &record, b"dummy_ksym\0")
 }

@@ -234,8 +234,10 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
     let mut unresolved = Vec::new();
     let ext = externs::collect(&elf, btf.as_ref(), target.as_deref(), opts, &mut unresolved)?;
     let ext_values = ext.values();
-    if let (Some(raw), Some(b)) = (btf_raw.as_mut(), btf.as_ref()) {
-        externs::patch_kconfig_datasec(raw, b, &ext);
+    if let (Some(raw), Some(b)) = (btf_raw.take(), btf.as_ref()) {
+        let mut raw = raw;
+        externs::patch_kconfig_datasec(&mut raw, b, &ext);
+        btf_raw = Some(externs::sanitize_ksyms(raw, b)?);
     }
     let kconfig_map = match externs::kconfig_map(&ext, &obj_name) {
         Some(m) => {
@@ -298,6 +300,12 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         init_values(&elf, shndx, &pending, &locs, &mut maps_out, &programs)?;
     }
 
+    // The final BTF is what the kernel will see; ids of the object's own
+    // types are unchanged by the fix-ups.
+    let btf = match &btf_raw {
+        Some(raw) => Some(Btf::from_bytes(raw)?),
+        None => None,
+    };
     Ok(Object {
         path: path.to_owned(),
         license,
