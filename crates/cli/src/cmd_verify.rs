@@ -258,13 +258,13 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             );
             bar
         });
+    let say = |msg: String| match &progress {
+        Some(bar) => bar.println(msg),
+        None => eprintln!("{msg}"),
+    };
     let note = |msg: String| {
-        if args.quiet {
-            return;
-        }
-        match &progress {
-            Some(bar) => bar.println(msg),
-            None => eprintln!("{msg}"),
+        if !args.quiet {
+            say(msg);
         }
     };
 
@@ -337,7 +337,8 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                 }
                 let show_log = args.verbose || (opts.keep_log && !r.succeeded());
                 if let (true, Some(log)) = (show_log, &r.log) {
-                    note(format!(
+                    // Asked for with -l/-v, so printed even with -q.
+                    say(format!(
                         "PROCESSING {}/{} ({}), VERDICT: {}, VERIFIER LOG:\n{log}",
                         path.display(),
                         r.prog,
