@@ -668,3 +668,72 @@ fn map_func_compatibility_matches_the_host_kernel() {
         mismatches.join("\n")
     );
 }
+
+/// Helpers returning "bytes copied or -errno" get R0 bounded by the size
+/// argument: indexing a 64-byte stack buffer with R0 passes for size 63 and
+/// fails for size 64 exactly when the bound applies.
+#[test]
+fn retval_refinement_matches_the_host_kernel() {
+    use bpfvet_verifier::helpers::classes::{retval_refinement, RetvalRefinement};
+    use bpfvet_verifier::helpers::{id, ArgBase as B};
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let spec = LoadSpec {
+        prog_type: ProgType::KPROBE.0,
+        ..Default::default()
+    };
+    let caller = CallerProg::new(ProgType::KPROBE, None);
+    let mut mismatches = Vec::new();
+    for helper in [
+        id::PROBE_READ_STR,
+        id::PROBE_READ_KERNEL_STR,
+        id::PROBE_READ_USER_STR,
+        id::GET_STACK,
+        id::PROBE_READ_KERNEL,
+        id::PROBE_READ_USER,
+        id::GET_CURRENT_COMM,
+    ] {
+        let proto = helper_proto_for(helper, &caller).expect("kprobe helper");
+        let outcome = |size: i32| {
+            let mut prog = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+            for i in 0..proto.arg_count() {
+                let r = i as u8 + 1;
+                prog.extend(match proto.args[i].base {
+                    B::PtrToMem => {
+                        vec![Insn::new(0xbf, r, 10, 0, 0), Insn::new(0x07, r, 0, 0, -64)]
+                    }
+                    B::ConstSize | B::ConstSizeOrZero => vec![Insn::new(0xb7, r, 0, 0, size)],
+                    B::PtrToCtx => vec![Insn::new(0xbf, r, 6, 0, 0)],
+                    _ => vec![Insn::new(0xb7, r, 0, 0, 0)],
+                });
+            }
+            prog.extend([
+                call(helper),
+                // if r0 s< 0 goto out
+                Insn::new(0xc5, 0, 0, 4, 0),
+                Insn::new(0xbf, 1, 10, 0, 0),
+                Insn::new(0x07, 1, 0, 0, -64),
+                Insn::new(0x0f, 1, 0, 0, 0),
+                // *(u8 *)(r1 + 0) = 0
+                Insn::new(0x72, 1, 0, 0, 0),
+                mov_r0(0),
+                exit(),
+            ]);
+            load(&spec, &prog).ok
+        };
+        let kernel = (outcome(63), outcome(64));
+        let ours = match retval_refinement(helper) {
+            Some(RetvalRefinement::UpToSizeArg) => (true, false),
+            _ => (false, false),
+        };
+        if kernel != ours {
+            mismatches.push(format!(
+                "{}: kernel (size 63 ok, size 64 ok) = {kernel:?}, ours {ours:?}",
+                proto.name()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

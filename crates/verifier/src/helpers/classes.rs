@@ -109,6 +109,29 @@ pub fn changes_pkt_data(func: u32) -> bool {
     )
 }
 
+/// Bounds the kernel puts on an integer return value
+/// (`do_refine_retval_range`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RetvalRefinement {
+    /// Signed 64- and 32-bit bounds [-MAX_ERRNO (-4095), the size
+    /// argument's maximum].
+    UpToSizeArg,
+    /// [0, nr_cpu_ids - 1] in every domain.
+    CpuId,
+}
+
+pub fn retval_refinement(func: u32) -> Option<RetvalRefinement> {
+    match func {
+        id::GET_STACK
+        | id::GET_TASK_STACK
+        | id::PROBE_READ_STR
+        | id::PROBE_READ_KERNEL_STR
+        | id::PROBE_READ_USER_STR => Some(RetvalRefinement::UpToSizeArg),
+        id::GET_SMP_PROCESSOR_ID => Some(RetvalRefinement::CpuId),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +151,10 @@ mod tests {
         assert!(!changes_pkt_data(id::SKB_LOAD_BYTES));
         assert!(is_callback_calling_function(id::TIMER_SET_CALLBACK));
         assert!(!helper_multiple_ref_obj_use(id::SK_LOOKUP_TCP, None));
+        assert_eq!(
+            retval_refinement(id::PROBE_READ_KERNEL_STR),
+            Some(RetvalRefinement::UpToSizeArg)
+        );
+        assert_eq!(retval_refinement(id::PROBE_READ_KERNEL), None);
     }
 }
