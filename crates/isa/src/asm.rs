@@ -662,13 +662,14 @@ impl<'a> Parser<'a> {
     /// The right-hand side of `rD = ...`.
     fn assignment(&mut self, dst: u8, width: Width) -> PResult<Instruction> {
         let w64 = width == Width::W64;
+        let save = self.pos;
         if self.eat("-") {
             self.ws();
             if self.rest().starts_with(['r', 'w']) {
                 self.same_reg(dst, width)?;
                 return Ok(Instruction::Neg { width, dst });
             }
-            self.pos -= 1;
+            self.pos = save;
         }
         if self.eat("(") {
             let (size, signed) = self.size_name(true)?;

@@ -276,3 +276,10 @@ fn kernel_log_lines_read_back() {
     .unwrap();
     assert_eq!(prog.len(), 2);
 }
+
+#[test]
+fn unicode_whitespace_is_not_split() {
+    // U+0085 is whitespace to Rust; stepping back over it must not cut it.
+    let e = assemble("r1=-\u{85}").unwrap_err();
+    assert_eq!(e.line, 1);
+}
