@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 
 fn objects(p: &Path, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
-        let mut v: Vec<_> = std::fs::read_dir(p).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        let mut v: Vec<_> = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         v.sort();
         for e in v {
             objects(&e, out);
@@ -42,7 +47,10 @@ fn main() {
         let obj = match Object::from_file(&f, &LoadOptions::default()) {
             Ok(o) => o,
             Err(e) => {
-                println!("{name},,load_error,load_error,yes,,,{},", csv(&e.to_string()));
+                println!(
+                    "{name},,load_error,load_error,yes,,,{},",
+                    csv(&e.to_string())
+                );
                 continue;
             }
         };
@@ -54,12 +62,19 @@ fn main() {
                 Verdict::Rejected { error, .. } => ("rejected", error.clone()),
                 Verdict::LimitExceeded { error, .. } => ("rejected", error.clone()),
             };
-            let Some(rep) = session.load_program(i, &Default::default()) else { continue };
+            let Some(rep) = session.load_program(i, &Default::default()) else {
+                continue;
+            };
             let last = rep
                 .log
                 .lines()
-                .filter(|l| !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time") && !l.starts_with("stack depth") && !l.starts_with("; "))
-                .last()
+                .rfind(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("processed ")
+                        && !l.starts_with("verification time")
+                        && !l.starts_with("stack depth")
+                        && !l.starts_with("; ")
+                })
                 .unwrap_or("")
                 .to_string();
             // A message printed without a newline runs into the stats line.
@@ -84,7 +99,9 @@ fn main() {
             println!(
                 "{name},{},{kv},{bv},{agree},{},{},{},{}",
                 p.name,
-                rep.processed_insns().map(|n| n.to_string()).unwrap_or_default(),
+                rep.processed_insns()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
                 ours.stats.processed_insns,
                 csv(&ke),
                 csv(&be)

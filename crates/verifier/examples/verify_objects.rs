@@ -52,6 +52,15 @@ fn main() {
 #[allow(dead_code)]
 fn dump(obj: &Object) {
     for m in &obj.maps {
-        eprintln!("{} {:?} k{} v{} inner={:?}", m.name, m.map_type, m.key_size, m.value_size, m.inner.as_ref().map(|i| (i.map_type, i.key_size, i.value_size)));
+        eprintln!(
+            "{} {:?} k{} v{} inner={:?}",
+            m.name,
+            m.map_type,
+            m.key_size,
+            m.value_size,
+            m.inner
+                .as_ref()
+                .map(|i| (i.map_type, i.key_size, i.value_size))
+        );
     }
 }

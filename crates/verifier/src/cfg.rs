@@ -46,12 +46,6 @@ impl Cfg {
     pub fn is(&self, idx: usize, m: u8) -> bool {
         self.marks.get(idx).is_some_and(|x| x & m != 0)
     }
-    pub fn subprog_of(&self, idx: usize) -> usize {
-        match self.subprogs.binary_search_by(|s| s.start.cmp(&idx)) {
-            Ok(i) => i,
-            Err(i) => i.saturating_sub(1),
-        }
-    }
     pub fn subprog_at(&self, start: usize) -> Option<usize> {
         self.subprogs.binary_search_by(|s| s.start.cmp(&start)).ok()
     }
@@ -107,8 +101,7 @@ fn find_subprogs(insns: &[Insn]) -> Result<Vec<Subprog>, VerifyError> {
 /// ends in an exit or an unconditional jump.
 fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyError> {
     for sp in subs.iter_mut() {
-        for i in sp.start..sp.end {
-            let ins = insns[i];
+        for (i, &ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
             let code = ins.code;
             if code == BPF_JMP | BPF_CALL && ins.src == 0 && ins.imm == 12 {
                 sp.has_tail_call = true;

@@ -318,8 +318,6 @@ impl Env<'_> {
             | RegType::Sock
             | RegType::SockCommon
             | RegType::TcpSock
-            | RegType::XdpSock
-            | RegType::DynptrPtr
             | RegType::Func => {
                 return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
             }
@@ -349,7 +347,7 @@ impl Env<'_> {
                 _ => {
                     return self.err(format!(
                         "value {} makes {} pointer be out of bounds",
-                        c as i64,
+                        c,
                         ptr.type_str()
                     ))
                 }

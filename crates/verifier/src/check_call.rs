@@ -90,7 +90,7 @@ impl Env<'_> {
                 }
                 Ok(())
             }
-            RegType::Packet | RegType::PacketMeta | RegType::MapValue | RegType::MapKey | RegType::Mem | RegType::Buf | RegType::Ctx | RegType::BtfId | RegType::TpBuffer | RegType::FlowKeys => {
+            RegType::Packet | RegType::PacketMeta | RegType::MapValue | RegType::MapKey | RegType::Mem | RegType::Ctx | RegType::BtfId | RegType::TpBuffer | RegType::FlowKeys => {
                 if size > u32::MAX as u64 {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
@@ -167,8 +167,7 @@ impl Env<'_> {
         let _ = value;
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
-            RegType::MapValue => self.map_def(r.map)
-                .map_or(0, |m| m.value_size) as i64,
+            RegType::MapValue => self.map_def(r.map).map_or(0, |m| m.value_size) as i64,
             RegType::MapKey => self.map_def(r.map).map_or(0, |m| m.key_size) as i64,
             RegType::Mem => r.aux as i64,
             RegType::Packet | RegType::PacketMeta => (r.aux as i32) as i64,
@@ -217,14 +216,20 @@ impl Env<'_> {
             return Ok(None);
         };
         use crate::state::SlotType;
-        let zero = (0..=k).rev().take_while(|&i| s.types[i] == SlotType::Zero).count();
+        let zero = (0..=k)
+            .rev()
+            .take_while(|&i| s.types[i] == SlotType::Zero)
+            .count();
         if zero as u32 >= key_size {
             return Ok(Some(0));
         }
         if !(s.is_spill() && s.spilled.ty == RegType::Scalar) {
             return Ok(None);
         }
-        let spill = (0..=k).rev().take_while(|&i| s.types[i] == SlotType::Spill).count();
+        let spill = (0..=k)
+            .rev()
+            .take_while(|&i| s.types[i] == SlotType::Spill)
+            .count();
         if spill as u32 != key_size || !s.spilled.v.is_const() {
             return Ok(None);
         }
@@ -359,7 +364,6 @@ impl Env<'_> {
                         | RegType::MapValue
                         | RegType::MapKey
                         | RegType::Mem
-                        | RegType::Buf
                         | RegType::BtfId
                         | RegType::Ctx
                 ) {
@@ -446,7 +450,7 @@ impl Env<'_> {
     /// Releases a reference: every register holding it becomes invalid.
     pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
         let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
-            return self.err(format!("release kernel function has no referenced object"));
+            return self.err("release kernel function has no referenced object");
         };
         self.cur.refs.remove(pos);
         self.cur.for_each_reg_mut(|r| {
@@ -560,7 +564,11 @@ impl Env<'_> {
                     r.map = m;
                     r
                 };
-                if self.map_def(m).is_some_and(|d| d.map_type == MapType::PERCPU_ARRAY || d.map_type == MapType::PERCPU_HASH || d.map_type == MapType::LRU_PERCPU_HASH) {
+                if self.map_def(m).is_some_and(|d| {
+                    d.map_type == MapType::PERCPU_ARRAY
+                        || d.map_type == MapType::PERCPU_HASH
+                        || d.map_type == MapType::LRU_PERCPU_HASH
+                }) {
                     r.map = m;
                 }
                 r
@@ -604,7 +612,6 @@ impl Env<'_> {
                 kind: RefKind::Ptr,
                 id: rid,
                 insn_idx: self.insn_idx,
-                ptr: 0,
             });
         }
         *self.cur.reg_mut(0) = r0;
@@ -656,13 +663,13 @@ impl Env<'_> {
                 r[1] = Reg::pointer(RegType::MapPtr);
                 r[2] = Reg::pointer(RegType::MapKey);
                 r[3] = Reg::pointer(RegType::MapValue);
-                for k in 1..=3 {
-                    r[k].map = map;
+                for reg in &mut r[1..=3] {
+                    reg.map = map;
                 }
             }
             _ => {
-                for r in 1..=5 {
-                    regs[r] = Reg::unknown_scalar();
+                for reg in &mut regs[1..=5] {
+                    *reg = Reg::unknown_scalar();
                 }
             }
         }

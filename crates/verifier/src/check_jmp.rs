@@ -282,12 +282,9 @@ fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
         if is_null {
             *r = Reg::known(0);
         } else {
+            // The id only served the null check.
             r.flags &= !flag::MAYBE_NULL;
-            if r.ty != RegType::MapValue {
-                r.id = 0;
-            } else {
-                r.id = 0;
-            }
+            r.id = 0;
         }
     });
     if is_null && ref_obj_id != 0 {

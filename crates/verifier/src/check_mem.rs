@@ -85,7 +85,6 @@ impl Env<'_> {
                     | RegType::Sock
                     | RegType::SockCommon
                     | RegType::TcpSock
-                    | RegType::XdpSock
                     | RegType::BtfId
             )
         };
@@ -133,7 +132,7 @@ impl Env<'_> {
         let dty = self.cur.reg(insn.dst).ty;
         if !matches!(
             dty,
-            RegType::Stack | RegType::MapValue | RegType::Mem | RegType::BtfId | RegType::Arena
+            RegType::Stack | RegType::MapValue | RegType::Mem | RegType::BtfId
         ) {
             return self.err(format!(
                 "BPF_ATOMIC stores into R{} {} is not allowed",
@@ -294,15 +293,15 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog) {
+                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog)
+                {
                     let m = self.map_def(reg.map).expect("map of a map value");
                     return self.err(format!(
                         "write into map forbidden, value_size={} off={} size={}",
                         m.value_size, off, size
                     ));
                 }
-                let vs = self.map_def(reg.map)
-                    .map_or(0, |m| m.value_size);
+                let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -315,8 +314,7 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
-                let ks = self.map_def(reg.map)
-                    .map_or(0, |m| m.key_size);
+                let ks = self.map_def(reg.map).map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -324,7 +322,7 @@ impl Env<'_> {
                     }
                 }
             }
-            RegType::Mem | RegType::Buf | RegType::TpBuffer => {
+            RegType::Mem | RegType::TpBuffer => {
                 if access == Access::Write && reg.flags & flag::RDONLY != 0 {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
                 }
@@ -361,11 +359,11 @@ impl Env<'_> {
                     }
                 }
             }
-            RegType::Sock | RegType::SockCommon | RegType::TcpSock | RegType::XdpSock => {
+            RegType::Sock | RegType::SockCommon | RegType::TcpSock => {
                 if access == Access::Write {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
                 }
-                if reg.v.is_const() == false {
+                if !reg.v.is_const() {
                     return self.err(format!(
                         "R{regno} variable {} access var_off={} disallowed",
                         reg.type_str(),
@@ -384,17 +382,10 @@ impl Env<'_> {
             }
             RegType::BtfId => {
                 if access == Access::Write {
-                    return self.err(format!("only read is supported"));
+                    return self.err("only read is supported");
                 }
                 if let Some(d) = value {
                     self.set_unknown(d);
-                }
-            }
-            RegType::Arena => {
-                if let Some(d) = value {
-                    if access == Access::Read {
-                        self.set_unknown(d);
-                    }
                 }
             }
             _ => {
@@ -437,8 +428,7 @@ impl Env<'_> {
     /// gives the constant (bpf_map_direct_read).
     fn direct_map_read(&self, reg: &Reg, off: i32, size: u32) -> Option<u64> {
         let m = self.map_def(reg.map)?;
-        if !(m.frozen && map_is_rdonly_prog(m)) || !reg.v.is_const()
-        {
+        if !(m.frozen && map_is_rdonly_prog(m) && reg.v.is_const()) {
             return None;
         }
         let MapInit::Data(bytes) = &m.init else {
@@ -593,11 +583,7 @@ impl Env<'_> {
                             }
                         }
                     }
-                    if s.types[bi] != SlotType::Zero {
-                        s.types[bi] = SlotType::Misc;
-                    } else {
-                        s.types[bi] = SlotType::Misc;
-                    }
+                    s.types[bi] = SlotType::Misc;
                 }
                 Access::Read => {
                     if s.types[bi] != SlotType::Zero {
@@ -685,12 +671,7 @@ impl Env<'_> {
                 }
                 let s = &mut self.cur.frames[frameno].stack[spi];
                 s.spilled = Reg::not_init();
-                if s.types.iter().any(|t| {
-                    matches!(
-                        t,
-                        SlotType::Spill | SlotType::Dynptr | SlotType::Iter | SlotType::IrqFlag
-                    )
-                }) {
+                if s.types.iter().any(|t| matches!(t, SlotType::Spill)) {
                     for t in &mut s.types {
                         if *t != SlotType::Invalid {
                             *t = SlotType::Misc;

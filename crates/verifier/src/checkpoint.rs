@@ -113,30 +113,30 @@ impl Env<'_> {
                     if states_maybe_looping(old, &self.cur)
                         && old.may_goto_depth == self.cur.may_goto_depth
                         && old.callback_unroll_depth == self.cur.callback_unroll_depth
-                        && states_equal(old, &self.cur, &mut self.idmap, self.id_gen, Exact::Exact)
+                        && states_equal(
+                            old,
+                            &self.cur,
+                            &mut self.idmap,
+                            self.id_gen,
+                            Exact::Identical,
+                        )
                     {
                         let msg = format!("infinite loop detected at insn {idx}");
                         self.log.line(&msg);
                         return self.err(msg);
                     }
                 }
-                if !hit {
-                    if !force_new
-                        && self.jmps_processed - self.prev_jmps_processed < 20
-                        && self.insn_processed - self.prev_insn_processed < 100
-                    {
-                        add_new = false;
-                    }
+                // Inside a loop, save states less often.
+                if !hit
+                    && !force_new
+                    && self.jmps_processed - self.prev_jmps_processed < 20
+                    && self.insn_processed - self.prev_insn_processed < 100
+                {
+                    add_new = false;
                 }
             } else {
                 let old = &self.pool.get(n).state;
-                hit = states_equal(
-                    old,
-                    &self.cur,
-                    &mut self.idmap,
-                    self.id_gen,
-                    Exact::NotExact,
-                );
+                hit = states_equal(old, &self.cur, &mut self.idmap, self.id_gen, Exact::Loose);
             }
             if hit {
                 self.pool.get_mut(n).hit_cnt += 1;
@@ -287,7 +287,11 @@ impl Env<'_> {
                 && st.branches > 0
                 && st.dfs_depth < dfs_depth
                 && st.frames.len() == self.cur.frames.len()
-                && st.frames.iter().zip(&self.cur.frames).all(|(a, b)| a.callsite == b.callsite)
+                && st
+                    .frames
+                    .iter()
+                    .zip(&self.cur.frames)
+                    .all(|(a, b)| a.callsite == b.callsite)
             {
                 return Some(n);
             }

@@ -2,7 +2,7 @@
 //! first, with the pending-branch stack, checkpoints at prune points, and
 //! the limits.
 
-use crate::cfg::{self, mark, Cfg};
+use crate::cfg::{mark, Cfg};
 use crate::error::{VResult, VerifyError};
 use crate::log::Log;
 use crate::pool::{Pool, NIL};
@@ -282,8 +282,8 @@ impl<'a> Env<'a> {
             }
             self.cur.last_insn_idx = self.prev_insn_idx as usize;
             let idx = self.insn_idx;
-            if self.cfg.is(idx, mark::PRUNE_POINT) {
-                if self.is_state_visited(idx)? {
+            if self.cfg.is(idx, mark::PRUNE_POINT) && self.is_state_visited(idx)? {
+                {
                     if self.log.level >= 1 {
                         if do_print_state {
                             self.log
@@ -443,7 +443,9 @@ impl<'a> Env<'a> {
     pub fn check_exit_locks(&mut self) -> VResult<()> {
         let main = self.cur.curframe() == 0;
         if self.cur.active_locks > 0 && main {
-            return self.err("BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region");
+            return self.err(
+                "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region",
+            );
         }
         if self.cur.active_rcu_lock && main {
             return self.err("bpf_rcu_read_unlock is missing");
@@ -477,13 +479,5 @@ impl<'a> Env<'a> {
             return self.err("BPF_EXIT instruction in main prog would lead to reference leak");
         }
         Ok(())
-    }
-
-    pub fn is_callback_insn(&self, idx: usize) -> bool {
-        self.cfg.is(idx, mark::CALLS_CALLBACK)
-    }
-
-    pub fn is_pseudo_func(&self, idx: usize) -> bool {
-        cfg::is_pseudo_func(&self.insns[idx])
     }
 }

@@ -40,7 +40,10 @@ pub enum ArgKind {
 
 impl Env<'_> {
     pub fn is_global(&self, subprog: usize) -> bool {
-        self.prog.func_info.get(subprog).is_some_and(|f| f.linkage == 1)
+        self.prog
+            .func_info
+            .get(subprog)
+            .is_some_and(|f| f.linkage == 1)
     }
 
     /// Argument kinds of global subprogram `subprog` (up to 5).
@@ -66,7 +69,11 @@ impl Env<'_> {
                 match t.kind {
                     Kind::Int | Kind::Enum | Kind::Enum64 => ArgKind::Scalar,
                     Kind::Ptr => match btf.skip_mods_and_typedefs(t.size_or_type) {
-                        Some((_, pt)) if pt.kind == Kind::Struct && CTX_STRUCTS.contains(&btf.name(pt)) => ArgKind::Ctx,
+                        Some((_, pt))
+                            if pt.kind == Kind::Struct && CTX_STRUCTS.contains(&btf.name(pt)) =>
+                        {
+                            ArgKind::Ctx
+                        }
                         Some((id, _)) => match btf.resolve_size(id) {
                             Ok(sz) if sz > 0 => ArgKind::Mem(sz as u32),
                             _ => ArgKind::Unsupported,

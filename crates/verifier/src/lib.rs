@@ -227,7 +227,7 @@ fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
             if n.code != 0 || n.dst != 0 || n.src != 0 || n.off != 0 {
                 return err(i, "invalid bpf_ld_imm64 insn");
             }
-            if !matches!(ins.src, 0 | 1 | 2 | 3 | 4 | 5 | 6) {
+            if ins.src > 6 {
                 return err(i, "unrecognized bpf_ld_imm64 insn");
             }
             i += 2;

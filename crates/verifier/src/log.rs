@@ -42,11 +42,6 @@ impl Log {
     pub fn into_string(self) -> String {
         self.buf
     }
-    /// Appends a line even at level 0 (the final statistics).
-    pub fn always(&mut self, s: &str) {
-        self.buf.push_str(s);
-        self.buf.push('\n');
-    }
 
     /// `; <source line> @ file:line` before the first instruction of a line,
     /// then the instruction.

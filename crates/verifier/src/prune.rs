@@ -8,11 +8,11 @@ use crate::state::{Frame, SlotType, State, REG_SIZE};
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Exact {
     /// Old state's imprecise scalars and unread slots match anything.
-    NotExact,
+    Loose,
     /// Scalars must lie within old ranges, precise or not.
     RangeWithin,
     /// Everything identical (infinite-loop detection).
-    Exact,
+    Identical,
 }
 
 /// Mark in a scalar id meaning "linked with a constant delta".
@@ -128,10 +128,10 @@ fn within(old: &Reg, cur: &Reg) -> bool {
 }
 
 pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
-    if exact == Exact::Exact {
+    if exact == Exact::Identical {
         return regs_exact(old, cur, m);
     }
-    if old.ty == RegType::NotInit && (exact == Exact::NotExact || cur.ty == RegType::NotInit) {
+    if old.ty == RegType::NotInit && (exact == Exact::Loose || cur.ty == RegType::NotInit) {
         return true;
     }
     if old.ty != cur.ty || old.flags != cur.flags {
@@ -139,7 +139,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
     match old.ty {
         RegType::Scalar => {
-            if !old.precise && exact == Exact::NotExact {
+            if !old.precise && exact == Exact::Loose {
                 return true;
             }
             if old.id & ADD_CONST != 0 && cur.id & ADD_CONST == 0 {
@@ -156,7 +156,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             }
             within(old, cur)
         }
-        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::Buf | RegType::TpBuffer => {
+        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
             old.off == cur.off
                 && old.aux == cur.aux
                 && old.map == cur.map
@@ -176,7 +176,6 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             old.off == cur.off && m.check(old.id, cur.id) && within(old, cur)
         }
         RegType::Stack => regs_exact(old, cur, m) && old.frameno == cur.frameno,
-        RegType::Arena => true,
         _ => regs_exact(old, cur, m),
     }
 }
@@ -194,7 +193,7 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         let spi = i / REG_SIZE;
         let b = i % REG_SIZE;
         let os = &old.stack[spi];
-        if exact != Exact::NotExact && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
+        if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
             return false;
         }
         if os.types[b] == SlotType::Invalid {
@@ -233,20 +232,11 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         if os.types[b] != cs.types[b] {
             return false;
         }
-        if b == REG_SIZE - 1 {
-            match os.types[REG_SIZE - 1] {
-                SlotType::Spill => {
-                    if !regsafe(&os.spilled, &cs.spilled, m, exact) {
-                        return false;
-                    }
-                }
-                SlotType::Dynptr | SlotType::Iter | SlotType::IrqFlag => {
-                    if !regs_exact(&os.spilled, &cs.spilled, m) {
-                        return false;
-                    }
-                }
-                _ => {}
-            }
+        if b == REG_SIZE - 1
+            && os.types[REG_SIZE - 1] == SlotType::Spill
+            && !regsafe(&os.spilled, &cs.spilled, m, exact)
+        {
+            return false;
         }
         i += 1;
     }
@@ -323,11 +313,11 @@ mod tests {
         let mut m = IdMap::new(false);
         let old = Reg::known(5);
         let cur = Reg::known(6);
-        assert!(regsafe(&old, &cur, &mut m, Exact::NotExact));
+        assert!(regsafe(&old, &cur, &mut m, Exact::Loose));
         assert!(!regsafe(&old, &cur, &mut m, Exact::RangeWithin));
         let mut p = old;
         p.precise = true;
-        assert!(!regsafe(&p, &cur, &mut m, Exact::NotExact));
+        assert!(!regsafe(&p, &cur, &mut m, Exact::Loose));
         assert!(regsafe(
             &Reg::unknown_scalar(),
             &cur,

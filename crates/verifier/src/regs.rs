@@ -22,14 +22,10 @@ pub enum RegType {
     SockCommon,
     TcpSock,
     TpBuffer,
-    XdpSock,
     BtfId,
     Mem,
-    Arena,
-    Buf,
     Func,
     MapKey,
-    DynptrPtr,
 }
 
 impl RegType {
@@ -49,14 +45,10 @@ impl RegType {
             RegType::SockCommon => "sock_common",
             RegType::TcpSock => "tcp_sock",
             RegType::TpBuffer => "tp_buffer",
-            RegType::XdpSock => "xdp_sock",
             RegType::BtfId => "ptr_",
             RegType::Mem => "mem",
-            RegType::Arena => "arena",
-            RegType::Buf => "buf",
             RegType::Func => "func",
             RegType::MapKey => "map_key",
-            RegType::DynptrPtr => "dynptr_ptr",
         }
     }
 
@@ -65,10 +57,7 @@ impl RegType {
     }
     /// Pointer types that may be NULL-checked into a socket.
     pub fn is_sock(self) -> bool {
-        matches!(
-            self,
-            RegType::Sock | RegType::SockCommon | RegType::TcpSock | RegType::XdpSock
-        )
+        matches!(self, RegType::Sock | RegType::SockCommon | RegType::TcpSock)
     }
 }
 
@@ -80,7 +69,6 @@ pub mod flag {
     pub const USER: u16 = 1 << 3;
     pub const PERCPU: u16 = 1 << 4;
     pub const UNTRUSTED: u16 = 1 << 6;
-    pub const ALLOC: u16 = 1 << 11;
     pub const TRUSTED: u16 = 1 << 12;
     pub const RCU: u16 = 1 << 13;
 }
@@ -148,9 +136,6 @@ impl Reg {
     }
     pub fn maybe_null(&self) -> bool {
         self.flags & flag::MAYBE_NULL != 0
-    }
-    pub fn is_const(&self) -> bool {
-        self.v.is_const()
     }
     pub fn is_null_const(&self) -> bool {
         self.is_scalar() && self.v.is_const() && self.v.const_value() == 0

@@ -16,9 +16,6 @@ pub enum SlotType {
     Spill,
     Misc,
     Zero,
-    Dynptr,
-    Iter,
-    IrqFlag,
 }
 
 impl SlotType {
@@ -28,9 +25,6 @@ impl SlotType {
             SlotType::Spill => 'r',
             SlotType::Misc => 'm',
             SlotType::Zero => '0',
-            SlotType::Dynptr => 'd',
-            SlotType::Iter => 'i',
-            SlotType::IrqFlag => 'f',
         }
     }
 }
@@ -60,9 +54,6 @@ impl Slot {
     pub fn is_full_spill(&self) -> bool {
         self.types.iter().all(|t| *t == SlotType::Spill)
     }
-    pub fn is_scalar_spill(&self) -> bool {
-        self.is_spill() && self.spilled.ty == RegType::Scalar
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -71,7 +62,6 @@ pub struct Frame {
     pub stack: Vec<Slot>,
     /// Instruction index of the call that created this frame (-1 for main).
     pub callsite: i32,
-    pub frameno: u32,
     pub subprogno: u32,
     /// For callbacks: the range r0 must be in at exit.
     pub callback_ret: Option<(i64, i64)>,
@@ -90,7 +80,6 @@ impl Frame {
             regs,
             stack: Vec::new(),
             callsite,
-            frameno,
             subprogno,
             callback_ret: None,
             in_callback_fn: false,
@@ -115,8 +104,6 @@ impl Frame {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum RefKind {
     Ptr,
-    Lock,
-    Irq,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -125,8 +112,6 @@ pub struct RefState {
     pub id: u32,
     /// Instruction that acquired it.
     pub insn_idx: usize,
-    /// For locks: identity of the lock (map index and offset).
-    pub ptr: u64,
 }
 
 /// One entry of the jump/instruction history used by precision backtracking.
@@ -147,7 +132,6 @@ pub struct State {
     pub active_locks: u32,
     pub active_rcu_lock: bool,
     pub active_preempt_locks: u32,
-    pub active_irq_id: u32,
     pub speculative: bool,
     /// Pool index of the checkpoint this state continues from.
     pub parent: Option<u32>,
@@ -171,7 +155,6 @@ impl State {
             active_locks: 0,
             active_rcu_lock: false,
             active_preempt_locks: 0,
-            active_irq_id: 0,
             speculative: false,
             parent: None,
             branches: 1,
@@ -226,10 +209,6 @@ impl State {
                 }
             }
         }
-    }
-
-    pub fn has_ref(&self, id: u32) -> bool {
-        self.refs.iter().any(|r| r.id == id)
     }
 }
 

@@ -61,8 +61,8 @@ fn parse(name: &str, src: &str) -> Case {
 }
 
 fn object(c: &Case) -> Object {
-    let insns = bpfvet_isa::asm::assemble_insns(&c.text)
-        .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+    let insns =
+        bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     Object {
         path: PathBuf::from(&c.name),
         license: "GPL".into(),
@@ -143,13 +143,12 @@ fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
         .and_then(|n| n.parse().ok());
     let last = text
         .lines()
-        .filter(|l| {
+        .rfind(|l| {
             !l.is_empty()
                 && !l.starts_with("processed ")
                 && !l.starts_with("verification time")
                 && !l.starts_with("stack depth")
         })
-        .last()
         .unwrap_or("")
         .to_string();
     Some((fd >= 0, last, processed, text))
@@ -181,16 +180,25 @@ fn cases() {
                     }
                 }
             }
-            (v, _) => failures.push(format!("{name}: verdict {v:?}, expected accept={}", c.accept)),
+            (v, _) => failures.push(format!(
+                "{name}: verdict {v:?}, expected accept={}",
+                c.accept
+            )),
         }
         if let Some(n) = c.processed {
             if out.stats.processed_insns != n {
-                failures.push(format!("{name}: processed {} expected {n}", out.stats.processed_insns));
+                failures.push(format!(
+                    "{name}: processed {} expected {n}",
+                    out.stats.processed_insns
+                ));
             }
         }
         if let Some(n) = c.states {
             if out.stats.total_states != n {
-                failures.push(format!("{name}: states {} expected {n}", out.stats.total_states));
+                failures.push(format!(
+                    "{name}: states {} expected {n}",
+                    out.stats.total_states
+                ));
             }
         }
         // The same expectations against the oracle.
