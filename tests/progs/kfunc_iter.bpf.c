@@ -49,8 +49,9 @@ int xdp_iter_num(struct xdp_md *ctx)
 	return sum & 1 ? XDP_DROP : XDP_PASS;
 }
 
-// A loop bounded only by may_goto: the kernel breaks out when the budget
-// (BPF_MAX_LOOPS, 8M iterations) is spent.  Counts the leading bytes of the
+// A loop bounded by may_goto: the kernel breaks out when its budget is
+// spent (an iteration count in the interpreter; on the x86-64 JIT of the
+// reference host, a time limit, so the exit point is not deterministic).  Counts the leading bytes of the
 // packet that equal the first one, up to 32; XDP_PASS if all 32 are equal,
 // XDP_DROP otherwise, XDP_ABORTED for packets shorter than 32 bytes.
 #define can_loop                                                          \
@@ -83,7 +84,8 @@ int xdp_may_goto(struct xdp_md *ctx)
 }
 
 // Sums 0 + 1 + ... + (n - 1) for n = the packet's first 32-bit word (host
-// byte order), stopping early if the may_goto budget runs out, and returns
+// byte order), stopping early if the may_goto budget runs out (for n in the
+// billions it does, at a point that varies from run to run), and returns
 // the sum's low bit: XDP_DROP (1) or XDP_ABORTED (0); XDP_PASS for packets
 // shorter than 4 bytes.  Neither i nor sum is ever compared with a
 // constant, so the loop state converges after a few iterations; without

@@ -47,6 +47,14 @@ PROGRAMS = [
 ]
 
 
+# Frames on which a program's result is not deterministic on the reference
+# host: these loops run until the may_goto budget is spent, and on x86-64
+# that budget is a time limit (the JIT's timed may_goto), not a count.
+BUDGET_DEPENDENT = {
+    "xdp_may_goto_sum": {"raw_32_equal_bytes", "raw_tlv_ok"},
+}
+
+
 def main() -> int:
     subprocess.run([str(HERE / "measure.sh"), "--build"], check=True)
     packets = sorted(str(p.relative_to(HERE)) for p in (HERE / "packets").glob("*.bin"))
@@ -58,6 +66,8 @@ def main() -> int:
         for line in res.stdout.splitlines():
             pkt, ret, _out_len, same = line.split("\t")
             name = Path(pkt).stem
+            if name in BUDGET_DEPENDENT.get(prog, ()):
+                continue
             by_ret[ret].append(name)
             if same == "changed":
                 changed.append(name)
@@ -71,6 +81,9 @@ def main() -> int:
         print(f"- **{prog}** ({obj}): " + "; ".join(parts))
         if changed:
             print(f"  - output differs from input: {', '.join(changed)}")
+        if prog in BUDGET_DEPENDENT:
+            skipped = ", ".join(sorted(BUDGET_DEPENDENT[prog]))
+            print(f"  - not listed (result depends on the may_goto time budget): {skipped}")
     return 0
 
 
