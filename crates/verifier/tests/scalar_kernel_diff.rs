@@ -106,10 +106,30 @@ fn log_str(s: &Scalar) -> String {
     out
 }
 
-/// The kernel's rendering with what bpfvet leaves to the register (the
-/// precision mark and ids) taken out.
-fn normalize(val: &str) -> String {
+fn render(regs: &[Scalar; 4], links: &[Link; 4], with_ids: bool) -> [String; 4] {
+    [0, 1, 2, 3].map(|k| {
+        if !with_ids {
+            return log_str(&regs[k]);
+        }
+        let l = links[k];
+        let info = ScalarLogInfo {
+            precise: false,
+            id: l.id,
+            linked_off: l.has_add().then_some(l.off),
+        };
+        let mut out = String::new();
+        write_reg_scalar(&mut out, &regs[k], info).unwrap();
+        out
+    })
+}
+
+/// The kernel's rendering without the precision mark (precision is not
+/// modelled here) and, unless ids are modelled, without ids.
+fn normalize(val: &str, keep_ids: bool) -> String {
     let v = val.strip_prefix('P').unwrap_or(val);
+    if keep_ids {
+        return v.to_string();
+    }
     if let Some(start) = v.find("(id=") {
         let rest = &v[start + 4..];
         let cut = rest.find([',', ')']).unwrap_or(rest.len());
@@ -118,6 +138,77 @@ fn normalize(val: &str) -> String {
         return format!("{}({}", &v[..start], tail);
     }
     v.to_string()
+}
+
+/// Renumbers `id=N` by first appearance across `vals`, so two renderings
+/// with the same link structure compare equal whatever ids were issued.
+fn canon_ids(vals: &[String]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    vals.iter()
+        .map(|v| {
+            let mut out = String::new();
+            let mut rest = v.as_str();
+            while let Some(p) = rest.find("id=") {
+                out.push_str(&rest[..p + 3]);
+                rest = &rest[p + 3..];
+                let n = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+                let num = rest[..n].to_string();
+                let idx = match seen.iter().position(|x| *x == num) {
+                    Some(i) => i,
+                    None => {
+                        seen.push(num);
+                        seen.len() - 1
+                    }
+                };
+                out.push_str(&(idx + 1).to_string());
+                rest = &rest[n..];
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect()
+}
+
+/// A register's link to others (the id part the kernel keeps beside the
+/// scalar): base id, and for `rX += c` links the kind and constant.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Link {
+    id: u32,
+    add32: bool,
+    add64: bool,
+    off: i32,
+}
+
+impl Link {
+    fn has_add(&self) -> bool {
+        self.add32 || self.add64
+    }
+}
+
+/// The kernel's sync_linked_regs over r6..r9 with `known` as the refined
+/// register.
+fn sync_links(regs: &mut [Scalar; 4], links: &mut [Link; 4], known: usize) {
+    let kl = links[known];
+    if kl.id == 0 {
+        return;
+    }
+    for j in 0..4 {
+        let l = links[j];
+        if j == known || l.id != kl.id {
+            continue;
+        }
+        // Links made by ALU ops of different widths are not synchronised.
+        if (l.add32 && kl.add64) || (l.add64 && kl.add32) {
+            continue;
+        }
+        if (!kl.has_add() && !l.has_add()) || l.off == kl.off {
+            regs[j] = regs[known];
+            links[j] = kl;
+        } else {
+            let delta = i64::from(l.off) - i64::from(kl.off);
+            regs[j] = Scalar::linked_add(&regs[known], delta, l.add32 || kl.add32);
+        }
+    }
 }
 
 /// What bpfvet expects the kernel to print for one program.
@@ -140,10 +231,17 @@ struct Gen {
     rng: Rng,
     insns: Vec<Insn>,
     regs: [Scalar; 4],
+    /// Links between r6..r9, modelled only when `track_ids`.
+    links: [Link; 4],
+    next_id: u32,
+    track_ids: bool,
     exp: Expect,
     /// Set when the program cannot continue linearly.
     done: bool,
 }
+
+/// Instructions in [`Gen::exit_block`].
+const EXIT_BLOCK_LEN: usize = 5;
 
 const ALU_OPS: [(u8, AluOp); 13] = [
     (0x00, AluOp::Add),
@@ -177,7 +275,22 @@ const JMP_OPS: [(u8, JmpOp); 11] = [
 
 impl Gen {
     fn states(&self) -> [String; 4] {
-        [0, 1, 2, 3].map(|k| log_str(&self.regs[k]))
+        render(&self.regs, &self.links, self.track_ids)
+    }
+
+    fn new_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// assign_scalar_id_before_mov on r(6+k).
+    fn link_before_mov(&mut self, k: usize) {
+        if self.links[k].has_add() {
+            self.links[k] = Link::default();
+        }
+        if self.links[k].id == 0 && !self.regs[k].is_const() {
+            self.links[k].id = self.new_id();
+        }
     }
 
     fn emit(&mut self, i: Insn) -> usize {
@@ -199,6 +312,11 @@ impl Gen {
                 0 => {
                     self.emit(Insn::new(0x85, 0, 0, 0, 5));
                     self.regs[k as usize] = Scalar::unknown();
+                    // The move links rX with r0 (r0 is overwritten later).
+                    self.links[k as usize] = Link {
+                        id: self.new_id(),
+                        ..Link::default()
+                    };
                     self.emit_checked(Insn::new(0xbf, r, 0, 0, 0));
                 }
                 1 => {
@@ -232,6 +350,7 @@ impl Gen {
         let class = if alu32 { 0x04 } else { 0x07 };
         let d = self.rng.below(4) as usize;
         let off = i16::from(matches!(op, AluOp::Sdiv | AluOp::Smod));
+        let mut src_idx = None;
         let (insn, src) = if self.rng.chance(65) {
             let mut imm = self.rng.imm();
             if op.is_shift() {
@@ -246,12 +365,16 @@ impl Gen {
             )
         } else {
             let s = self.rng.below(4) as usize;
+            src_idx = Some(s);
             (
                 Insn::new(class | code_op | 0x08, 6 + d as u8, 6 + s as u8, off, 0),
                 self.regs[s],
             )
         };
-        if self.regs[d].alu(op, &src, alu32).is_some() {
+        let dst_umax = self.regs[d].umax;
+        let fork = self.regs[d].alu(op, &src, alu32);
+        self.links[d] = self.link_after_alu(d, op, &src, src_idx, alu32, dst_umax);
+        if fork.is_some() {
             // The kernel forks here and re-runs this instruction on a
             // second path: stop comparing.
             let idx = self.emit(insn);
@@ -262,13 +385,67 @@ impl Gen {
         self.emit_checked(insn);
     }
 
+    /// The link of the destination after `dst op= src`: kept with a
+    /// constant offset for `+=`/`-=` a constant on a linked register that
+    /// has none yet, dropped otherwise.
+    fn link_after_alu(
+        &self,
+        d: usize,
+        op: AluOp,
+        src: &Scalar,
+        src_idx: Option<usize>,
+        alu32: bool,
+        dst_umax_before: u64,
+    ) -> Link {
+        let l = self.links[d];
+        if !matches!(op, AluOp::Add | AluOp::Sub)
+            || l.id == 0
+            || !src.is_const_in(alu32)
+            || src_idx == Some(d)
+            || l.has_add()
+        {
+            return Link::default();
+        }
+        let val = src.const_value_in(alu32);
+        if !alu32 && !(i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&(val as i64)) {
+            return Link::default();
+        }
+        if alu32 && dst_umax_before > u64::from(u32::MAX) {
+            return Link::default();
+        }
+        let mut off = val as i32;
+        if op == AluOp::Sub {
+            if off == i32::MIN {
+                return Link::default();
+            }
+            off = -off;
+        }
+        Link {
+            id: l.id,
+            add32: alu32,
+            add64: !alu32,
+            off,
+        }
+    }
+
+    /// `dst = src` style moves between registers (MOV, MOV32, MOVSX):
+    /// the copy shares the source's link when `keep`.
+    fn mov_from(&mut self, d: usize, s: usize, keep: bool, value: Scalar) {
+        if keep {
+            self.link_before_mov(s);
+        }
+        self.links[d] = if keep { self.links[s] } else { Link::default() };
+        self.regs[d] = value;
+    }
+
     fn unary(&mut self) {
         let d = self.rng.below(4) as usize;
         let r = 6 + d as u8;
-        match self.rng.below(6) {
+        match self.rng.below(if self.track_ids { 7 } else { 6 }) {
             0 => {
                 let alu32 = self.rng.chance(40);
                 self.regs[d].neg(alu32);
+                self.links[d] = Link::default();
                 self.emit_checked(Insn::new(if alu32 { 0x84 } else { 0x87 }, r, 0, 0, 0));
             }
             1 => {
@@ -280,25 +457,44 @@ impl Gen {
                     EndianOp::ToBe => 0xdc,
                     EndianOp::Bswap => 0xd7,
                 };
-                self.regs[d].byte_swap(how, bits);
+                if self.regs[d].byte_swap(how, bits) {
+                    self.links[d] = Link::default();
+                }
                 self.emit_checked(Insn::new(code, r, 0, 0, bits as i32));
             }
             2 => {
                 let bits = [8u8, 16, 32][self.rng.below(3) as usize];
-                self.regs[d] = Scalar::movsx64(&self.regs[d], bits);
-                self.emit_checked(Insn::new(0xbf, r, r, i16::from(bits), 0));
+                let s = self.mov_source(d);
+                let keep = Scalar::movsx_keeps_value(&self.regs[s], bits);
+                let v = Scalar::movsx64(&self.regs[s], bits);
+                self.mov_from(d, s, keep, v);
+                self.emit_checked(Insn::new(0xbf, r, 6 + s as u8, i16::from(bits), 0));
             }
             3 => {
                 let bits = [8u8, 16][self.rng.below(2) as usize];
-                self.regs[d] = Scalar::movsx32(&self.regs[d], bits);
-                self.emit_checked(Insn::new(0xbc, r, r, i16::from(bits), 0));
+                let s = self.mov_source(d);
+                let keep = Scalar::movsx_keeps_value(&self.regs[s], bits);
+                let v = Scalar::movsx32(&self.regs[s], bits);
+                self.mov_from(d, s, keep, v);
+                self.emit_checked(Insn::new(0xbc, r, 6 + s as u8, i16::from(bits), 0));
             }
             4 => {
-                self.regs[d] = Scalar::mov32(&self.regs[d]);
-                self.emit_checked(Insn::new(0xbc, r, r, 0, 0));
+                let s = self.mov_source(d);
+                let keep = self.regs[s].width() <= 32;
+                let v = Scalar::mov32(&self.regs[s]);
+                self.mov_from(d, s, keep, v);
+                self.emit_checked(Insn::new(0xbc, r, 6 + s as u8, 0, 0));
+            }
+            5 if self.track_ids => {
+                // r_dst = r_src: a full copy that shares the link.
+                let s = self.mov_source(d);
+                let v = self.regs[s];
+                self.mov_from(d, s, true, v);
+                self.emit_checked(Insn::new(0xbf, r, 6 + s as u8, 0, 0));
             }
             _ => {
                 let v = self.rng.imm();
+                self.links[d] = Link::default();
                 if self.rng.chance(50) {
                     self.regs[d] = Scalar::constant(v as i64 as u64);
                     self.emit_checked(Insn::new(0xb7, r, 0, 0, v));
@@ -307,6 +503,26 @@ impl Gen {
                     self.emit_checked(Insn::new(0xb4, r, 0, 0, v));
                 }
             }
+        }
+    }
+
+    /// `r0 += r6..r9; exit`: reading every register before leaving keeps
+    /// all of them live at every jump (6.18 synchronises linked registers
+    /// only where they are live).
+    fn exit_block(&mut self) -> Vec<usize> {
+        let mut idx: Vec<usize> = (6..=9u8)
+            .map(|r| self.emit(Insn::new(0x0f, 0, r, 0, 0)))
+            .collect();
+        idx.push(self.emit(Insn::new(0x95, 0, 0, 0, 0)));
+        idx
+    }
+
+    /// The source of a register move: itself unless links are modelled.
+    fn mov_source(&mut self, d: usize) -> usize {
+        if self.track_ids {
+            self.rng.below(4) as usize
+        } else {
+            d
         }
     }
 
@@ -332,6 +548,7 @@ impl Gen {
         };
         // Register states on each edge (unchanged where the edge is decided).
         let (mut on_taken, mut on_fall) = (self.regs, self.regs);
+        let (mut links_taken, mut links_fall) = (self.links, self.links);
         if pred.is_none() {
             {
                 let mut r = if same {
@@ -349,6 +566,17 @@ impl Gen {
                     on_fall[s] = r.fall[1];
                 }
             }
+            if self.track_ids {
+                for (regs, links) in [
+                    (&mut on_taken, &mut links_taken),
+                    (&mut on_fall, &mut links_fall),
+                ] {
+                    if !use_imm {
+                        sync_links(regs, links, s);
+                    }
+                    sync_links(regs, links, d);
+                }
+            }
         }
         let insn = if use_imm {
             Insn::new(class | code_op, 6 + d as u8, 0, 0, imm)
@@ -360,9 +588,9 @@ impl Gen {
             None => self.rng.chance(50),
         };
         let jmp = self.insns.len();
-        let taken_states = |regs: &[Scalar; 4]| [0, 1, 2, 3].map(|k| log_str(&regs[k]));
         if pred != Some(true) {
             self.regs = on_fall;
+            self.links = links_fall;
             let st = self.states();
             self.exp.after.insert(jmp, st);
         } else {
@@ -371,33 +599,41 @@ impl Gen {
         if pred == Some(false) {
             self.exp.taken_dead.push(jmp);
         } else {
-            self.exp.taken.insert(jmp, taken_states(&on_taken));
+            self.exp
+                .taken
+                .insert(jmp, render(&on_taken, &links_taken, self.track_ids));
         }
+        let exit_len = EXIT_BLOCK_LEN as i16;
         if continue_taken {
-            // jmp: if .. goto +1; exit; <continue>
-            self.emit(Insn::new(insn.code, insn.dst, insn.src, 1, insn.imm));
-            let exit = self.emit(Insn::new(0x95, 0, 0, 0, 0));
+            // jmp: if .. goto +len; <exit block>; <continue>
+            self.emit(Insn::new(insn.code, insn.dst, insn.src, exit_len, insn.imm));
+            let exit = self.exit_block();
             if pred == Some(true) {
-                self.exp.dead.push(exit);
+                self.exp.dead.extend(exit);
             }
             self.regs = on_taken;
+            self.links = links_taken;
         } else {
-            // jmp: if .. goto +1; ja +1; exit; <continue>
+            // jmp: if .. goto +1; ja +len; <exit block>; <continue>
             self.emit(Insn::new(insn.code, insn.dst, insn.src, 1, insn.imm));
-            self.emit(Insn::new(0x05, 0, 0, 1, 0));
-            let exit = self.emit(Insn::new(0x95, 0, 0, 0, 0));
+            self.emit(Insn::new(0x05, 0, 0, exit_len, 0));
+            let exit = self.exit_block();
             if pred == Some(false) {
-                self.exp.dead.push(exit);
+                self.exp.dead.extend(exit);
             }
             self.regs = on_fall;
+            self.links = links_fall;
         }
     }
 
-    fn program(seed: u64, steps: usize) -> (Vec<Insn>, Expect) {
+    fn program(seed: u64, steps: usize, track_ids: bool) -> (Vec<Insn>, Expect) {
         let mut g = Gen {
             rng: Rng(seed | 1),
             insns: Vec::new(),
             regs: [Scalar::unknown(); 4],
+            links: [Link::default(); 4],
+            next_id: 0,
+            track_ids,
             exp: Expect::default(),
             done: false,
         };
@@ -412,7 +648,7 @@ impl Gen {
                 _ => g.branch(),
             }
         }
-        g.emit(Insn::new(0x95, 0, 0, 0, 0));
+        g.exit_block();
         (g.insns, g.exp)
     }
 }
@@ -420,7 +656,7 @@ impl Gen {
 /// Register values printed on a log line: `R6=...` for r6..r9. Values may
 /// contain spaces (`var_off=(0x0; 0xff)`), so a value runs up to the next
 /// ` R<n>=`.
-fn regs_on(line: &str) -> Vec<(usize, String)> {
+fn regs_on(line: &str, keep_ids: bool) -> Vec<(usize, String)> {
     let starts: Vec<usize> = line
         .match_indices('R')
         .map(|(i, _)| i)
@@ -442,13 +678,36 @@ fn regs_on(line: &str) -> Vec<(usize, String)> {
             continue;
         };
         if (6..=9).contains(&k) {
-            out.push((k - 6, normalize(val)));
+            out.push((k - 6, normalize(val, keep_ids)));
         }
     }
     out
 }
 
-fn compare(exp: &Expect, log: &str) -> Vec<String> {
+/// Compares the registers printed on one line with bpfvet's states; ids
+/// are compared by structure (renumbered over the line).
+fn check_regs(
+    printed: Vec<(usize, String)>,
+    want: &[String; 4],
+    what: &str,
+    errs: &mut Vec<String>,
+) {
+    let got: Vec<String> = printed.iter().map(|(_, v)| v.clone()).collect();
+    let exp: Vec<String> = printed.iter().map(|(k, _)| want[*k].clone()).collect();
+    let (got_c, exp_c) = (canon_ids(&got), canon_ids(&exp));
+    for (n, (k, _)) in printed.iter().enumerate() {
+        if got_c[n] != exp_c[n] {
+            errs.push(format!(
+                "{what} R{}: kernel {} bpfvet {}",
+                k + 6,
+                got[n],
+                exp[n]
+            ));
+        }
+    }
+}
+
+fn compare(exp: &Expect, log: &str, ids: bool) -> Vec<String> {
     let mut errs = Vec::new();
     let mut seen = HashMap::new();
     let mut violations = Vec::new();
@@ -475,15 +734,8 @@ fn compare(exp: &Expect, log: &str) -> Vec<String> {
                     "insn {from}: kernel explored a taken edge bpfvet thinks dead"
                 ));
             } else if let Some(want) = exp.taken.get(&from) {
-                for (k, got) in regs_on(state) {
-                    if got != want[k] {
-                        errs.push(format!(
-                            "insn {from} taken edge R{}: kernel {got} bpfvet {}",
-                            k + 6,
-                            want[k]
-                        ));
-                    }
-                }
+                let what = format!("insn {from} taken edge");
+                check_regs(regs_on(state, ids), want, &what, &mut errs);
             }
             continue;
         }
@@ -509,15 +761,7 @@ fn compare(exp: &Expect, log: &str) -> Vec<String> {
         let Some(want) = exp.after.get(&idx) else {
             continue;
         };
-        for (k, got) in regs_on(state) {
-            if got != want[k] {
-                errs.push(format!(
-                    "insn {idx} R{}: kernel {got} bpfvet {}",
-                    k + 6,
-                    want[k]
-                ));
-            }
-        }
+        check_regs(regs_on(state, ids), want, &format!("insn {idx}"), &mut errs);
     }
     for idx in exp.after.keys() {
         if !seen.contains_key(idx) {
@@ -535,8 +779,9 @@ fn compare(exp: &Expect, log: &str) -> Vec<String> {
     errs
 }
 
-#[test]
-fn scalar_states_match_host_kernel() {
+/// Generates, loads and compares `BPFVET_DIFF_PROGRAMS` programs (400 by
+/// default).
+fn run_diff(track_ids: bool) {
     if let Err(why) = kernel_available() {
         println!("SKIP: host kernel verifier not usable ({why})");
         return;
@@ -545,16 +790,28 @@ fn scalar_states_match_host_kernel() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
+    let salt = if track_ids { 0x5bd1_e995 } else { 0 };
     let mut failures = Vec::new();
+    // BPFVET_DIFF_SEED=<n> runs only that program (for investigating).
+    let only: Option<u64> = std::env::var("BPFVET_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for seed in 0..programs {
+        if only.is_some_and(|o| o != seed) {
+            continue;
+        }
         let steps = 8 + (seed % 48) as usize;
-        let (insns, exp) = Gen::program(0x9e37_79b9_7f4a_7c15 ^ (seed * 0x1000_0001), steps);
+        let (insns, exp) = Gen::program(
+            0x9e37_79b9_7f4a_7c15 ^ (seed * 0x1000_0001) ^ salt,
+            steps,
+            track_ids,
+        );
         let (loaded, log) = kernel_load(&insns).expect("bpf syscall");
         if !loaded {
             failures.push(format!("seed {seed}: kernel rejected the program\n{log}"));
             continue;
         }
-        let errs = compare(&exp, &log);
+        let errs = compare(&exp, &log, track_ids);
         if !errs.is_empty() {
             failures.push(format!("seed {seed}:\n  {}\n{log}", errs.join("\n  ")));
         }
@@ -571,4 +828,16 @@ fn scalar_states_match_host_kernel() {
                 .join("\n\n")
         );
     }
+}
+
+#[test]
+fn scalar_states_match_host_kernel() {
+    run_diff(false);
+}
+
+/// Also moves between registers, so scalars share ids (plain and
+/// `+= const` links) and branch refinements propagate through them.
+#[test]
+fn linked_scalars_match_host_kernel() {
+    run_diff(true);
 }

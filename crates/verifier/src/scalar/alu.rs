@@ -234,9 +234,10 @@ impl Scalar {
 
     /// The value of a register linked to `known` by `reg = known + delta`
     /// (sync_linked_regs, 6.18.y: delta = reg.off - known.off as 64-bit
-    /// numbers). `zext32` when the linked register's id carries
-    /// BPF_ADD_CONST32 (its link was made by an ALU32 add/sub), whose result
-    /// is zero-extended. `delta == 0` is a plain copy.
+    /// numbers). `zext32` when either register's id carries
+    /// BPF_ADD_CONST32 (a link made by an ALU32 add/sub, whose result is
+    /// zero-extended); the kernel skips links whose two sides carry
+    /// different ADD_CONST widths. `delta == 0` is a plain copy.
     pub fn linked_add(known: &Scalar, delta: i64, zext32: bool) -> Scalar {
         let mut r = *known;
         if delta != 0 {
