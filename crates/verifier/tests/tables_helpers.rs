@@ -15,6 +15,7 @@ struct Config {
     attach: Option<AttachType>,
     btf_name: Option<(u32, &'static str)>,
     sleepable: bool,
+    iter_sockopt: bool,
 }
 
 fn cfg(prog_type: ProgType, attach: Option<AttachType>) -> Config {
@@ -23,6 +24,7 @@ fn cfg(prog_type: ProgType, attach: Option<AttachType>) -> Config {
         attach,
         btf_name: None,
         sleepable: false,
+        iter_sockopt: false,
     }
 }
 
@@ -109,6 +111,13 @@ fn configs() -> Vec<Config> {
         btf_name: Some((BTF_KIND_FUNC, "bpf_iter_task")),
         ..cfg(P::TRACING, Some(A::TRACE_ITER))
     });
+    for target in ["bpf_iter_tcp", "bpf_iter_unix"] {
+        v.push(Config {
+            btf_name: Some((BTF_KIND_FUNC, target)),
+            iter_sockopt: true,
+            ..cfg(P::TRACING, Some(A::TRACE_ITER))
+        });
+    }
     v
 }
 
@@ -156,6 +165,7 @@ fn helper_permissions_match_the_host_kernel() {
         );
         let caller = CallerProg {
             sleepable: c.sleepable,
+            iter_sockopt: c.iter_sockopt,
             ..CallerProg::new(c.prog_type, c.attach)
         };
         for helper in 0..=HELPER_MAX_ID {

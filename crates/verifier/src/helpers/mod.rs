@@ -54,6 +54,9 @@ pub struct CallerProg {
     /// CONFIG_BPF_KPROBE_OVERRIDE: `bpf_override_return` exists. The
     /// reference host is built without it.
     pub kprobe_override: bool,
+    /// For iterator programs: whether the target (tcp, unix) adds the
+    /// socket option helpers.
+    pub iter_sockopt: bool,
 }
 
 impl CallerProg {
@@ -64,6 +67,7 @@ impl CallerProg {
             sleepable: false,
             lockdown: Lockdown::default(),
             kprobe_override: false,
+            iter_sockopt: false,
         }
     }
 }

@@ -808,8 +808,9 @@ fn tracing_prog(func: u32, p: &CallerProg) -> Proto {
             let raw_tp = p.prog_type == Pt::TRACING && eat(p) == At::TRACE_RAW_TP;
             (raw_tp || tramp).then_some(&BPF_GET_ATTACH_COOKIE_TRACING)
         }
-        // Iterator targets add their own helpers (tcp/unix sockopt) keyed
-        // by attach BTF id; those are not modelled.
+        // The tcp and unix iterator targets add the socket option helpers.
+        id::SETSOCKOPT if iter && p.iter_sockopt => raw_tp(func, p).or(Some(&BPF_SK_SETSOCKOPT)),
+        id::GETSOCKOPT if iter && p.iter_sockopt => raw_tp(func, p).or(Some(&BPF_SK_GETSOCKOPT)),
         _ => find(TRACING_PROG, func).or_else(|| raw_tp(func, p)),
     }
 }
