@@ -9,7 +9,13 @@ fn main() {
     let mut opts = Options::default();
     let mut files = Vec::new();
     for a in std::env::args().skip(1) {
-        if let Some(l) = a.strip_prefix("--log=") {
+        if a == "--baseline-idmap" {
+            opts.baselines.idmap_memset = true;
+        } else if a == "--baseline-backtrack" {
+            opts.baselines.backtrack_no_skip = true;
+        } else if a == "--baseline-alloc" {
+            opts.baselines.state_nodes_plain_alloc = true;
+        } else if let Some(l) = a.strip_prefix("--log=") {
             opts.log_level = l.parse().unwrap_or(0);
         } else {
             files.push(a);
@@ -43,6 +49,9 @@ fn main() {
                 out.stats.peak_states,
                 out.stats.duration
             );
+            if std::env::var("SHOW_STATS").is_ok() {
+                eprintln!("{:#?}", out.stats);
+            }
             if opts.log_level > 0 {
                 eprintln!("{}", out.log);
             }

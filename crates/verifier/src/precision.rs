@@ -240,6 +240,9 @@ impl Env<'_> {
 
     /// Marks a set of registers and slots precise (batch form).
     pub fn run_backtrack(&mut self, mut bt: Backtrack) -> VResult<()> {
+        if bt.empty() {
+            return Ok(());
+        }
         if !self.opts.baselines.backtrack_no_skip {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
