@@ -10,6 +10,7 @@
 pub mod btf_args;
 mod cgroup;
 mod layout;
+pub mod packet;
 pub mod retval;
 mod skb;
 mod sock;
