@@ -57,6 +57,9 @@ NOTES = {
  'xdp_no_bounds_check': 'preceded by `invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)`',
  'xdp_too_complex': 'slow: hits the 1M-insn limit (seconds of kernel time)',
  'xdp_uninit_reg': 'one line of inline asm reads R2',
+ 'xdp_use_after_submit': 'reference released by bpf_ringbuf_submit; the pointer became a scalar',
+ 'xdp_callback_return': 'bpf_loop callback return range [0, 1]',
+ 'xdp_combined_stack': 'two 320-byte frames: each fine alone, 640 together',
 }
 
 
