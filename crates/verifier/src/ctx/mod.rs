@@ -5,7 +5,9 @@
 //! per type and the return-value rule of `check_return_code`.
 //!
 //! Entry points: [`check_ctx_access`] / [`check_ctx_access_with`],
-//! [`ctx_size`], [`retval::return_range`].
+//! [`ctx_size`], [`retval::return_range`], [`packet`] for direct packet
+//! access, and [`btf_args::btf_ctx_access`] for BTF-typed contexts (tp_btf,
+//! iterators, fentry/fexit, LSM) once the attach target is known.
 
 pub mod btf_args;
 mod cgroup;
@@ -44,8 +46,7 @@ pub enum CtxValue {
     /// `PTR_TO_TP_BUFFER` (raw_tracepoint_writable's first argument).
     TpBuffer,
     /// Tracing/LSM/iter/struct_ops context: argument `off / 8` of the
-    /// attach target, typed from its BTF (`btf_ctx_access`), which the
-    /// caller resolves.
+    /// attach target; [`btf_args::btf_ctx_access`] types it from BTF.
     BtfArg {
         arg: u32,
     },
