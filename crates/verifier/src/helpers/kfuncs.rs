@@ -365,7 +365,7 @@ pub fn kfunc_flags(name: &str) -> Option<KfuncFlags> {
 }
 
 /// Whether a program of `prog_type` may call kfunc `name`; the kernel's
-/// refusal reads "calling kernel function <name> is not allowed".
+/// refusal reads `calling kernel function <name> is not allowed`.
 pub fn kfunc_allowed(name: &str, prog_type: ProgType) -> Option<bool> {
     kfunc(name).map(|k| k.set.allows(prog_type))
 }

@@ -310,7 +310,7 @@ impl HelperProto {
     }
 }
 
-/// "bpf_<name>" for a known id (id 0 is "bpf_unspec"), "unknown"
+/// `bpf_<name>` for a known id (id 0 is "bpf_unspec"), "unknown"
 /// otherwise, as the kernel's `func_id_name` prints it.
 pub fn helper_display_name(id: u32) -> String {
     match HELPER_NAMES.get(id as usize) {
