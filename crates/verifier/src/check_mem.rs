@@ -381,11 +381,9 @@ impl Env<'_> {
                 }
             }
             RegType::BtfId => {
-                if access == Access::Write {
-                    return self.err("only read is supported");
-                }
+                let r = self.btf_load(&reg, off, size, access)?;
                 if let Some(d) = value {
-                    self.set_unknown(d);
+                    *self.cur.reg_mut(d) = r;
                 }
             }
             _ => {
@@ -814,23 +812,9 @@ impl Env<'_> {
                 reg.off
             ));
         }
-        let field = crate::ctx_glue::ctx_field(self, off, size, access)?;
+        let r = crate::ctx_glue::ctx_field(self, off, size, access)?;
         if access == Access::Read {
             if let Some(d) = value {
-                let r = match field {
-                    Some(ty) => {
-                        let mut r = Reg::pointer(ty);
-                        if ty.is_pkt() {
-                            r.aux = 0;
-                        }
-                        if ty == RegType::Sock || ty == RegType::SockCommon {
-                            r.flags |= flag::MAYBE_NULL;
-                            r.id = self.new_id();
-                        }
-                        r
-                    }
-                    None => Reg::unknown_scalar(),
-                };
                 *self.cur.reg_mut(d) = r;
             }
         }

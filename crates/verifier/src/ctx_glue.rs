@@ -1,33 +1,46 @@
 //! Bridges a ctx dereference to the context tables (`ctx`): checks the
-//! access and says what a load yields.
+//! access and builds the register a load yields.
 
 use crate::check_mem::Access;
-use crate::ctx::{self, CtxError, CtxValue};
+use crate::ctx::{self, CtxValue};
 use crate::error::VResult;
 use crate::explore::Env;
-use crate::regs::RegType;
+use crate::regs::{flag, Reg, RegType};
 
-/// Returns the pointer type a load yields, or None for a scalar.
-pub fn ctx_field(env: &Env, off: i32, size: u32, access: Access) -> VResult<Option<RegType>> {
+/// The register a ctx load at `off` gives (an unknown scalar for plain
+/// fields); for a store, only the check.
+pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access) -> VResult<Reg> {
     let a = match access {
         Access::Read => ctx::Access::Read,
         Access::Write => ctx::Access::Write,
     };
-    match ctx::check_ctx_access(env.prog_type, env.prog.expected_attach_type, off, size, a) {
-        Ok(acc) => Ok(match acc.value {
-            CtxValue::Scalar => None,
-            CtxValue::PacketStart => Some(RegType::Packet),
-            CtxValue::PacketEnd => Some(RegType::PacketEnd),
-            CtxValue::PacketMeta => Some(RegType::PacketMeta),
-            CtxValue::FlowKeys => Some(RegType::FlowKeys),
-            CtxValue::Sock => Some(RegType::Sock),
-            CtxValue::SockOrNull => Some(RegType::Sock),
-            CtxValue::SockCommonOrNull => Some(RegType::SockCommon),
-            CtxValue::TpBuffer => Some(RegType::TpBuffer),
-            CtxValue::BtfArg { .. } => None,
-            CtxValue::BtfStruct(_) => Some(RegType::BtfId),
-        }),
-        Err(e @ CtxError::Invalid { .. }) => env.err(e.to_string()),
-        Err(e) => env.err(e.to_string()),
-    }
+    let acc =
+        match ctx::check_ctx_access(env.prog_type, env.prog.expected_attach_type, off, size, a) {
+            Ok(acc) => acc,
+            Err(e) => return env.err(e.to_string()),
+        };
+    let ptr = |ty: RegType| Reg::pointer(ty);
+    let or_null = |env: &mut Env, ty: RegType| {
+        let mut r = Reg::pointer(ty);
+        r.flags |= flag::MAYBE_NULL;
+        r.id = env.new_id();
+        r
+    };
+    Ok(match acc.value {
+        CtxValue::Scalar => Reg::unknown_scalar(),
+        CtxValue::PacketStart => ptr(RegType::Packet),
+        CtxValue::PacketEnd => ptr(RegType::PacketEnd),
+        CtxValue::PacketMeta => ptr(RegType::PacketMeta),
+        CtxValue::FlowKeys => ptr(RegType::FlowKeys),
+        CtxValue::Sock => ptr(RegType::Sock),
+        CtxValue::SockOrNull => or_null(env, RegType::Sock),
+        CtxValue::SockCommonOrNull => or_null(env, RegType::SockCommon),
+        CtxValue::TpBuffer => ptr(RegType::TpBuffer),
+        CtxValue::BtfArg { .. } => env.btf_ctx_arg(off, size)?,
+        CtxValue::BtfStruct(_) => {
+            let mut r = ptr(RegType::BtfId);
+            r.flags |= flag::TRUSTED;
+            r
+        }
+    })
 }

@@ -3,6 +3,7 @@
 //! pruning, precision tracking and liveness — giving the kernel's verdict,
 //! error text and statistics.
 
+mod btf_walk;
 mod cfg;
 mod check_alu;
 mod check_call;
