@@ -230,6 +230,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         log_level: args.log_level.unwrap_or(if args.verbose { 1 } else { 0 }),
         log_size: args.log_size,
         keep_log: args.verbose || args.log_level.unwrap_or(0) > 0,
+        quiet: args.quiet,
     };
     let measure_mem = columns.contains(&Stat::MemPeak);
     let mut backends: Vec<Box<dyn Backend>> = Vec::new();

@@ -27,5 +27,7 @@ pub use log_stats::{parse_log_stats, LogStats};
 pub use map::{KernelMap, MapCreateError};
 pub use program::{LoadedProgram, TestRunInput, TestRunOutput};
 pub use report::{ProgramReport, Refusal, Verdict};
-pub use session::{Error, Kernel, LoadOptions, ObjectSession, LOG_LEVEL_STATS, MAX_LOG_SIZE};
+pub use session::{
+    BtfError, Error, Kernel, LoadOptions, ObjectSession, LOG_LEVEL_STATS, MAX_LOG_SIZE,
+};
 pub use sys::Errno;

@@ -146,14 +146,58 @@ impl Kernel {
     }
 }
 
-/// BPF_BTF_LOAD of an object's raw BTF.
-fn load_btf(raw: &[u8]) -> Result<Fd, Errno> {
+/// Why the kernel refused an object's BTF.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BtfError {
+    pub errno: Errno,
+    /// The last line of the kernel's BTF log (empty if it wrote none).
+    pub message: String,
+}
+
+impl std::fmt::Display for BtfError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.message.is_empty() {
+            true => write!(f, "{}", self.errno),
+            false => write!(f, "{}: {}", self.errno, self.message),
+        }
+    }
+}
+
+/// BPF_BTF_LOAD of an object's raw BTF; on failure a second load with the
+/// BTF log on names the reason.
+fn load_btf(raw: &[u8]) -> Result<Fd, BtfError> {
+    let size = u32::try_from(raw.len()).map_err(|_| BtfError {
+        errno: Errno::E2BIG,
+        message: String::new(),
+    })?;
     let mut attr = BtfLoadAttr {
         btf: sys::ptr(raw.as_ptr()),
-        btf_size: u32::try_from(raw.len()).map_err(|_| Errno::E2BIG)?,
+        btf_size: size,
         ..Default::default()
     };
-    bpf_fd(Cmd::BtfLoad, &mut attr)
+    let errno = match bpf_fd(Cmd::BtfLoad, &mut attr) {
+        Ok(fd) => return Ok(fd),
+        Err(e) => e,
+    };
+    let mut log = vec![0u8; 64 * 1024];
+    let mut attr = BtfLoadAttr {
+        btf: sys::ptr(raw.as_ptr()),
+        btf_size: size,
+        btf_log_buf: sys::ptr(log.as_mut_ptr()),
+        btf_log_size: log.len() as u32,
+        btf_log_level: 1,
+        ..Default::default()
+    };
+    let _ = bpf_fd(Cmd::BtfLoad, &mut attr);
+    let text = log_text(&log);
+    let message = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Err(BtfError { errno, message })
 }
 
 /// An object whose BTF and maps live in the kernel.
@@ -162,7 +206,7 @@ pub struct ObjectSession<'a> {
     obj: &'a Object,
     btf: Option<Fd>,
     /// Why the object's BTF was not accepted (programs load without it).
-    pub btf_error: Option<Errno>,
+    pub btf_error: Option<BtfError>,
     maps: Vec<Result<KernelMap, MapCreateError>>,
 }
 

@@ -337,3 +337,27 @@ fn a_log_larger_than_the_buffer_grows_it() {
         Verdict::Refused(Refusal::LogTruncated { .. })
     ));
 }
+
+#[test]
+fn refused_btf_is_named_and_programs_load_without_it() {
+    let Some(k) = kernel() else { return };
+    let mut obj = object(
+        vec![],
+        vec![program(
+            "no_btf",
+            ProgType::SOCKET_FILTER,
+            vec![mov_imm(0, 0), exit()],
+        )],
+    );
+    // A bare BTF header, no types and no string section: refused.
+    obj.btf_raw = Some(vec![
+        0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]);
+    let s = k.open_object(&obj);
+    let err = s.btf_error.clone().expect("bad BTF refused");
+    assert_eq!(err.errno, bpfvet_kernel::Errno::EINVAL);
+    assert!(!err.message.is_empty(), "the BTF log names the reason");
+    let r = s.load_program(0, &LoadOptions::default()).unwrap();
+    assert_eq!(r.verdict, Verdict::Accepted);
+    assert!(r.btf_dropped);
+}

@@ -22,6 +22,8 @@ pub struct RunOptions {
     pub log_size: Option<u32>,
     /// Keep each program's log in its row.
     pub keep_log: bool,
+    /// No notes on stderr.
+    pub quiet: bool,
 }
 
 pub trait Backend {
@@ -113,6 +115,9 @@ impl Backend for KernelBackend {
         opts: &RunOptions,
     ) -> Vec<Row> {
         let session = self.kernel.open_object(obj);
+        if let (Some(why), false) = (&session.btf_error, opts.quiet) {
+            eprintln!("bpfvet: {file}: the kernel refused the object's BTF ({why}); loading without it, as libbpf does");
+        }
         let mut load = LoadOptions {
             log_level: opts.log_level,
             ..Default::default()
