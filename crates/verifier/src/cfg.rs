@@ -249,7 +249,7 @@ impl Walk<'_> {
 }
 
 /// Runs the CFG checks and computes the instruction marks.
-pub fn analyze(insns: &[Insn]) -> Result<Cfg, VerifyError> {
+pub fn analyze(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Result<Cfg, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
@@ -286,7 +286,7 @@ pub fn analyze(insns: &[Insn]) -> Result<Cfg, VerifyError> {
         }
         i += 1;
     }
-    let live_regs_before = compute_live_regs(insns);
+    let live_regs_before = compute_live_regs(insns, helper_args);
     Ok(Cfg {
         subprogs,
         marks: w.marks,
@@ -295,7 +295,8 @@ pub fn analyze(insns: &[Insn]) -> Result<Cfg, VerifyError> {
 }
 
 /// Registers an instruction reads (`use`) and writes (`def`), as bit sets.
-fn use_def(ins: &Insn) -> (u16, u16) {
+/// A helper call reads only its arguments (`helper_args` gives their count).
+fn use_def(ins: &Insn, helper_args: &dyn Fn(i32) -> usize) -> (u16, u16) {
     let d = 1u16 << (ins.dst & 0xf);
     let s = 1u16 << (ins.src & 0xf);
     let code = ins.code;
@@ -345,6 +346,10 @@ fn use_def(ins: &Insn) -> (u16, u16) {
         }
         BPF_JMP | BPF_JMP32 => match op(code) {
             BPF_EXIT => (1, 0),
+            BPF_CALL if ins.src == 0 => {
+                let n = helper_args(ins.imm).min(5);
+                (((1u16 << (n + 1)) - 1) & !1, 0x3f)
+            }
             BPF_CALL => (0x3e, 0x3f),
             BPF_JA => (0, 0),
             BPF_JCOND => (0, 0),
@@ -401,10 +406,10 @@ fn successors(insns: &[Insn], t: usize, out: &mut [usize; 2]) -> usize {
 
 /// Backward dataflow to a fixed point: which registers may be read before
 /// being written from each instruction on (compute_live_registers).
-fn compute_live_regs(insns: &[Insn]) -> Vec<u16> {
+fn compute_live_regs(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Vec<u16> {
     let n = insns.len();
     let mut live_in = vec![0u16; n];
-    let ud: Vec<(u16, u16)> = insns.iter().map(use_def).collect();
+    let ud: Vec<(u16, u16)> = insns.iter().map(|i| use_def(i, helper_args)).collect();
     let mut changed = true;
     while changed {
         changed = false;
@@ -430,6 +435,10 @@ fn compute_live_regs(insns: &[Insn]) -> Vec<u16> {
 mod tests {
     use super::*;
 
+    fn analyze_all(insns: &[Insn]) -> Result<Cfg, VerifyError> {
+        analyze(insns, &|_| 5)
+    }
+
     fn mov(d: u8, imm: i32) -> Insn {
         Insn::new(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, imm)
     }
@@ -439,19 +448,19 @@ mod tests {
 
     #[test]
     fn unreachable_and_out_of_range() {
-        let e = analyze(&[mov(0, 0), exit(), mov(0, 1), exit()]).unwrap_err();
+        let e = analyze_all(&[mov(0, 0), exit(), mov(0, 1), exit()]).unwrap_err();
         assert_eq!(e.msg, "unreachable insn 2");
         let ja = Insn::new(BPF_JMP | BPF_JA, 0, 0, 5, 0);
-        let e = analyze(&[ja, exit()]).unwrap_err();
+        let e = analyze_all(&[ja, exit()]).unwrap_err();
         assert_eq!(e.msg, "jump out of range from insn 0 to 6");
-        let e = analyze(&[mov(0, 0)]).unwrap_err();
+        let e = analyze_all(&[mov(0, 0)]).unwrap_err();
         assert_eq!(e.msg, "last insn is not an exit or jmp");
     }
 
     #[test]
     fn conditional_jump_marks_itself_and_target() {
         let jeq = Insn::new(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1, 0);
-        let c = analyze(&[mov(0, 0), jeq, mov(0, 1), exit()]).unwrap();
+        let c = analyze_all(&[mov(0, 0), jeq, mov(0, 1), exit()]).unwrap();
         assert!(c.is(1, mark::PRUNE_POINT));
         assert!(c.is(3, mark::PRUNE_POINT));
         assert!(!c.is(2, mark::PRUNE_POINT));

@@ -119,7 +119,11 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             log: String::new(),
         };
     };
-    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns));
+    let helper_args = |id: i32| {
+        helpers::helper_proto(id as u32, prog.prog_type, prog.expected_attach_type)
+            .map_or(5, |p| p.arg_count())
+    };
+    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns, &helper_args));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
