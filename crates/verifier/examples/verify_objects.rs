@@ -8,6 +8,7 @@ use bpfvet_verifier::{verify, Options, Verdict};
 fn main() {
     let mut opts = Options::default();
     let mut files = Vec::new();
+    let mut only: Option<String> = None;
     for a in std::env::args().skip(1) {
         if a == "--baseline-idmap" {
             opts.baselines.idmap_memset = true;
@@ -15,6 +16,8 @@ fn main() {
             opts.baselines.backtrack_no_skip = true;
         } else if a == "--baseline-alloc" {
             opts.baselines.state_nodes_plain_alloc = true;
+        } else if let Some(p) = a.strip_prefix("--prog=") {
+            only = Some(p.to_string());
         } else if let Some(l) = a.strip_prefix("--log=") {
             opts.log_level = l.parse().unwrap_or(0);
         } else {
@@ -33,6 +36,9 @@ fn main() {
             dump(&obj);
         }
         for (i, p) in obj.programs.iter().enumerate() {
+            if only.as_ref().is_some_and(|o| *o != p.name) {
+                continue;
+            }
             let out = verify(&obj, i, &opts);
             let (v, e) = match &out.verdict {
                 Verdict::Accepted => ("accepted", String::new()),
