@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bpfvet_isa::disasm::{write_log_line, NoSymbols};
+use bpfvet_isa::disasm::{write_log_line, Symbols};
+use bpfvet_isa::Ld64Kind;
+use bpfvet_object::btf::Btf;
 use bpfvet_object::{LoadOptions, MapDef, Object, Program, TargetBtf};
 use serde_json::{json, Value};
 
@@ -33,6 +35,26 @@ pub struct Args {
     /// Do not resolve CO-RE relocations against any kernel.
     #[arg(long)]
     pub no_core: bool,
+}
+
+/// What the kernel knows when it prints a loaded program: kfunc names
+/// from vmlinux BTF, and a callback's LD_IMM64 as its raw offset.
+struct KernelView<'a> {
+    vmlinux: Option<&'a Btf>,
+}
+
+impl Symbols for KernelView<'_> {
+    fn kfunc_name(&self, btf_id: i32, btf_fd_idx: i16) -> Option<&str> {
+        let name = self
+            .vmlinux
+            .filter(|_| btf_fd_idx == 0)?
+            .name_of(btf_id as u32);
+        (!name.is_empty()).then_some(name)
+    }
+
+    fn ld_imm64_value(&self, kind: Ld64Kind, imm: i32, _next_imm: i32) -> Option<u64> {
+        (kind == Ld64Kind::Func).then_some(imm as u64)
+    }
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -66,6 +88,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     opts.preload_target()?;
     let disasm = args.disasm || args.source;
+    let vmlinux = match &opts.target_btf {
+        TargetBtf::Loaded(b) => Some(b.clone()),
+        _ => None,
+    };
+    let syms = KernelView {
+        vmlinux: vmlinux.as_deref(),
+    };
     let mut failed = false;
     let mut docs = Vec::new();
     let mut text = String::new();
@@ -73,9 +102,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match Object::from_file(f, &opts) {
             Ok(obj) => {
                 if args.json {
-                    docs.push(object_json(&obj, disasm, args.source));
+                    docs.push(object_json(&obj, disasm.then_some(&syms), args.source));
                 } else {
-                    write_object(&mut text, &obj, disasm, args.source);
+                    write_object(&mut text, &obj, disasm.then_some(&syms), args.source);
                 }
             }
             Err(e) => {
@@ -110,7 +139,7 @@ fn attach_name(p: &Program) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn write_object(out: &mut String, obj: &Object, disasm: bool, source: bool) {
+fn write_object(out: &mut String, obj: &Object, disasm: Option<&dyn Symbols>, source: bool) {
     let _ = writeln!(out, "{}:", obj.path.display());
     let _ = writeln!(out, "  license: {:?}", obj.license);
     if !obj.maps.is_empty() {
@@ -183,10 +212,10 @@ fn write_object(out: &mut String, obj: &Object, disasm: bool, source: bool) {
             );
         }
     }
-    if disasm {
+    if let Some(syms) = disasm {
         for p in &obj.programs {
             let _ = writeln!(out, "\n  {} ({}):", p.name, p.section);
-            for line in disasm_lines(p, source) {
+            for line in disasm_lines(p, syms, source) {
                 let _ = writeln!(out, "    {line}");
             }
         }
@@ -196,7 +225,7 @@ fn write_object(out: &mut String, obj: &Object, disasm: bool, source: bool) {
 /// The program's log lines, with `; <source> @ file:line` above each
 /// instruction that starts a line_info record when `source` is set. An
 /// instruction the decoder refuses is printed raw with the reason.
-fn disasm_lines(p: &Program, source: bool) -> Vec<String> {
+fn disasm_lines(p: &Program, syms: &dyn Symbols, source: bool) -> Vec<String> {
     let mut lines = Vec::new();
     let mut linfo = p.line_info.iter().peekable();
     let mut emit_source = |pc: usize, lines: &mut Vec<String>| {
@@ -220,7 +249,7 @@ fn disasm_lines(p: &Program, source: bool) -> Vec<String> {
             for l in &prog {
                 emit_source(l.pc, &mut lines);
                 let mut s = String::new();
-                let _ = write_log_line(&mut s, l.pc, &l.insn, &NoSymbols);
+                let _ = write_log_line(&mut s, l.pc, &l.insn, syms);
                 lines.push(s);
             }
         }
@@ -258,7 +287,7 @@ fn map_json(m: &MapDef) -> Value {
     })
 }
 
-fn object_json(obj: &Object, disasm: bool, source: bool) -> Value {
+fn object_json(obj: &Object, disasm: Option<&dyn Symbols>, source: bool) -> Value {
     let programs: Vec<Value> = obj
         .programs
         .iter()
@@ -274,8 +303,8 @@ fn object_json(obj: &Object, disasm: bool, source: bool) -> Value {
                 "funcs": p.func_info.iter().map(|f| json!({"insn": f.insn_off, "name": f.name})).collect::<Vec<_>>(),
                 "core_unresolved": p.core_unresolved.iter().map(|c| json!({"insn": c.insn_off, "reason": c.reason})).collect::<Vec<_>>(),
             });
-            if disasm {
-                v["disasm"] = json!(disasm_lines(p, source));
+            if let Some(syms) = disasm {
+                v["disasm"] = json!(disasm_lines(p, syms, source));
             }
             v
         })
