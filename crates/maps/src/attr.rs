@@ -94,8 +94,9 @@ pub(crate) const ACCESS_MASK: u32 =
 /// The kernel's `bpf_map_flags_access_ok`: at most one of RDONLY/WRONLY for
 /// each side.
 pub(crate) fn access_ok(flags: u32) -> bool {
-    !(flags & uapi::BPF_F_RDONLY != 0 && flags & uapi::BPF_F_WRONLY != 0)
-        && !(flags & uapi::BPF_F_RDONLY_PROG != 0 && flags & uapi::BPF_F_WRONLY_PROG != 0)
+    let both = |a: u32, b: u32| flags & a != 0 && flags & b != 0;
+    !both(uapi::BPF_F_RDONLY, uapi::BPF_F_WRONLY)
+        && !both(uapi::BPF_F_RDONLY_PROG, uapi::BPF_F_WRONLY_PROG)
 }
 
 /// Checks `map_create` makes before the type's own: NUMA node, map_extra,

@@ -73,7 +73,9 @@ pub use ringbuf::RingBuf;
 
 use bpfvet_isa::uapi::{self, MapType};
 
-/// One element returned by a batch operation.
+/// What one batch call returned. The cursor is the last key handed out
+/// (the kernel's generic batch cursor; its HASH walks use a bucket index
+/// instead, so a HASH batch resumed after concurrent changes may differ).
 pub struct Batch {
     /// `count * key_size` bytes.
     pub keys: Vec<u8>,

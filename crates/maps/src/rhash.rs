@@ -580,6 +580,13 @@ impl RHashMap {
                 unsafe { self.layout.store(self.value_ptr(e), value, locked) };
                 return Ok(());
             }
+            // Absent and the map full: E2BIG without taking the lock (a
+            // racing insert of the same key is ordered after this update).
+            if mode == uapi::BPF_ANY
+                && self.count.load(Ordering::Relaxed) >= self.common.attr.max_entries as usize
+            {
+                return Err(MapError::TooBig);
+            }
             if mode == uapi::BPF_EXIST {
                 // It may have been inserted meanwhile; decide under the lock.
                 let (t, b, _g) = self.lock_home(hash);
