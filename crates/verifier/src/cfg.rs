@@ -365,7 +365,7 @@ fn use_def(ins: &Insn, helper_args: &dyn Fn(i32) -> usize) -> (u16, u16) {
     }
 }
 
-fn successors(insns: &[Insn], t: usize, out: &mut [usize; 2]) -> usize {
+pub fn successors(insns: &[Insn], t: usize, out: &mut [usize; 2]) -> usize {
     let ins = insns[t];
     let cls = ins.class();
     let n = insns.len();

@@ -70,6 +70,9 @@ impl Env<'_> {
                 }
                 let frameno = r.frameno as usize;
                 self.note_stack_depth(frameno, (-off) as u32);
+                // Helper accesses count as reads: they may read, and a
+                // helper filling memory may skip bytes.
+                self.note_stack_read(frameno, off, max + size as i64);
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Write {

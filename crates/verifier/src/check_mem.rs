@@ -543,6 +543,11 @@ impl Env<'_> {
             }
             let o = o as i32;
             self.note_stack_depth(frameno, (-o) as u32);
+            let (lo, hi) = (o as i64, o as i64 + size as i64);
+            match access {
+                Access::Write => self.note_stack_write(frameno, lo, hi),
+                Access::Read => self.note_stack_read(frameno, lo, hi),
+            }
             return match access {
                 Access::Write => self.stack_write_fixed(frameno, o, size, value),
                 Access::Read => self.stack_read_fixed(frameno, o, size, value),
@@ -564,6 +569,8 @@ impl Env<'_> {
             ));
         }
         self.note_stack_depth(frameno, (-min) as u32);
+        // A variable-offset write may miss any one slot: it kills none.
+        self.note_stack_read(frameno, min, max + size as i64);
         let fr = &mut self.cur.frames[frameno];
         fr.grow_stack((-min) as usize);
         let mut all_zero = true;

@@ -21,6 +21,7 @@ impl Env<'_> {
     /// Registers a checkpoint no longer needs (static liveness) are cleared
     /// in fully explored states so comparisons ignore them.
     fn clean_live_states(&mut self, idx: usize, b: usize) {
+        let live_slots = self.live_slots(idx);
         let mut n = self.buckets[b];
         while n != NIL {
             let node = self.pool.get(n);
@@ -46,6 +47,13 @@ impl Env<'_> {
                     for r in 0..10 {
                         if live & (1 << r) == 0 {
                             f.regs[r] = Reg::not_init();
+                        }
+                    }
+                }
+                if let (Some(live), Some(f)) = (live_slots, node.state.frames.last_mut()) {
+                    for (spi, slot) in f.stack.iter_mut().enumerate() {
+                        if spi < 64 && live & (1 << spi) == 0 {
+                            *slot = crate::state::Slot::default();
                         }
                     }
                 }

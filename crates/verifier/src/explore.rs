@@ -70,6 +70,7 @@ pub struct Env<'a> {
     pub hist_stack_flag: u16,
     /// Global subprograms reached by a call, and those already verified.
     pub called_global: Vec<bool>,
+    pub stack_live: crate::liveness::StackLiveness,
     pub verified_global: Vec<bool>,
 }
 
@@ -105,6 +106,7 @@ impl<'a> Env<'a> {
             started: Instant::now(),
             hist_stack_flag: 0,
             called_global: vec![false; nsub],
+            stack_live: crate::liveness::StackLiveness::new(n),
             verified_global: vec![false; nsub],
         }
     }
