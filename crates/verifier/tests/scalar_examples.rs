@@ -312,3 +312,61 @@ fn linked_registers_after_a_branch() {
         "scalar(smin=smin32=-3,smax=smax32=4)"
     );
 }
+
+#[test]
+fn link_rules_seen_in_the_kernel_log() {
+    use bpfvet_verifier::scalar::{sync_linked, Link, LinkKind};
+    let plain = Link {
+        id: 2,
+        ..Link::NONE
+    };
+    let unknown = Scalar::unknown();
+    // 4: (07) r7 += 1 ; R7=scalar(id=2+1,...)  and  r7 += 0 -> id=1+0
+    let add1 = plain.after_alu(AluOp::Add, &k(1), false, false, u64::MAX);
+    assert_eq!(
+        (add1.kind, add1.off, add1.log_off()),
+        (LinkKind::Add64, 1, Some(1))
+    );
+    assert_eq!(
+        plain
+            .after_alu(AluOp::Add, &k(0), false, false, u64::MAX)
+            .log_off(),
+        Some(0)
+    );
+    // 60: (14) w8 -= 240 on a value below 2^32 ; R8=scalar(id=2-240,...)
+    let sub = plain.after_alu(AluOp::Sub, &k(240), false, true, u64::from(u32::MAX));
+    assert_eq!((sub.kind, sub.off), (LinkKind::Add32, -240));
+    // ... but not when the value may exceed 32 bits, nor a second offset.
+    assert_eq!(
+        plain.after_alu(AluOp::Sub, &k(240), false, true, u64::MAX),
+        Link::NONE
+    );
+    assert_eq!(
+        add1.after_alu(AluOp::Add, &k(1), false, false, 0),
+        Link::NONE
+    );
+    // Other operations drop the link (r7 *= 3 prints no id).
+    assert_eq!(
+        plain.after_alu(AluOp::Mul, &k(3), false, false, 0),
+        Link::NONE
+    );
+    // A copy of an offset link starts a new one.
+    assert_eq!(add1.before_mov(&unknown, || 9).id, 9);
+    assert_eq!(plain.before_mov(&unknown, || 9), plain);
+    // Mixed widths are not synchronised.
+    let w = Link {
+        kind: LinkKind::Add32,
+        off: 1,
+        ..plain
+    };
+    assert_eq!(sync_linked(&unknown, add1, w), None);
+    // if r6 <= 0x80 (taken): r8 = r6 + 14 -> [14, 142]
+    let r6 = set_min_max(&unknown, &k(0x80), JmpOp::Le, false).taken[0];
+    let r8 = Link { off: 14, ..add1 };
+    let (v, l) = sync_linked(&r6, plain, r8).expect("same width");
+    assert_eq!(
+        log(&v),
+        "scalar(smin=umin=smin32=umin32=14,smax=umax=smax32=umax32=142,var_off=(0x0; 0xff))"
+    );
+    assert_eq!(l.off, 14);
+}

@@ -9,8 +9,8 @@
 
 use bpfvet_isa::Insn;
 use bpfvet_verifier::scalar::{
-    is_branch_taken, set_min_max, set_min_max_same, write_reg_scalar, AluOp, EndianOp, JmpOp,
-    Scalar, ScalarLogInfo,
+    is_branch_taken, set_min_max, set_min_max_same, sync_linked, write_reg_scalar, AluOp, EndianOp,
+    JmpOp, Link, Scalar, ScalarLogInfo,
 };
 use std::collections::HashMap;
 
@@ -111,11 +111,10 @@ fn render(regs: &[Scalar; 4], links: &[Link; 4], with_ids: bool) -> [String; 4] 
         if !with_ids {
             return log_str(&regs[k]);
         }
-        let l = links[k];
         let info = ScalarLogInfo {
             precise: false,
-            id: l.id,
-            linked_off: l.has_add().then_some(l.off),
+            id: links[k].id,
+            linked_off: links[k].log_off(),
         };
         let mut out = String::new();
         write_reg_scalar(&mut out, &regs[k], info).unwrap();
@@ -169,22 +168,6 @@ fn canon_ids(vals: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// A register's link to others (the id part the kernel keeps beside the
-/// scalar): base id, and for `rX += c` links the kind and constant.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-struct Link {
-    id: u32,
-    add32: bool,
-    add64: bool,
-    off: i32,
-}
-
-impl Link {
-    fn has_add(&self) -> bool {
-        self.add32 || self.add64
-    }
-}
-
 /// The kernel's sync_linked_regs over r6..r9 with `known` as the refined
 /// register.
 fn sync_links(regs: &mut [Scalar; 4], links: &mut [Link; 4], known: usize) {
@@ -193,20 +176,12 @@ fn sync_links(regs: &mut [Scalar; 4], links: &mut [Link; 4], known: usize) {
         return;
     }
     for j in 0..4 {
-        let l = links[j];
-        if j == known || l.id != kl.id {
+        if j == known || links[j].id != kl.id {
             continue;
         }
-        // Links made by ALU ops of different widths are not synchronised.
-        if (l.add32 && kl.add64) || (l.add64 && kl.add32) {
-            continue;
-        }
-        if (!kl.has_add() && !l.has_add()) || l.off == kl.off {
-            regs[j] = regs[known];
-            links[j] = kl;
-        } else {
-            let delta = i64::from(l.off) - i64::from(kl.off);
-            regs[j] = Scalar::linked_add(&regs[known], delta, l.add32 || kl.add32);
+        if let Some((v, l)) = sync_linked(&regs[known], kl, links[j]) {
+            regs[j] = v;
+            links[j] = l;
         }
     }
 }
@@ -285,12 +260,12 @@ impl Gen {
 
     /// assign_scalar_id_before_mov on r(6+k).
     fn link_before_mov(&mut self, k: usize) {
-        if self.links[k].has_add() {
-            self.links[k] = Link::default();
-        }
-        if self.links[k].id == 0 && !self.regs[k].is_const() {
-            self.links[k].id = self.new_id();
-        }
+        let mut next = self.next_id;
+        self.links[k] = self.links[k].before_mov(&self.regs[k], || {
+            next += 1;
+            next
+        });
+        self.next_id = next;
     }
 
     fn emit(&mut self, i: Insn) -> usize {
@@ -315,7 +290,7 @@ impl Gen {
                     // The move links rX with r0 (r0 is overwritten later).
                     self.links[k as usize] = Link {
                         id: self.new_id(),
-                        ..Link::default()
+                        ..Link::NONE
                     };
                     self.emit_checked(Insn::new(0xbf, r, 0, 0, 0));
                 }
@@ -373,7 +348,7 @@ impl Gen {
         };
         let dst_umax = self.regs[d].umax;
         let fork = self.regs[d].alu(op, &src, alu32);
-        self.links[d] = self.link_after_alu(d, op, &src, src_idx, alu32, dst_umax);
+        self.links[d] = self.links[d].after_alu(op, &src, src_idx == Some(d), alu32, dst_umax);
         if fork.is_some() {
             // The kernel forks here and re-runs this instruction on a
             // second path: stop comparing.
@@ -385,56 +360,13 @@ impl Gen {
         self.emit_checked(insn);
     }
 
-    /// The link of the destination after `dst op= src`: kept with a
-    /// constant offset for `+=`/`-=` a constant on a linked register that
-    /// has none yet, dropped otherwise.
-    fn link_after_alu(
-        &self,
-        d: usize,
-        op: AluOp,
-        src: &Scalar,
-        src_idx: Option<usize>,
-        alu32: bool,
-        dst_umax_before: u64,
-    ) -> Link {
-        let l = self.links[d];
-        if !matches!(op, AluOp::Add | AluOp::Sub)
-            || l.id == 0
-            || !src.is_const_in(alu32)
-            || src_idx == Some(d)
-            || l.has_add()
-        {
-            return Link::default();
-        }
-        let val = src.const_value_in(alu32);
-        if !alu32 && !(i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&(val as i64)) {
-            return Link::default();
-        }
-        if alu32 && dst_umax_before > u64::from(u32::MAX) {
-            return Link::default();
-        }
-        let mut off = val as i32;
-        if op == AluOp::Sub {
-            if off == i32::MIN {
-                return Link::default();
-            }
-            off = -off;
-        }
-        Link {
-            id: l.id,
-            add32: alu32,
-            add64: !alu32,
-            off,
-        }
-    }
-
     /// `dst = src` style moves between registers (MOV, MOV32, MOVSX):
     /// the copy shares the source's link when `keep`.
     fn mov_from(&mut self, d: usize, s: usize, keep: bool, value: Scalar) {
         if keep {
             self.link_before_mov(s);
         }
-        self.links[d] = if keep { self.links[s] } else { Link::default() };
+        self.links[d] = if keep { self.links[s] } else { Link::NONE };
         self.regs[d] = value;
     }
 
@@ -445,7 +377,7 @@ impl Gen {
             0 => {
                 let alu32 = self.rng.chance(40);
                 self.regs[d].neg(alu32);
-                self.links[d] = Link::default();
+                self.links[d] = Link::NONE;
                 self.emit_checked(Insn::new(if alu32 { 0x84 } else { 0x87 }, r, 0, 0, 0));
             }
             1 => {
@@ -458,7 +390,7 @@ impl Gen {
                     EndianOp::Bswap => 0xd7,
                 };
                 if self.regs[d].byte_swap(how, bits) {
-                    self.links[d] = Link::default();
+                    self.links[d] = Link::NONE;
                 }
                 self.emit_checked(Insn::new(code, r, 0, 0, bits as i32));
             }
@@ -494,7 +426,7 @@ impl Gen {
             }
             _ => {
                 let v = self.rng.imm();
-                self.links[d] = Link::default();
+                self.links[d] = Link::NONE;
                 if self.rng.chance(50) {
                     self.regs[d] = Scalar::constant(v as i64 as u64);
                     self.emit_checked(Insn::new(0xb7, r, 0, 0, v));
@@ -631,7 +563,7 @@ impl Gen {
             rng: Rng(seed | 1),
             insns: Vec::new(),
             regs: [Scalar::unknown(); 4],
-            links: [Link::default(); 4],
+            links: [Link::NONE; 4],
             next_id: 0,
             track_ids,
             exp: Expect::default(),

@@ -17,7 +17,8 @@
 //!   [`Scalar::sanitize`] / [`Scalar::check_invariants`].
 //! - is_scalar_branch_taken: [`is_branch_taken`]; reg_set_min_max:
 //!   [`set_min_max`] / [`set_min_max_same`], then [`Refined::sanitize`].
-//! - sync_linked_regs: [`Scalar::linked_add`]; adjust_ptr_min_max_vals:
+//! - linked scalars: [`Link::before_mov`], [`Link::after_alu`],
+//!   [`sync_linked`] (over [`Scalar::linked_add`]); adjust_ptr_min_max_vals:
 //!   [`Scalar::ptr_add_var`], [`Scalar::ptr_sub_var`], [`Scalar::ptr_keep_var`].
 //! - regsafe for scalars: [`Scalar::is_superset_of`] (range_within + tnum_in),
 //!   [`Scalar::range_within`], [`Scalar::exact_eq`].
@@ -27,6 +28,7 @@ mod alu;
 mod bounds;
 mod branch;
 mod coerce;
+mod link;
 mod print;
 mod prune;
 mod ptr;
@@ -37,6 +39,7 @@ pub use branch::{
     is_branch_taken, refine_cond_op, refine_cond_op_same, set_min_max, set_min_max_same, JmpOp,
     Refined,
 };
+pub use link::{sync_linked, Link, LinkKind};
 pub use print::{write_reg_scalar, ScalarLogInfo};
 
 use crate::tnum::Tnum;
