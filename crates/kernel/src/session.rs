@@ -216,6 +216,12 @@ impl<'a> ObjectSession<'a> {
         self.maps.get(index)
     }
 
+    /// The created map named `name` (as in `MapDef::name`).
+    pub fn map_by_name(&self, name: &str) -> Option<&KernelMap> {
+        let i = self.obj.maps.iter().position(|m| m.name == name)?;
+        self.maps.get(i)?.as_ref().ok()
+    }
+
     /// Fills global data and map-in-map slots, then freezes what libbpf
     /// freezes. A failure here marks the map as failed.
     fn initialise_maps(&mut self) {

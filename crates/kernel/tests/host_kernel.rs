@@ -183,7 +183,8 @@ fn maps_are_passed_through_fd_array_and_global_data_is_initialised() {
         .unwrap();
     assert_eq!(out.retval, 7);
 
-    let h = s.map(1).unwrap().as_ref().unwrap();
+    let h = s.map_by_name("counts").unwrap();
+    assert!(s.map_by_name("nope").is_none());
     assert_eq!(h.next_key(None).unwrap(), None);
     h.update(&5u32.to_le_bytes(), &9u64.to_le_bytes(), BPF_ANY)
         .unwrap();
