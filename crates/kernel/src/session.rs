@@ -246,8 +246,7 @@ impl<'a> ObjectSession<'a> {
                             .map_err(|e| ("inner map slot", e))
                     })
                 }
-                // Prog-array slots are filled after loading by libbpf; the
-                // verifier does not look at them.
+                // Prog-array slots need loaded programs: see `load_all`.
                 (Ok(_), MapInit::Programs(_)) | (Ok(_), MapInit::None) => Ok(()),
             };
             let result = result.and_then(|()| match &self.maps[i] {
@@ -262,6 +261,35 @@ impl<'a> ObjectSession<'a> {
                 });
             }
         }
+    }
+
+    /// Loads every program, then fills prog-array slots from the object's
+    /// `.values` with the loaded programs, as libbpf's object load does.
+    /// Slots whose program did not load, or whose update failed, are listed
+    /// in the second result.
+    pub fn load_all(&self, opts: &LoadOptions) -> (Vec<ProgramReport>, Vec<String>) {
+        let reports: Vec<ProgramReport> = (0..self.obj.programs.len())
+            .filter_map(|i| self.load_program(i, opts))
+            .collect();
+        let mut unfilled = Vec::new();
+        for (def, map) in self.obj.maps.iter().zip(&self.maps) {
+            let (MapInit::Programs(slots), Ok(map)) = (&def.init, map) else {
+                continue;
+            };
+            for &(slot, prog) in slots {
+                let fd = match reports.get(prog).and_then(|r| r.loaded.as_ref()) {
+                    Some(p) => p.fd().raw() as u32,
+                    None => {
+                        unfilled.push(format!("{}[{slot}]: program {prog} not loaded", def.name));
+                        continue;
+                    }
+                };
+                if let Err(e) = map.update(&slot.to_le_bytes(), &fd.to_le_bytes(), BPF_ANY) {
+                    unfilled.push(format!("{}[{slot}]: {e}", def.name));
+                }
+            }
+        }
+        (reports, unfilled)
     }
 
     /// Loads program `index` of the object and collects the kernel's figures.

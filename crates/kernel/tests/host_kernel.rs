@@ -362,3 +362,40 @@ fn refused_btf_is_named_and_programs_load_without_it() {
     assert_eq!(r.verdict, Verdict::Accepted);
     assert!(r.btf_dropped);
 }
+
+#[test]
+fn load_all_fills_prog_arrays_and_tail_calls_run() {
+    let Some(k) = kernel() else { return };
+    let target = program(
+        "target",
+        ProgType::SOCKET_FILTER,
+        vec![mov_imm(0, 42), exit()],
+    );
+    let mut insns = vec![Insn::new(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0)];
+    insns.extend(ld_map(2, 0, None));
+    insns.push(mov_imm(3, 0));
+    // bpf_tail_call(ctx, &jumps, 0); falls through when the slot is empty.
+    insns.push(Insn::new(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0));
+    insns.push(Insn::new(BPF_JMP | BPF_CALL, 0, 0, 0, 12));
+    insns.push(mov_imm(0, 1));
+    insns.push(exit());
+    let dispatch = program("dispatch", ProgType::SOCKET_FILTER, insns);
+    let mut jumps = map("jumps", MapType::PROG_ARRAY, 4, 4, 4);
+    jumps.init = MapInit::Programs(vec![(0, 0), (1, 7)]);
+    let obj = object(vec![jumps], vec![target, dispatch]);
+    let s = k.open_object(&obj);
+    let (reports, unfilled) = s.load_all(&LoadOptions::default());
+    assert_eq!(reports.len(), 2);
+    assert!(reports.iter().all(|r| r.verdict == Verdict::Accepted));
+    assert_eq!(unfilled, ["jumps[1]: program 7 not loaded"]);
+    let out = reports[1]
+        .loaded
+        .as_ref()
+        .unwrap()
+        .test_run(&TestRunInput {
+            data: &[0u8; 64],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(out.retval, 42, "the tail call reached the target");
+}
