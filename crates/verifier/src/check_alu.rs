@@ -240,11 +240,16 @@ impl Env<'_> {
             return self.err(format!("R{d} pointer {} pointer prohibited", op_name(o)));
         }
         if dst.is_pointer() {
+            if source(insn.code) == BPF_X && src.is_scalar() {
+                // The offset decides where the pointer points.
+                self.mark_chain_precision(s)?;
+            }
             return self.adjust_ptr(insn, d, &dst, &src);
         }
         if src.is_pointer() {
             if o == BPF_ADD && alu64 {
                 // scalar += pointer: the result is the pointer moved.
+                self.mark_chain_precision(d)?;
                 return self.adjust_ptr(insn, d, &src, &dst);
             }
             if !alu64 && o == BPF_SUB {
@@ -260,7 +265,10 @@ impl Env<'_> {
             self.set_unknown(d);
             return Ok(());
         }
-        // scalar op scalar
+        // scalar op scalar: a precise result needs a precise operand.
+        if dst.precise && source(insn.code) == BPF_X {
+            self.mark_chain_precision(s)?;
+        }
         let Some(aop) = AluOp::from_insn(insn.code, insn.off) else {
             return self.err(format!("invalid BPF_ALU opcode {:x}", o));
         };

@@ -278,7 +278,8 @@ impl Env<'_> {
         let r = *self.cur.reg(regno);
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
-            return Ok(());
+            // Valid only because it is NULL: keep it exact.
+            return self.mark_chain_precision(regno);
         }
         match at.base {
             ArgBase::DontCare => {}
@@ -507,6 +508,12 @@ impl Env<'_> {
                 if !self.cur.refs.is_empty() {
                     return self.err("tail_call would lead to reference leak");
                 }
+                // A constant in-range index is kept exact (record_func_key).
+                let key = self.cur.reg(3).v;
+                let max = m.map_or(0, |m| m.max_entries) as u64;
+                if key.is_const() && key.const_value() < max {
+                    self.mark_chain_precision(3)?;
+                }
             }
             _ => {}
         }
@@ -515,12 +522,20 @@ impl Env<'_> {
         }
         // The callback runs in its own frame; the path after the call
         // continues as if the helper returned.
-        if let (Some(sub), true) = (
-            meta.callback,
-            crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm)
-                || func_id == id::TIMER_SET_CALLBACK,
-        ) {
-            self.push_callback(sub, func_id)?;
+        if let Some(sub) = meta.callback {
+            let sync = crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm);
+            if func_id == id::LOOP {
+                // The iteration count decides when the loop is done.
+                self.mark_chain_precision(1)?;
+                let limit = self.cur.reg(1).v.umax;
+                if (self.cur.frame().callback_depth as u64) < limit {
+                    self.push_callback(sub, func_id)?;
+                } else {
+                    self.cur.frame_mut().callback_depth = 0;
+                }
+            } else if sync || func_id == id::TIMER_SET_CALLBACK {
+                self.push_callback(sub, func_id)?;
+            }
         }
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
