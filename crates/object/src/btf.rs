@@ -265,6 +265,9 @@ pub struct Btf {
     enums: Vec<EnumValue>,
     params: Vec<Param>,
     secinfos: Vec<VarSecinfo>,
+    /// Type ids by name without `___flavour` suffix, built on first use
+    /// (by-name lookups in vmlinux BTF would otherwise scan 100k+ types).
+    by_name: std::sync::OnceLock<NameIndex>,
 }
 
 fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
@@ -343,6 +346,7 @@ impl Btf {
             enums: Vec::new(),
             params: Vec::new(),
             secinfos: Vec::new(),
+            by_name: std::sync::OnceLock::new(),
         };
         btf.parse_types()?;
         btf.validate_refs()?;
@@ -695,16 +699,81 @@ impl Btf {
 
     /// First type with this name and kind.
     pub fn find_by_name_kind(&self, name: &str, kind: Kind) -> Option<u32> {
-        (1..self.len()).find(|&id| {
-            let t = &self.types[id as usize];
-            t.kind == kind && self.name(t) == name
-        })
+        self.ids_by_essential_name(essential_name(name))
+            .find(|&id| {
+                let t = &self.types[id as usize];
+                t.kind == kind && self.name(t) == name
+            })
+    }
+
+    /// Ids of the types whose name, without a `___flavour` suffix, is
+    /// `name` (CO-RE candidates), in id order.
+    pub fn ids_by_essential_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = u32> + 'a {
+        let index = self.by_name.get_or_init(|| {
+            let mut m = NameIndex::default();
+            for id in 1..self.len() {
+                let n = self.name(&self.types[id as usize]);
+                if !n.is_empty() {
+                    m.entry(fnv1a(essential_name(n))).or_default().push(id);
+                }
+            }
+            m
+        });
+        // Ids are grouped by a hash of the name: drop hash collisions.
+        index
+            .get(&fnv1a(name))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(move |&id| essential_name(self.name(&self.types[id as usize])) == name)
     }
 
     /// Ids of all types, from 1.
     pub fn ids(&self) -> Range<u32> {
         1..self.len()
     }
+}
+
+/// Type ids grouped by the FNV-1a hash of their essential name; the hash
+/// is already uniform, so the map does not hash it again.
+type NameIndex = std::collections::HashMap<u64, Vec<u32>, std::hash::BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A CO-RE name without its `___flavour` suffix (`task_struct___v2` ->
+/// `task_struct`), as libbpf strips it.
+pub fn essential_name(name: &str) -> &str {
+    let b = name.as_bytes();
+    if b.len() >= 5 {
+        for i in (0..=b.len() - 5).rev() {
+            if b[i] != b'_' && &b[i + 1..i + 4] == b"___" && b[i + 4] != b'_' {
+                return &name[..i + 1];
+            }
+        }
+    }
+    name
 }
 
 /// Appends type records and strings to a raw BTF blob, laid out as header,

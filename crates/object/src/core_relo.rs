@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use bpfvet_isa::opcode as op;
 use bpfvet_isa::Insn;
 
-use crate::btf::{Btf, BtfType, Kind, BTF_INT_SIGNED, MAX_RESOLVE_DEPTH};
+use crate::btf::{essential_name, Btf, BtfType, Kind, BTF_INT_SIGNED, MAX_RESOLVE_DEPTH};
 use crate::btf_ext::{BtfExt, CoreReloRec};
 use crate::error::{ErrorKind, LResult, Located};
 use crate::link::CodeSec;
@@ -58,19 +58,6 @@ fn is_enumval(k: u32) -> bool {
     k == ENUMVAL_EXISTS || k == ENUMVAL_VALUE
 }
 
-/// The name without a `___flavour` suffix.
-pub fn essential_name(name: &str) -> &str {
-    let b = name.as_bytes();
-    if b.len() >= 5 {
-        for i in (0..=b.len() - 5).rev() {
-            if b[i] != b'_' && &b[i + 1..i + 4] == b"___" && b[i + 4] != b'_' {
-                return &name[..i + 1];
-            }
-        }
-    }
-    name
-}
-
 /// One step of an access path: a named member (in composite `type_id`,
 /// member `idx`) or an array index (`name` None).
 #[derive(Clone, Debug)]
@@ -93,26 +80,6 @@ fn skip(btf: &Btf, id: u32) -> Option<(u32, &BtfType)> {
 
 fn kinds_compat(a: Kind, b: Kind) -> bool {
     a == b || (a.is_enum() && b.is_enum())
-}
-
-/// Target types by essential name, built once per object.
-pub struct TargetIndex<'t> {
-    btf: &'t Btf,
-    by_name: HashMap<&'t str, Vec<u32>>,
-}
-
-impl<'t> TargetIndex<'t> {
-    pub fn new(btf: &'t Btf) -> Self {
-        let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
-        for id in btf.ids() {
-            let t = btf.type_by_id(id).expect("id in range");
-            let n = btf.name(t);
-            if !n.is_empty() {
-                by_name.entry(essential_name(n)).or_default().push(id);
-            }
-        }
-        TargetIndex { btf, by_name }
-    }
 }
 
 fn parse_access(s: &str) -> Option<Vec<u32>> {
@@ -569,7 +536,7 @@ fn type_label(btf: &Btf, id: u32) -> String {
 
 fn resolve_one(
     local: &Btf,
-    target: Option<&TargetIndex>,
+    target: Option<&Btf>,
     rec: &CoreReloRec,
     raw: &[u32],
     cache: &mut HashMap<u32, Vec<u32>>,
@@ -604,24 +571,16 @@ fn resolve_one(
     let lkind = lt.kind;
     let cands = cache.entry(lspec.root).or_insert_with(|| {
         target
-            .by_name
-            .get(lname)
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|&id| {
-                        kinds_compat(target.btf.type_by_id(id).expect("indexed").kind, lkind)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+            .ids_by_essential_name(lname)
+            .filter(|&id| kinds_compat(target.type_by_id(id).expect("indexed").kind, lkind))
+            .collect()
     });
     let mut result: Option<Value> = None;
     for &cand in cands.iter() {
-        let Some(tspec) = match_spec(local, &lspec, rec.kind, target.btf, cand, raw) else {
+        let Some(tspec) = match_spec(local, &lspec, rec.kind, target, cand, raw) else {
             continue;
         };
-        let v = value(target.btf, Some(&tspec), rec.kind)?.ok_or("target value")?;
+        let v = value(target, Some(&tspec), rec.kind)?.ok_or("target value")?;
         if let Some(prev) = &result {
             if prev.val != v.val {
                 return Err(format!(
@@ -635,7 +594,7 @@ fn resolve_one(
     }
     match result {
         Some(v) => Ok(Some((orig, v))),
-        None => match value(target.btf, None, rec.kind)? {
+        None => match value(target, None, rec.kind)? {
             Some(zero) => Ok(Some((orig, zero))),
             None => Ok(None),
         },
@@ -652,7 +611,6 @@ pub fn apply_all(
     if ext.core_relos.is_empty() {
         return Ok(());
     }
-    let index = target.map(TargetIndex::new);
     let mut cache = HashMap::new();
     for sec in &ext.core_relos {
         let Some(c) = code.iter_mut().find(|c| c.name == sec.sec_name) else {
@@ -681,11 +639,10 @@ pub fn apply_all(
                 type_label(local, rec.type_id),
                 kind_name(rec.kind)
             );
-            let outcome =
-                resolve_one(local, index.as_ref(), rec, &raw, &mut cache).and_then(|r| match r {
-                    Some((orig, new)) => patch(&mut c.insns, idx, &orig, &new),
-                    None => Err("not found in target".into()),
-                });
+            let outcome = resolve_one(local, target, rec, &raw, &mut cache).and_then(|r| match r {
+                Some((orig, new)) => patch(&mut c.insns, idx, &orig, &new),
+                None => Err("not found in target".into()),
+            });
             if let Err(why) = outcome {
                 poison(&mut c.insns, idx);
                 c.core_failures.push((idx, format!("{label}: {why}")));
