@@ -6,7 +6,7 @@ use object::elf;
 use object::read::elf::{FileHeader, Rel as _, Rela as _, SectionHeader as _, Sym as _};
 use object::{LittleEndian, SectionIndex};
 
-use crate::error::{err, ErrorKind, LResult};
+use crate::error::{err, ErrorKind, LResult, Located};
 
 pub const EM_BPF: u16 = 247;
 pub const SHN_UNDEF: u16 = 0;
@@ -64,6 +64,13 @@ pub struct ElfFile<'a> {
     pub rels: Vec<Vec<Rel>>,
 }
 
+fn in_section(section: &str, e: impl std::fmt::Display) -> Located {
+    Located {
+        section: Some(section.to_owned()),
+        kind: ErrorKind::Elf(e.to_string()),
+    }
+}
+
 fn elf_err<T>(msg: impl Into<String>) -> LResult<T> {
     err(None, ErrorKind::Elf(msg.into()))
 }
@@ -98,10 +105,15 @@ impl<'a> ElfFile<'a> {
                 ErrorKind::NotBpf("not a relocatable object (ET_REL)".into()),
             );
         }
-        let table = header.sections(e, data)?;
+        let table = header
+            .sections(e, data)
+            .map_err(|x| in_section("section header table", x))?;
         let mut sections = Vec::with_capacity(table.len());
-        for sh in table.iter() {
-            let name = String::from_utf8_lossy(table.section_name(e, sh)?).into_owned();
+        for (idx, sh) in table.iter().enumerate() {
+            let name = table
+                .section_name(e, sh)
+                .map_err(|x| in_section(&format!("#{idx}"), x))?;
+            let name = String::from_utf8_lossy(name).into_owned();
             let sh_type = sh.sh_type(e);
             let section_data = if sh_type == elf::SHT_NOBITS {
                 &[][..]
@@ -124,10 +136,15 @@ impl<'a> ElfFile<'a> {
                 size: sh.sh_size(e),
             });
         }
-        let symtab = table.symbols(e, data, elf::SHT_SYMTAB)?;
+        let symtab = table
+            .symbols(e, data, elf::SHT_SYMTAB)
+            .map_err(|x| in_section(".symtab", x))?;
         let mut symbols = Vec::with_capacity(symtab.len());
-        for sym in symtab.iter() {
-            let name = String::from_utf8_lossy(symtab.symbol_name(e, sym)?).into_owned();
+        for (idx, sym) in symtab.iter().enumerate() {
+            let name = symtab
+                .symbol_name(e, sym)
+                .map_err(|x| in_section(".symtab", format!("symbol #{idx}: {x}")))?;
+            let name = String::from_utf8_lossy(name).into_owned();
             symbols.push(Symbol {
                 name,
                 shndx: sym.st_shndx(e),

@@ -83,6 +83,7 @@ fn corpus_loads_or_fails_cleanly() {
             Err(e) => {
                 let msg = e.to_string();
                 assert!(msg.contains(&name), "error does not name the file: {msg}");
+                assert!(e.section.is_some(), "error does not name a section: {msg}");
                 assert!(
                     in_invalid,
                     "{} failed but is not under invalid/: {msg}",
