@@ -356,10 +356,20 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     }
 
     let any_failed = results.iter().flatten().any(|r| !r.succeeded());
+    let internal_errors = results
+        .iter()
+        .flatten()
+        .filter(|r| {
+            r.reason
+                .as_deref()
+                .is_some_and(|m| m.starts_with(backend::INTERNAL_ERROR))
+        })
+        .count();
     if kind == BackendKind::Both {
         let kernel = results.pop().unwrap_or_default();
         let bpfvet = results.pop().unwrap_or_default();
-        let joined = compare::join(bpfvet, kernel);
+        // Both backends saw the same programs in the same order.
+        let joined = compare::zip(bpfvet, kernel);
         let summary = both_summary(&joined);
         finish_joined(plan, joined, &columns, &BOTH_SIDES)?;
         if !args.quiet {
@@ -376,7 +386,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::from(if load_errors > 0 {
+    Ok(ExitCode::from(if load_errors + internal_errors > 0 {
         2
     } else {
         any_failed as u8

@@ -57,6 +57,9 @@ fn opt(v: Option<u64>) -> Option<i64> {
 
 const MIB: u64 = 1024 * 1024;
 
+/// Prefix of row reasons that are bpfvet's own failures, not verdicts.
+pub const INTERNAL_ERROR: &str = "internal error";
+
 pub struct KernelBackend {
     kernel: Kernel,
 }
@@ -158,8 +161,26 @@ impl Backend for BpfvetBackend {
         progs
             .iter()
             .map(|&i| {
-                let out = bpfvet_verifier::verify(obj, i, &vopts);
                 let mut row = base_row(file, obj, i);
+                // A verifier bug must not end a corpus run: it becomes this
+                // program's named error (and exit code 2).
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    bpfvet_verifier::verify(obj, i, &vopts)
+                }));
+                let out = match run {
+                    Ok(out) => out,
+                    Err(panic) => {
+                        let msg = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        row.set(Stat::Verdict, 0);
+                        row.reason =
+                            Some(format!("{INTERNAL_ERROR}: bpfvet verifier panicked: {msg}"));
+                        return row;
+                    }
+                };
                 let s = &out.stats;
                 let ok = matches!(out.verdict, bpfvet_verifier::Verdict::Accepted);
                 row.set(Stat::Verdict, ok as i64);

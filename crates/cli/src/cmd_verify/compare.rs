@@ -4,7 +4,7 @@
 
 use super::fields::{Stat, Variant};
 use super::row::Row;
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
 
 #[derive(Clone, Debug)]
 pub struct Joined {
@@ -14,29 +14,48 @@ pub struct Joined {
     pub b: Option<Row>,
 }
 
-/// Joins two result sets on (file, program), sorted by that key.
-pub fn join(a: Vec<Row>, b: Vec<Row>) -> Vec<Joined> {
-    let mut map: BTreeMap<(String, String), Joined> = BTreeMap::new();
-    for (row, is_a) in a
-        .into_iter()
-        .map(|r| (r, true))
-        .chain(b.into_iter().map(|r| (r, false)))
-    {
-        let e = map
-            .entry((row.file.clone(), row.prog.clone()))
-            .or_insert_with(|| Joined {
-                file: row.file.clone(),
-                prog: row.prog.clone(),
-                a: None,
-                b: None,
-            });
-        if is_a {
-            e.a = Some(row);
-        } else {
-            e.b = Some(row);
-        }
+/// Joins two result sets on (file, program), sorted by that key. Rows with
+/// the same key (the same file name in two directories) pair up in order,
+/// as veristat's merge join does.
+pub fn join(mut a: Vec<Row>, mut b: Vec<Row>) -> Vec<Joined> {
+    let key = |r: &Row| (r.file.clone(), r.prog.clone());
+    a.sort_by_key(key);
+    b.sort_by_key(key);
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    let mut out = Vec::new();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(x), Some(y)) => key(x).cmp(&key(y)),
+        };
+        let (ra, rb) = match order {
+            Ordering::Less => (a.next(), None),
+            Ordering::Greater => (None, b.next()),
+            Ordering::Equal => (a.next(), b.next()),
+        };
+        out.push(pair(ra, rb));
     }
-    map.into_values().collect()
+    out
+}
+
+/// Pairs two result lists produced in the same order (one run, two
+/// backends), row by row.
+pub fn zip(a: Vec<Row>, b: Vec<Row>) -> Vec<Joined> {
+    let n = a.len().max(b.len());
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    (0..n).map(|_| pair(a.next(), b.next())).collect()
+}
+
+fn pair(a: Option<Row>, b: Option<Row>) -> Joined {
+    let named = a.as_ref().or(b.as_ref());
+    Joined {
+        file: named.map(|r| r.file.clone()).unwrap_or_default(),
+        prog: named.map(|r| r.prog.clone()).unwrap_or_default(),
+        a,
+        b,
+    }
 }
 
 /// Percent change from `a` to `b`, with veristat's convention for a = 0.
@@ -135,6 +154,23 @@ mod tests {
             ["5".to_string(), "N/A".into(), "N/A".into()]
         );
         assert_eq!(only_a.number(Stat::TotalInsns, Variant::B), f64::MIN);
+    }
+
+    #[test]
+    fn duplicate_keys_pair_in_order() {
+        let a = vec![row("t.o", "p", 1, true), row("t.o", "p", 2, true)];
+        let b = vec![
+            row("t.o", "p", 1, true),
+            row("t.o", "p", 2, true),
+            row("t.o", "p", 3, true),
+        ];
+        let j = join(a.clone(), b.clone());
+        assert_eq!(j.len(), 3);
+        assert!(j[0].same(Stat::TotalInsns) && j[1].same(Stat::TotalInsns));
+        assert!(j[2].a.is_none());
+        let z = zip(a, b);
+        assert_eq!(z.len(), 3);
+        assert_eq!(z[1].b.as_ref().unwrap().get(Stat::TotalInsns), Some(2));
     }
 
     #[test]
