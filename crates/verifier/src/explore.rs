@@ -85,7 +85,16 @@ impl<'a> Env<'a> {
             prog_type: prog.prog_type,
             opts,
             cfg,
-            log: Log::new(opts.log_level),
+            log: {
+                let mut log = Log::new(opts.log_level);
+                // The kernel keeps 15 characters of a map's name.
+                log.maps = obj
+                    .maps
+                    .iter()
+                    .map(|m| (m.name.chars().take(15).collect(), m.key_size, m.value_size))
+                    .collect();
+                log
+            },
             stats: Stats::default(),
             pool: Pool::new(opts.baselines.state_nodes_plain_alloc),
             buckets: vec![NIL; n.max(1)],

@@ -13,6 +13,8 @@ use std::fmt::Write;
 
 pub struct Log {
     pub level: u32,
+    /// (name, key size, value size) of each map, for `map=...` in states.
+    pub maps: Vec<(String, u32, u32)>,
     buf: String,
     last_line_info: Option<usize>,
 }
@@ -21,6 +23,7 @@ impl Log {
     pub fn new(level: u32) -> Log {
         Log {
             level,
+            maps: Vec::new(),
             buf: String::new(),
             last_line_info: None,
         }
@@ -79,12 +82,12 @@ impl Log {
             if r.ty == RegType::NotInit {
                 continue;
             }
-            let _ = write!(s, " R{i}={}", reg_str(r));
+            let _ = write!(s, " R{i}={}", reg_str(r, &self.maps));
         }
         for (spi, slot) in f.stack.iter().enumerate() {
             let off = -((spi as i32 + 1) * 8);
             if slot.is_spill() {
-                let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled));
+                let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled, &self.maps));
             } else if slot
                 .types
                 .iter()
@@ -99,7 +102,7 @@ impl Log {
 }
 
 /// One register in the log's notation: `ctx()`, `fp-8`, `map_value(map=...)`, `5`.
-pub fn reg_str(r: &Reg) -> String {
+pub fn reg_str(r: &Reg, maps: &[(String, u32, u32)]) -> String {
     match r.ty {
         RegType::Scalar => r.v.log_string(ScalarLogInfo {
             precise: r.precise,
@@ -122,6 +125,21 @@ pub fn reg_str(r: &Reg) -> String {
             }
             if r.ty.is_pkt() {
                 parts.push(format!("r={}", r.aux as i32));
+            } else if matches!(r.ty, RegType::MapPtr | RegType::MapKey | RegType::MapValue) {
+                let idx = (r.map & !crate::explore::INNER_MAP) as usize;
+                if let Some((name, ks, vs)) = maps.get(idx) {
+                    parts.push(format!("map={name},ks={ks},vs={vs}"));
+                }
+            } else if r.ty == RegType::Mem && r.aux != 0 {
+                parts.push(format!("sz={}", r.aux));
+            }
+            if !r.v.is_const() {
+                let sc = r.v.log_string(ScalarLogInfo::default());
+                if let Some(inner) = sc.strip_prefix("scalar(").and_then(|x| x.strip_suffix(')')) {
+                    if !inner.is_empty() {
+                        parts.push(inner.to_string());
+                    }
+                }
             }
             s.push_str(&parts.join(","));
             s.push(')');
