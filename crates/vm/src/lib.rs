@@ -1,1 +1,46 @@
-//! The bpfvet runtime (see issue 6).
+//! The bpfvet runtime (issue 6): runs BPF programs in user space with Linux
+//! 6.18's semantics.
+//!
+//! - [`Vm::load`] creates an object's maps (global data filled, prog arrays
+//!   and map-in-map slots set) and pre-decodes its programs. Verification
+//!   is the caller's step (`bpfvet_verifier::verify`), so tests can run
+//!   what the kernel accepts without it.
+//! - [`test_run`] runs a program as BPF_PROG_TEST_RUN does (XDP, skb
+//!   types, flow dissector, syscall, raw_tp); [`Run`] + [`Engine`] run one
+//!   on any context, e.g. plain memory ([`Run::set_bytes_ctx`]).
+//! - Maps are `bpfvet_maps::Map`s: read them through [`Vm::maps`] /
+//!   [`Vm::map`] with the syscall-side API.
+//! - Every load, store and atomic is checked against the memory the run
+//!   owns (stack, context, packet, map values, helper memory); a violation
+//!   ends the run with a [`VmError`] naming the instruction.
+
+mod code;
+mod csum;
+mod ctx;
+mod error;
+mod format;
+mod helpers;
+mod interp;
+mod run;
+mod test_run;
+mod vm;
+
+pub use code::{map_handle, Op};
+pub use ctx::Ctx;
+pub use error::{Result, VmError};
+pub use interp::{Engine, Interpreter, MAX_TAIL_CALLS};
+pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
+pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
+pub use vm::{Program, Vm};
+
+/// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the
+/// memory's address, r2 = its length; returns r0.
+pub fn run_on_memory(insns: &[bpfvet_isa::Insn], memory: &mut [u8]) -> Result<u64> {
+    let vm = Vm::from_insns(insns, bpfvet_isa::uapi::ProgType::SOCKET_FILTER)?;
+    let mut run = Run::new(&vm, Ctx::Bytes);
+    let (addr, len) = (memory.as_mut_ptr() as u64, memory.len() as u64);
+    if len > 0 {
+        run.set_bytes_ctx(addr, memory.len(), true);
+    }
+    Interpreter.execute(&mut run, 0, 0, [addr, len, 0, 0, 0], 0)
+}

@@ -1,0 +1,136 @@
+//! Pre-decoding: a program's slots become a flat `Vec<Op>` whose LD_IMM64
+//! constants (maps, map values, functions) are resolved once, so the
+//! dispatch loop never looks anything up.
+
+use bpfvet_isa::opcode::*;
+use bpfvet_isa::Insn;
+
+use crate::error::{Result, VmError};
+
+/// One pre-decoded slot. LD_IMM64 keeps its 64-bit value in `imm64`; its
+/// second slot is never executed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Op {
+    pub code: u8,
+    pub dst: u8,
+    pub src: u8,
+    pub off: i16,
+    pub imm: i32,
+    pub imm64: u64,
+}
+
+/// Map handles are addresses no host allocation can have (the kernel's
+/// `struct bpf_map *`): helpers turn them back into map indices, memory
+/// accesses through them fail the bounds check.
+pub const MAP_HANDLE_BASE: u64 = 0xffff_ff00_0000_0000;
+/// A `BPF_PSEUDO_FUNC` constant: the callback's instruction index.
+pub const FUNC_HANDLE_BASE: u64 = 0xffff_fe00_0000_0000;
+
+pub fn map_handle(index: usize) -> u64 {
+    MAP_HANDLE_BASE + ((index as u64) << 4)
+}
+
+pub fn map_index(handle: u64) -> Option<usize> {
+    let rel = handle.checked_sub(MAP_HANDLE_BASE)?;
+    (rel & 0xf == 0 && rel < 1 << 32).then_some((rel >> 4) as usize)
+}
+
+pub fn func_handle(pc: usize) -> u64 {
+    FUNC_HANDLE_BASE + pc as u64
+}
+
+pub fn func_pc(handle: u64) -> Option<usize> {
+    let rel = handle.checked_sub(FUNC_HANDLE_BASE)?;
+    (rel < 1 << 32).then_some(rel as usize)
+}
+
+/// Resolves `&map_value + off` for LD_IMM64 of a map value: the address of
+/// the single value of array map `map`, or None.
+pub trait ValueAddr {
+    fn value_addr(&self, map: usize) -> Option<u64>;
+}
+
+/// Decodes `insns`, checking registers and jump targets so the dispatch
+/// loop can index without re-checking.
+pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
+    if insns.is_empty() {
+        return Err(VmError::Empty);
+    }
+    let n = insns.len();
+    let mut ops = Vec::with_capacity(n);
+    let mut pc = 0;
+    while pc < n {
+        let i = insns[pc];
+        let bad = |what: &str| VmError::BadInsn {
+            pc,
+            what: what.to_string(),
+        };
+        if i.dst > 10 || i.src > 10 && i.class() != BPF_LD {
+            return Err(bad("register number above r10"));
+        }
+        let mut op = Op {
+            code: i.code,
+            dst: i.dst,
+            src: i.src,
+            off: i.off,
+            imm: i.imm,
+            imm64: 0,
+        };
+        match i.class() {
+            BPF_LD if i.is_ld_imm64() => {
+                let next = insns
+                    .get(pc + 1)
+                    .ok_or_else(|| bad("LD_IMM64 without its second slot"))?;
+                let lo = i.imm as u32 as u64;
+                let hi = next.imm as u32 as u64;
+                op.imm64 = match i.src {
+                    0 => hi << 32 | lo,
+                    BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_FD => map_handle(lo as usize),
+                    BPF_PSEUDO_MAP_IDX_VALUE | BPF_PSEUDO_MAP_VALUE => {
+                        let base = maps.value_addr(lo as usize).ok_or_else(|| {
+                            bad("LD_IMM64 of a value of a map that is not a one-value array")
+                        })?;
+                        base.wrapping_add(hi)
+                    }
+                    BPF_PSEUDO_FUNC => {
+                        let target = pc as i64 + i.imm as i64 + 1;
+                        if target < 0 || target as usize >= n {
+                            return Err(bad("LD_IMM64 of a function outside the program"));
+                        }
+                        func_handle(target as usize)
+                    }
+                    // ksyms resolve to kernel addresses; user space has none.
+                    _ => 0,
+                };
+                ops.push(op);
+                ops.push(Op::default());
+                pc += 2;
+                continue;
+            }
+            BPF_JMP | BPF_JMP32 => {
+                let o = op_of(i.code);
+                let is_call = o == BPF_CALL;
+                let is_exit = o == BPF_EXIT;
+                if is_call && i.src == BPF_PSEUDO_CALL || !is_call && !is_exit {
+                    let delta = if i.class() == BPF_JMP32 && o == BPF_JA || is_call {
+                        i.imm as i64
+                    } else {
+                        i.off as i64
+                    };
+                    let target = pc as i64 + 1 + delta;
+                    if target < 0 || target as usize >= n {
+                        return Err(VmError::JumpOutOfRange { pc, target });
+                    }
+                }
+            }
+            _ => {}
+        }
+        ops.push(op);
+        pc += 1;
+    }
+    Ok(ops)
+}
+
+fn op_of(code: u8) -> u8 {
+    code & 0xf0
+}

@@ -1,0 +1,416 @@
+//! The dispatch loop: one `match` on the opcode byte of a pre-decoded
+//! [`Op`], registers in a local array, bpf-to-bpf calls on an explicit
+//! frame stack, every memory access checked by [`Run`].
+
+use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
+
+use crate::code::Op;
+use crate::error::{Result, VmError};
+use crate::run::{Run, MAX_FRAMES};
+
+/// Helper id of bpf_tail_call: it changes control flow, so the loop runs it.
+const TAIL_CALL: i32 = 12;
+/// MAX_TAIL_CALL_CNT.
+pub const MAX_TAIL_CALLS: u32 = 33;
+
+struct Frame {
+    prog: usize,
+    ret_pc: usize,
+    saved: [u64; 4],
+}
+
+/// An execution engine: the interpreter today, a JIT later. Runs program
+/// `prog` of the run's VM from instruction `pc` at call depth `depth` with
+/// r1..r5 = `args`, and returns r0.
+pub trait Engine {
+    fn execute(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        pc: usize,
+        args: [u64; 5],
+        depth: usize,
+    ) -> Result<u64>;
+}
+
+pub struct Interpreter;
+
+impl Engine for Interpreter {
+    fn execute(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        pc: usize,
+        args: [u64; 5],
+        depth: usize,
+    ) -> Result<u64> {
+        execute(run, prog, pc, args, depth)
+    }
+}
+
+#[inline(always)]
+fn jump(pc: usize, off: i64) -> usize {
+    (pc as i64 + off) as usize
+}
+
+fn sdiv64(d: u64, s: u64) -> u64 {
+    let (d, s) = (d as i64, s as i64);
+    if s == 0 {
+        0
+    } else {
+        d.wrapping_div(s) as u64
+    }
+}
+
+fn smod64(d: u64, s: u64) -> u64 {
+    let (di, si) = (d as i64, s as i64);
+    if si == 0 {
+        d
+    } else {
+        di.wrapping_rem(si) as u64
+    }
+}
+
+fn sdiv32(d: u32, s: u32) -> u32 {
+    let (d, s) = (d as i32, s as i32);
+    if s == 0 {
+        0
+    } else {
+        d.wrapping_div(s) as u32
+    }
+}
+
+fn smod32(d: u32, s: u32) -> u32 {
+    let (di, si) = (d as i32, s as i32);
+    if si == 0 {
+        d
+    } else {
+        di.wrapping_rem(si) as u32
+    }
+}
+
+/// The interpreter proper. Recursion happens only for callbacks (bpf_loop,
+/// for_each_map_elem), each at a deeper frame.
+pub fn execute(
+    run: &mut Run<'_>,
+    mut prog: usize,
+    mut pc: usize,
+    args: [u64; 5],
+    depth: usize,
+) -> Result<u64> {
+    if depth >= MAX_FRAMES {
+        return Err(VmError::CallDepth {
+            pc,
+            max: MAX_FRAMES,
+        });
+    }
+    let vm = run.vm;
+    let mut code: &[Op] = &vm.programs[prog].ops;
+    let mut regs = [0u64; 11];
+    regs[1..6].copy_from_slice(&args);
+    let mut depth = depth;
+    let base_depth = depth;
+    regs[10] = run.frame_pointer(depth);
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut budget = run.insn_budget;
+
+    macro_rules! src64 {
+        ($op:expr) => {
+            if $op.code & 8 != 0 {
+                regs[$op.src as usize]
+            } else {
+                $op.imm as i64 as u64
+            }
+        };
+    }
+    macro_rules! src32 {
+        ($op:expr) => {
+            if $op.code & 8 != 0 {
+                regs[$op.src as usize] as u32
+            } else {
+                $op.imm as u32
+            }
+        };
+    }
+    macro_rules! cond {
+        ($op:expr, $c:expr) => {
+            if $c {
+                pc = jump(pc, $op.off as i64);
+            }
+        };
+    }
+
+    loop {
+        // Every slot costs one unit: a budget, not a timer, so runs are
+        // deterministic and a non-terminating program cannot hang the host.
+        if budget == 0 {
+            return Err(VmError::InsnLimit(run.insn_budget));
+        }
+        budget -= 1;
+        let op = code[pc];
+        pc += 1;
+        let d = op.dst as usize;
+        match op.code {
+            // ---- ALU64 ----
+            0x07 | 0x0f => regs[d] = regs[d].wrapping_add(src64!(op)),
+            0x17 | 0x1f => regs[d] = regs[d].wrapping_sub(src64!(op)),
+            0x27 | 0x2f => regs[d] = regs[d].wrapping_mul(src64!(op)),
+            0x37 | 0x3f => {
+                let s = src64!(op);
+                regs[d] = if op.off == 1 {
+                    sdiv64(regs[d], s)
+                } else if s == 0 {
+                    0
+                } else {
+                    regs[d] / s
+                };
+            }
+            0x47 | 0x4f => regs[d] |= src64!(op),
+            0x57 | 0x5f => regs[d] &= src64!(op),
+            0x67 | 0x6f => regs[d] <<= src64!(op) & 63,
+            0x77 | 0x7f => regs[d] >>= src64!(op) & 63,
+            0x87 => regs[d] = regs[d].wrapping_neg(),
+            0x97 | 0x9f => {
+                let s = src64!(op);
+                regs[d] = if op.off == 1 {
+                    smod64(regs[d], s)
+                } else if s == 0 {
+                    regs[d]
+                } else {
+                    regs[d] % s
+                };
+            }
+            0xa7 | 0xaf => regs[d] ^= src64!(op),
+            0xb7 => regs[d] = op.imm as i64 as u64,
+            0xbf => {
+                let s = regs[op.src as usize];
+                regs[d] = match op.off {
+                    8 => s as i8 as i64 as u64,
+                    16 => s as i16 as i64 as u64,
+                    32 => s as i32 as i64 as u64,
+                    _ => s,
+                };
+            }
+            0xc7 | 0xcf => regs[d] = ((regs[d] as i64) >> (src64!(op) & 63)) as u64,
+            0xd7 => {
+                regs[d] = match op.imm {
+                    16 => (regs[d] as u16).swap_bytes() as u64,
+                    32 => (regs[d] as u32).swap_bytes() as u64,
+                    _ => regs[d].swap_bytes(),
+                }
+            }
+            // ---- ALU (32-bit, zero-extended) ----
+            0x04 | 0x0c => regs[d] = (regs[d] as u32).wrapping_add(src32!(op)) as u64,
+            0x14 | 0x1c => regs[d] = (regs[d] as u32).wrapping_sub(src32!(op)) as u64,
+            0x24 | 0x2c => regs[d] = (regs[d] as u32).wrapping_mul(src32!(op)) as u64,
+            0x34 | 0x3c => {
+                let (a, s) = (regs[d] as u32, src32!(op));
+                regs[d] = if op.off == 1 {
+                    sdiv32(a, s)
+                } else if s == 0 {
+                    0
+                } else {
+                    a / s
+                } as u64;
+            }
+            0x44 | 0x4c => regs[d] = (regs[d] as u32 | src32!(op)) as u64,
+            0x54 | 0x5c => regs[d] = (regs[d] as u32 & src32!(op)) as u64,
+            0x64 | 0x6c => regs[d] = ((regs[d] as u32) << (src32!(op) & 31)) as u64,
+            0x74 | 0x7c => regs[d] = ((regs[d] as u32) >> (src32!(op) & 31)) as u64,
+            0x84 => regs[d] = (regs[d] as u32).wrapping_neg() as u64,
+            0x94 | 0x9c => {
+                let (a, s) = (regs[d] as u32, src32!(op));
+                regs[d] = if op.off == 1 {
+                    smod32(a, s)
+                } else if s == 0 {
+                    a
+                } else {
+                    a % s
+                } as u64;
+            }
+            0xa4 | 0xac => regs[d] = (regs[d] as u32 ^ src32!(op)) as u64,
+            0xb4 => regs[d] = op.imm as u32 as u64,
+            0xbc => {
+                let s = regs[op.src as usize];
+                regs[d] = match op.off {
+                    8 => s as i8 as i32 as u32,
+                    16 => s as i16 as i32 as u32,
+                    _ => s as u32,
+                } as u64;
+            }
+            0xc4 | 0xcc => regs[d] = ((regs[d] as i32) >> (src32!(op) & 31)) as u32 as u64,
+            // to little endian: truncation only on a little-endian host
+            0xd4 => {
+                regs[d] = match op.imm {
+                    16 => regs[d] as u16 as u64,
+                    32 => regs[d] as u32 as u64,
+                    _ => regs[d],
+                }
+            }
+            0xdc => {
+                regs[d] = match op.imm {
+                    16 => (regs[d] as u16).swap_bytes() as u64,
+                    32 => (regs[d] as u32).swap_bytes() as u64,
+                    _ => regs[d].swap_bytes(),
+                }
+            }
+            // ---- JMP ----
+            0x05 => pc = jump(pc, op.off as i64),
+            0x06 => pc = jump(pc, op.imm as i64),
+            0x15 | 0x1d => cond!(op, regs[d] == src64!(op)),
+            0x25 | 0x2d => cond!(op, regs[d] > src64!(op)),
+            0x35 | 0x3d => cond!(op, regs[d] >= src64!(op)),
+            0x45 | 0x4d => cond!(op, regs[d] & src64!(op) != 0),
+            0x55 | 0x5d => cond!(op, regs[d] != src64!(op)),
+            0x65 | 0x6d => cond!(op, (regs[d] as i64) > src64!(op) as i64),
+            0x75 | 0x7d => cond!(op, (regs[d] as i64) >= src64!(op) as i64),
+            0xa5 | 0xad => cond!(op, regs[d] < src64!(op)),
+            0xb5 | 0xbd => cond!(op, regs[d] <= src64!(op)),
+            0xc5 | 0xcd => cond!(op, (regs[d] as i64) < src64!(op) as i64),
+            0xd5 | 0xdd => cond!(op, (regs[d] as i64) <= src64!(op) as i64),
+            0x16 | 0x1e => cond!(op, regs[d] as u32 == src32!(op)),
+            0x26 | 0x2e => cond!(op, regs[d] as u32 > src32!(op)),
+            0x36 | 0x3e => cond!(op, regs[d] as u32 >= src32!(op)),
+            0x46 | 0x4e => cond!(op, regs[d] as u32 & src32!(op) != 0),
+            0x56 | 0x5e => cond!(op, regs[d] as u32 != src32!(op)),
+            0x66 | 0x6e => cond!(op, (regs[d] as i32) > src32!(op) as i32),
+            0x76 | 0x7e => cond!(op, (regs[d] as i32) >= src32!(op) as i32),
+            0xa6 | 0xae => cond!(op, (regs[d] as u32) < src32!(op)),
+            0xb6 | 0xbe => cond!(op, regs[d] as u32 <= src32!(op)),
+            0xc6 | 0xce => cond!(op, (regs[d] as i32) < src32!(op) as i32),
+            0xd6 | 0xde => cond!(op, (regs[d] as i32) <= src32!(op) as i32),
+            // may_goto: a count-based budget shared by the whole run.
+            0xe5 => {
+                if run.may_goto_left == 0 {
+                    pc = jump(pc, op.off as i64);
+                } else {
+                    run.may_goto_left -= 1;
+                }
+            }
+            0x85 => {
+                if op.src == BPF_PSEUDO_CALL {
+                    if depth + 1 >= MAX_FRAMES {
+                        return Err(VmError::CallDepth {
+                            pc: pc - 1,
+                            max: MAX_FRAMES,
+                        });
+                    }
+                    frames.push(Frame {
+                        prog,
+                        ret_pc: pc,
+                        saved: [regs[6], regs[7], regs[8], regs[9]],
+                    });
+                    depth += 1;
+                    regs[10] = run.frame_pointer(depth);
+                    pc = jump(pc, op.imm as i64);
+                } else if op.src != 0 {
+                    regs[0] = run.kfunc(op.imm, &mut regs, pc - 1)?;
+                } else if op.imm == TAIL_CALL {
+                    if let Some(target) = run.tail_call_target(regs[2], regs[3], pc - 1)? {
+                        prog = target;
+                        code = &vm.programs[prog].ops;
+                        pc = 0;
+                    }
+                } else {
+                    run.insn_budget = budget;
+                    regs[0] = run.helper(op.imm, &mut regs, prog, pc - 1, depth)?;
+                    budget = run.insn_budget;
+                }
+            }
+            0x95 => match frames.pop() {
+                None => {
+                    debug_assert_eq!(depth, base_depth);
+                    run.insn_budget = budget;
+                    return Ok(regs[0]);
+                }
+                Some(f) => {
+                    depth -= 1;
+                    regs[6..10].copy_from_slice(&f.saved);
+                    regs[10] = run.frame_pointer(depth);
+                    if f.prog != prog {
+                        prog = f.prog;
+                        code = &vm.programs[prog].ops;
+                    }
+                    pc = f.ret_pc;
+                }
+            },
+            // ---- loads ----
+            0x61 => regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)?,
+            0x69 => regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)?,
+            0x71 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)?,
+            0x79 => regs[d] = run.load(addr(&regs, op.src, op.off), 8, pc - 1)?,
+            0x81 => {
+                regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)? as i32 as i64 as u64
+            }
+            0x89 => {
+                regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)? as i16 as i64 as u64
+            }
+            0x91 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)? as i8 as i64 as u64,
+            // ---- stores ----
+            0x62 => run.store(addr(&regs, op.dst, op.off), 4, op.imm as u64, pc - 1)?,
+            0x6a => run.store(addr(&regs, op.dst, op.off), 2, op.imm as u64, pc - 1)?,
+            0x72 => run.store(addr(&regs, op.dst, op.off), 1, op.imm as u64, pc - 1)?,
+            0x7a => run.store(addr(&regs, op.dst, op.off), 8, op.imm as i64 as u64, pc - 1)?,
+            0x63 => run.store(
+                addr(&regs, op.dst, op.off),
+                4,
+                regs[op.src as usize],
+                pc - 1,
+            )?,
+            0x6b => run.store(
+                addr(&regs, op.dst, op.off),
+                2,
+                regs[op.src as usize],
+                pc - 1,
+            )?,
+            0x73 => run.store(
+                addr(&regs, op.dst, op.off),
+                1,
+                regs[op.src as usize],
+                pc - 1,
+            )?,
+            0x7b => run.store(
+                addr(&regs, op.dst, op.off),
+                8,
+                regs[op.src as usize],
+                pc - 1,
+            )?,
+            // ---- atomics (B/H only for load-acquire / store-release) ----
+            0xc3 | 0xdb | 0xd3 | 0xcb => {
+                let size = bpfvet_isa::opcode::size_bytes(op.code);
+                run.atomic(&mut regs, op, size, pc - 1)?
+            }
+            0x18 => {
+                regs[d] = op.imm64;
+                pc += 1;
+            }
+            // ---- legacy packet loads ----
+            0x20 | 0x28 | 0x30 | 0x40 | 0x48 | 0x50 => {
+                let size = bpfvet_isa::opcode::size_bytes(op.code);
+                let mut off = op.imm as i64;
+                if op.code & 0x40 != 0 {
+                    off = off.wrapping_add(regs[op.src as usize] as u32 as i32 as i64);
+                }
+                match run.ld_abs(off, size) {
+                    Some(v) => regs[0] = v,
+                    // Out of the packet: the program ends returning 0.
+                    None => {
+                        run.insn_budget = budget;
+                        return Ok(0);
+                    }
+                }
+            }
+            c => {
+                return Err(VmError::BadInsn {
+                    pc: pc - 1,
+                    what: format!("unknown opcode {c:02x}"),
+                })
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn addr(regs: &[u64; 11], reg: u8, off: i16) -> u64 {
+    regs[reg as usize].wrapping_add(off as i64 as u64)
+}

@@ -1,0 +1,413 @@
+//! One program run's state: stack frames, context, the memory regions the
+//! run owns (every load, store and atomic is checked against them), and
+//! what helpers wrote to the sinks.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use bpfvet_isa::opcode::{BPF_CMPXCHG, BPF_FETCH, BPF_LOAD_ACQ, BPF_STORE_REL, BPF_XCHG};
+
+use crate::code::Op;
+use crate::ctx::{Ctx, CtxError};
+use crate::error::{Result, VmError};
+use crate::vm::Vm;
+
+/// MAX_BPF_STACK per frame and MAX_CALL_FRAMES.
+pub const STACK_PER_FRAME: usize = 512;
+pub const MAX_FRAMES: usize = 8;
+const STACK_TOTAL: u64 = (STACK_PER_FRAME * MAX_FRAMES) as u64;
+/// BPF_MAX_LOOPS: the may_goto budget of one run.
+pub const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
+/// Default instruction budget of one run.
+pub const DEFAULT_INSN_BUDGET: u64 = 1 << 32;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    pub start: u64,
+    pub end: u64,
+    pub writable: bool,
+}
+
+/// What trace_printk, snprintf and perf_event_output produced.
+#[derive(Clone, Debug, Default)]
+pub struct Output {
+    pub trace: Vec<String>,
+    pub perf_events: Vec<Vec<u8>>,
+}
+
+pub struct Run<'a> {
+    pub(crate) vm: &'a Vm,
+    pub ctx: Ctx,
+    /// Address of the context handed to the program in r1.
+    pub ctx_addr: u64,
+    /// The structured context's address range (empty for Ctx::Bytes).
+    ctx_shadow: Box<[u64; 32]>,
+    /// Owns the memory `stack_lo` points into.
+    _stack: Box<[u8]>,
+    stack_lo: u64,
+    pub(crate) regions: Vec<Region>,
+    /// Regions set up before the run (global data, plain contexts); kept
+    /// across repeats.
+    static_regions: usize,
+    /// Slots of map-in-map lookups: pointers to `Arc<dyn Map>`.
+    pub(crate) inner_maps: Vec<u64>,
+    pub output: Output,
+    pub(crate) tail_calls: u32,
+    pub(crate) may_goto_left: u64,
+    pub insn_budget: u64,
+    /// Locks taken by bpf_spin_lock and not yet released.
+    pub(crate) held_locks: Vec<u64>,
+    _guard: bpfvet_maps::Guard,
+}
+
+fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
+    VmError::OutOfBounds {
+        pc,
+        kind,
+        addr,
+        size,
+    }
+}
+
+impl<'a> Run<'a> {
+    pub fn new(vm: &'a Vm, ctx: Ctx) -> Run<'a> {
+        let stack = vec![0u8; STACK_TOTAL as usize].into_boxed_slice();
+        let stack_lo = stack.as_ptr() as u64;
+        let ctx_shadow = Box::new([0u64; 32]);
+        let ctx_addr = ctx_shadow.as_ptr() as u64;
+        let regions = vm.static_regions.clone();
+        let static_regions = regions.len();
+        Run {
+            vm,
+            ctx,
+            ctx_addr,
+            ctx_shadow,
+            _stack: stack,
+            stack_lo,
+            regions,
+            static_regions,
+            inner_maps: Vec::new(),
+            output: Output::default(),
+            tail_calls: 0,
+            may_goto_left: MAY_GOTO_BUDGET,
+            insn_budget: DEFAULT_INSN_BUDGET,
+            held_locks: Vec::new(),
+            _guard: bpfvet_maps::pin(),
+        }
+    }
+
+    /// Hands the program plain memory as its context (r1 = its address).
+    pub fn set_bytes_ctx(&mut self, start: u64, len: usize, writable: bool) {
+        self.ctx = Ctx::Bytes;
+        self.ctx_addr = start;
+        self.add_static_region(start, len, writable);
+    }
+
+    pub fn add_static_region(&mut self, start: u64, len: usize, writable: bool) {
+        self.regions.truncate(self.static_regions);
+        self.regions.push(Region {
+            start,
+            end: start + len as u64,
+            writable,
+        });
+        self.static_regions += 1;
+    }
+
+    /// Resets what one run leaves behind, so `repeat` runs start alike.
+    pub fn reset_dynamic(&mut self) {
+        self.regions.truncate(self.static_regions);
+        self.inner_maps.clear();
+        self.tail_calls = 0;
+        self.may_goto_left = MAY_GOTO_BUDGET;
+        self.held_locks.clear();
+    }
+
+    pub fn frame_pointer(&self, depth: usize) -> u64 {
+        self.stack_lo + ((depth + 1) * STACK_PER_FRAME) as u64
+    }
+
+    fn ctx_range(&self) -> Option<(u64, u64)> {
+        match self.ctx {
+            Ctx::Bytes => None,
+            _ => {
+                let lo = self.ctx_shadow.as_ptr() as u64;
+                Some((lo, lo + 256))
+            }
+        }
+    }
+
+    /// Registers memory a helper handed to the program (map values, ring
+    /// buffer samples), once.
+    pub(crate) fn add_region(&mut self, start: u64, len: usize, writable: bool) {
+        let end = start + len as u64;
+        if self.regions[self.static_regions..]
+            .iter()
+            .any(|r| r.start == start && r.end == end)
+        {
+            return;
+        }
+        self.regions.push(Region {
+            start,
+            end,
+            writable,
+        });
+    }
+
+    pub(crate) fn remove_region(&mut self, start: u64) {
+        if let Some(i) = self.regions[self.static_regions..]
+            .iter()
+            .position(|r| r.start == start)
+        {
+            self.regions.remove(self.static_regions + i);
+        }
+    }
+
+    /// The host pointer for `[addr, addr+size)` if one region owns it all.
+    pub(crate) fn check(&self, addr: u64, size: u64, write: bool) -> Option<*mut u8> {
+        if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL.checked_sub(size)? {
+            return Some(addr as *mut u8);
+        }
+        if let Some(p) = self.ctx.packet() {
+            let (lo, hi) = (p.addr(p.meta), p.addr(p.data_end));
+            if addr >= lo && addr.checked_add(size)? <= hi {
+                return Some(addr as *mut u8);
+            }
+        }
+        let end = addr.checked_add(size)?;
+        for r in self.regions.iter().rev() {
+            if addr >= r.start && end <= r.end {
+                return (!write || r.writable).then_some(addr as *mut u8);
+            }
+        }
+        None
+    }
+
+    /// A byte slice of run-owned memory, for helper arguments.
+    pub(crate) fn slice(&self, addr: u64, len: u64, write: bool) -> Option<&'a mut [u8]> {
+        if len == 0 {
+            return Some(&mut []);
+        }
+        let p = self.check(addr, len, write)?;
+        // SAFETY: `check` proved [p, p+len) lies inside one live region the
+        // run owns (stack, packet, map value, helper memory), all of which
+        // outlive the run's helpers; the interpreter is single-threaded.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, len as usize) })
+    }
+
+    #[inline(always)]
+    pub fn load(&self, addr: u64, size: u32, pc: usize) -> Result<u64> {
+        let p = if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64 {
+            addr as *const u8
+        } else {
+            return self.load_slow(addr, size, pc);
+        };
+        // SAFETY: the address lies inside the run's own stack buffer.
+        Ok(unsafe { read(p, size) })
+    }
+
+    #[cold]
+    fn load_slow(&self, addr: u64, size: u32, pc: usize) -> Result<u64> {
+        if let Some((lo, hi)) = self.ctx_range() {
+            if addr >= lo && addr < hi {
+                let off = (addr - lo) as u32;
+                return self
+                    .ctx
+                    .load(off, size)
+                    .map_err(|CtxError::Denied| VmError::CtxAccess { pc, off, size });
+            }
+        }
+        match self.check(addr, size as u64, false) {
+            // SAFETY: `check` proved the access lies inside a live region.
+            Some(p) => Ok(unsafe { read(p, size) }),
+            None => Err(oob(pc, "load", addr, size)),
+        }
+    }
+
+    #[inline(always)]
+    pub fn store(&mut self, addr: u64, size: u32, v: u64, pc: usize) -> Result<()> {
+        if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64 {
+            // SAFETY: the address lies inside the run's own stack buffer.
+            unsafe { write(addr as *mut u8, size, v) };
+            return Ok(());
+        }
+        self.store_slow(addr, size, v, pc)
+    }
+
+    #[cold]
+    fn store_slow(&mut self, addr: u64, size: u32, v: u64, pc: usize) -> Result<()> {
+        if let Some((lo, hi)) = self.ctx_range() {
+            if addr >= lo && addr < hi {
+                let off = (addr - lo) as u32;
+                return self
+                    .ctx
+                    .store(off, size, v)
+                    .map_err(|CtxError::Denied| VmError::CtxAccess { pc, off, size });
+            }
+        }
+        match self.check(addr, size as u64, true) {
+            // SAFETY: `check` proved the access lies inside a writable region.
+            Some(p) => unsafe { write(p, size, v) },
+            None if self.check(addr, size as u64, false).is_some() => {
+                return Err(VmError::ReadOnly { pc, addr, size })
+            }
+            None => return Err(oob(pc, "store", addr, size)),
+        }
+        Ok(())
+    }
+
+    pub fn atomic(&mut self, regs: &mut [u64; 11], op: Op, size: u32, pc: usize) -> Result<()> {
+        let d = op.dst as usize;
+        let s = op.src as usize;
+        if op.imm == BPF_LOAD_ACQ {
+            let a = regs[s].wrapping_add(op.off as i64 as u64);
+            regs[d] = self.load(a, size, pc)?;
+            return Ok(());
+        }
+        if op.imm == BPF_STORE_REL {
+            let a = regs[d].wrapping_add(op.off as i64 as u64);
+            return self.store(a, size, regs[s], pc);
+        }
+        let a = regs[d].wrapping_add(op.off as i64 as u64);
+        if a % size as u64 != 0 {
+            return Err(VmError::Misaligned { pc, addr: a });
+        }
+        let p = match self.check(a, size as u64, true) {
+            Some(p) => p,
+            None => return Err(oob(pc, "atomic", a, size)),
+        };
+        let fetch = op.imm & BPF_FETCH != 0;
+        let v = regs[s];
+        let old = if size == 8 {
+            // SAFETY: checked in bounds, writable and 8-byte aligned above.
+            let at = unsafe { AtomicU64::from_ptr(p as *mut u64) };
+            match op.imm {
+                BPF_XCHG => at.swap(v, Ordering::SeqCst),
+                BPF_CMPXCHG => {
+                    match at.compare_exchange(regs[0], v, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(o) | Err(o) => o,
+                    }
+                }
+                i => match i & !BPF_FETCH {
+                    0x00 => at.fetch_add(v, Ordering::SeqCst),
+                    0x40 => at.fetch_or(v, Ordering::SeqCst),
+                    0x50 => at.fetch_and(v, Ordering::SeqCst),
+                    0xa0 => at.fetch_xor(v, Ordering::SeqCst),
+                    _ => return Err(bad_atomic(pc, i)),
+                },
+            }
+        } else {
+            // SAFETY: checked in bounds, writable and 4-byte aligned above.
+            let at = unsafe { AtomicU32::from_ptr(p as *mut u32) };
+            let v = v as u32;
+            (match op.imm {
+                BPF_XCHG => at.swap(v, Ordering::SeqCst),
+                BPF_CMPXCHG => {
+                    match at.compare_exchange(regs[0] as u32, v, Ordering::SeqCst, Ordering::SeqCst)
+                    {
+                        Ok(o) | Err(o) => o,
+                    }
+                }
+                i => match i & !BPF_FETCH {
+                    0x00 => at.fetch_add(v, Ordering::SeqCst),
+                    0x40 => at.fetch_or(v, Ordering::SeqCst),
+                    0x50 => at.fetch_and(v, Ordering::SeqCst),
+                    0xa0 => at.fetch_xor(v, Ordering::SeqCst),
+                    _ => return Err(bad_atomic(pc, i)),
+                },
+            }) as u64
+        };
+        if op.imm == BPF_CMPXCHG {
+            regs[0] = old;
+        } else if fetch {
+            regs[s] = old;
+        }
+        Ok(())
+    }
+
+    /// LD_ABS / LD_IND: big-endian load at `off` from skb->data (negative
+    /// SKF_NET_OFF / SKF_LL_OFF offsets from the network / MAC header).
+    pub fn ld_abs(&self, off: i64, size: u32) -> Option<u64> {
+        const SKF_NET_OFF: i64 = -0x100000;
+        const SKF_LL_OFF: i64 = -0x200000;
+        let Ctx::Skb(s) = &self.ctx else { return None };
+        let p = s.pkt.as_ref()?;
+        let start = if off >= 0 {
+            p.data as i64 + off
+        } else if off >= SKF_NET_OFF {
+            s.network as i64 + off - SKF_NET_OFF
+        } else if off >= SKF_LL_OFF {
+            s.mac as i64 + off - SKF_LL_OFF
+        } else {
+            return None;
+        };
+        if start < p.data.min(s.mac) as i64 || start + size as i64 > p.data_end as i64 {
+            return None;
+        }
+        let b = &p.buf[start as usize..start as usize + size as usize];
+        Some(match size {
+            1 => b[0] as u64,
+            2 => u16::from_be_bytes([b[0], b[1]]) as u64,
+            _ => u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        })
+    }
+
+    /// bpf_tail_call: the target program index, or None when the call falls
+    /// through (empty slot, index out of range, limit reached).
+    pub fn tail_call_target(&mut self, map: u64, index: u64, pc: usize) -> Result<Option<usize>> {
+        let m = self.map_arg(map, pc, "bpf_tail_call")?;
+        let Some(pa) = m.as_any().downcast_ref::<bpfvet_maps::ProgArray>() else {
+            return Err(VmError::HelperFault {
+                pc,
+                name: "bpf_tail_call",
+                what: "map is not a PROG_ARRAY".into(),
+            });
+        };
+        let Some(target) = pa.get(index as u32) else {
+            return Ok(None);
+        };
+        if self.tail_calls >= crate::interp::MAX_TAIL_CALLS {
+            return Ok(None);
+        }
+        self.tail_calls += 1;
+        if target as usize >= self.vm.programs.len() {
+            return Ok(None);
+        }
+        Ok(Some(target as usize))
+    }
+}
+
+fn bad_atomic(pc: usize, imm: i32) -> VmError {
+    VmError::BadInsn {
+        pc,
+        what: format!("unknown atomic operation {imm:#x}"),
+    }
+}
+
+/// # Safety
+/// `p..p+size` must be readable.
+#[inline(always)]
+unsafe fn read(p: *const u8, size: u32) -> u64 {
+    // SAFETY: the caller guarantees the bytes are readable.
+    unsafe {
+        match size {
+            1 => *p as u64,
+            2 => (p as *const u16).read_unaligned() as u64,
+            4 => (p as *const u32).read_unaligned() as u64,
+            _ => (p as *const u64).read_unaligned(),
+        }
+    }
+}
+
+/// # Safety
+/// `p..p+size` must be writable.
+#[inline(always)]
+unsafe fn write(p: *mut u8, size: u32, v: u64) {
+    // SAFETY: the caller guarantees the bytes are writable.
+    unsafe {
+        match size {
+            1 => *p = v as u8,
+            2 => (p as *mut u16).write_unaligned(v as u16),
+            4 => (p as *mut u32).write_unaligned(v as u32),
+            _ => (p as *mut u64).write_unaligned(v),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! An object made runnable: its maps created with the maps crate (global
+//! data filled, prog arrays and map-in-map slots set as libbpf would), its
+//! programs pre-decoded.
+
+use std::sync::Arc;
+
+use bpfvet_isa::uapi::{MapType, ProgType, BPF_ANY};
+use bpfvet_maps::{Map, MapAttr, MapOfMaps, ProgArray};
+use bpfvet_object::{MapDef, MapInit, Object};
+
+use crate::code::{predecode, Op, ValueAddr};
+use crate::error::{Result, VmError};
+use crate::run::Region;
+
+pub struct Program {
+    pub name: String,
+    pub prog_type: ProgType,
+    pub ops: Vec<Op>,
+}
+
+pub struct Vm {
+    pub maps: Vec<Arc<dyn Map>>,
+    pub map_names: Vec<String>,
+    pub programs: Vec<Program>,
+    /// Global-data values and other memory every run may touch.
+    pub(crate) static_regions: Vec<Region>,
+}
+
+fn attr_of(def: &MapDef) -> MapAttr {
+    let max_entries = match def.map_type {
+        MapType::RINGBUF => def.max_entries.max(4096).next_power_of_two(),
+        _ if def.max_entries == 0 => 1,
+        _ => def.max_entries,
+    };
+    let mut attr = MapAttr::new(def.map_type, def.key_size, def.value_size, max_entries)
+        .with_flags(def.map_flags);
+    attr.map_extra = def.map_extra;
+    attr.inner = def.inner.as_deref().map(|i| Box::new(attr_of(i)));
+    attr
+}
+
+struct Values<'a>(&'a [Arc<dyn Map>]);
+
+impl ValueAddr for Values<'_> {
+    fn value_addr(&self, map: usize) -> Option<u64> {
+        let m = self.0.get(map)?;
+        if !matches!(m.attr().map_type, MapType::ARRAY) {
+            return None;
+        }
+        let guard = bpfvet_maps::pin();
+        // ARRAY memory lives as long as the map.
+        m.lookup_elem(&0u32.to_le_bytes(), 0, &guard)
+            .map(|p| p.as_ptr() as u64)
+    }
+}
+
+impl Vm {
+    /// Creates the object's maps and decodes every program. Verification is
+    /// a separate step (`bpfvet_verifier::verify`) the caller chooses.
+    pub fn load(obj: &Object) -> Result<Vm> {
+        let mut maps: Vec<Arc<dyn Map>> = Vec::with_capacity(obj.maps.len());
+        for def in &obj.maps {
+            let mut attr = attr_of(def);
+            if def.map_type == MapType::PERF_EVENT_ARRAY {
+                // Its slots hold perf event fds the kernel writes to; here
+                // perf_event_output goes to the run's sink, so a plain array
+                // stands in for the fd slots.
+                attr = MapAttr::new(MapType::ARRAY, 4, 4, bpfvet_maps::possible_cpus());
+            }
+            let m = bpfvet_maps::create(attr).map_err(|source| VmError::MapCreate {
+                name: def.name.clone(),
+                source,
+            })?;
+            maps.push(m);
+        }
+        let map_err = |def: &MapDef, source| VmError::MapCreate {
+            name: def.name.clone(),
+            source,
+        };
+        let mut static_regions = Vec::new();
+        for (i, def) in obj.maps.iter().enumerate() {
+            let m = &maps[i];
+            match &def.init {
+                MapInit::None => {}
+                MapInit::Data(bytes) => {
+                    let mut v = bytes.clone();
+                    v.resize(def.value_size as usize, 0);
+                    m.update(&0u32.to_le_bytes(), &v, BPF_ANY)
+                        .map_err(|e| map_err(def, e))?;
+                }
+                MapInit::InnerMaps(slots) => {
+                    let mm = m
+                        .as_any()
+                        .downcast_ref::<MapOfMaps>()
+                        .ok_or_else(|| VmError::MapUnsupported(def.name.clone()))?;
+                    for &(slot, inner) in slots {
+                        let mut key = slot.to_le_bytes().to_vec();
+                        key.resize(def.key_size as usize, 0);
+                        let inner = maps
+                            .get(inner)
+                            .cloned()
+                            .ok_or_else(|| VmError::MapUnsupported(def.name.clone()))?;
+                        mm.update_map(&key, inner, BPF_ANY)
+                            .map_err(|e| map_err(def, e))?;
+                    }
+                }
+                MapInit::Programs(slots) => {
+                    let pa = m
+                        .as_any()
+                        .downcast_ref::<ProgArray>()
+                        .ok_or_else(|| VmError::MapUnsupported(def.name.clone()))?;
+                    for &(slot, prog) in slots {
+                        pa.set(slot, prog as u32, BPF_ANY)
+                            .map_err(|e| map_err(def, e))?;
+                    }
+                }
+            }
+            if def.frozen {
+                m.freeze().map_err(|e| map_err(def, e))?;
+            }
+            if def.map_type == MapType::ARRAY {
+                if let Some(addr) = Values(&maps).value_addr(i) {
+                    static_regions.push(Region {
+                        start: addr,
+                        end: addr + def.value_size as u64,
+                        writable: !def.frozen,
+                    });
+                }
+            }
+        }
+        let mut programs = Vec::with_capacity(obj.programs.len());
+        for p in &obj.programs {
+            programs.push(Program {
+                name: p.name.clone(),
+                prog_type: p.prog_type,
+                ops: predecode(&p.insns, &Values(&maps))?,
+            });
+        }
+        Ok(Vm {
+            maps,
+            map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
+            programs,
+            static_regions,
+        })
+    }
+
+    /// A VM for a bare instruction stream (conformance tests, unit tests):
+    /// no maps, one program.
+    pub fn from_insns(insns: &[bpfvet_isa::Insn], prog_type: ProgType) -> Result<Vm> {
+        Ok(Vm {
+            maps: Vec::new(),
+            map_names: Vec::new(),
+            programs: vec![Program {
+                name: "prog".into(),
+                prog_type,
+                ops: predecode(insns, &Values(&[]))?,
+            }],
+            static_regions: Vec::new(),
+        })
+    }
+
+    pub fn program_index(&self, name: &str) -> Result<usize> {
+        self.programs
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| VmError::NoSuchProgram(name.to_string()))
+    }
+
+    pub fn map(&self, name: &str) -> Option<&Arc<dyn Map>> {
+        let i = self.map_names.iter().position(|n| n == name)?;
+        self.maps.get(i)
+    }
+}
