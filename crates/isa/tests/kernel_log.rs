@@ -640,3 +640,99 @@ fn exit_offset_is_not_checked_by_the_kernel() {
     assert_eq!(program[1].insn, Instruction::Exit { off: 60 });
     assert_eq!(program[1].insn.to_string(), "exit@60");
 }
+
+/// Kfunc names as the kernel printed them in the line being checked.
+struct NamesFromLine<'a>(&'a str);
+
+impl Symbols for NamesFromLine<'_> {
+    fn kfunc_name(&self, _: i32, _: i16) -> Option<&str> {
+        self.0.strip_prefix("call ")?.split('#').next()
+    }
+}
+
+/// Real clang output: every instruction line the kernel prints while
+/// loading the project's test programs (through bpftool, which asks for
+/// log level 1|2|4) assembles, with its opcode, to one instruction that we
+/// print back identically.
+#[test]
+fn project_programs_round_trip_through_the_kernel_log() {
+    let Some(()) = kernel() else { return };
+    let progs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let Ok(dir) = std::fs::read_dir(&progs) else {
+        println!("SKIP: {} not found", progs.display());
+        return;
+    };
+    if std::process::Command::new("bpftool")
+        .arg("version")
+        .output()
+        .is_err()
+    {
+        println!("SKIP: bpftool not installed");
+        return;
+    }
+    let pin = format!("/sys/fs/bpf/bpfvet-isa-test-{}", std::process::id());
+    let log_path = std::env::temp_dir().join(format!("bpfvet-isa-test-{}.log", std::process::id()));
+    let mut objects: Vec<_> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "o"))
+        .collect();
+    objects.sort();
+    let (mut lines, mut problems) = (0, Vec::new());
+    for obj in &objects {
+        let log_file = std::fs::File::create(&log_path).unwrap();
+        let mut child = std::process::Command::new("bpftool")
+            .arg("-d")
+            .args(["prog", "loadall"])
+            .arg(obj)
+            .arg(&pin)
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
+            .spawn()
+            .unwrap();
+        // Programs that make the verifier work hard print logs of hundreds
+        // of MB at level 2; what is printed in the first seconds suffices.
+        let started = std::time::Instant::now();
+        let mut cut = false;
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(5) {
+                let _ = child.kill();
+                let _ = child.wait();
+                println!("note: {} cut after 5 s", obj.display());
+                cut = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&pin);
+        let bytes = std::fs::read(&log_path).unwrap_or_default();
+        let log = String::from_utf8_lossy(&bytes);
+        // A killed writer may leave its last line unfinished.
+        let log = if cut {
+            log.rsplit_once('\n').map_or("", |(done, _)| done)
+        } else {
+            &log
+        };
+        for l in log.lines().filter_map(disasm::parse_log_line) {
+            lines += 1;
+            let text = format!("({:02x}) {}", l.code, l.text);
+            let mut ours = String::new();
+            match asm::assemble(&text) {
+                Ok(p) if p.len() == 1 => {
+                    write_insn(&mut ours, &p[0], &NamesFromLine(l.text)).unwrap();
+                }
+                Ok(_) => ours = "several instructions".into(),
+                Err(e) => ours = e.to_string(),
+            }
+            if ours != l.text {
+                problems.push(format!("{}: `{}` -> `{ours}`", obj.display(), l.text));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&log_path);
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        lines > 1000,
+        "only {lines} instruction lines in the logs of {objects:?}"
+    );
+}
