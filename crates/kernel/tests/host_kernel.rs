@@ -399,3 +399,33 @@ fn load_all_fills_prog_arrays_and_tail_calls_run() {
         .unwrap();
     assert_eq!(out.retval, 42, "the tail call reached the target");
 }
+
+#[test]
+fn per_cpu_values_hold_one_slot_per_possible_cpu() {
+    let Some(k) = kernel() else { return };
+    let obj = object(
+        vec![map("pcpu", MapType::PERCPU_ARRAY, 4, 4, 1)],
+        vec![program(
+            "p",
+            ProgType::SOCKET_FILTER,
+            vec![mov_imm(0, 0), exit()],
+        )],
+    );
+    let s = k.open_object(&obj);
+    let m = s.map_by_name("pcpu").unwrap();
+    let cpus = bpfvet_kernel::map::possible_cpus();
+    // 4-byte values are padded to 8 per CPU.
+    assert_eq!(m.value_buf_size(), 8 * cpus);
+    let value: Vec<u8> = (0..cpus)
+        .flat_map(|c| (c as u64 + 1).to_le_bytes())
+        .collect();
+    m.update(&0u32.to_le_bytes(), &value, BPF_ANY).unwrap();
+    let back = m.lookup(&0u32.to_le_bytes()).unwrap().unwrap();
+    for c in 0..cpus {
+        assert_eq!(back[c * 8], c as u8 + 1, "cpu {c}");
+    }
+    assert_eq!(
+        m.update(&0u32.to_le_bytes(), &[0; 4], BPF_ANY),
+        Err(bpfvet_kernel::Errno::EINVAL)
+    );
+}
