@@ -94,6 +94,7 @@ pub fn link(
     ext: Option<&BtfExt>,
     externs: &[ExternValue],
     kconfig_map: Option<usize>,
+    exception_cb: Option<(usize, usize)>,
 ) -> LResult<Linked> {
     let mut out = Linked {
         insns: Vec::new(),
@@ -103,130 +104,143 @@ pub fn link(
     };
     let mut placed: HashMap<(usize, usize), usize> = HashMap::new();
     let mut stack = vec![place(code, sec, func, &mut out, &mut placed, btf, ext)?];
-    while let Some(top) = stack.last_mut() {
-        let c = &code[top.sec];
-        let f = &c.funcs[top.func];
-        if top.next >= f.len {
-            stack.pop();
-            continue;
-        }
-        let i = top.next;
-        let at = top.base + i;
-        let sec_idx = f.start + i;
-        let insn = out.insns[at];
-        top.next += if insn.is_ld_imm64() { 2 } else { 1 };
-        let relo = c.relos.get(&sec_idx);
-        let is_pseudo_call = insn.code == op::BPF_JMP | op::BPF_CALL && insn.src == BPF_PSEUDO_CALL;
-        let is_pseudo_func = insn.is_ld_imm64() && insn.src == BPF_PSEUDO_FUNC;
-        let cur_sec = top.sec;
-        let target = match relo {
-            Some(Reloc::Call { sec, insn }) | Some(Reloc::SubprogAddr { sec, insn }) => {
-                Some((*sec, *insn))
+    // The exception callback is appended after everything the entry
+    // program reaches, as libbpf does.
+    let mut pending_cb = exception_cb;
+    loop {
+        while let Some(top) = stack.last_mut() {
+            let c = &code[top.sec];
+            let f = &c.funcs[top.func];
+            if top.next >= f.len {
+                stack.pop();
+                continue;
             }
-            Some(Reloc::ExternCall(_)) => None,
-            Some(_) if is_pseudo_call || is_pseudo_func => {
-                return Err(rel_err(
-                    &c.name,
-                    format!("unexpected relocation for call at insn {sec_idx}"),
-                ))
-            }
-            None if is_pseudo_func => {
-                return Err(rel_err(
-                    &c.name,
-                    format!("function address at insn {sec_idx} has no relocation"),
-                ))
-            }
-            // A static callee in the same section needs no ELF relocation.
-            None if is_pseudo_call => Some((c.shndx, sec_idx as i64 + insn.imm as i64 + 1)),
-            _ => None,
-        };
-        if let Some((tshndx, tinsn)) = target {
-            let tsec = code.iter().position(|s| s.shndx == tshndx).ok_or_else(|| {
-                rel_err(
-                    &c.name,
-                    format!("call at insn {sec_idx} into a section without code"),
-                )
-            })?;
-            let tfunc = find_func(&code[tsec], tinsn).ok_or_else(|| {
-                rel_err(
-                    &c.name,
-                    format!(
-                        "call at insn {sec_idx} targets insn {tinsn} of '{}', where no function is",
-                        code[tsec].name
-                    ),
-                )
-            })?;
-            let tbase = match placed.get(&(tsec, tfunc)) {
-                Some(b) => *b,
-                None => {
-                    let frame = place(code, tsec, tfunc, &mut out, &mut placed, btf, ext)?;
-                    let b = frame.base;
-                    stack.push(frame);
-                    b
+            let i = top.next;
+            let at = top.base + i;
+            let sec_idx = f.start + i;
+            let insn = out.insns[at];
+            top.next += if insn.is_ld_imm64() { 2 } else { 1 };
+            let relo = c.relos.get(&sec_idx);
+            let is_pseudo_call =
+                insn.code == op::BPF_JMP | op::BPF_CALL && insn.src == BPF_PSEUDO_CALL;
+            let is_pseudo_func = insn.is_ld_imm64() && insn.src == BPF_PSEUDO_FUNC;
+            let cur_sec = top.sec;
+            let target = match relo {
+                Some(Reloc::Call { sec, insn }) | Some(Reloc::SubprogAddr { sec, insn }) => {
+                    Some((*sec, *insn))
                 }
+                Some(Reloc::ExternCall(_)) => None,
+                Some(_) if is_pseudo_call || is_pseudo_func => {
+                    return Err(rel_err(
+                        &c.name,
+                        format!("unexpected relocation for call at insn {sec_idx}"),
+                    ))
+                }
+                None if is_pseudo_func => {
+                    return Err(rel_err(
+                        &c.name,
+                        format!("function address at insn {sec_idx} has no relocation"),
+                    ))
+                }
+                // A static callee in the same section needs no ELF relocation.
+                None if is_pseudo_call => Some((c.shndx, sec_idx as i64 + insn.imm as i64 + 1)),
+                _ => None,
             };
-            let dest = tbase as i64 + (tinsn - code[tsec].funcs[tfunc].start as i64);
-            let imm = dest - at as i64 - 1;
-            out.insns[at].imm = i32::try_from(imm).map_err(|_| {
-                rel_err(
-                    &code[cur_sec].name,
-                    format!("call at insn {sec_idx} too far"),
-                )
-            })?;
-            continue;
-        }
-        match relo {
-            Some(Reloc::Map(m)) => {
-                out.insns[at].src = BPF_PSEUDO_MAP_IDX;
-                out.insns[at].imm = *m as i32;
+            if let Some((tshndx, tinsn)) = target {
+                let tsec = code.iter().position(|s| s.shndx == tshndx).ok_or_else(|| {
+                    rel_err(
+                        &c.name,
+                        format!("call at insn {sec_idx} into a section without code"),
+                    )
+                })?;
+                let tfunc = find_func(&code[tsec], tinsn).ok_or_else(|| {
+                    rel_err(
+                        &c.name,
+                        format!(
+                            "call at insn {sec_idx} targets insn {tinsn} of '{}', where no function is",
+                            code[tsec].name
+                        ),
+                    )
+                })?;
+                let tbase = match placed.get(&(tsec, tfunc)) {
+                    Some(b) => *b,
+                    None => {
+                        let frame = place(code, tsec, tfunc, &mut out, &mut placed, btf, ext)?;
+                        let b = frame.base;
+                        stack.push(frame);
+                        b
+                    }
+                };
+                let dest = tbase as i64 + (tinsn - code[tsec].funcs[tfunc].start as i64);
+                let imm = dest - at as i64 - 1;
+                out.insns[at].imm = i32::try_from(imm).map_err(|_| {
+                    rel_err(
+                        &code[cur_sec].name,
+                        format!("call at insn {sec_idx} too far"),
+                    )
+                })?;
+                continue;
             }
-            Some(Reloc::Data { map, off }) => {
-                let value_off = insn.imm as i64 + off;
-                out.insns[at].src = BPF_PSEUDO_MAP_IDX_VALUE;
-                out.insns[at].imm = *map as i32;
-                out.insns[at + 1].imm = value_off as i32;
-            }
-            Some(Reloc::ExternLd(e)) => match &externs[*e] {
-                ExternValue::Kconfig { offset } => {
-                    let Some(km) = kconfig_map else {
-                        return Err(rel_err(
-                            &c.name,
-                            "kconfig extern without a kconfig map".into(),
-                        ));
-                    };
+            match relo {
+                Some(Reloc::Map(m)) => {
+                    out.insns[at].src = BPF_PSEUDO_MAP_IDX;
+                    out.insns[at].imm = *m as i32;
+                }
+                Some(Reloc::Data { map, off }) => {
+                    let value_off = insn.imm as i64 + off;
                     out.insns[at].src = BPF_PSEUDO_MAP_IDX_VALUE;
-                    out.insns[at].imm = km as i32;
-                    out.insns[at + 1].imm = *offset as i32;
+                    out.insns[at].imm = *map as i32;
+                    out.insns[at + 1].imm = value_off as i32;
                 }
-                ExternValue::KsymBtf { btf_id } => {
-                    out.insns[at].src = BPF_PSEUDO_BTF_ID;
-                    out.insns[at].imm = *btf_id as i32;
-                    out.insns[at + 1].imm = 0;
-                }
-                ExternValue::KsymAddr { addr } => {
-                    out.insns[at].src = 0;
-                    out.insns[at].imm = *addr as u32 as i32;
-                    out.insns[at + 1].imm = (*addr >> 32) as u32 as i32;
-                }
-                ExternValue::Kfunc { .. } | ExternValue::Unresolved => {
-                    out.insns[at].src = 0;
-                    out.insns[at].imm = 0;
-                    out.insns[at + 1].imm = 0;
-                }
-            },
-            Some(Reloc::ExternCall(e)) => match &externs[*e] {
-                ExternValue::Kfunc { btf_id } => {
-                    out.insns[at].src = BPF_PSEUDO_KFUNC_CALL;
-                    out.insns[at].imm = *btf_id as i32;
-                    out.insns[at].off = 0;
-                }
-                _ => {
-                    out.insns[at].src = 0;
-                    out.insns[at].off = 0;
-                    out.insns[at].imm = POISON_CALL_KFUNC_BASE + *e as i32;
-                }
-            },
-            _ => {}
+                Some(Reloc::ExternLd(e)) => match &externs[*e] {
+                    ExternValue::Kconfig { offset } => {
+                        let Some(km) = kconfig_map else {
+                            return Err(rel_err(
+                                &c.name,
+                                "kconfig extern without a kconfig map".into(),
+                            ));
+                        };
+                        out.insns[at].src = BPF_PSEUDO_MAP_IDX_VALUE;
+                        out.insns[at].imm = km as i32;
+                        out.insns[at + 1].imm = *offset as i32;
+                    }
+                    ExternValue::KsymBtf { btf_id } => {
+                        out.insns[at].src = BPF_PSEUDO_BTF_ID;
+                        out.insns[at].imm = *btf_id as i32;
+                        out.insns[at + 1].imm = 0;
+                    }
+                    ExternValue::KsymAddr { addr } => {
+                        out.insns[at].src = 0;
+                        out.insns[at].imm = *addr as u32 as i32;
+                        out.insns[at + 1].imm = (*addr >> 32) as u32 as i32;
+                    }
+                    ExternValue::Kfunc { .. } | ExternValue::Unresolved => {
+                        out.insns[at].src = 0;
+                        out.insns[at].imm = 0;
+                        out.insns[at + 1].imm = 0;
+                    }
+                },
+                Some(Reloc::ExternCall(e)) => match &externs[*e] {
+                    ExternValue::Kfunc { btf_id } => {
+                        out.insns[at].src = BPF_PSEUDO_KFUNC_CALL;
+                        out.insns[at].imm = *btf_id as i32;
+                        out.insns[at].off = 0;
+                    }
+                    _ => {
+                        out.insns[at].src = 0;
+                        out.insns[at].off = 0;
+                        out.insns[at].imm = POISON_CALL_KFUNC_BASE + *e as i32;
+                    }
+                },
+                _ => {}
+            }
+        }
+        match pending_cb.take() {
+            Some((s, f)) if !placed.contains_key(&(s, f)) => {
+                stack.push(place(code, s, f, &mut out, &mut placed, btf, ext)?)
+            }
+            Some(_) => {}
+            None => break,
         }
     }
     Ok(out)

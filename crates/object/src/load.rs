@@ -269,6 +269,8 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
             if !code[ci].funcs[fi].entry {
                 continue;
             }
+            let cb = exception_callback(btf.as_ref(), &code, &code[ci].funcs[fi].name)
+                .map_err(|m| prog_err(&code[ci].name, m))?;
             let linked = link::link(
                 &code,
                 ci,
@@ -277,6 +279,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 btf_ext.as_ref(),
                 &ext_values,
                 kconfig_map,
+                cb,
             )?;
             let f = &code[ci].funcs[fi];
             let info = sec_def::classify(&code[ci].name);
@@ -316,6 +319,34 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         btf,
         unresolved_externs: unresolved,
     })
+}
+
+/// The function named by an `exception_callback:<name>` decl tag on the
+/// entry program's BTF FUNC, as (code section, function) indexes.
+fn exception_callback(
+    btf: Option<&Btf>,
+    code: &[CodeSec],
+    prog: &str,
+) -> Result<Option<(usize, usize)>, String> {
+    let Some(btf) = btf else { return Ok(None) };
+    let Some(func_id) = btf.find_by_name_kind(prog, crate::btf::Kind::Func) else {
+        return Ok(None);
+    };
+    let tag = btf.ids().find_map(|id| {
+        let t = btf.type_by_id(id)?;
+        (t.kind == crate::btf::Kind::DeclTag
+            && t.size_or_type == func_id
+            && t.decl_tag_component() == Some(-1))
+        .then(|| btf.name(t).strip_prefix("exception_callback:"))
+        .flatten()
+    });
+    let Some(cb) = tag else { return Ok(None) };
+    for (ci, c) in code.iter().enumerate() {
+        if let Some(fi) = c.funcs.iter().position(|f| f.name == cb) {
+            return Ok(Some((ci, fi)));
+        }
+    }
+    Err(format!("exception callback '{cb}' of '{prog}' not found"))
 }
 
 fn prog_err(section: &str, msg: String) -> Located {

@@ -197,6 +197,8 @@ fn info_from(def: &SecDef, name: &str, legacy: bool) -> SecInfo {
 }
 
 pub fn classify(name: &str) -> SecInfo {
+    // SEC("?xdp"): same type, but libbpf does not load it by default.
+    let name = name.strip_prefix('?').unwrap_or(name);
     if let Some(def) = SEC_DEFS.iter().find(|d| matches(d.sec, name)) {
         return info_from(def, name, false);
     }
@@ -258,6 +260,7 @@ mod tests {
             Some(A::TRACE_KPROBE_MULTI)
         );
         assert_eq!(classify("syscall").prog_flags, BPF_F_SLEEPABLE);
+        assert_eq!(classify("?xdp").prog_type, P::XDP);
     }
 
     #[test]

@@ -184,3 +184,25 @@ fn core_offsets_match_host_btf() {
         "no `r = {tgid}` in kprobe_openat2"
     );
 }
+
+#[test]
+fn exception_callback_is_appended_last_and_optional_sections_classify() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/exception_cb.bpf.o");
+    let obj = Object::from_file(&p, &LoadOptions::offline()).unwrap();
+    let main = obj
+        .programs
+        .iter()
+        .find(|p| p.name == "with_callback")
+        .unwrap();
+    let funcs: Vec<&str> = main.func_info.iter().map(|f| f.name.as_str()).collect();
+    // add_one is reached by a call; on_exception only through the tag.
+    assert_eq!(funcs, ["with_callback", "add_one", "on_exception"]);
+    let cb = &main.func_info[2];
+    assert!(cb.insn_off as usize > main.func_info[1].insn_off as usize);
+    assert_eq!(main.insns.len(), 8);
+    let opt = obj.programs.iter().find(|p| p.name == "optional").unwrap();
+    assert_eq!(opt.section, "?tc");
+    assert_eq!(opt.prog_type, ProgType::SCHED_CLS);
+    // The callback is not dragged into programs that do not name it.
+    assert!(!opt.func_info.iter().any(|f| f.name == "on_exception"));
+}
