@@ -86,16 +86,25 @@ struct Frame {
     next: usize,
 }
 
+/// What every program of an object is linked from.
+pub struct Inputs<'a> {
+    pub code: &'a [CodeSec],
+    pub btf: Option<&'a Btf>,
+    pub ext: Option<&'a BtfExt>,
+    pub externs: &'a [ExternValue],
+    pub kconfig_map: Option<usize>,
+}
+
+/// Links the entry function `func` of code section `sec`; `exception_cb`
+/// is the (section, function) of its exception callback, if it names one.
 pub fn link(
-    code: &[CodeSec],
+    inp: &Inputs,
     sec: usize,
     func: usize,
-    btf: Option<&Btf>,
-    ext: Option<&BtfExt>,
-    externs: &[ExternValue],
-    kconfig_map: Option<usize>,
     exception_cb: Option<(usize, usize)>,
 ) -> LResult<Linked> {
+    let (code, btf, ext, externs, kconfig_map) =
+        (inp.code, inp.btf, inp.ext, inp.externs, inp.kconfig_map);
     let mut out = Linked {
         insns: Vec::new(),
         func_info: Vec::new(),

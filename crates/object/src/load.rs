@@ -271,16 +271,14 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
             }
             let cb = exception_callback(btf.as_ref(), &code, &code[ci].funcs[fi].name)
                 .map_err(|m| prog_err(&code[ci].name, m))?;
-            let linked = link::link(
-                &code,
-                ci,
-                fi,
-                btf.as_ref(),
-                btf_ext.as_ref(),
-                &ext_values,
+            let inputs = link::Inputs {
+                code: &code,
+                btf: btf.as_ref(),
+                ext: btf_ext.as_ref(),
+                externs: &ext_values,
                 kconfig_map,
-                cb,
-            )?;
+            };
+            let linked = link::link(&inputs, ci, fi, cb)?;
             let f = &code[ci].funcs[fi];
             let info = sec_def::classify(&code[ci].name);
             programs.push(Program {
