@@ -206,3 +206,88 @@ fn exception_callback_is_appended_last_and_optional_sections_classify() {
     // The callback is not dragged into programs that do not name it.
     assert!(!opt.func_info.iter().any(|f| f.name == "on_exception"));
 }
+
+/// Slot -> constant stored by `*(u64 *)(rX +8*slot) = rY` after `rY = imm`.
+fn stored_constants(insns: &[bpfvet_isa::Insn]) -> std::collections::BTreeMap<i16, u64> {
+    let mut regs = [None::<u64>; 11];
+    let mut out = std::collections::BTreeMap::new();
+    let mut pc = 0;
+    while pc < insns.len() {
+        let i = insns[pc];
+        if i.code == 0xb7 {
+            regs[i.dst as usize] = Some(i.imm as i64 as u64);
+        } else if i.is_ld_imm64() && i.src == 0 {
+            regs[i.dst as usize] =
+                Some((i.imm as u32 as u64) | ((insns[pc + 1].imm as u32 as u64) << 32));
+        } else if i.code == 0x7b {
+            if let Some(v) = regs[i.src as usize] {
+                out.insert(i.off / 8, v);
+            }
+        }
+        pc += if i.is_ld_imm64() { 2 } else { 1 };
+    }
+    out
+}
+
+#[test]
+fn core_relocation_kinds_against_host_btf() {
+    let Ok(bytes) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+        println!("SKIP: /sys/kernel/btf/vmlinux not readable");
+        return;
+    };
+    let vm = Btf::from_bytes(&bytes).unwrap();
+    // Expected values looked up by name in vmlinux BTF, not by access path.
+    let strukt = |n: &str| vm.find_by_name_kind(n, Kind::Struct).unwrap();
+    let member = |s: &str, m: &str| {
+        let t = vm.type_by_id(strukt(s)).unwrap();
+        *vm.members(t)
+            .iter()
+            .find(|x| vm.str_at(x.name_off) == Some(m))
+            .unwrap()
+    };
+    let task = vm.type_by_id(strukt("task_struct")).unwrap();
+    let arena = {
+        let e = vm.find_by_name_kind("bpf_map_type", Kind::Enum).unwrap();
+        let t = vm.type_by_id(e).unwrap();
+        vm.enum_values(t)
+            .iter()
+            .find(|v| vm.str_at(v.name_off) == Some("BPF_MAP_TYPE_ARENA"))
+            .unwrap()
+            .value as u64
+    };
+    let fclone = member("sk_buff", "fclone");
+    let (bit_off, bits) = (fclone.bit_offset as u64, fclone.bitfield_size as u64);
+    let byte_off = bit_off / 8; // a u8 bitfield that fits its byte
+    let expected: Vec<u64> = vec![
+        member("task_struct", "tgid").bit_offset as u64 / 8,
+        16,
+        1,
+        0,
+        0,
+        task.size_or_type as u64,
+        arena,
+        64 - bits,
+        64 - (bit_off + bits - byte_off * 8),
+    ];
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/core_kinds.bpf.o");
+    let opts = LoadOptions {
+        target_btf: TargetBtf::Loaded(std::sync::Arc::new(vm.clone())),
+        ..LoadOptions::offline()
+    };
+    let obj = Object::from_file(&p, &opts).unwrap();
+    let prog = &obj.programs[0];
+    assert!(
+        prog.core_unresolved.is_empty(),
+        "{:?}",
+        prog.core_unresolved
+    );
+    let got: Vec<u64> = stored_constants(&prog.insns).values().copied().collect();
+    assert_eq!(got, expected);
+    // Without a target every non-local relocation is poisoned and listed.
+    let offline = Object::from_file(&p, &LoadOptions::offline()).unwrap();
+    assert_eq!(offline.programs[0].core_unresolved.len(), 9);
+    assert!(offline.programs[0]
+        .insns
+        .iter()
+        .any(|i| i.code == 0x85 && i.imm == 195896080));
+}
