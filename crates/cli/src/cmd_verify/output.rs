@@ -28,7 +28,9 @@ struct Column {
     cells: Vec<String>,
 }
 
-fn print_table(out: &mut impl Write, cols: &[Column]) -> io::Result<()> {
+/// `closing`: dashes again after the last row (veristat's plain tables
+/// have them, its comparison tables do not).
+fn print_table(out: &mut impl Write, cols: &[Column], closing: bool) -> io::Result<()> {
     let widths: Vec<usize> = cols
         .iter()
         .map(|c| {
@@ -81,7 +83,7 @@ fn print_table(out: &mut impl Write, cols: &[Column]) -> io::Result<()> {
             line(cols.iter().map(|c| (c.cells[i].as_str(), c.left)).collect())
         )?;
     }
-    if n > 0 {
+    if closing && n > 0 {
         writeln!(out, "{}", underline())?;
     }
     Ok(())
@@ -104,7 +106,7 @@ pub fn write_rows(
                     cells: rows.iter().map(|r| r.text(s, MISSING)).collect(),
                 })
                 .collect();
-            print_table(out, &cols)
+            print_table(out, &cols, true)
         }
         Format::Csv => {
             csv_io::write_header(out, stats)?;
@@ -214,7 +216,7 @@ pub fn write_joined(
                     });
                 }
             }
-            print_table(out, &cols)
+            print_table(out, &cols, false)
         }
         Format::Csv => {
             let mut header = Vec::new();
