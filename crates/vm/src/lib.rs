@@ -38,7 +38,12 @@ pub use vm::{Program, Vm};
 pub fn run_on_memory(insns: &[bpfvet_isa::Insn], memory: &mut [u8]) -> Result<u64> {
     let vm = Vm::from_insns(insns, bpfvet_isa::uapi::ProgType::SOCKET_FILTER)?;
     let mut run = Run::new(&vm, Ctx::Bytes);
-    let (addr, len) = (memory.as_mut_ptr() as u64, memory.len() as u64);
+    let len = memory.len() as u64;
+    let addr = if len == 0 {
+        0
+    } else {
+        memory.as_mut_ptr() as u64
+    };
     if len > 0 {
         run.set_bytes_ctx(addr, memory.len(), true);
     }
