@@ -362,7 +362,24 @@ fn percpu_hash_matches_kernel() {
 fn lru_hash_matches_kernel_below_capacity() {
     // Eviction choice differs by design (see htab.rs); far below capacity
     // nothing is evicted and the semantics must be identical.
-    diff_keyed("lru_hash", MapType::LRU_HASH, 1024, 40, &[0]);
+    diff_keyed(
+        "lru_hash",
+        MapType::LRU_HASH,
+        1024,
+        40,
+        &[0, uapi::BPF_F_NO_COMMON_LRU],
+    );
+}
+
+#[test]
+fn lru_percpu_hash_matches_kernel_below_capacity() {
+    diff_keyed(
+        "lru_percpu_hash",
+        MapType::LRU_PERCPU_HASH,
+        1024,
+        40,
+        &[0, uapi::BPF_F_NO_COMMON_LRU],
+    );
 }
 
 #[derive(Clone, Debug)]
