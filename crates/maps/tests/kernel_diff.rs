@@ -547,3 +547,31 @@ fn host_possible_cpus_matches_kernel_percpu_value_size() {
     assert!(buf[..n].iter().all(|&b| b == 0));
     assert!(buf[n..].iter().all(|&b| b == 0xff));
 }
+
+#[test]
+fn lru_hash_at_capacity_evicts_like_the_kernel_in_kind() {
+    if !skip_or_run("lru at capacity") {
+        return;
+    }
+    // Which element goes differs by design; what must agree: updates never
+    // fail, the map never holds more than max_entries, the newest key is in.
+    for flags in [0, uapi::BPF_F_NO_COMMON_LRU] {
+        let ours = create(MapAttr::new(MapType::LRU_HASH, 4, 8, 256).with_flags(flags)).unwrap();
+        let kern = sys::create(MapType::LRU_HASH.0, 4, 8, 256, flags, 0).unwrap();
+        for k in 0..2000u32 {
+            let v = [k as u8; 8];
+            assert_eq!(errno(ours.update(&k.to_ne_bytes(), &v, 0)), 0);
+            assert_eq!(kerrno(sys::update(&kern, &k.to_ne_bytes(), &v, 0)), 0);
+            let mut out = [0u8; 8];
+            ours.lookup(&k.to_ne_bytes(), &mut out, 0).unwrap();
+            sys::lookup(&kern, &k.to_ne_bytes(), &mut out, 0).unwrap();
+        }
+        let (o, k) = (
+            ours_contents(&ours).len(),
+            kernel_contents(&kern, 4, 8).len(),
+        );
+        assert!(o <= 256 && k <= 256, "ours {o}, kernel {k}");
+        assert!(o > 0 && k > 0);
+        println!("lru at capacity (flags {flags:#x}): ours holds {o}, kernel {k} of 256");
+    }
+}
