@@ -233,7 +233,7 @@ fn skb_store(s: &mut SkbState, off: u32, size: u32, v: u64) -> Result<(), CtxErr
         12 => s.queue_mapping = v,
         32 => s.priority = v,
         44 if s.is_tc => s.tc_index = v,
-        48..=64 if off % 4 == 0 => s.cb[((off - 48) / 4) as usize] = v,
+        48..=64 if off.is_multiple_of(4) => s.cb[((off - 48) / 4) as usize] = v,
         72 if s.is_tc => s.tc_classid = v,
         _ => return Err(CtxError::Denied),
     }

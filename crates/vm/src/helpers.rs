@@ -638,7 +638,7 @@ impl<'a> Run<'a> {
             return EINVAL;
         }
         let metalen = p.data - meta as usize;
-        if metalen % 4 != 0 || metalen > 32 {
+        if !metalen.is_multiple_of(4) || metalen > 32 {
             return EACCES;
         }
         p.meta = meta as usize;

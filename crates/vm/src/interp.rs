@@ -159,10 +159,8 @@ pub fn execute(
                 let s = src64!(op);
                 regs[d] = if op.off == 1 {
                     sdiv64(regs[d], s)
-                } else if s == 0 {
-                    0
                 } else {
-                    regs[d] / s
+                    regs[d].checked_div(s).unwrap_or(0)
                 };
             }
             0x47 | 0x4f => regs[d] |= src64!(op),
@@ -207,10 +205,8 @@ pub fn execute(
                 let (a, s) = (regs[d] as u32, src32!(op));
                 regs[d] = if op.off == 1 {
                     sdiv32(a, s)
-                } else if s == 0 {
-                    0
                 } else {
-                    a / s
+                    a.checked_div(s).unwrap_or(0)
                 } as u64;
             }
             0x44 | 0x4c => regs[d] = (regs[d] as u32 | src32!(op)) as u64,

@@ -267,7 +267,7 @@ impl<'a> Run<'a> {
             return self.store(a, size, regs[s], pc);
         }
         let a = regs[d].wrapping_add(op.off as i64 as u64);
-        if a % size as u64 != 0 {
+        if !a.is_multiple_of(size as u64) {
             return Err(VmError::Misaligned { pc, addr: a });
         }
         let p = match self.check(a, size as u64, true) {
