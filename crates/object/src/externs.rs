@@ -123,6 +123,7 @@ pub fn collect(
     unresolved: &mut Vec<String>,
 ) -> LResult<Externs> {
     let mut list = Vec::new();
+    let mut config: Option<Result<std::collections::HashMap<String, String>, String>> = None;
     for (sym_idx, s) in elf.symbols.iter().enumerate() {
         if !s.is_extern() {
             continue;
@@ -160,7 +161,30 @@ pub fn collect(
                 .and_then(|s| u32::try_from(s).ok())
                 .ok_or_else(|| ext_err(format!("kconfig extern '{}' has no size", s.name)))?;
             let align = kcfg_align(btf, t.size_or_type);
-            e.kcfg = Some((size, align, known_kconfig(&s.name, size, opts)));
+            let mut value = known_kconfig(&s.name, size, opts);
+            if value.is_none() && s.name.starts_with("CONFIG_") {
+                let cfg = config.get_or_insert_with(|| match &opts.kconfig {
+                    Some(p) => {
+                        crate::kconfig::read_config(p).map_err(|e| format!("{}: {e}", p.display()))
+                    }
+                    None => Err("no kernel config given".into()),
+                });
+                match cfg {
+                    Ok(cfg) => match cfg.get(&s.name) {
+                        Some(v) => match crate::kconfig::encode(btf, t.size_or_type, size, v) {
+                            Ok(b) => value = Some(b),
+                            Err(why) => unresolved.push(format!("{}: {why}", s.name)),
+                        },
+                        None if !weak => {
+                            unresolved.push(format!("{}: not set in the kernel config", s.name))
+                        }
+                        None => {}
+                    },
+                    Err(why) if !weak => unresolved.push(format!("{}: {why}", s.name)),
+                    Err(_) => {}
+                }
+            }
+            e.kcfg = Some((size, align, value));
         } else if t.kind == Kind::Func {
             match target.and_then(|tb| tb.find_by_name_kind(&s.name, Kind::Func)) {
                 Some(id) => e.value = ExternValue::Kfunc { btf_id: id },
@@ -199,7 +223,10 @@ pub fn collect(
     for i in order {
         let (size, align, ref known) = *list[i].kcfg.as_ref().expect("kcfg");
         off = off.div_ceil(align) * align;
-        if known.is_none() && !list[i].weak {
+        let reported = unresolved
+            .iter()
+            .any(|u| u.starts_with(&format!("{}:", list[i].name)));
+        if known.is_none() && !list[i].weak && !reported {
             unresolved.push(format!("{}: kconfig value unknown", list[i].name));
         }
         list[i].value = ExternValue::Kconfig { offset: off };

@@ -19,6 +19,7 @@ mod core_relo;
 mod elf;
 pub mod error;
 mod externs;
+mod kconfig;
 mod link;
 mod load;
 mod maps;

@@ -44,6 +44,9 @@ pub struct LoadOptions {
     pub kallsyms: Option<PathBuf>,
     /// LINUX_KERNEL_VERSION as seen by `.kconfig` externs.
     pub kernel_version: u32,
+    /// Kernel config (`/proc/config.gz` or a text `.config`) for
+    /// `CONFIG_*` externs; None leaves them unresolved (zero).
+    pub kconfig: Option<PathBuf>,
     /// Overrides the object name used to prefix global data maps.
     pub object_name: Option<String>,
 }
@@ -54,6 +57,7 @@ impl Default for LoadOptions {
             target_btf: TargetBtf::Host,
             kallsyms: Some(PathBuf::from("/proc/kallsyms")),
             kernel_version: (6 << 16) | (18 << 8),
+            kconfig: Some(PathBuf::from("/proc/config.gz")),
             object_name: None,
         }
     }
@@ -65,6 +69,7 @@ impl LoadOptions {
         LoadOptions {
             target_btf: TargetBtf::None,
             kallsyms: None,
+            kconfig: None,
             ..Default::default()
         }
     }

@@ -291,3 +291,47 @@ fn core_relocation_kinds_against_host_btf() {
         .iter()
         .any(|i| i.code == 0x85 && i.imm == 195896080));
 }
+
+#[test]
+fn kconfig_externs_are_laid_out_and_filled_like_libbpf() {
+    let dir = std::env::temp_dir().join(format!("bpfvet-kconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config");
+    std::fs::write(&cfg, "CONFIG_HZ=1000\nCONFIG_BPF_SYSCALL=y\nCONFIG_BPF_JIT=m\n# CONFIG_BPFVET_NOT_SET is not set\n").unwrap();
+    let opts = LoadOptions {
+        kconfig: Some(cfg),
+        kernel_version: (6 << 16) | (18 << 8),
+        ..LoadOptions::offline()
+    };
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kconfig.bpf.o");
+    let obj = Object::from_file(&p, &opts).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let km = obj
+        .maps
+        .iter()
+        .find(|m| m.origin == MapOrigin::Kconfig)
+        .unwrap();
+    assert_eq!(km.name, "kconfig.kconfig");
+    // libbpf's order: alignment descending, then size, then name:
+    // CONFIG_BPF_JIT (tristate m = 2), CONFIG_HZ, LINUX_KERNEL_VERSION,
+    // CONFIG_BPFVET_NOT_SET (weak, unset), CONFIG_BPF_SYSCALL (bool).
+    let mut want = Vec::new();
+    want.extend_from_slice(&2u32.to_le_bytes());
+    want.extend_from_slice(&1000i32.to_le_bytes());
+    want.extend_from_slice(&0x0006_1200u32.to_le_bytes());
+    want.extend_from_slice(&[0, 1]);
+    assert_eq!(km.init, MapInit::Data(want));
+    assert!(
+        obj.unresolved_externs.is_empty(),
+        "{:?}",
+        obj.unresolved_externs
+    );
+    // Without a config the strong CONFIG_* externs are reported.
+    let bare = Object::from_file(&p, &LoadOptions::offline()).unwrap();
+    assert_eq!(
+        bare.unresolved_externs.len(),
+        3,
+        "{:?}",
+        bare.unresolved_externs
+    );
+}
