@@ -24,7 +24,7 @@ fn parse_hex(s: &str) -> anyhow::Result<Vec<u8>> {
         .split_whitespace()
         .map(|w| w.trim_start_matches("0x"))
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         anyhow::bail!("odd number of hex digits");
     }
     (0..digits.len())

@@ -1,0 +1,74 @@
+//! ns per run of the interpreter against the kernel JIT's BPF_PROG_TEST_RUN
+//! duration, on the same program and frame, measured in one process:
+//! `cargo bench -p bpfvet-vm` prints a markdown table (bench/vm/run.sh
+//! writes it to bench/vm/RESULTS.md). Without root the kernel column says
+//! so.
+
+use std::path::Path;
+
+use bpfvet_kernel::{Kernel, LoadOptions, TestRunInput as KInput};
+use bpfvet_object::Object;
+use bpfvet_vm::{test_run, TestRunInput, Vm};
+
+/// (object, program, frame, what it shows)
+const CASES: &[(&str, &str, &str, &str)] = &[
+    ("xdp_parser.bpf.o", "xdp_parse_flows", "v4_tcp80.bin", "XDP parser, IPv4/TCP"),
+    ("xdp_parser.bpf.o", "xdp_parse_flows", "qinq_v4_udp9.bin", "XDP parser, QinQ/UDP"),
+    ("socket_filter.bpf.o", "sock_count_ipproto", "v4_tcp80.bin", "socket filter"),
+    ("loops.bpf.o", "xdp_collatz", "raw_collatz27.bin", "loop-heavy (Collatz of 27)"),
+];
+
+const BATCHES: usize = 15;
+const REPEAT: u32 = 2000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let kernel = Kernel::open();
+    if let Err(e) = &kernel {
+        eprintln!("SKIP kernel column: {e}");
+    }
+    println!("| program | frame | interpreter ns/run | kernel JIT ns/run | ratio |");
+    println!("|---|---|---:|---:|---:|");
+    for &(file, prog, frame, what) in CASES {
+        let obj = Object::from_file(dir.join(file), &Default::default()).expect("object");
+        let idx = obj.programs.iter().position(|p| p.name == prog).expect("program");
+        let data = std::fs::read(dir.join("packets").join(frame)).expect("frame");
+        let vm = Vm::load(&obj).expect("vm load");
+        let input = TestRunInput {
+            data: &data,
+            ctx: None,
+            repeat: REPEAT,
+        };
+        let ours = median(
+            (0..BATCHES)
+                .map(|_| test_run(&vm, idx, &input).expect("vm run").duration_ns as f64)
+                .collect(),
+        );
+        let theirs = kernel.as_ref().ok().and_then(|k| {
+            let session = k.open_object(&obj);
+            let loaded = session.load_program(idx, &LoadOptions::default())?.loaded?;
+            let v: Vec<f64> = (0..BATCHES)
+                .filter_map(|_| {
+                    loaded
+                        .test_run(&KInput {
+                            data: &data,
+                            repeat: REPEAT,
+                            ..Default::default()
+                        })
+                        .ok()
+                        .map(|o| o.duration_ns as f64)
+                })
+                .collect();
+            (!v.is_empty()).then(|| median(v))
+        });
+        match theirs {
+            Some(k) => println!("| {prog} ({what}) | {frame} | {ours:.0} | {k:.0} | {:.1}x |", ours / k.max(1.0)),
+            None => println!("| {prog} ({what}) | {frame} | {ours:.0} | n/a | n/a |"),
+        }
+    }
+}
