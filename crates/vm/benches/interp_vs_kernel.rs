@@ -12,10 +12,30 @@ use bpfvet_vm::{test_run, TestRunInput, Vm};
 
 /// (object, program, frame, what it shows)
 const CASES: &[(&str, &str, &str, &str)] = &[
-    ("xdp_parser.bpf.o", "xdp_parse_flows", "v4_tcp80.bin", "XDP parser, IPv4/TCP"),
-    ("xdp_parser.bpf.o", "xdp_parse_flows", "qinq_v4_udp9.bin", "XDP parser, QinQ/UDP"),
-    ("socket_filter.bpf.o", "sock_count_ipproto", "v4_tcp80.bin", "socket filter"),
-    ("loops.bpf.o", "xdp_collatz", "raw_collatz27.bin", "loop-heavy (Collatz of 27)"),
+    (
+        "xdp_parser.bpf.o",
+        "xdp_parse_flows",
+        "v4_tcp80.bin",
+        "XDP parser, IPv4/TCP",
+    ),
+    (
+        "xdp_parser.bpf.o",
+        "xdp_parse_flows",
+        "qinq_v4_udp9.bin",
+        "XDP parser, QinQ/UDP",
+    ),
+    (
+        "socket_filter.bpf.o",
+        "sock_count_ipproto",
+        "v4_tcp80.bin",
+        "socket filter",
+    ),
+    (
+        "loops.bpf.o",
+        "xdp_collatz",
+        "raw_collatz27.bin",
+        "loop-heavy (Collatz of 27)",
+    ),
 ];
 
 const BATCHES: usize = 15;
@@ -36,7 +56,11 @@ fn main() {
     println!("|---|---|---:|---:|---:|");
     for &(file, prog, frame, what) in CASES {
         let obj = Object::from_file(dir.join(file), &Default::default()).expect("object");
-        let idx = obj.programs.iter().position(|p| p.name == prog).expect("program");
+        let idx = obj
+            .programs
+            .iter()
+            .position(|p| p.name == prog)
+            .expect("program");
         let data = std::fs::read(dir.join("packets").join(frame)).expect("frame");
         let vm = Vm::load(&obj).expect("vm load");
         let input = TestRunInput {
@@ -67,7 +91,10 @@ fn main() {
             (!v.is_empty()).then(|| median(v))
         });
         match theirs {
-            Some(k) => println!("| {prog} ({what}) | {frame} | {ours:.0} | {k:.0} | {:.1}x |", ours / k.max(1.0)),
+            Some(k) => println!(
+                "| {prog} ({what}) | {frame} | {ours:.0} | {k:.0} | {:.1}x |",
+                ours / k.max(1.0)
+            ),
             None => println!("| {prog} ({what}) | {frame} | {ours:.0} | n/a | n/a |"),
         }
     }

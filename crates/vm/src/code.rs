@@ -128,6 +128,9 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
         ops.push(op);
         pc += 1;
     }
+    // Sentinel: running past the last slot is an error, not a read beyond
+    // the vector (code 0x00 alone is not an instruction).
+    ops.push(Op::default());
     Ok(ops)
 }
 

@@ -81,7 +81,7 @@ impl<'a> Run<'a> {
         self.mem(addr, m.attr().key_size as u64, false, pc, name)
     }
 
-    pub fn kfunc(&mut self, id: i32, _regs: &mut [u64; 11], pc: usize) -> Result<u64> {
+    pub fn kfunc(&mut self, id: i32, _regs: &mut [u64; 16], pc: usize) -> Result<u64> {
         Err(VmError::UnsupportedKfunc { pc, id })
     }
 
@@ -89,7 +89,7 @@ impl<'a> Run<'a> {
     pub fn helper(
         &mut self,
         id: i32,
-        regs: &mut [u64; 11],
+        regs: &mut [u64; 16],
         prog: usize,
         pc: usize,
         depth: usize,

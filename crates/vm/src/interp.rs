@@ -106,7 +106,8 @@ pub fn execute(
     }
     let vm = run.vm;
     let mut code: &[Op] = &vm.programs[prog].ops;
-    let mut regs = [0u64; 11];
+    // 16 slots so a 4-bit register field indexes without a bounds check.
+    let mut regs = [0u64; 16];
     regs[1..6].copy_from_slice(&args);
     let mut depth = depth;
     let base_depth = depth;
@@ -117,7 +118,7 @@ pub fn execute(
     macro_rules! src64 {
         ($op:expr) => {
             if $op.code & 8 != 0 {
-                regs[$op.src as usize]
+                regs[($op.src & 15) as usize]
             } else {
                 $op.imm as i64 as u64
             }
@@ -126,7 +127,7 @@ pub fn execute(
     macro_rules! src32 {
         ($op:expr) => {
             if $op.code & 8 != 0 {
-                regs[$op.src as usize] as u32
+                regs[($op.src & 15) as usize] as u32
             } else {
                 $op.imm as u32
             }
@@ -147,9 +148,14 @@ pub fn execute(
             return Err(VmError::InsnLimit(run.insn_budget));
         }
         budget -= 1;
-        let op = code[pc];
+        // SAFETY: `predecode` checked every jump, call and callback target
+        // to lie inside the program and appended a sentinel slot that ends
+        // the run, so `pc` never passes the sentinel.
+        // Read fields in place: copying the 24-byte op to the stack and
+        // reading a byte of it back stalls store forwarding.
+        let op: &Op = unsafe { code.get_unchecked(pc) };
         pc += 1;
-        let d = op.dst as usize;
+        let d = (op.dst & 15) as usize;
         match op.code {
             // ---- ALU64 ----
             0x07 | 0x0f => regs[d] = regs[d].wrapping_add(src64!(op)),
@@ -181,7 +187,7 @@ pub fn execute(
             0xa7 | 0xaf => regs[d] ^= src64!(op),
             0xb7 => regs[d] = op.imm as i64 as u64,
             0xbf => {
-                let s = regs[op.src as usize];
+                let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
                     8 => s as i8 as i64 as u64,
                     16 => s as i16 as i64 as u64,
@@ -227,7 +233,7 @@ pub fn execute(
             0xa4 | 0xac => regs[d] = (regs[d] as u32 ^ src32!(op)) as u64,
             0xb4 => regs[d] = op.imm as u32 as u64,
             0xbc => {
-                let s = regs[op.src as usize];
+                let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
                     8 => s as i8 as i32 as u32,
                     16 => s as i16 as i32 as u32,
@@ -350,31 +356,31 @@ pub fn execute(
             0x63 => run.store(
                 addr(&regs, op.dst, op.off),
                 4,
-                regs[op.src as usize],
+                regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x6b => run.store(
                 addr(&regs, op.dst, op.off),
                 2,
-                regs[op.src as usize],
+                regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x73 => run.store(
                 addr(&regs, op.dst, op.off),
                 1,
-                regs[op.src as usize],
+                regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x7b => run.store(
                 addr(&regs, op.dst, op.off),
                 8,
-                regs[op.src as usize],
+                regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             // ---- atomics (B/H only for load-acquire / store-release) ----
             0xc3 | 0xdb | 0xd3 | 0xcb => {
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
-                run.atomic(&mut regs, op, size, pc - 1)?
+                run.atomic(&mut regs, *op, size, pc - 1)?
             }
             0x18 => {
                 regs[d] = op.imm64;
@@ -385,7 +391,7 @@ pub fn execute(
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
                 let mut off = op.imm as i64;
                 if op.code & 0x40 != 0 {
-                    off = off.wrapping_add(regs[op.src as usize] as u32 as i32 as i64);
+                    off = off.wrapping_add(regs[(op.src & 15) as usize] as u32 as i32 as i64);
                 }
                 match run.ld_abs(off, size) {
                     Some(v) => regs[0] = v,
@@ -397,16 +403,18 @@ pub fn execute(
                 }
             }
             c => {
-                return Err(VmError::BadInsn {
-                    pc: pc - 1,
-                    what: format!("unknown opcode {c:02x}"),
-                })
+                let what = if pc == code.len() {
+                    "execution fell off the end of the program".to_string()
+                } else {
+                    format!("unknown opcode {c:02x}")
+                };
+                return Err(VmError::BadInsn { pc: pc - 1, what });
             }
         }
     }
 }
 
 #[inline(always)]
-fn addr(regs: &[u64; 11], reg: u8, off: i16) -> u64 {
-    regs[reg as usize].wrapping_add(off as i64 as u64)
+fn addr(regs: &[u64; 16], reg: u8, off: i16) -> u64 {
+    regs[(reg & 15) as usize].wrapping_add(off as i64 as u64)
 }

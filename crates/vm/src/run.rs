@@ -254,9 +254,9 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    pub fn atomic(&mut self, regs: &mut [u64; 11], op: Op, size: u32, pc: usize) -> Result<()> {
-        let d = op.dst as usize;
-        let s = op.src as usize;
+    pub fn atomic(&mut self, regs: &mut [u64; 16], op: Op, size: u32, pc: usize) -> Result<()> {
+        let d = (op.dst & 15) as usize;
+        let s = (op.src & 15) as usize;
         if op.imm == BPF_LOAD_ACQ {
             let a = regs[s].wrapping_add(op.off as i64 as u64);
             regs[d] = self.load(a, size, pc)?;

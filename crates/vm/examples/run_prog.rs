@@ -1,0 +1,30 @@
+//! Runs one program of an object on one frame many times with the
+//! interpreter and prints ns per run: `cargo run --release -p bpfvet-vm
+//! --example run_prog -- OBJ PROG FRAME [REPEAT]` (for profiling).
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        return Err("usage: run_prog OBJ PROG FRAME [REPEAT]".into());
+    }
+    let obj = bpfvet_object::Object::from_file(&args[1], &Default::default())?;
+    let vm = bpfvet_vm::Vm::load(&obj)?;
+    let idx = vm.program_index(&args[2])?;
+    let data = std::fs::read(&args[3])?;
+    let repeat = args
+        .get(4)
+        .map(|r| r.parse())
+        .transpose()?
+        .unwrap_or(100_000);
+    let input = bpfvet_vm::TestRunInput {
+        data: &data,
+        ctx: None,
+        repeat,
+    };
+    let out = bpfvet_vm::test_run(&vm, idx, &input)?;
+    println!(
+        "retval {} duration {} ns per run",
+        out.retval, out.duration_ns
+    );
+    Ok(())
+}
