@@ -1,0 +1,334 @@
+//! One generated program through both verifiers, and the class of their
+//! (dis)agreement.
+
+use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE};
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object, Program};
+use bpfvet_verifier::{verify, Limit, Options, Verdict};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// bpfvet's own wall-clock limit per program.
+pub const BPFVET_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long we wait for `verify` to return before calling it a hang (well
+/// above the timeout it was given: the machine may be loaded).
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Class {
+    Agree,
+    /// bpfvet accepts, the kernel rejects.
+    Unsound,
+    /// bpfvet rejects, the kernel accepts.
+    Overstrict,
+    /// Both reject, with different last log lines.
+    Message,
+    /// Both accept, with different processed insns.
+    Insns,
+    /// `verify` panicked.
+    Panic,
+    /// `verify` hit its own wall-clock limit.
+    Timeout,
+    /// `verify` did not return within the watchdog.
+    Hang,
+    /// The kernel refused the program before verifying it.
+    KernelRefused,
+}
+
+impl Class {
+    pub const ALL: [Class; 9] = [
+        Class::Agree,
+        Class::Unsound,
+        Class::Overstrict,
+        Class::Message,
+        Class::Insns,
+        Class::Panic,
+        Class::Timeout,
+        Class::Hang,
+        Class::KernelRefused,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Agree => "agree",
+            Class::Unsound => "unsound (bpfvet accepts, kernel rejects)",
+            Class::Overstrict => "overstrict (bpfvet rejects, kernel accepts)",
+            Class::Message => "message mismatch (both reject)",
+            Class::Insns => "processed-insns mismatch (both accept)",
+            Class::Panic => "bpfvet panic",
+            Class::Timeout => "bpfvet timeout",
+            Class::Hang => "bpfvet hang (no return)",
+            Class::KernelRefused => "kernel refused before verifying",
+        }
+    }
+}
+
+/// What bpfvet said.
+#[derive(Clone, Debug)]
+pub enum Ours {
+    Accepted { insns: u64 },
+    Rejected(String),
+    Timeout,
+    Panic(String),
+    Hang,
+}
+
+/// What the kernel said.
+#[derive(Clone, Debug)]
+pub enum Theirs {
+    Accepted { insns: Option<u64> },
+    Rejected(String),
+    Refused(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Result {
+    pub class: Class,
+    pub ours: Ours,
+    pub theirs: Theirs,
+}
+
+fn map(name: &str, map_type: MapType, key: i32, value: i32) -> MapDef {
+    MapDef {
+        name: name.into(),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type,
+        key_size: key as u32,
+        value_size: value as u32,
+        max_entries: 16,
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    }
+}
+
+/// An object with the generator's two maps and the given programs.
+pub fn object(progs: &[GenProgram]) -> Object {
+    let programs = progs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Program {
+            name: format!("fuzz{i}"),
+            section: String::new(),
+            prog_type: p.prog_type,
+            expected_attach_type: None,
+            attach_target: None,
+            sleepable: false,
+            prog_flags: 0,
+            insns: p.insns.clone(),
+            func_info: Vec::new(),
+            line_info: Vec::new(),
+            core_unresolved: Vec::new(),
+        })
+        .collect();
+    Object {
+        path: PathBuf::from("random_kernel_diff"),
+        license: "GPL".into(),
+        kern_version: None,
+        maps: vec![
+            map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
+            map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
+        ],
+        programs,
+        btf_raw: None,
+        btf: None,
+        unresolved_externs: Vec::new(),
+    }
+}
+
+pub fn prog_type_name(t: ProgType) -> &'static str {
+    match t {
+        ProgType::XDP => "xdp",
+        ProgType::SCHED_CLS => "sched_cls",
+        _ => "socket_filter",
+    }
+}
+
+/// Runs bpfvet on its own thread so a panic or a hang is caught.
+pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
+    let (tx, rx) = mpsc::channel();
+    let obj = Arc::clone(obj);
+    let spawned = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let opts = Options {
+                log_level: 1,
+                timeout: Some(BPFVET_TIMEOUT),
+                ..Options::default()
+            };
+            let _ = tx.send(verify(&obj, index, &opts));
+        });
+    if let Err(e) = spawned {
+        return Ours::Panic(format!("could not spawn the verifier thread: {e}"));
+    }
+    match rx.recv_timeout(WATCHDOG) {
+        Ok(out) => match out.verdict {
+            Verdict::Accepted => Ours::Accepted {
+                insns: out.stats.processed_insns,
+            },
+            Verdict::Rejected { error, .. } => Ours::Rejected(error),
+            Verdict::LimitExceeded {
+                limit: Limit::Timeout,
+                ..
+            } => Ours::Timeout,
+            Verdict::LimitExceeded { error, .. } => Ours::Rejected(error),
+        },
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Ours::Panic("verify panicked (see the panic message above)".into())
+        }
+        // The thread is left running: Rust cannot stop it.
+        Err(mpsc::RecvTimeoutError::Timeout) => Ours::Hang,
+    }
+}
+
+/// The kernel's error: the last log line that is not statistics.
+pub fn last_error_line(log: &str) -> String {
+    let last = log
+        .lines()
+        .rfind(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+                // The state dumps that follow "infinite loop detected".
+                && !l.starts_with("cur state:")
+                && !l.starts_with("old state:")
+        })
+        .unwrap_or("")
+        .to_string();
+    // A message printed without a newline runs into the stats line.
+    match last.find("verification time") {
+        Some(i) => last[..i].to_string(),
+        None => last,
+    }
+}
+
+/// Cap on the kernel's level-1 log: programs that run into the complexity
+/// limit print hundreds of megabytes and take the kernel seconds to write.
+const KERNEL_LOG_CAP: u32 = 1 << 20;
+
+pub fn run_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
+    let session = kernel.open_object(obj);
+    let opts = LoadOptions {
+        log_level: 1,
+        log_size: KERNEL_LOG_CAP,
+        log_size_cap: KERNEL_LOG_CAP,
+    };
+    let Some(rep) = session.load_program(index, &opts) else {
+        return Theirs::Refused(format!("no program {index}"));
+    };
+    match &rep.verdict {
+        KVerdict::Accepted => Theirs::Accepted {
+            insns: rep.processed_insns(),
+        },
+        KVerdict::Rejected => Theirs::Rejected(last_error_line(&rep.log)),
+        // The log rotated (it keeps its tail, so its last line is still the
+        // error) but a truncated log fails the load: ask again without it
+        // for the verdict.
+        KVerdict::Refused(Refusal::LogTruncated { .. }) => {
+            let quiet = LoadOptions {
+                log_level: 0,
+                ..opts
+            };
+            match session.load_program(index, &quiet).map(|r| r.verdict) {
+                Some(KVerdict::Accepted) => Theirs::Accepted { insns: None },
+                Some(KVerdict::Rejected) => Theirs::Rejected(last_error_line(&rep.log)),
+                other => Theirs::Refused(format!("{other:?}")),
+            }
+        }
+        KVerdict::Refused(r) => Theirs::Refused(r.to_string()),
+    }
+}
+
+pub fn classify(ours: &Ours, theirs: &Theirs) -> Class {
+    match (ours, theirs) {
+        (Ours::Panic(_), _) => Class::Panic,
+        (Ours::Hang, _) => Class::Hang,
+        (Ours::Timeout, _) => Class::Timeout,
+        (_, Theirs::Refused(_)) => Class::KernelRefused,
+        (Ours::Accepted { .. }, Theirs::Rejected(_)) => Class::Unsound,
+        (Ours::Rejected(_), Theirs::Accepted { .. }) => Class::Overstrict,
+        (Ours::Rejected(a), Theirs::Rejected(b)) if a.trim() != b.trim() => Class::Message,
+        (Ours::Accepted { insns }, Theirs::Accepted { insns: k }) if Some(*insns) != *k => {
+            Class::Insns
+        }
+        _ => Class::Agree,
+    }
+}
+
+/// Both verifiers on program `index` of `obj`.
+pub fn diff(kernel: &Kernel, obj: &Arc<Object>, index: usize) -> Result {
+    let ours = run_ours(obj, index);
+    let theirs = run_theirs(kernel, obj, index);
+    Result {
+        class: classify(&ours, &theirs),
+        ours,
+        theirs,
+    }
+}
+
+/// Both verifiers on one program alone.
+pub fn diff_one(kernel: &Kernel, p: &GenProgram) -> Result {
+    let obj = Arc::new(object(std::slice::from_ref(p)));
+    diff(kernel, &obj, 0)
+}
+
+/// A message with its numbers and register names blanked, so findings of
+/// one cause group together.
+pub fn cause_group(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut prev_digit = false;
+    for c in msg.chars() {
+        if c.is_ascii_digit() {
+            if !prev_digit {
+                out.push('N');
+            }
+            prev_digit = true;
+        } else {
+            out.push(c);
+            prev_digit = false;
+        }
+    }
+    out
+}
+
+/// The message that names a finding's cause: the rejecting side's error.
+pub fn cause(r: &Result) -> String {
+    match (&r.ours, &r.theirs) {
+        (Ours::Rejected(e), _) if r.class == Class::Overstrict => e.clone(),
+        (_, Theirs::Rejected(e)) if r.class == Class::Unsound => e.clone(),
+        (Ours::Rejected(a), Theirs::Rejected(b)) => format!("{b} | {a}"),
+        (Ours::Panic(m), _) => m.clone(),
+        _ => String::new(),
+    }
+}
+
+pub fn ours_text(o: &Ours) -> String {
+    match o {
+        Ours::Accepted { insns } => format!("accepted ({insns} insns)"),
+        Ours::Rejected(e) => format!("rejected: `{e}`"),
+        Ours::Timeout => "timeout".into(),
+        Ours::Panic(m) => format!("panic: {m}"),
+        Ours::Hang => "no return".into(),
+    }
+}
+
+pub fn theirs_text(t: &Theirs) -> String {
+    match t {
+        Theirs::Accepted { insns } => format!(
+            "accepted ({} insns)",
+            insns.map_or("?".into(), |n| n.to_string())
+        ),
+        Theirs::Rejected(e) => format!("rejected: `{e}`"),
+        Theirs::Refused(e) => format!("refused: {e}"),
+    }
+}
