@@ -29,8 +29,12 @@ pub enum VmError {
         name: &'static str,
         what: String,
     },
-    #[error("insn {pc}: kfunc call (btf id {id}) is not supported")]
-    UnsupportedKfunc { pc: usize, id: i32 },
+    #[error("insn {pc}: kfunc {} (vmlinux btf id {id}) cannot be run in user space", name.as_deref().unwrap_or("?"))]
+    UnsupportedKfunc {
+        pc: usize,
+        id: i32,
+        name: Option<String>,
+    },
     #[error("insn {pc}: call stack deeper than {max} frames")]
     CallDepth { pc: usize, max: usize },
     #[error("instruction budget of {0} exhausted (the program may not terminate)")]

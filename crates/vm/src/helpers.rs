@@ -14,6 +14,7 @@ use crate::error::{Result, VmError};
 use crate::format::format_printk;
 use crate::interp::execute;
 use crate::run::Run;
+use crate::vm::Kfunc;
 
 const EINVAL: u64 = (-22i64) as u64;
 const EFAULT: u64 = (-14i64) as u64;
@@ -81,8 +82,54 @@ impl<'a> Run<'a> {
         self.mem(addr, m.attr().key_size as u64, false, pc, name)
     }
 
-    pub fn kfunc(&mut self, id: i32, _regs: &mut [u64; 16], pc: usize) -> Result<u64> {
-        Err(VmError::UnsupportedKfunc { pc, id })
+    /// Runs kfunc `id` (a vmlinux BTF id); returns r0.
+    pub fn kfunc(&mut self, id: i32, regs: &mut [u64; 16], pc: usize) -> Result<u64> {
+        let Some((_, Some(k))) = self.vm.kfuncs.get(&id) else {
+            let name = self.vm.kfuncs.get(&id).map(|(n, _)| n.clone());
+            return Err(VmError::UnsupportedKfunc { pc, id, name });
+        };
+        let name: &'static str = match k {
+            Kfunc::IterNumNew => "bpf_iter_num_new",
+            Kfunc::IterNumNext => "bpf_iter_num_next",
+            Kfunc::IterNumDestroy => "bpf_iter_num_destroy",
+        };
+        // struct bpf_iter_num as the kernel lays it out: int cur, int end.
+        let it = self.mem(regs[1], 8, true, pc, name)?;
+        let get = |o: usize| i32::from_le_bytes(it[o..o + 4].try_into().expect("4 bytes"));
+        let (cur, end_now) = (get(0), get(4));
+        let mut set = |cur: i32, end: i32| {
+            it[0..4].copy_from_slice(&cur.to_le_bytes());
+            it[4..8].copy_from_slice(&end.to_le_bytes());
+        };
+        Ok(match k {
+            Kfunc::IterNumNew => {
+                let (start, end) = (regs[2] as i32, regs[3] as i32);
+                if start > end {
+                    set(0, 0);
+                    EINVAL
+                } else if end as i64 - start as i64 > crate::run::MAY_GOTO_BUDGET as i64 {
+                    set(0, 0);
+                    E2BIG
+                } else {
+                    set(start.wrapping_sub(1), end);
+                    0
+                }
+            }
+            Kfunc::IterNumNext => {
+                let end = end_now;
+                if cur.wrapping_add(1) as i64 >= end as i64 {
+                    set(0, 0);
+                    0
+                } else {
+                    set(cur + 1, end);
+                    regs[1]
+                }
+            }
+            Kfunc::IterNumDestroy => {
+                set(0, 0);
+                0
+            }
+        })
     }
 
     /// Runs helper `id`; returns r0.

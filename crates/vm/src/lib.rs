@@ -31,7 +31,7 @@ pub use error::{Result, VmError};
 pub use interp::{Engine, Interpreter, MAX_TAIL_CALLS};
 pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
-pub use vm::{Program, Vm};
+pub use vm::{Kfunc, Program, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the
 /// memory's address, r2 = its length; returns r0.

@@ -2,6 +2,7 @@
 //! data filled, prog arrays and map-in-map slots set as libbpf would), its
 //! programs pre-decoded.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bpfvet_isa::uapi::{MapType, ProgType, BPF_ANY};
@@ -18,8 +19,19 @@ pub struct Program {
     pub ops: Vec<Op>,
 }
 
+/// Kfuncs the runtime implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kfunc {
+    IterNumNew,
+    IterNumNext,
+    IterNumDestroy,
+}
+
 pub struct Vm {
     pub maps: Vec<Arc<dyn Map>>,
+    /// Kfunc calls' BTF ids (in the host's vmlinux BTF) -> name and
+    /// implementation, if any.
+    pub kfuncs: HashMap<i32, (String, Option<Kfunc>)>,
     pub map_names: Vec<String>,
     pub programs: Vec<Program>,
     /// Global-data values and other memory every run may touch.
@@ -137,6 +149,7 @@ impl Vm {
             });
         }
         Ok(Vm {
+            kfuncs: resolve_kfuncs(obj),
             maps,
             map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
             programs,
@@ -148,6 +161,7 @@ impl Vm {
     /// no maps, one program.
     pub fn from_insns(insns: &[bpfvet_isa::Insn], prog_type: ProgType) -> Result<Vm> {
         Ok(Vm {
+            kfuncs: HashMap::new(),
             maps: Vec::new(),
             map_names: Vec::new(),
             programs: vec![Program {
@@ -170,4 +184,38 @@ impl Vm {
         let i = self.map_names.iter().position(|n| n == name)?;
         self.maps.get(i)
     }
+}
+
+/// Names the kfuncs the object calls, from the host's vmlinux BTF (the
+/// loader resolved their ids there). Without that BTF the calls stay
+/// unnamed and fail when reached.
+fn resolve_kfuncs(obj: &Object) -> HashMap<i32, (String, Option<Kfunc>)> {
+    let ids: Vec<i32> = obj
+        .programs
+        .iter()
+        .flat_map(|p| p.insns.iter())
+        .filter(|i| i.code == 0x85 && i.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL)
+        .map(|i| i.imm)
+        .collect();
+    if ids.is_empty() {
+        return HashMap::new();
+    }
+    let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        return HashMap::new();
+    };
+    ids.into_iter()
+        .map(|id| {
+            let name = btf.name_of(id as u32).to_string();
+            let k = match name.as_str() {
+                "bpf_iter_num_new" => Some(Kfunc::IterNumNew),
+                "bpf_iter_num_next" => Some(Kfunc::IterNumNext),
+                "bpf_iter_num_destroy" => Some(Kfunc::IterNumDestroy),
+                _ => None,
+            };
+            (id, (name, k))
+        })
+        .collect()
 }

@@ -34,7 +34,9 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("loops.bpf.o", "xdp_collatz"),
     ("callbacks.bpf.o", "xdp_bpf_loop"),
     ("callbacks.bpf.o", "xdp_for_each"),
+    ("kfunc_iter.bpf.o", "xdp_iter_num"),
     ("kfunc_iter.bpf.o", "xdp_may_goto"),
+    ("kfunc_iter.bpf.o", "xdp_may_goto_sum"),
     ("v4_insns.bpf.o", "xdp_signed_ops"),
     ("v4_insns.bpf.o", "xdp_long_jump"),
     ("atomics.bpf.o", "xdp_atomics"),
@@ -125,6 +127,13 @@ fn programs_agree_with_kernel_test_run() {
             }
         };
         for (name, data) in &frames {
+            // The kernel's may_goto budget is a time limit on x86-64; these
+            // frames run until it is spent (EXPECTED.md).
+            if prog_name == "xdp_may_goto_sum"
+                && (name == "raw_32_equal_bytes" || name == "raw_tlv_ok")
+            {
+                continue;
+            }
             let k = kprog.test_run(&KInput {
                 data,
                 data_out_size: 4096,
