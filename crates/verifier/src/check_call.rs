@@ -9,7 +9,7 @@ use crate::helpers::{self, id, ArgBase, HelperError, HelperProto, RetBase, TypeF
 use crate::regs::{flag, Reg, RegType};
 use crate::scalar::Scalar;
 use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
-use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
 /// Helpers after which every packet pointer is invalid.
@@ -751,7 +751,13 @@ impl Env<'_> {
             self.mark_chain_precision(0)?;
             if let Some((lo, hi)) = callee.callback_ret {
                 if r0.v.smin < lo || r0.v.smax > hi {
-                    return self.err(invalid_scalar_msg("At callback return", &r0, lo, hi));
+                    return self.err(crate::ctx::retval::return_range_message(
+                        "At callback return",
+                        "R0",
+                        r0.v.smin,
+                        r0.v.smax,
+                        (lo, hi),
+                    ));
                 }
             }
         } else if r0.ty == RegType::NotInit {
@@ -797,36 +803,17 @@ impl Env<'_> {
             }
             return Ok(());
         }
-        let range = match self.prog_type {
-            ProgType::CGROUP_SKB => Some((
-                0,
-                if self.prog.expected_attach_type.map(|a| a.0) == Some(1) {
-                    3
-                } else {
-                    1
-                },
-            )),
-            ProgType::CGROUP_SOCK
-            | ProgType::CGROUP_SOCK_ADDR
-            | ProgType::CGROUP_DEVICE
-            | ProgType::CGROUP_SYSCTL
-            | ProgType::CGROUP_SOCKOPT
-            | ProgType::SK_LOOKUP => Some((0, 1)),
-            ProgType::RAW_TRACEPOINT | ProgType::TRACING
-                if matches!(
-                    self.prog.expected_attach_type.map(|a| a.0),
-                    Some(23) | Some(28)
-                ) || self.prog_type == ProgType::RAW_TRACEPOINT =>
-            {
-                if self.prog_type == ProgType::TRACING {
-                    Some((0, 0))
-                } else {
-                    None
-                }
-            }
-            _ => None,
+        // The program type's rule (ctx tables); a tp_btf/tracing program
+        // is loaded with an attach BTF id.
+        let attach_btf = self.prog.attach_target.is_some();
+        let (lo, hi, subreg) = match crate::ctx::return_rule(
+            self.prog_type,
+            self.prog.expected_attach_type,
+            attach_btf,
+        ) {
+            crate::ctx::ReturnRule::Range { min, max, subreg } => (min as i64, max as i64, subreg),
+            _ => return Ok(()),
         };
-        let Some((lo, hi)) = range else { return Ok(()) };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
                 "At program exit the register R0 is not a known value ({})",
@@ -834,30 +821,39 @@ impl Env<'_> {
             ));
         }
         self.mark_chain_precision(0)?;
-        if r0.v.smin < lo || r0.v.smax > hi {
-            return self.err(invalid_scalar_msg("At program exit", &r0, lo, hi));
+        let (smin, smax) = if subreg {
+            (r0.v.s32_min as i64, r0.v.s32_max as i64)
+        } else {
+            (r0.v.smin, r0.v.smax)
+        };
+        if smin < lo || smax > hi {
+            let (smin, smax) = if subreg {
+                // 32-bit extremes are left out like 64-bit ones.
+                (
+                    if smin == i32::MIN as i64 {
+                        i64::MIN
+                    } else {
+                        smin
+                    },
+                    if smax == i32::MAX as i64 {
+                        i64::MAX
+                    } else {
+                        smax
+                    },
+                )
+            } else {
+                (smin, smax)
+            };
+            return self.err(crate::ctx::retval::return_range_message(
+                crate::ctx::retval::AT_PROGRAM_EXIT,
+                "R0",
+                smin,
+                smax,
+                (lo, hi),
+            ));
         }
         Ok(())
     }
-}
-
-fn invalid_scalar_msg(ctx: &str, r: &Reg, lo: i64, hi: i64) -> String {
-    let mut s = format!("{ctx} the register R0 has");
-    if r.v.is_const() {
-        s.push_str(&format!(" smin={} smax={}", r.v.smin, r.v.smax));
-    } else {
-        if r.v.smin > i64::MIN {
-            s.push_str(&format!(" smin={}", r.v.smin));
-        }
-        if r.v.smax < i64::MAX {
-            s.push_str(&format!(" smax={}", r.v.smax));
-        }
-        if r.v.smin == i64::MIN && r.v.smax == i64::MAX {
-            s.push_str(" unknown scalar value");
-        }
-    }
-    s.push_str(&format!(" should have been in [{lo}, {hi}]"));
-    s
 }
 
 fn is_acquire(func_id: u32) -> bool {
