@@ -183,7 +183,12 @@ impl Gen {
         let p = if p == 10 { self.copy_fp() } else { p };
         if self.rng.chance(50) {
             let imm = self.rng.pick(&[1, 2, 4, 8, 14, 16, -8, 40, 64]);
-            self.emit(Insn::new(0x07, p, 0, 0, imm));
+            let class = if self.rng.chance(self.mistakes * 2) {
+                0x04
+            } else {
+                0x07
+            };
+            self.emit(Insn::new(class, p, 0, 0, imm));
         } else {
             let s = self.scalar();
             if self.rng.chance(80) {
@@ -681,7 +686,8 @@ impl Gen {
             return self.alu();
         }
         match self.rng.below(100) {
-            0..=21 => self.alu(),
+            0..=5 => self.extra(),
+            6..=21 => self.alu(),
             22..=31 => self.ctx_load(),
             32..=33 => self.ctx_store(),
             34..=42 => self.spill(),
@@ -694,6 +700,120 @@ impl Gen {
             92..=95 => self.ptr_arith(),
             _ => self.bounded_loop(),
         }
+    }
+
+    /// Less common instructions: byte swaps, sign-extending moves and
+    /// loads, atomics, and a helper that writes a stack buffer.
+    fn extra(&mut self) {
+        match self.rng.below(5) {
+            0 => {
+                let d = self.scalar();
+                let code = self.rng.pick(&[0xd4, 0xdc, 0xd7]);
+                let bits = self.rng.pick(&[16, 32, 64]);
+                self.emit(Insn::new(code, d, 0, 0, bits));
+            }
+            1 => {
+                let s = self.scalar();
+                let d = self.dst();
+                let (code, bits) =
+                    self.rng
+                        .pick(&[(0xbf, 8), (0xbf, 16), (0xbf, 32), (0xbc, 8), (0xbc, 16)]);
+                self.emit(Insn::new(code, d, s, bits, 0));
+                self.set(d, Kind::Scalar);
+            }
+            2 => self.memsx_load(),
+            3 => self.atomic(),
+            _ => self.probe_read(),
+        }
+    }
+
+    /// A sign-extending load from the stack, a map value or the ctx.
+    fn memsx_load(&mut self) {
+        let (code, bytes) = self.rng.pick(&[(0x91, 1), (0x89, 2), (0x81, 4)]);
+        let d = self.dst();
+        match self.reg_of(&|k| matches!(k, Kind::MapVal(..) | Kind::Ctx)) {
+            Some(p) if self.rng.chance(50) => {
+                let off = match self.kinds[p as usize % 10] {
+                    Kind::MapVal(_, vs) => bytes * self.rng.below((vs / bytes) as u64) as i32,
+                    _ => self.ctx_field().0 as i32,
+                };
+                self.emit(Insn::new(code, d, p, off as i16, 0));
+            }
+            _ => {
+                let off = if !self.stack.is_empty() && self.rng.chance(80) {
+                    self.rng.pick(&self.stack).0
+                } else {
+                    self.stack_off(bytes)
+                };
+                self.emit(Insn::new(code, d, 10, off as i16, 0));
+            }
+        }
+        self.set(d, Kind::Scalar);
+    }
+
+    /// An atomic read-modify-write on the stack or a map value.
+    fn atomic(&mut self) {
+        let (code, bytes) = self.rng.pick(&[(0xdb, 8), (0xc3, 4)]);
+        let op = self
+            .rng
+            .pick(&[0x00, 0x01, 0x40, 0x41, 0x50, 0x51, 0xa0, 0xa1, 0xe1, 0xf1]);
+        let s = self.scalar();
+        if op == 0xf1 && self.kinds[0] != Kind::Scalar {
+            self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+            self.kinds[0] = Kind::Scalar;
+        }
+        let (p, off) = match self.reg_of(&|k| matches!(k, Kind::MapVal(..))) {
+            Some(p) if self.rng.chance(50) => {
+                let vs = match self.kinds[p as usize % 10] {
+                    Kind::MapVal(_, vs) => vs,
+                    _ => 8,
+                };
+                (p, bytes * self.rng.below((vs / bytes) as u64) as i32)
+            }
+            _ => {
+                let off = self.stack_off(bytes);
+                if !self.rng.chance(self.mistakes * 3) {
+                    self.emit(Insn::new(0x7a, 10, 0, off as i16, 0));
+                    self.stack.push((off, 8, Kind::Scalar));
+                }
+                (10, off)
+            }
+        };
+        self.emit(Insn::new(code, p, s, off as i16, op));
+        if op & 0x01 != 0 {
+            let fetched = if op == 0xf1 { 0 } else { s };
+            self.set(fetched, Kind::Scalar);
+        }
+    }
+
+    /// `bpf_probe_read_kernel(stack buf, size, src)`: the size constant or
+    /// a bounded scalar, sometimes larger than the buffer.
+    fn probe_read(&mut self) {
+        let buf = self.rng.pick(&[8, 16, 32, 64]);
+        let size_reg = if self.rng.chance(50) {
+            let n = if self.rng.chance(self.mistakes * 3) {
+                buf + 8
+            } else {
+                1 + self.rng.below(buf as u64) as i32
+            };
+            self.emit(Insn::new(0xb7, 2, 0, 0, n));
+            None
+        } else {
+            let s = self.scalar();
+            let mask = self.rng.pick(&[0x7, 0xf, 0x1f, 0x3f]);
+            if !self.rng.chance(self.mistakes * 2) {
+                self.emit(Insn::new(0x57, s, 0, 0, mask));
+            }
+            Some(s)
+        };
+        self.emit(Insn::new(0xb7, 3, 0, 0, 0));
+        if let Some(s) = size_reg {
+            self.emit(Insn::new(0xbf, 2, s, 0, 0));
+        }
+        self.emit(Insn::new(0xbf, 1, 10, 0, 0));
+        self.emit(Insn::new(0x07, 1, 0, 0, -buf));
+        self.emit(Insn::new(0x85, 0, 0, 0, 113));
+        self.clobber();
     }
 
     fn epilogue(&mut self) {
