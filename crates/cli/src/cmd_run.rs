@@ -139,6 +139,13 @@ fn dump_maps(vm: &Vm) {
             "map {name} ({}, key {} B, value {} B):",
             a.map_type, a.key_size, a.value_size
         );
+        if let Some(rb) = m.as_any().downcast_ref::<bpfvet_maps::RingBuf>() {
+            rb.consume(&mut |sample| {
+                println!("  sample: {}", hex(sample));
+                true
+            });
+            continue;
+        }
         let mut key: Option<Vec<u8>> = None;
         let mut next = vec![0u8; a.key_size as usize];
         let mut value = vec![0u8; a.syscall_value_size()];
