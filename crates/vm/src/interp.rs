@@ -316,6 +316,7 @@ pub fn execute(
                 } else {
                     run.insn_budget = budget;
                     regs[0] = run.helper(op.imm, &mut regs, prog, pc - 1, depth)?;
+                    run.refresh_packet_bounds();
                     budget = run.insn_budget;
                 }
             }

@@ -36,7 +36,7 @@ pub struct Output {
 
 pub struct Run<'a> {
     pub(crate) vm: &'a Vm,
-    pub ctx: Ctx,
+    pub(crate) ctx: Ctx,
     /// Address of the context handed to the program in r1.
     pub ctx_addr: u64,
     /// The structured context's address range (empty for Ctx::Bytes).
@@ -54,6 +54,10 @@ pub struct Run<'a> {
     pub(crate) tail_calls: u32,
     pub(crate) may_goto_left: u64,
     pub insn_budget: u64,
+    /// The packet's [meta, data_end) as addresses, cached for the load/store
+    /// fast path; refreshed after every helper call (helpers move it).
+    pkt_lo: u64,
+    pkt_len: u64,
     /// Locks taken by bpf_spin_lock and not yet released.
     pub(crate) held_locks: Vec<u64>,
     _guard: bpfvet_maps::Guard,
@@ -76,7 +80,7 @@ impl<'a> Run<'a> {
         let ctx_addr = ctx_shadow.as_ptr() as u64;
         let regions = vm.static_regions.clone();
         let static_regions = regions.len();
-        Run {
+        let mut run = Run {
             vm,
             ctx,
             ctx_addr,
@@ -91,13 +95,36 @@ impl<'a> Run<'a> {
             may_goto_left: MAY_GOTO_BUDGET,
             insn_budget: DEFAULT_INSN_BUDGET,
             held_locks: Vec::new(),
+            pkt_lo: 0,
+            pkt_len: 0,
             _guard: bpfvet_maps::pin(),
-        }
+        };
+        run.refresh_packet_bounds();
+        run
+    }
+
+    /// The context as the program left it.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    pub(crate) fn refresh_packet_bounds(&mut self) {
+        (self.pkt_lo, self.pkt_len) = match self.ctx.packet() {
+            Some(p) => (p.addr(p.meta), (p.data_end - p.meta) as u64),
+            None => (0, 0),
+        };
+    }
+
+    #[inline(always)]
+    fn in_packet(&self, addr: u64, size: u32) -> bool {
+        let off = addr.wrapping_sub(self.pkt_lo);
+        off < self.pkt_len && self.pkt_len - off >= size as u64
     }
 
     /// Hands the program plain memory as its context (r1 = its address).
     pub fn set_bytes_ctx(&mut self, start: u64, len: usize, writable: bool) {
         self.ctx = Ctx::Bytes;
+        self.refresh_packet_bounds();
         self.ctx_addr = start;
         self.add_static_region(start, len, writable);
     }
@@ -195,13 +222,14 @@ impl<'a> Run<'a> {
 
     #[inline(always)]
     pub fn load(&self, addr: u64, size: u32, pc: usize) -> Result<u64> {
-        let p = if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64 {
-            addr as *const u8
-        } else {
-            return self.load_slow(addr, size, pc);
-        };
-        // SAFETY: the address lies inside the run's own stack buffer.
-        Ok(unsafe { read(p, size) })
+        if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64
+            || self.in_packet(addr, size)
+        {
+            // SAFETY: the access lies inside the run's own stack buffer or
+            // the packet buffer, which does not move during a run.
+            return Ok(unsafe { read(addr as *const u8, size) });
+        }
+        self.load_slow(addr, size, pc)
     }
 
     #[cold]
@@ -224,8 +252,11 @@ impl<'a> Run<'a> {
 
     #[inline(always)]
     pub fn store(&mut self, addr: u64, size: u32, v: u64, pc: usize) -> Result<()> {
-        if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64 {
-            // SAFETY: the address lies inside the run's own stack buffer.
+        if addr.wrapping_sub(self.stack_lo) <= STACK_TOTAL - size as u64
+            || self.in_packet(addr, size)
+        {
+            // SAFETY: the access lies inside the run's own stack buffer or
+            // the packet buffer, which does not move during a run.
             unsafe { write(addr as *mut u8, size, v) };
             return Ok(());
         }
