@@ -1,0 +1,80 @@
+//! The verifier on arbitrary instruction bytes: it must return a verdict
+//! (no panic, no hang past its wall-clock limit). The first byte picks the
+//! program type; the object has one ARRAY map so map references resolve.
+#![no_main]
+
+use bpfvet_isa::insns_from_bytes;
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object, Program};
+use bpfvet_verifier::{verify, Options};
+use libfuzzer_sys::fuzz_target;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const PROG_TYPES: [ProgType; 6] = [
+    ProgType::SOCKET_FILTER,
+    ProgType::XDP,
+    ProgType::SCHED_CLS,
+    ProgType::KPROBE,
+    ProgType::TRACEPOINT,
+    ProgType::CGROUP_SKB,
+];
+
+fn object(prog_type: ProgType, insns: Vec<bpfvet_isa::Insn>) -> Object {
+    Object {
+        path: PathBuf::from("fuzz"),
+        license: "GPL".into(),
+        kern_version: None,
+        maps: vec![MapDef {
+            name: "array".into(),
+            section: ".maps".into(),
+            origin: MapOrigin::BtfMaps,
+            map_type: MapType::ARRAY,
+            key_size: 4,
+            value_size: 16,
+            max_entries: 4,
+            map_flags: 0,
+            map_extra: 0,
+            numa_node: 0,
+            pinning: 0,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            inner: None,
+            init: MapInit::None,
+            frozen: false,
+        }],
+        programs: vec![Program {
+            name: "fuzz".into(),
+            section: String::new(),
+            prog_type,
+            expected_attach_type: None,
+            attach_target: None,
+            sleepable: false,
+            prog_flags: 0,
+            insns,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
+            core_unresolved: Vec::new(),
+        }],
+        btf_raw: None,
+        btf: None,
+        unresolved_externs: Vec::new(),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&ty, rest)) = data.split_first() else {
+        return;
+    };
+    let whole = rest.len() - rest.len() % 8;
+    let Ok(insns) = insns_from_bytes(&rest[..whole]) else {
+        return;
+    };
+    let prog_type = PROG_TYPES[ty as usize % PROG_TYPES.len()];
+    let opts = Options {
+        log_level: u32::from(ty >> 7) + 1,
+        timeout: Some(Duration::from_secs(1)),
+        ..Options::default()
+    };
+    let _ = verify(&object(prog_type, insns), 0, &opts);
+});
