@@ -5,6 +5,7 @@
 set -e
 cd "$(dirname "$0")/../.."
 out=bench/vm/RESULTS.md
+load=$(cut -d" " -f1-3 /proc/loadavg)
 table=$(cargo bench -q -p bpfvet-vm --bench interp_vs_kernel 2>/dev/null)
 {
   echo "# bpfvet-vm interpreter vs the kernel's JIT"
@@ -14,7 +15,7 @@ table=$(cargo bench -q -p bpfvet-vm --bench interp_vs_kernel 2>/dev/null)
   echo "(the kernel: test_run's reported duration with repeat=2000; the vm: wall"
   echo "time of test_run with repeat=2000, divided by 2000)."
   echo
-  echo "Machine: $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%d)."
+  echo "Machine: $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $load (a shared machine: treat ratios as approximate); $(date -u +%Y-%m-%d)."
   echo
   echo "$table"
 } > "$out"

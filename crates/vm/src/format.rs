@@ -27,7 +27,7 @@ pub fn format_printk(
             i += 1;
         }
         while i < fmt.len() && fmt[i].is_ascii_digit() {
-            width = width * 10 + (fmt[i] - b'0') as usize;
+            width = (width * 10 + (fmt[i] - b'0') as usize).min(1 << 12);
             i += 1;
         }
         let mut bits = 32;

@@ -421,8 +421,8 @@ impl<'a> Run<'a> {
                 0
             }
             HelperId::LOOP => {
-                let Some(cb) = func_pc(a2) else {
-                    return Err(self.fault(pc, name, "callback is not a function"));
+                let Some(cb) = self.callback(prog, a2) else {
+                    return Err(self.fault(pc, name, "callback is not a function of this program"));
                 };
                 if a1 > 1 << 23 {
                     return Ok(E2BIG);
@@ -442,8 +442,8 @@ impl<'a> Run<'a> {
             }
             HelperId::FOR_EACH_MAP_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let Some(cb) = func_pc(a2) else {
-                    return Err(self.fault(pc, name, "callback is not a function"));
+                let Some(cb) = self.callback(prog, a2) else {
+                    return Err(self.fault(pc, name, "callback is not a function of this program"));
                 };
                 if a4 != 0 {
                     return Ok(EINVAL);
@@ -476,7 +476,7 @@ impl<'a> Run<'a> {
                 }
             }
             HelperId::CSUM_DIFF => {
-                if a2 % 4 != 0 || a4 % 4 != 0 || a2 + a4 > 512 {
+                if a2 % 4 != 0 || a4 % 4 != 0 || a2.saturating_add(a4) > 512 {
                     return Ok(EINVAL);
                 }
                 let from = self.mem(a1, a2, false, pc, name)?;
@@ -574,6 +574,14 @@ impl<'a> Run<'a> {
                 })
             }
         })
+    }
+
+    /// The instruction index of a callback argument, if it is one of the
+    /// program's (a forged value must not send the interpreter elsewhere).
+    fn callback(&self, prog: usize, handle: u64) -> Option<usize> {
+        let pc = func_pc(handle)?;
+        // The last op is the sentinel.
+        (pc + 1 < self.vm.programs.get(prog)?.ops.len()).then_some(pc)
     }
 
     fn ringbuf(&self, handle: u64, pc: usize, name: &'static str) -> Result<Arc<dyn Map>> {

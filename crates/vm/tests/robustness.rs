@@ -1,0 +1,44 @@
+//! Arbitrary instruction streams and memory never panic, never touch
+//! memory outside the run, and end within the instruction budget: the
+//! result is r0 or a typed error.
+
+use bpfvet_isa::uapi::ProgType;
+use bpfvet_isa::Insn;
+use bpfvet_vm::{Ctx, Engine, Interpreter, Run, Vm};
+use proptest::prelude::*;
+
+/// Opcodes of every class, so the streams reach each arm often.
+fn insn() -> impl Strategy<Value = Insn> {
+    let codes = prop::sample::select(vec![
+        0x07u8, 0x0f, 0x17, 0x37, 0x3f, 0x97, 0x9f, 0x67, 0x6f, 0xc7, 0xb7, 0xbf, 0xd7, 0x04, 0x0c,
+        0x34, 0x3c, 0x94, 0x9c, 0xb4, 0xbc, 0xc4, 0xd4, 0xdc, 0x05, 0x06, 0x15, 0x1d, 0x25, 0x65,
+        0x16, 0xa6, 0xe5, 0x85, 0x95, 0x61, 0x69, 0x71, 0x79, 0x81, 0x89, 0x91, 0x62, 0x7a, 0x63,
+        0x7b, 0xc3, 0xdb, 0x18, 0x20, 0x28, 0x30, 0x40, 0x00, 0xff,
+    ]);
+    (
+        codes,
+        0u8..11,
+        0u8..16,
+        -4i16..8,
+        prop_oneof![-3i32..300, any::<i32>()],
+    )
+        .prop_map(|(code, dst, src, off, imm)| Insn::new(code, dst, src, off, imm))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn random_programs_end_with_a_value_or_an_error(
+        insns in prop::collection::vec(insn(), 1..40),
+        mut memory in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let Ok(vm) = Vm::from_insns(&insns, ProgType::SOCKET_FILTER) else { return Ok(()) };
+        let mut run = Run::new(&vm, Ctx::Bytes);
+        run.insn_budget = 20_000;
+        let addr = memory.as_mut_ptr() as u64;
+        if !memory.is_empty() {
+            run.set_bytes_ctx(addr, memory.len(), true);
+        }
+        let _ = Interpreter.execute(&mut run, 0, 0, [addr, memory.len() as u64, 0, 0, 0], 0);
+    }
+}
