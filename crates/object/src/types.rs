@@ -25,6 +25,35 @@ pub struct Object {
     pub unresolved_externs: Vec<String>,
 }
 
+impl Object {
+    /// An object holding one GPL program and no maps, BTF or line info: what
+    /// tests, fuzzers and embedders need to verify or run bare instructions.
+    pub fn single_program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Object {
+        Object {
+            path: PathBuf::from(name),
+            license: "GPL".into(),
+            kern_version: None,
+            maps: Vec::new(),
+            programs: vec![Program {
+                name: name.into(),
+                section: String::new(),
+                prog_type,
+                expected_attach_type: None,
+                attach_target: None,
+                sleepable: false,
+                prog_flags: 0,
+                insns,
+                func_info: Vec::new(),
+                line_info: Vec::new(),
+                core_unresolved: Vec::new(),
+            }],
+            btf_raw: None,
+            btf: None,
+            unresolved_externs: Vec::new(),
+        }
+    }
+}
+
 /// Where a map definition came from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum MapOrigin {

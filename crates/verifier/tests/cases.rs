@@ -15,7 +15,7 @@
 //! so every expectation is also checked against the oracle.
 
 use bpfvet_isa::uapi::ProgType;
-use bpfvet_object::{Object, Program};
+use bpfvet_object::Object;
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
 
@@ -63,28 +63,7 @@ fn parse(name: &str, src: &str) -> Case {
 fn object(c: &Case) -> Object {
     let insns =
         bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
-    Object {
-        path: PathBuf::from(&c.name),
-        license: "GPL".into(),
-        kern_version: None,
-        maps: Vec::new(),
-        programs: vec![Program {
-            name: c.name.clone(),
-            section: String::new(),
-            prog_type: c.prog_type,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    }
+    Object::single_program(&c.name, c.prog_type, insns)
 }
 
 /// What the host kernel says: (accepted, last log line, processed insns, log).

@@ -2,35 +2,13 @@
 
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
-use bpfvet_object::{Object, Program};
+use bpfvet_object::Object;
 use bpfvet_verifier::{verify, Limit, Options, Verdict};
 use proptest::prelude::*;
-use std::path::PathBuf;
 use std::time::Duration;
 
 fn object(insns: Vec<Insn>, prog_type: ProgType) -> Object {
-    Object {
-        path: PathBuf::from("random"),
-        license: "GPL".into(),
-        kern_version: None,
-        maps: Vec::new(),
-        programs: vec![Program {
-            name: "random".into(),
-            section: String::new(),
-            prog_type,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    }
+    Object::single_program("random", prog_type, insns)
 }
 
 /// Opcodes that exist, so random programs get past the decoder often.
