@@ -72,14 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         })?;
     if !args.no_verify {
-        let outcome = bpfvet_verifier::verify(&obj, idx, &Default::default());
-        if let bpfvet_verifier::Verdict::Rejected { error, insn, .. } = outcome.verdict {
-            let at = insn.map(|i| format!(" at insn {i}")).unwrap_or_default();
-            anyhow::bail!(
-                "the verifier rejects {}{at}: {error} (--no-verify runs it anyway)",
-                args.prog
-            );
-        }
+        Vm::verify(&obj, idx).context("--no-verify runs it anyway")?;
     }
     let data = match &args.data_in {
         Some(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display()))?,

@@ -51,6 +51,12 @@ pub enum VmError {
     },
     #[error("map {0:?}: not supported by the runtime")]
     MapUnsupported(String),
+    #[error("the verifier rejects program {prog}{}: {error}", insn.map(|i| format!(" at insn {i}")).unwrap_or_default())]
+    Rejected {
+        prog: String,
+        error: String,
+        insn: Option<usize>,
+    },
     #[error("test_run: {0} (the kernel answers EINVAL)")]
     Invalid(String),
     #[error("program type {0} cannot be run by test_run")]

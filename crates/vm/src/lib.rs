@@ -3,8 +3,8 @@
 //!
 //! - [`Vm::load`] creates an object's maps (global data filled, prog arrays
 //!   and map-in-map slots set) and pre-decodes its programs. Verification
-//!   is the caller's step (`bpfvet_verifier::verify`), so tests can run
-//!   what the kernel accepts without it.
+//!   is a separate step ([`Vm::verify`], bpfvet's verifier), so tests can
+//!   run what the kernel accepts without it.
 //! - [`test_run`] runs a program as BPF_PROG_TEST_RUN does (XDP, skb
 //!   types, flow dissector, syscall, raw_tp); [`Run`] + [`Engine`] run one
 //!   on any context, e.g. plain memory ([`Run::set_bytes_ctx`]).

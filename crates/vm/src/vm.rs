@@ -173,6 +173,25 @@ impl Vm {
         })
     }
 
+    /// Verifies program `prog` of `obj` with bpfvet's verifier (the step a
+    /// caller takes before running untrusted code; the runtime's own memory
+    /// checks stay on either way).
+    pub fn verify(obj: &Object, prog: usize) -> Result<()> {
+        let outcome = bpfvet_verifier::verify(obj, prog, &Default::default());
+        match outcome.verdict {
+            bpfvet_verifier::Verdict::Rejected { error, insn, .. } => Err(VmError::Rejected {
+                prog: obj
+                    .programs
+                    .get(prog)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default(),
+                error,
+                insn,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     pub fn program_index(&self, name: &str) -> Result<usize> {
         self.programs
             .iter()

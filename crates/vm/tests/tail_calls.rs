@@ -1,5 +1,6 @@
-//! Tail calls through a PROG_ARRAY: a program that tail-calls itself runs
-//! 1 + 33 times (MAX_TAIL_CALL_CNT), then the call falls through.
+//! Objects built by hand: tail calls through a PROG_ARRAY (a program that
+//! tail-calls itself runs 1 + 33 times, MAX_TAIL_CALL_CNT, then the call
+//! falls through), and verification as a separate step.
 
 use std::path::PathBuf;
 
@@ -30,6 +31,59 @@ fn map(name: &str, map_type: MapType, value_size: u32, init: MapInit) -> MapDef 
     }
 }
 
+fn xdp_object(insns: Vec<Insn>, maps: Vec<MapDef>) -> Object {
+    Object {
+        path: PathBuf::from("handmade"),
+        license: "GPL".into(),
+        kern_version: None,
+        maps,
+        programs: vec![Program {
+            name: "prog".into(),
+            section: "xdp".into(),
+            prog_type: ProgType::XDP,
+            expected_attach_type: None,
+            attach_target: None,
+            sleepable: false,
+            prog_flags: 0,
+            insns,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
+            core_unresolved: Vec::new(),
+        }],
+        btf_raw: None,
+        btf: None,
+        unresolved_externs: Vec::new(),
+    }
+}
+
+#[test]
+fn verification_is_a_separate_step() {
+    // r0 = r2 (never written); r0 = 2; exit
+    let obj = xdp_object(
+        vec![
+            Insn::new(0xbf, 0, 2, 0, 0),
+            Insn::new(0xb7, 0, 0, 0, 2),
+            Insn::new(0x95, 0, 0, 0, 0),
+        ],
+        Vec::new(),
+    );
+    let e = Vm::verify(&obj, 0).unwrap_err();
+    assert!(e.to_string().contains("R2 !read_ok"), "{e}");
+    // The runtime itself does not refuse it: tests may bypass verification.
+    let vm = Vm::load(&obj).unwrap();
+    let out = test_run(
+        &vm,
+        0,
+        &TestRunInput {
+            data: &[0u8; 14],
+            ctx: None,
+            repeat: 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(out.retval, 2);
+}
+
 #[test]
 fn self_tail_call_stops_after_33() {
     let insns = vec![
@@ -47,11 +101,9 @@ fn self_tail_call_stops_after_33() {
         Insn::new(0x79, 0, 7, 0, 0),  // r0 = *(u64 *)(r7 +0)
         Insn::new(0x95, 0, 0, 0, 0),  // exit
     ];
-    let obj = Object {
-        path: PathBuf::from("tail_self"),
-        license: "GPL".into(),
-        kern_version: None,
-        maps: vec![
+    let obj = xdp_object(
+        insns,
+        vec![
             map(
                 "jmp_table",
                 MapType::PROG_ARRAY,
@@ -60,23 +112,9 @@ fn self_tail_call_stops_after_33() {
             ),
             map("counter", MapType::ARRAY, 8, MapInit::None),
         ],
-        programs: vec![Program {
-            name: "again".into(),
-            section: "xdp".into(),
-            prog_type: ProgType::XDP,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    };
+    );
+    // bpfvet's verifier accepts it (a tail call to itself is legal).
+    Vm::verify(&obj, 0).unwrap();
     let vm = Vm::load(&obj).unwrap();
     let out = test_run(
         &vm,
