@@ -269,14 +269,16 @@ impl<'a> Run<'a> {
                 0
             }
             HelperId::PROBE_READ | HelperId::PROBE_READ_USER | HelperId::PROBE_READ_KERNEL => {
-                let dst = self.mem(a1, a2, true, pc, name)?;
-                match self.slice(a3, a2, false) {
+                let dst = self.mem(a1, a2, true, pc, name)?.as_mut_ptr();
+                match self.check(a3, a2, false) {
                     Some(src) => {
-                        dst.copy_from_slice(src);
+                        // SAFETY: both ranges lie in run memory (checked);
+                        // they may overlap, so copy as memmove does.
+                        unsafe { std::ptr::copy(src, dst, a2 as usize) };
                         0
                     }
                     None => {
-                        dst.fill(0);
+                        self.mem(a1, a2, true, pc, name)?.fill(0);
                         EFAULT
                     }
                 }
@@ -415,9 +417,11 @@ impl<'a> Run<'a> {
                 if a2.checked_add(a4).is_none_or(|e| e > size) {
                     return Ok(E2BIG);
                 }
-                let src = self.mem(a3, a4, false, pc, name)?;
-                let dst = self.mem(ptr + a2, a4, true, pc, name)?;
-                dst.copy_from_slice(src);
+                let src = self.mem(a3, a4, false, pc, name)?.as_ptr();
+                let dst = self.mem(ptr + a2, a4, true, pc, name)?.as_mut_ptr();
+                // SAFETY: both ranges lie in run memory (checked); they may
+                // overlap, so copy as memmove does.
+                unsafe { std::ptr::copy(src, dst, a4 as usize) };
                 0
             }
             HelperId::LOOP => {
@@ -484,14 +488,16 @@ impl<'a> Run<'a> {
                 csum::diff(from, to, a5 as u32) as u64
             }
             HelperId::SKB_LOAD_BYTES => {
-                let to = self.mem(a3, a4, true, pc, name)?;
-                match self.skb_bytes(a2, a4) {
+                let to = self.mem(a3, a4, true, pc, name)?.as_mut_ptr();
+                match self.skb_bytes(a2, a4).map(|s| s.as_ptr()) {
                     Some(src) => {
-                        to.copy_from_slice(src);
+                        // SAFETY: both ranges were checked; `to` may lie in
+                        // the packet too, so copy as memmove does.
+                        unsafe { std::ptr::copy(src, to, a4 as usize) };
                         0
                     }
                     None => {
-                        to.fill(0);
+                        self.mem(a3, a4, true, pc, name)?.fill(0);
                         EFAULT
                     }
                 }

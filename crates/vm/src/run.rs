@@ -208,7 +208,9 @@ impl<'a> Run<'a> {
         None
     }
 
-    /// A byte slice of run-owned memory, for helper arguments.
+    /// A byte slice of run-owned memory, for helper arguments. Callers use
+    /// it within one helper call and never hold two slices that may
+    /// overlap (copies between run memory go through `ptr::copy`).
     pub(crate) fn slice(&self, addr: u64, len: u64, write: bool) -> Option<&'a mut [u8]> {
         if len == 0 {
             return Some(&mut []);
