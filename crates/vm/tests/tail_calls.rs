@@ -2,12 +2,10 @@
 //! tail-calls itself runs 1 + 33 times, MAX_TAIL_CALL_CNT, then the call
 //! falls through), and verification as a separate step.
 
-use std::path::PathBuf;
-
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_isa::Insn;
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object, Program};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_vm::{test_run, TestRunInput, Vm, MAX_TAIL_CALLS};
 
 fn map(name: &str, map_type: MapType, value_size: u32, init: MapInit) -> MapDef {
@@ -32,28 +30,9 @@ fn map(name: &str, map_type: MapType, value_size: u32, init: MapInit) -> MapDef 
 }
 
 fn xdp_object(insns: Vec<Insn>, maps: Vec<MapDef>) -> Object {
-    Object {
-        path: PathBuf::from("handmade"),
-        license: "GPL".into(),
-        kern_version: None,
-        maps,
-        programs: vec![Program {
-            name: "prog".into(),
-            section: "xdp".into(),
-            prog_type: ProgType::XDP,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    }
+    let mut obj = Object::single_program("prog", ProgType::XDP, insns);
+    obj.maps = maps;
+    obj
 }
 
 #[test]
