@@ -65,8 +65,20 @@ pub fn run(kernel: &Kernel, seed: u64, n: u64) -> Run {
     }
 }
 
+/// The program in the kernel's log syntax, or, when our decoder refuses
+/// it, one raw `code dst src off imm` line per slot.
 pub fn listing(p: &GenProgram) -> String {
-    disasm_program(&p.insns, &NoSymbols).unwrap_or_else(|e| format!("(undecodable: {e})\n"))
+    disasm_program(&p.insns, &NoSymbols).unwrap_or_else(|e| {
+        let mut out = format!("(not decodable: {e}; raw slots)\n");
+        for (i, ins) in p.insns.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{i}: code={:#04x} dst=r{} src=r{} off={} imm={}",
+                ins.code, ins.dst, ins.src, ins.off, ins.imm
+            );
+        }
+        out
+    })
 }
 
 fn counts_table(run: &Run, out: &mut String) {
