@@ -2,10 +2,10 @@
 # Regenerates bench/verifier_fuzz/FINDINGS.md: random plausible programs
 # through bpfvet and the host kernel's verifier (needs root and bpf(2)),
 # every unsound/overstrict cause minimised.
-#   N=5000 SEED=0x... bench/verifier_fuzz/run.sh
+#   N=20000 SEED=0x... bench/verifier_fuzz/run.sh
 set -eu
 cd "$(dirname "$0")/../.."
-N=${N:-5000}
+N=${N:-20000}
 SEED=${SEED:-0x62726666757a7a31}
 OUT=${OUT:-$PWD/bench/verifier_fuzz/FINDINGS.md}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/targets/vfuzz}
