@@ -16,11 +16,10 @@
 mod random_diff;
 
 use bpfvet_kernel::Kernel;
-use bpfvet_object::{Object, Program};
+use bpfvet_object::Object;
 use bpfvet_verifier::{verify, Options};
 use proptest::prelude::*;
 use random_diff::diff::{cause, ours_text, theirs_text, Class};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const SEED: u64 = 0x6272_6666_757a_7a31;
@@ -114,31 +113,6 @@ fn random_programs_match_host_kernel() {
     );
 }
 
-fn raw_object(prog_type: bpfvet_isa::uapi::ProgType, insns: Vec<bpfvet_isa::Insn>) -> Object {
-    Object {
-        path: PathBuf::from("raw"),
-        license: "GPL".into(),
-        kern_version: None,
-        maps: Vec::new(),
-        programs: vec![Program {
-            name: "raw".into(),
-            section: String::new(),
-            prog_type,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
@@ -172,7 +146,7 @@ proptest! {
             bpfvet_isa::uapi::ProgType::XDP,
             bpfvet_isa::uapi::ProgType::SCHED_CLS,
         ][ty];
-        let obj = raw_object(ty, insns);
+        let obj = Object::single_program("raw", ty, insns);
         let opts = Options {
             log_level: 2,
             timeout: Some(Duration::from_secs(2)),
