@@ -5,10 +5,9 @@
 
 use bpfvet_isa::insns_from_bytes;
 use bpfvet_isa::uapi::{MapType, ProgType};
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object, Program};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_verifier::{verify, Options};
 use libfuzzer_sys::fuzz_target;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const PROG_TYPES: [ProgType; 6] = [
@@ -20,46 +19,28 @@ const PROG_TYPES: [ProgType; 6] = [
     ProgType::CGROUP_SKB,
 ];
 
+/// One program and one ARRAY map, so map references can resolve.
 fn object(prog_type: ProgType, insns: Vec<bpfvet_isa::Insn>) -> Object {
-    Object {
-        path: PathBuf::from("fuzz"),
-        license: "GPL".into(),
-        kern_version: None,
-        maps: vec![MapDef {
-            name: "array".into(),
-            section: ".maps".into(),
-            origin: MapOrigin::BtfMaps,
-            map_type: MapType::ARRAY,
-            key_size: 4,
-            value_size: 16,
-            max_entries: 4,
-            map_flags: 0,
-            map_extra: 0,
-            numa_node: 0,
-            pinning: 0,
-            btf_key_type_id: 0,
-            btf_value_type_id: 0,
-            inner: None,
-            init: MapInit::None,
-            frozen: false,
-        }],
-        programs: vec![Program {
-            name: "fuzz".into(),
-            section: String::new(),
-            prog_type,
-            expected_attach_type: None,
-            attach_target: None,
-            sleepable: false,
-            prog_flags: 0,
-            insns,
-            func_info: Vec::new(),
-            line_info: Vec::new(),
-            core_unresolved: Vec::new(),
-        }],
-        btf_raw: None,
-        btf: None,
-        unresolved_externs: Vec::new(),
-    }
+    let mut obj = Object::single_program("fuzz", prog_type, insns);
+    obj.maps.push(MapDef {
+        name: "array".into(),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type: MapType::ARRAY,
+        key_size: 4,
+        value_size: 16,
+        max_entries: 4,
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    });
+    obj
 }
 
 fuzz_target!(|data: &[u8]| {
