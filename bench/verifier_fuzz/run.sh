@@ -8,7 +8,6 @@ cd "$(dirname "$0")/../.."
 N=${N:-20000}
 SEED=${SEED:-0x62726666757a7a31}
 OUT=${OUT:-$PWD/bench/verifier_fuzz/FINDINGS.md}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/targets/vfuzz}
 BPFVET_FUZZ_PROGRAMS=$N BPFVET_FUZZ_SEED=$SEED BPFVET_FUZZ_FINDINGS=$OUT \
     cargo test -p bpfvet-verifier --release --test random_kernel_diff \
     -- random_programs_match_host_kernel --nocapture

@@ -4,7 +4,7 @@
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::prune::ADD_CONST;
-use crate::regs::{flag, Reg, RegType};
+use crate::regs::{Reg, RegType};
 use crate::scalar::{AluOp, EndianOp, Scalar};
 use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
@@ -244,26 +244,14 @@ impl Env<'_> {
                 // The offset decides where the pointer points.
                 self.mark_chain_precision(s)?;
             }
-            return self.adjust_ptr(insn, d, &dst, &src);
+            return self.adjust_ptr(insn, d, &dst, &src, false);
         }
         if src.is_pointer() {
-            if o == BPF_ADD && alu64 {
-                // scalar += pointer: the result is the pointer moved.
-                self.mark_chain_precision(d)?;
-                return self.adjust_ptr(insn, d, &src, &dst);
-            }
-            if !alu64 && o == BPF_SUB {
-                self.set_unknown(d);
-                return Ok(());
-            }
-            if !alu64 {
-                return self.err(format!("R{d} 32-bit pointer arithmetic prohibited"));
-            }
-            if o == BPF_SUB {
-                return self.err(format!("R{d} tried to subtract pointer from scalar"));
-            }
-            self.set_unknown(d);
-            return Ok(());
+            // scalar OP pointer: the kernel treats the scalar as the offset
+            // of the pointer for every operator, so the pointer rules
+            // (offset sanity, then the operator) decide, as for ptr OP scalar.
+            self.mark_chain_precision(d)?;
+            return self.adjust_ptr(insn, d, &src, &dst, true);
         }
         // scalar op scalar: a precise result needs a precise operand.
         if dst.precise && source(insn.code) == BPF_X {
@@ -301,10 +289,27 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// Pointer +/- scalar (adjust_ptr_min_max_vals).
-    fn adjust_ptr(&mut self, insn: &Insn, d: u8, ptr: &Reg, off_reg: &Reg) -> VResult<()> {
+    /// Pointer OP scalar (adjust_ptr_min_max_vals). `off_is_dst` is the
+    /// `scalar OP= pointer` form, where the result replaces the offset.
+    /// The checks run in the kernel's order, so the first failing one gives
+    /// the kernel's message.
+    fn adjust_ptr(
+        &mut self,
+        insn: &Insn,
+        d: u8,
+        ptr: &Reg,
+        off_reg: &Reg,
+        off_is_dst: bool,
+    ) -> VResult<()> {
         let o = op(insn.code);
         let alu64 = insn.class() == BPF_ALU64;
+        let ov = off_reg.v;
+        if ov.smin > ov.smax || ov.umin > ov.umax {
+            // Bounds made impossible by a dead branch: the kernel taints
+            // the result instead of reasoning from them.
+            self.set_unknown(d);
+            return Ok(());
+        }
         if !alu64 {
             if o == BPF_SUB {
                 self.set_unknown(d);
@@ -319,62 +324,56 @@ impl Env<'_> {
             ));
         }
         match ptr.ty {
-            RegType::MapPtr => {
-                return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
-            }
-            RegType::PacketEnd
+            RegType::MapPtr
+            | RegType::PacketEnd
             | RegType::Sock
             | RegType::SockCommon
             | RegType::TcpSock
             | RegType::Func => {
                 return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
             }
-            RegType::Ctx if ptr.flags & flag::TRUSTED == 0 => {}
             _ => {}
         }
-        if o != BPF_ADD && o != BPF_SUB {
-            let what = match o {
-                BPF_AND | BPF_OR | BPF_XOR => "bitwise operator",
-                _ => "pointer arithmetic with",
-            };
-            return self.err(format!("R{d} {what} {} on pointer prohibited", op_name(o)));
-        }
-        let ov = off_reg.v;
         let known = ov.is_const();
+        self.check_sane_offset(&ov, known, ptr)?;
+        self.check_sane_offset(&ptr.v, false, ptr)?;
+        match o {
+            BPF_ADD => {}
+            BPF_SUB if off_is_dst => {
+                return self.err(format!("R{d} tried to subtract pointer from scalar"));
+            }
+            BPF_SUB => {}
+            BPF_AND | BPF_OR | BPF_XOR => {
+                return self.err(format!(
+                    "R{d} bitwise operator {} on pointer prohibited",
+                    op_name(o)
+                ));
+            }
+            _ => {
+                return self.err(format!(
+                    "R{d} pointer arithmetic with {} operator prohibited",
+                    op_name(o)
+                ));
+            }
+        }
         let mut r = *ptr;
         r.precise = false;
         if known {
             let c = ov.const_value() as i64;
             let new_off = if o == BPF_ADD {
-                (ptr.off as i64).checked_add(c)
+                ptr.off as i64 + c
             } else {
-                (ptr.off as i64).checked_sub(c)
+                ptr.off as i64 - c
             };
-            match new_off {
-                Some(x) if x.abs() < MAX_VAR_OFF => r.off = x as i32,
-                _ => {
-                    return self.err(format!(
-                        "value {} makes {} pointer be out of bounds",
-                        c,
-                        ptr.type_str()
-                    ))
-                }
+            if new_off.abs() >= MAX_VAR_OFF {
+                return self.err(format!("{ts} pointer offset {new_off} is not allowed"));
             }
+            r.off = new_off as i32;
         } else {
-            if o == BPF_SUB && d != insn.dst {
-                return self.err(format!("R{d} tried to subtract pointer from scalar"));
-            }
             if ptr.ty == RegType::Ctx {
                 return self.err(format!(
                     "R{d} variable ctx access var_off={} disallowed",
                     tnum_str(&ov)
-                ));
-            }
-            if ov.smin <= -MAX_VAR_OFF || ov.smax >= MAX_VAR_OFF {
-                return self.err(format!(
-                    "value {} makes {} pointer be out of bounds",
-                    ov.smin,
-                    ptr.type_str()
                 ));
             }
             let aop = if o == BPF_ADD { AluOp::Add } else { AluOp::Sub };
@@ -384,14 +383,33 @@ impl Env<'_> {
                 r.aux = 0;
             }
         }
-        if r.v.smin <= -MAX_VAR_OFF || r.v.smax >= MAX_VAR_OFF {
+        self.check_sane_offset(&r.v, false, ptr)?;
+        *self.cur.reg_mut(d) = r;
+        Ok(())
+    }
+
+    /// check_reg_sane_offset: a constant or the minimum of a variable
+    /// offset must stay within BPF_MAX_VAR_OFF. Only the minimum is
+    /// checked; a large maximum is caught later by the access itself.
+    fn check_sane_offset(&self, v: &Scalar, known: bool, ptr: &Reg) -> VResult<()> {
+        let ts = ptr.type_str();
+        if known {
+            let c = v.const_value() as i64;
+            if c >= MAX_VAR_OFF || c <= -MAX_VAR_OFF {
+                return self.err(format!("math between {ts} pointer and {c} is not allowed"));
+            }
+        }
+        if v.smin == i64::MIN {
             return self.err(format!(
-                "value {} makes {} pointer be out of bounds",
-                r.v.smin,
-                ptr.type_str()
+                "math between {ts} pointer and register with unbounded min value is not allowed"
             ));
         }
-        *self.cur.reg_mut(d) = r;
+        if v.smin >= MAX_VAR_OFF || v.smin <= -MAX_VAR_OFF {
+            return self.err(format!(
+                "value {} makes {ts} pointer be out of bounds",
+                v.smin
+            ));
+        }
         Ok(())
     }
 }

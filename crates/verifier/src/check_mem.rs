@@ -347,7 +347,7 @@ impl Env<'_> {
                 }
             }
             RegType::Ctx => {
-                self.ctx_access(regno, &reg, off, size, access, value)?;
+                self.ctx_access(regno, &reg, off, size, access, value, sx)?;
             }
             RegType::FlowKeys => {
                 if off < 0 || off as u32 + size > 56 {
@@ -804,6 +804,7 @@ impl Env<'_> {
         size: u32,
         access: Access,
         value: Option<u8>,
+        sx: bool,
     ) -> VResult<()> {
         if !reg.v.is_const() {
             return self.err(format!(
@@ -819,7 +820,7 @@ impl Env<'_> {
                 reg.off
             ));
         }
-        let r = crate::ctx_glue::ctx_field(self, off, size, access)?;
+        let r = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
         if access == Access::Read {
             if let Some(d) = value {
                 *self.cur.reg_mut(d) = r;

@@ -8,17 +8,25 @@ use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
 
 /// The register a ctx load at `off` gives (an unknown scalar for plain
-/// fields); for a store, only the check.
-pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access) -> VResult<Reg> {
-    let a = match access {
+/// fields); for a store, only the check. `sx` is a sign-extending load,
+/// which most context fields refuse.
+pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -> VResult<Reg> {
+    let access = match access {
         Access::Read => ctx::Access::Read,
         Access::Write => ctx::Access::Write,
     };
-    let acc =
-        match ctx::check_ctx_access(env.prog_type, env.prog.expected_attach_type, off, size, a) {
-            Ok(acc) => acc,
-            Err(e) => return env.err(e.to_string()),
-        };
+    let query = ctx::CtxQuery {
+        prog_type: env.prog_type,
+        expected_attach_type: env.prog.expected_attach_type,
+        off,
+        size,
+        access,
+        ldsx: sx,
+    };
+    let acc = match ctx::check_ctx_access_with(&query) {
+        Ok(acc) => acc,
+        Err(e) => return env.err(e.to_string()),
+    };
     let ptr = |ty: RegType| Reg::pointer(ty);
     let or_null = |env: &mut Env, ty: RegType| {
         let mut r = Reg::pointer(ty);

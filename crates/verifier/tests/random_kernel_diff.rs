@@ -24,21 +24,11 @@ use std::time::Duration;
 
 const SEED: u64 = 0x6272_6666_757a_7a31;
 
-/// Unsound accepts known at the committed seed: (program index, cause).
-/// Each is listed with its minimal program in FINDINGS.md.
-const KNOWN_UNSOUND: &[(usize, &str)] = &[
-    // `scalar %= map_value_or_null`: an ALU op other than +/- with a pointer
-    // source and a scalar destination is not refused (kernel: "R9 pointer
-    // arithmetic with %= operator prohibited").
-    (36, "scalar op= pointer accepted"),
-    // `scalar s>>= map_value` with a constant destination beyond 1<<29:
-    // same missing check (kernel: "math between map_value pointer and
-    // 1181682489 is not allowed").
-    (227, "scalar op= pointer accepted"),
-    // `r8 = *(s32 *)(r1 +0)` on an xdp ctx: sign-extending ctx loads are
-    // accepted (kernel: "invalid bpf_context access off=0 size=4").
-    (349, "MEMSX load from ctx accepted"),
-];
+/// Unsound accepts known at the committed seed: (program index, cause),
+/// each listed with its minimal program in FINDINGS.md. Empty: the causes
+/// found so far (scalar OP= pointer, sign-extending ctx loads) are fixed, so
+/// any unsound accept fails the test.
+const KNOWN_UNSOUND: &[(usize, &str)] = &[];
 
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
