@@ -11,7 +11,11 @@ mod cmd_run;
 mod cmd_verify;
 
 #[derive(Parser)]
-#[command(name = "bpfvet", version, about = "Verify, run and measure Linux BPF programs in user space")]
+#[command(
+    name = "bpfvet",
+    version,
+    about = "Verify, run and measure Linux BPF programs in user space"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
