@@ -811,25 +811,14 @@ impl Map for HashMap {
     }
 
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
-        if flags & !uapi::BPF_F_LOCK != 0 {
-            return Err(MapError::Invalid(
-                "lookup_and_delete flags other than BPF_F_LOCK",
-            ));
-        }
-        self.common.check_sys_read()?;
-        self.common.check_sys_write()?;
-        let locked = self.common.check_lock_flag(flags)?;
-        self.common.check_key(key)?;
-        self.common.check_sys_value(value.len())?;
+        let locked = self
+            .common
+            .check_lookup_and_delete(key, value.len(), flags)?;
         self.delete_inner(key, Some((value, locked)))
     }
 
     fn get_next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> Result<()> {
-        self.common.check_sys_read()?;
-        if let Some(k) = key {
-            self.common.check_key(k)?;
-        }
-        self.common.check_key(next)?;
+        self.common.check_get_next_key(key, next)?;
         let _guard = crate::pin();
         let e = self.next_key(key).ok_or(MapError::NotFound)?;
         // SAFETY: key_size bytes of a live element.

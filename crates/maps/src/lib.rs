@@ -296,6 +296,36 @@ impl Common {
         self.check_lock_flag(flags)
     }
 
+    /// Syscall lookup_and_delete on a keyed map: the kernel's checks in its
+    /// order. Returns whether BPF_F_LOCK was asked for.
+    pub fn check_lookup_and_delete(
+        &self,
+        key: &[u8],
+        value_len: usize,
+        flags: u64,
+    ) -> Result<bool> {
+        if flags & !uapi::BPF_F_LOCK != 0 {
+            return Err(MapError::Invalid(
+                "lookup_and_delete flags other than BPF_F_LOCK",
+            ));
+        }
+        self.check_sys_read()?;
+        self.check_sys_write()?;
+        let locked = self.check_lock_flag(flags)?;
+        self.check_key(key)?;
+        self.check_sys_value(value_len)?;
+        Ok(locked)
+    }
+
+    /// Syscall get_next_key on a keyed map: `key` None asks for the first.
+    pub fn check_get_next_key(&self, key: Option<&[u8]>, next: &[u8]) -> Result<()> {
+        self.check_sys_read()?;
+        if let Some(k) = key {
+            self.check_key(k)?;
+        }
+        self.check_key(next)
+    }
+
     pub fn check_lock_flag(&self, flags: u64) -> Result<bool> {
         let locked = flags & uapi::BPF_F_LOCK != 0;
         if locked && self.attr.spin_lock_off.is_none() {
