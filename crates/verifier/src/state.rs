@@ -16,6 +16,8 @@ pub enum SlotType {
     Spill,
     Misc,
     Zero,
+    /// Part of a `struct bpf_dynptr` (two whole slots, see `dynptr.rs`).
+    Dynptr,
 }
 
 impl SlotType {
@@ -25,6 +27,7 @@ impl SlotType {
             SlotType::Spill => 'r',
             SlotType::Misc => 'm',
             SlotType::Zero => '0',
+            SlotType::Dynptr => 'd',
         }
     }
 }
