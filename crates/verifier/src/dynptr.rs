@@ -420,7 +420,7 @@ impl Env<'_> {
             format!("var_off {}", crate::check_alu::tnum_str(&r.v))
         };
         self.err(format!(
-            "invalid indirect read from stack R{regno} {at}+{} size {size}",
+            "invalid read from stack R{regno} {at}+{} size {size}",
             b - lo
         ))
     }

@@ -8,14 +8,17 @@
 //! # error: R2 !read_ok             (for reject: the kernel's error line)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
+//! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
+//!                                   loads as `map_idx[N]`, N counting from 0:
+//!                                   libbpf's type name, key, value, entries)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
 //! programs (root and a working bpf(2)), replayed against the kernel too,
 //! so every expectation is also checked against the oracle.
 
-use bpfvet_isa::uapi::ProgType;
-use bpfvet_object::Object;
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
 
@@ -26,6 +29,7 @@ struct Case {
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
+    maps: Vec<MapDef>,
     text: String,
 }
 
@@ -37,6 +41,7 @@ fn parse(name: &str, src: &str) -> Case {
         error: None,
         processed: None,
         states: None,
+        maps: Vec::new(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -49,6 +54,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
+                    "map" => c.maps.push(map_def(c.maps.len(), v)),
                     _ => {}
                 }
                 continue;
@@ -60,10 +66,76 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
+/// `<type> <key size> <value size> <max entries>` of a `# map:` directive.
+fn map_def(index: usize, spec: &str) -> MapDef {
+    let f: Vec<&str> = spec.split_whitespace().collect();
+    assert_eq!(
+        f.len(),
+        4,
+        "map: <type> <key> <value> <entries>, got {spec:?}"
+    );
+    let num = |s: &str| s.parse::<u32>().expect("map size");
+    MapDef {
+        name: format!("map{index}"),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type: MapType::from_name(f[0]).expect("known map type"),
+        key_size: num(f[1]),
+        value_size: num(f[2]),
+        max_entries: num(f[3]),
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    }
+}
+
 fn object(c: &Case) -> Object {
     let insns =
         bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
-    Object::single_program(&c.name, c.prog_type, insns)
+    let mut obj = Object::single_program(&c.name, c.prog_type, insns);
+    obj.maps = c.maps.clone();
+    obj
+}
+
+/// The kernel's error: the log's last line that is not a statistic.
+fn last_log_line(text: &str) -> String {
+    text.lines()
+        .rfind(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+        })
+        .unwrap_or("")
+        .to_string()
+}
+
+/// [`kernel_load`] for a program with maps: the kernel backend creates
+/// them and resolves `map_idx[N]`.
+fn kernel_load_with_maps(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
+    let kernel = bpfvet_kernel::Kernel::open().ok()?;
+    let session = kernel.open_object(obj);
+    let opts = bpfvet_kernel::LoadOptions {
+        log_level: 1,
+        ..Default::default()
+    };
+    let report = session.load_program(0, &opts)?;
+    if matches!(report.verdict, bpfvet_kernel::Verdict::Refused(_)) {
+        return None;
+    }
+    let last = last_log_line(&report.log);
+    Some((
+        report.verdict.is_accepted(),
+        last,
+        report.stats.processed_insns,
+        report.log,
+    ))
 }
 
 /// What the host kernel says: (accepted, last log line, processed insns, log).
@@ -120,16 +192,7 @@ fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
         .find_map(|l| l.strip_prefix("processed "))
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok());
-    let last = text
-        .lines()
-        .rfind(|l| {
-            !l.is_empty()
-                && !l.starts_with("processed ")
-                && !l.starts_with("verification time")
-                && !l.starts_with("stack depth")
-        })
-        .unwrap_or("")
-        .to_string();
+    let last = last_log_line(&text);
     Some((fd >= 0, last, processed, text))
 }
 
@@ -181,7 +244,12 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        if let Some((ok, last, processed, log)) = kernel_load(&obj) {
+        let kernel = if c.maps.is_empty() {
+            kernel_load(&obj)
+        } else {
+            kernel_load_with_maps(&obj)
+        };
+        if let Some((ok, last, processed, log)) = kernel {
             kernel_checked += 1;
             if ok != c.accept {
                 failures.push(format!("{name}: KERNEL verdict accept={ok} ({last})"));
