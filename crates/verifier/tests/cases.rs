@@ -118,7 +118,7 @@ fn last_log_line(text: &str) -> String {
 
 /// [`kernel_load`] for a program with maps: the kernel backend creates
 /// them and resolves `map_idx[N]`.
-fn kernel_load_with_maps(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
+fn kernel_load_with_maps(obj: &Object) -> Option<KernelSays> {
     let kernel = bpfvet_kernel::Kernel::open().ok()?;
     let session = kernel.open_object(obj);
     let opts = bpfvet_kernel::LoadOptions {
@@ -129,17 +129,34 @@ fn kernel_load_with_maps(obj: &Object) -> Option<(bool, String, Option<u64>, Str
     if matches!(report.verdict, bpfvet_kernel::Verdict::Refused(_)) {
         return None;
     }
-    let last = last_log_line(&report.log);
-    Some((
-        report.verdict.is_accepted(),
-        last,
-        report.stats.processed_insns,
-        report.log,
-    ))
+    Some(KernelSays {
+        accepted: report.verdict.is_accepted(),
+        last: last_log_line(&report.log),
+        processed: report.stats.processed_insns,
+        total_states: report.stats.total_states,
+        log: report.log,
+    })
 }
 
-/// What the host kernel says: (accepted, last log line, processed insns, log).
-fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
+/// What the host kernel says.
+struct KernelSays {
+    accepted: bool,
+    /// The last log line that is not a statistic.
+    last: String,
+    processed: Option<u64>,
+    total_states: Option<u64>,
+    log: String,
+}
+
+/// A number the stats line of the log gives after `key`.
+fn log_stat(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("processed "))?;
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == key)?;
+    words.next()?.parse().ok()
+}
+
+fn kernel_load(obj: &Object) -> Option<KernelSays> {
     #[repr(C)]
     #[derive(Default)]
     struct LoadAttr {
@@ -187,13 +204,13 @@ fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
     }
     let end = log.iter().position(|b| *b == 0).unwrap_or(0);
     let text = String::from_utf8_lossy(&log[..end]).into_owned();
-    let processed = text
-        .lines()
-        .find_map(|l| l.strip_prefix("processed "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok());
-    let last = last_log_line(&text);
-    Some((fd >= 0, last, processed, text))
+    Some(KernelSays {
+        accepted: fd >= 0,
+        last: last_log_line(&text),
+        processed: log_stat(&text, "processed"),
+        total_states: log_stat(&text, "total_states"),
+        log: text,
+    })
 }
 
 #[test]
@@ -249,7 +266,14 @@ fn cases() {
         } else {
             kernel_load_with_maps(&obj)
         };
-        if let Some((ok, last, processed, log)) = kernel {
+        if let Some(KernelSays {
+            accepted: ok,
+            last,
+            processed,
+            total_states,
+            log,
+        }) = kernel
+        {
             kernel_checked += 1;
             if ok != c.accept {
                 failures.push(format!("{name}: KERNEL verdict accept={ok} ({last})"));
@@ -264,6 +288,11 @@ fn cases() {
             if let (Some(n), Some(k)) = (c.processed, processed) {
                 if n != k {
                     failures.push(format!("{name}: KERNEL processed {k}, expected {n}"));
+                }
+            }
+            if let (Some(n), Some(k)) = (c.states, total_states) {
+                if n != k {
+                    failures.push(format!("{name}: KERNEL total_states {k}, expected {n}"));
                 }
             }
         }
