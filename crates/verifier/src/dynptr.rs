@@ -427,3 +427,64 @@ impl Env<'_> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ringbuf(first: bool, id: u32, ref_obj_id: u32) -> Slot {
+        dynptr_slot(DynptrSlot {
+            kind: DynptrKind::Ringbuf,
+            first,
+            id,
+            ref_obj_id,
+        })
+    }
+
+    #[test]
+    fn log_notation_is_the_kernels() {
+        // As the 6.18 host prints a fresh ringbuf dynptr at fp-32 in
+        // xdp_ringbuf_dynptr (tests/progs/ringbuf.bpf.c).
+        let d = slot_dynptr(&ringbuf(true, 1, 2)).expect("a dynptr slot");
+        assert_eq!(
+            dynptr_log_str(&d),
+            "dynptr_ringbuf(id=1,ref_id=2,dynptr_id=1)"
+        );
+        assert!(slot_dynptr(&Slot::default()).is_none());
+    }
+
+    #[test]
+    fn slots_match_by_kind_half_and_reference() {
+        let mut m = IdMap::new(false);
+        m.reset(100);
+        assert!(dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(true, 5, 6),
+            &mut m
+        ));
+        // Reference 2 now stands for 6: it cannot also stand for 7.
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(true, 5, 7),
+            &mut m
+        ));
+        m.reset(100);
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(false, 1, 2),
+            &mut m
+        ));
+        let local = dynptr_slot(DynptrSlot {
+            kind: DynptrKind::Local,
+            first: true,
+            id: 1,
+            ref_obj_id: 0,
+        });
+        assert!(!dynptr_slot_safe(&ringbuf(true, 1, 2), &local, &mut m));
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &Slot::default(),
+            &mut m
+        ));
+    }
+}

@@ -102,6 +102,11 @@ impl Log {
                 let _ = write!(s, " fp{off}={t}");
             }
         }
+        // Held references, as the kernel lists them after the frames.
+        let refs: Vec<String> = st.refs.iter().map(|r| r.id.to_string()).collect();
+        if !refs.is_empty() {
+            let _ = write!(s, " refs={}", refs.join(","));
+        }
         s
     }
 }
