@@ -709,6 +709,11 @@ impl Env<'_> {
                 regs[3] = v;
                 regs[4] = caller_regs[3];
             }
+            id::USER_RINGBUF_DRAIN => {
+                // callback(const struct bpf_dynptr *, void *ctx)
+                regs[1] = self.const_local_dynptr();
+                regs[2] = caller_regs[3];
+            }
             id::TIMER_SET_CALLBACK => {
                 callee.in_callback_fn = false;
                 callee.in_async_callback_fn = true;

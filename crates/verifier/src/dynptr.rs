@@ -211,6 +211,9 @@ impl Env<'_> {
     /// the argument names.
     pub fn check_dynptr_arg(&mut self, regno: u8, at: ArgType) -> VResult<()> {
         let r = *self.cur.reg(regno);
+        if r.ty == RegType::ConstPtrToDynptr {
+            return self.check_const_dynptr_arg(regno, &r, at);
+        }
         if r.ty != RegType::Stack {
             return self.err(format!(
                 "R{regno} type={} expected=fp, dynptr_ptr",
@@ -257,6 +260,52 @@ impl Env<'_> {
         }
         self.note_stack_read(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
         Ok(())
+    }
+
+    /// A callback's `const struct bpf_dynptr *`: it may only be read.
+    fn check_const_dynptr_arg(&mut self, regno: u8, r: &Reg, at: ArgType) -> VResult<()> {
+        if r.off != 0 {
+            return self.err(format!(
+                "dereference of modified dynptr_ptr ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if !r.v.is_const() || r.v.const_value() != 0 {
+            return self.err(format!(
+                "variable dynptr_ptr access var_off={} disallowed",
+                crate::check_alu::tnum_str(&r.v)
+            ));
+        }
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            return self.err("cannot release unowned const bpf_dynptr");
+        }
+        if at.flags.contains(TypeFlags::MEM_UNINIT) {
+            return self.err("Dynptr has to be an uninitialized dynptr");
+        }
+        if !at.flags.contains(TypeFlags::MEM_RDONLY) {
+            return self.err("cannot pass pointer to const bpf_dynptr, the helper mutates it");
+        }
+        if let Some(want) = DynptrKind::of_arg(at) {
+            if DynptrKind::from_code(r.aux) != Some(want) {
+                return self.err(format!(
+                    "Expected a dynptr of type {} as arg #{}",
+                    want.name(),
+                    regno - 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `const struct bpf_dynptr *` a user ringbuf callback receives: a
+    /// local dynptr with an id of its own (mark_dynptr_cb_reg).
+    pub fn const_local_dynptr(&mut self) -> Reg {
+        Reg {
+            ty: RegType::ConstPtrToDynptr,
+            aux: DynptrKind::Local as u32,
+            id: self.new_id(),
+            ..Reg::pointer(RegType::ConstPtrToDynptr)
+        }
     }
 
     /// MEM_UNINIT: the helper writes a new dynptr over two slots, as two
@@ -318,7 +367,11 @@ impl Env<'_> {
     /// (id, ref_obj_id) of the initialised dynptr register `regno` points
     /// to, for the slice `bpf_dynptr_data` returns.
     pub fn dynptr_ids(&self, regno: u8) -> Option<(u32, u32)> {
-        let p = self.dynptr_place(self.cur.reg(regno)).ok()?;
+        let r = self.cur.reg(regno);
+        if r.ty == RegType::ConstPtrToDynptr {
+            return Some((r.id, r.ref_obj_id));
+        }
+        let p = self.dynptr_place(r).ok()?;
         self.dynptr_at(p).map(|d| (d.id, d.ref_obj_id))
     }
 
