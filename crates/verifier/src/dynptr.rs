@@ -134,6 +134,13 @@ pub fn dynptr_log_str(d: &DynptrSlot) -> String {
     format!("dynptr_{}({})", d.kind.name(), parts.join(","))
 }
 
+/// The kind of dynptr a `dynptr_ptr` register points to, for the log.
+pub fn const_dynptr_kind(r: &Reg) -> Option<&'static str> {
+    (r.ty == RegType::ConstPtrToDynptr)
+        .then(|| DynptrKind::from_code(r.aux).map(DynptrKind::name))
+        .flatten()
+}
+
 /// Why a register does not name the first slot of a dynptr place.
 enum SpiError {
     /// Not a constant, slot-aligned offset with room for two slots; the

@@ -142,6 +142,8 @@ pub fn reg_str(r: &Reg, maps: &[(String, u32, u32)]) -> String {
                 }
             } else if r.ty == RegType::Mem && r.aux != 0 {
                 parts.push(format!("sz={}", r.aux));
+            } else if let Some(kind) = crate::dynptr::const_dynptr_kind(r) {
+                parts.push(format!("type={kind}"));
             }
             if !r.v.is_const() {
                 let sc = r.v.log_string(ScalarLogInfo::default());
