@@ -35,6 +35,8 @@ struct ArgMeta {
     /// (id, ref_obj_id) of the dynptr argument, for the slice
     /// `bpf_dynptr_data` returns.
     dynptr: Option<(u32, u32)>,
+    /// The reference an argument holds, shared by what a cast returns.
+    ref_obj_id: Option<u32>,
 }
 
 impl Env<'_> {
@@ -465,6 +467,9 @@ impl Env<'_> {
             }
             meta.release_ref = Some(r.ref_obj_id);
         }
+        if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
+            meta.ref_obj_id = Some(r.ref_obj_id);
+        }
         Ok(())
     }
 
@@ -651,6 +656,10 @@ impl Env<'_> {
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
+        }
+        if helpers::classes::is_ptr_cast_function(func_id) {
+            // A socket cast is the same object: released with it.
+            r0.ref_obj_id = meta.ref_obj_id.unwrap_or(0);
         }
         if func_id == id::DYNPTR_DATA {
             // The slice lives as long as the dynptr and its reference.
