@@ -286,6 +286,15 @@ impl Env<'_> {
         let at = proto.args[i];
         self.check_read(regno)?;
         let r = *self.cur.reg(regno);
+        // Only helpers marked pkt_access may see packet pointers
+        // (may_access_direct_pkt_data; sockopt programs may always).
+        if at.base != ArgBase::Anything
+            && r.ty.is_pkt()
+            && !proto.pkt_access
+            && self.prog_type != bpfvet_isa::uapi::ProgType::CGROUP_SOCKOPT
+        {
+            return self.err("helper access to the packet is not allowed");
+        }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
             // Valid only because it is NULL: keep it exact.
