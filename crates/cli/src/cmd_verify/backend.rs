@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub keep_log: bool,
     /// No notes on stderr.
     pub quiet: bool,
+    /// Per-program limits of the bpfvet verifier (the kernel has its own).
+    pub timeout: Option<std::time::Duration>,
+    pub max_memory: Option<usize>,
 }
 
 pub trait Backend {
@@ -156,6 +159,8 @@ impl Backend for BpfvetBackend {
     ) -> Vec<Row> {
         let vopts = bpfvet_verifier::Options {
             log_level: opts.log_level,
+            timeout: opts.timeout,
+            max_memory: opts.max_memory,
             ..Default::default()
         };
         progs
