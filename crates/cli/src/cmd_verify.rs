@@ -128,7 +128,11 @@ fn parse_size(text: &str) -> Result<usize, String> {
     let n: usize = num
         .parse()
         .map_err(|_| format!("'{text}' is not a size (e.g. 512M, 2G)"))?;
-    let shift = match unit.to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+    let shift = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
         "" => 0,
         "K" => 10,
         "M" => 20,

@@ -30,14 +30,20 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn without_limits_the_stress_program_verifies() {
     let o = verify(&[]);
-    assert_eq!(text(&o.stdout), "prog_name,verdict\nbacktrack_stress,success\n");
+    assert_eq!(
+        text(&o.stdout),
+        "prog_name,verdict\nbacktrack_stress,success\n"
+    );
     assert_eq!(o.status.code(), Some(0));
 }
 
 #[test]
 fn memory_limit_stops_verification() {
     let o = verify(&["--max-memory", "64K"]);
-    assert_eq!(text(&o.stdout), "prog_name,verdict\nbacktrack_stress,failure\n");
+    assert_eq!(
+        text(&o.stdout),
+        "prog_name,verdict\nbacktrack_stress,failure\n"
+    );
     assert!(
         text(&o.stderr).contains("limit: verifier state memory exceeds the limit of 65536 bytes"),
         "stderr: {}",
@@ -50,7 +56,10 @@ fn memory_limit_stops_verification() {
 fn timeout_stops_verification() {
     // The program needs hundreds of milliseconds even in a release build.
     let o = verify(&["--timeout", "1ms"]);
-    assert_eq!(text(&o.stdout), "prog_name,verdict\nbacktrack_stress,failure\n");
+    assert_eq!(
+        text(&o.stdout),
+        "prog_name,verdict\nbacktrack_stress,failure\n"
+    );
     assert!(
         text(&o.stderr).contains("limit: verification timed out after 1 ms"),
         "stderr: {}",
@@ -70,6 +79,10 @@ fn bad_limit_values_are_refused() {
     ] {
         let o = verify(&[flag, value]);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}");
-        assert!(text(&o.stderr).contains(why), "{flag} {value}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(why),
+            "{flag} {value}: {}",
+            text(&o.stderr)
+        );
     }
 }
