@@ -397,6 +397,15 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                     ));
                 }
                 let show_log = args.verbose || (opts.keep_log && !r.succeeded());
+                if let (Some(rej), false) = (&r.rejection, show_log) {
+                    note(format!(
+                        "bpfvet: {}/{} ({}): {}",
+                        r.file,
+                        r.prog,
+                        backend.name(),
+                        rej.explain()
+                    ));
+                }
                 if let (true, Some(log)) = (show_log, &r.log) {
                     // Asked for with -l/-v, so printed even with -q.
                     say(format!(
