@@ -15,6 +15,7 @@
 //! so every expectation is also checked against the oracle.
 
 use bpfvet_isa::uapi::ProgType;
+use bpfvet_kernel::{oracle, Errno};
 use bpfvet_object::Object;
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
@@ -68,69 +69,17 @@ fn object(c: &Case) -> Object {
 
 /// What the host kernel says: (accepted, last log line, processed insns, log).
 fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
-    #[repr(C)]
-    #[derive(Default)]
-    struct LoadAttr {
-        prog_type: u32,
-        insn_cnt: u32,
-        insns: u64,
-        license: u64,
-        log_level: u32,
-        log_size: u32,
-        log_buf: u64,
-        kern_version: u32,
-        prog_flags: u32,
-        pad: [u64; 16],
-    }
     let p = &obj.programs[0];
-    let bytes = bpfvet_isa::insns_to_bytes(&p.insns);
-    let mut log = vec![0u8; 1 << 20];
-    let license = b"GPL\0";
-    let attr = LoadAttr {
-        prog_type: p.prog_type.0,
-        insn_cnt: p.insns.len() as u32,
-        insns: bytes.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        log_level: 1 | 4,
-        log_size: log.len() as u32,
-        log_buf: log.as_mut_ptr() as u64,
-        ..Default::default()
-    };
-    // SAFETY: BPF_PROG_LOAD (5) reads `attr` and the buffers it points to,
-    // all alive for the call; the kernel writes at most log_size bytes.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            5,
-            &attr as *const LoadAttr,
-            std::mem::size_of::<LoadAttr>(),
-        )
-    };
-    let errno = std::io::Error::last_os_error().raw_os_error();
-    if fd >= 0 {
-        // SAFETY: fd was just returned by the kernel and is ours to close.
-        unsafe { libc::close(fd as i32) };
-    } else if matches!(errno, Some(libc::EPERM) | Some(libc::ENOSYS)) {
+    let v = oracle::load(&oracle::RawProgram::new(p.prog_type.0, &p.insns));
+    if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
         return None;
     }
-    let end = log.iter().position(|b| *b == 0).unwrap_or(0);
-    let text = String::from_utf8_lossy(&log[..end]).into_owned();
-    let processed = text
-        .lines()
-        .find_map(|l| l.strip_prefix("processed "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok());
-    let last = text
-        .lines()
-        .rfind(|l| {
-            !l.is_empty()
-                && !l.starts_with("processed ")
-                && !l.starts_with("verification time")
-                && !l.starts_with("stack depth")
-        })
-        .unwrap_or("")
-        .to_string();
-    Some((fd >= 0, last, processed, text))
+    Some((
+        v.accepted(),
+        v.error_line().to_string(),
+        v.processed_insns(),
+        v.log.clone(),
+    ))
 }
 
 #[test]
