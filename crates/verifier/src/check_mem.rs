@@ -580,7 +580,7 @@ impl Env<'_> {
             let s = &mut fr.stack[spi];
             match access {
                 Access::Write => {
-                    if s.is_spill() {
+                    if s.is_spill() || s.is_iter() {
                         s.spilled = Reg::not_init();
                         for t in &mut s.types {
                             if *t == SlotType::Spill {
@@ -676,7 +676,10 @@ impl Env<'_> {
                 }
                 let s = &mut self.cur.frames[frameno].stack[spi];
                 s.spilled = Reg::not_init();
-                if s.types.iter().any(|t| matches!(t, SlotType::Spill)) {
+                if s.types
+                    .iter()
+                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter))
+                {
                     for t in &mut s.types {
                         if *t != SlotType::Invalid {
                             *t = SlotType::Misc;
@@ -784,6 +787,9 @@ impl Env<'_> {
             }
             self.push_history(hist, 0);
             return Ok(());
+        }
+        if let Some(i) = (0..size as usize).find(|&i| byte(i) == SlotType::Iter) {
+            return self.err(format!("invalid read from stack off {off}+{i} size {size}"));
         }
         let Some(d) = value else { return Ok(()) };
         let all_zero = (0..size as usize).all(|i| byte(i) == SlotType::Zero);
