@@ -30,6 +30,11 @@ struct ArgMeta {
     callback: Option<u32>,
     /// A map key known to be this constant (array lookups cannot fail).
     const_key: Option<u64>,
+    /// Register of a dynptr the helper releases.
+    release_dynptr: Option<u8>,
+    /// (id, ref_obj_id) of the dynptr argument, for the slice
+    /// `bpf_dynptr_data` returns.
+    dynptr: Option<(u32, u32)>,
 }
 
 impl Env<'_> {
@@ -69,6 +74,9 @@ impl Env<'_> {
                     ));
                 }
                 let frameno = r.frameno as usize;
+                // Only a constant-offset write is the kernel's raw mode.
+                let raw = access == Access::Write && r.v.is_const();
+                self.check_helper_stack_no_dynptr(regno, frameno, (off, max + size as i64), size, raw)?;
                 self.note_stack_depth(frameno, (-off) as u32);
                 // Helper accesses count as reads: they may read, and a
                 // helper filling memory may skip bytes.
@@ -437,6 +445,15 @@ impl Env<'_> {
                     return self.arg_type_err(regno, "fp");
                 }
             }
+            ArgBase::PtrToDynptr => {
+                self.check_dynptr_arg(regno, at)?;
+                if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+                    meta.release_dynptr = Some(regno);
+                }
+                meta.dynptr = self.dynptr_ids(regno);
+                // The dynptr's own reference was checked above.
+                return Ok(());
+            }
             ArgBase::PtrToConstStr => {
                 if r.ty != RegType::MapValue
                     || !self
@@ -527,7 +544,19 @@ impl Env<'_> {
                     self.mark_chain_precision(3)?;
                 }
             }
+            id::DYNPTR_FROM_MEM => {
+                let r1 = self.cur.reg(1);
+                if r1.ty != RegType::MapValue {
+                    return self.err(format!(
+                        "Unsupported reg type {} for bpf_dynptr_from_mem data",
+                        r1.type_str()
+                    ));
+                }
+            }
             _ => {}
+        }
+        if let Some(regno) = meta.release_dynptr {
+            self.release_dynptr(regno)?;
         }
         if let Some(rid) = meta.release_ref {
             self.release_reference(rid)?;
@@ -635,8 +664,16 @@ impl Env<'_> {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
         }
+        if func_id == id::DYNPTR_DATA {
+            // The slice lives as long as the dynptr and its reference.
+            let (dynptr_id, ref_obj_id) = meta.dynptr.unwrap_or_default();
+            r0.dynptr_id = dynptr_id;
+            r0.ref_obj_id = ref_obj_id;
+        }
         if is_acquire(func_id) && r0.is_pointer() {
             let rid = self.new_id();
+            // One id serves the null check and the release.
+            r0.id = rid;
             r0.ref_obj_id = rid;
             self.cur.refs.push(RefState {
                 kind: RefKind::Ptr,

@@ -287,7 +287,9 @@ fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
             r.id = 0;
         }
     });
-    if is_null && ref_obj_id != 0 {
+    // Only a pointer that is itself the reference (not a slice or cast of
+    // it) drops the reference when NULL.
+    if is_null && ref_obj_id != 0 && ref_obj_id == id {
         st.refs.retain(|x| x.id != ref_obj_id);
     }
 }

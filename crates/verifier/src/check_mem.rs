@@ -571,8 +571,30 @@ impl Env<'_> {
         self.note_stack_depth(frameno, (-min) as u32);
         // A variable-offset write may miss any one slot: it kills none.
         self.note_stack_read(frameno, min, max + size as i64);
+        self.cur.frames[frameno].grow_stack((-min) as usize);
+        match access {
+            Access::Write => {
+                for b in (min..max + size as i64).step_by(REG_SIZE) {
+                    self.destroy_if_dynptr_stack_slot(frameno, ((-b - 1) as usize) / REG_SIZE)?;
+                }
+                let last = max + size as i64 - 1;
+                self.destroy_if_dynptr_stack_slot(frameno, ((-last - 1) as usize) / REG_SIZE)?;
+            }
+            Access::Read => {
+                let fr = &self.cur.frames[frameno];
+                if let Some(b) = (min..max + size as i64).find(|&b| {
+                    let slot = (-b - 1) as usize;
+                    fr.stack[slot / REG_SIZE].types[slot % REG_SIZE] == SlotType::Dynptr
+                }) {
+                    return self.err(format!(
+                        "invalid read from stack R{regno} var_off {}+{} size {size}",
+                        tnum_str(v),
+                        b - min
+                    ));
+                }
+            }
+        }
         let fr = &mut self.cur.frames[frameno];
-        fr.grow_stack((-min) as usize);
         let mut all_zero = true;
         for b in min..max + size as i64 {
             let slot = (-b - 1) as usize;
@@ -632,6 +654,7 @@ impl Env<'_> {
         let insn = self.insns[self.insn_idx];
         let vreg = value.map(|r| *self.cur.reg(r));
         self.cur.frames[frameno].grow_stack((-off) as usize);
+        self.destroy_if_dynptr_stack_slot(frameno, spi)?;
         let mut hist = encode_stack(frameno, spi);
         let aligned = off % REG_SIZE as i32 == 0;
         match vreg {
@@ -788,7 +811,9 @@ impl Env<'_> {
             self.push_history(hist, 0);
             return Ok(());
         }
-        if let Some(i) = (0..size as usize).find(|&i| byte(i) == SlotType::Iter) {
+        if let Some(i) =
+            (0..size as usize).find(|&i| matches!(byte(i), SlotType::Iter | SlotType::Dynptr))
+        {
             return self.err(format!("invalid read from stack off {off}+{i} size {size}"));
         }
         let Some(d) = value else { return Ok(()) };

@@ -86,7 +86,12 @@ impl Log {
         }
         for (spi, slot) in f.stack.iter().enumerate() {
             let off = -((spi as i32 + 1) * 8);
-            if slot.is_spill() {
+            if let Some(d) = crate::dynptr::slot_dynptr(slot) {
+                // Printed once, at the dynptr's first slot.
+                if d.first {
+                    let _ = write!(s, " fp{off}={}", crate::dynptr::dynptr_log_str(&d));
+                }
+            } else if slot.is_spill() {
                 let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled, &self.maps));
             } else if slot.is_iter() {
                 if let Some(it) = crate::iter::slot_str(slot) {

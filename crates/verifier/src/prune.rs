@@ -114,6 +114,7 @@ fn same_shape(a: &Reg, b: &Reg) -> bool {
         && a.flags == b.flags
         && a.off == b.off
         && a.aux == b.aux
+        && a.dynptr_id == b.dynptr_id
         && a.map == b.map
         && a.frameno == b.frameno
         && a.v == b.v
@@ -159,6 +160,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
         RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
             old.off == cur.off
                 && old.aux == cur.aux
+                && old.dynptr_id == cur.dynptr_id
                 && old.map == cur.map
                 && within(old, cur)
                 && m.check(old.id, cur.id)
@@ -241,6 +243,12 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         if b == REG_SIZE - 1
             && os.types[REG_SIZE - 1] == SlotType::Iter
             && !crate::iter::slots_equal(&os.spilled, &cs.spilled, m)
+        {
+            return false;
+        }
+        if b == REG_SIZE - 1
+            && os.types[REG_SIZE - 1] == SlotType::Dynptr
+            && !crate::dynptr::dynptr_slot_safe(os, cs, m)
         {
             return false;
         }

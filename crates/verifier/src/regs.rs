@@ -87,6 +87,9 @@ pub struct Reg {
     /// same `_or_null` pointer, pointers into the same packet).
     pub id: u32,
     pub ref_obj_id: u32,
+    /// For slices of a dynptr (`bpf_dynptr_data`): the dynptr's id, so
+    /// destroying the dynptr invalidates them.
+    pub dynptr_id: u32,
     /// Type-specific: packet range; memory size; map index for map
     /// pointers/values/keys; BTF id for BTF pointers; subprog for funcs.
     pub aux: u32,

@@ -19,6 +19,8 @@ pub enum SlotType {
     /// Part of an open-coded iterator's state (STACK_ITER); the iterator
     /// itself is described by the slot's `spilled` register (see iter.rs).
     Iter,
+    /// Part of a `struct bpf_dynptr` (two whole slots, see `dynptr.rs`).
+    Dynptr,
 }
 
 impl SlotType {
@@ -29,6 +31,7 @@ impl SlotType {
             SlotType::Misc => 'm',
             SlotType::Zero => '0',
             SlotType::Iter => 'i',
+            SlotType::Dynptr => 'd',
         }
     }
 }

@@ -8,15 +8,18 @@
 //! # error: R2 !read_ok             (for reject: the kernel's error line)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
+//! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
+//!                                   loads as `map_idx[N]`, N counting from 0:
+//!                                   libbpf's type name, key, value, entries)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
 //! programs (root and a working bpf(2)), replayed against the kernel too,
 //! so every expectation is also checked against the oracle.
 
-use bpfvet_isa::uapi::ProgType;
+use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{oracle, Errno};
-use bpfvet_object::Object;
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
 
@@ -27,6 +30,7 @@ struct Case {
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
+    maps: Vec<MapDef>,
     text: String,
 }
 
@@ -38,6 +42,7 @@ fn parse(name: &str, src: &str) -> Case {
         error: None,
         processed: None,
         states: None,
+        maps: Vec::new(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -50,6 +55,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
+                    "map" => c.maps.push(map_def(c.maps.len(), v)),
                     _ => {}
                 }
                 continue;
@@ -61,25 +67,105 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
+/// `<type> <key size> <value size> <max entries>` of a `# map:` directive.
+fn map_def(index: usize, spec: &str) -> MapDef {
+    let f: Vec<&str> = spec.split_whitespace().collect();
+    assert_eq!(
+        f.len(),
+        4,
+        "map: <type> <key> <value> <entries>, got {spec:?}"
+    );
+    let num = |s: &str| s.parse::<u32>().expect("map size");
+    MapDef {
+        name: format!("map{index}"),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type: MapType::from_name(f[0]).expect("known map type"),
+        key_size: num(f[1]),
+        value_size: num(f[2]),
+        max_entries: num(f[3]),
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    }
+}
+
 fn object(c: &Case) -> Object {
     let insns =
         bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
-    Object::single_program(&c.name, c.prog_type, insns)
+    let mut obj = Object::single_program(&c.name, c.prog_type, insns);
+    obj.maps = c.maps.clone();
+    obj
 }
 
-/// What the host kernel says: (accepted, last log line, processed insns, log).
-fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
+/// The kernel's error: the log's last line that is not a statistic.
+fn last_log_line(text: &str) -> String {
+    bpfvet_kernel::report::last_error_line(text)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// [`kernel_load`] for a program with maps: the kernel backend creates
+/// them and resolves `map_idx[N]`.
+fn kernel_load_with_maps(obj: &Object) -> Option<KernelSays> {
+    let kernel = bpfvet_kernel::Kernel::open().ok()?;
+    let session = kernel.open_object(obj);
+    let opts = bpfvet_kernel::LoadOptions {
+        log_level: 1,
+        ..Default::default()
+    };
+    let report = session.load_program(0, &opts)?;
+    if matches!(report.verdict, bpfvet_kernel::Verdict::Refused(_)) {
+        return None;
+    }
+    Some(KernelSays {
+        accepted: report.verdict.is_accepted(),
+        last: last_log_line(&report.log),
+        processed: report.stats.processed_insns,
+        total_states: report.stats.total_states,
+        log: report.log,
+    })
+}
+
+/// What the host kernel says.
+struct KernelSays {
+    accepted: bool,
+    /// The last log line that is not a statistic.
+    last: String,
+    processed: Option<u64>,
+    total_states: Option<u64>,
+    log: String,
+}
+
+/// A number the stats line of the log gives after `key`.
+fn log_stat(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("processed "))?;
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == key)?;
+    words.next()?.parse().ok()
+}
+
+/// What the host kernel says about the program (no maps), or None where
+/// it cannot be asked.
+fn kernel_load(obj: &Object) -> Option<KernelSays> {
     let p = &obj.programs[0];
     let v = oracle::load(&oracle::RawProgram::new(p.prog_type.0, &p.insns));
     if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
         return None;
     }
-    Some((
-        v.accepted(),
-        v.error_line().to_string(),
-        v.processed_insns(),
-        v.log.clone(),
-    ))
+    Some(KernelSays {
+        accepted: v.accepted(),
+        last: v.error_line().to_string(),
+        processed: log_stat(&v.log, "processed"),
+        total_states: log_stat(&v.log, "total_states"),
+        log: v.log,
+    })
 }
 
 #[test]
@@ -130,7 +216,19 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        if let Some((ok, last, processed, log)) = kernel_load(&obj) {
+        let kernel = if c.maps.is_empty() {
+            kernel_load(&obj)
+        } else {
+            kernel_load_with_maps(&obj)
+        };
+        if let Some(KernelSays {
+            accepted: ok,
+            last,
+            processed,
+            total_states,
+            log,
+        }) = kernel
+        {
             kernel_checked += 1;
             if ok != c.accept {
                 failures.push(format!("{name}: KERNEL verdict accept={ok} ({last})"));
@@ -145,6 +243,11 @@ fn cases() {
             if let (Some(n), Some(k)) = (c.processed, processed) {
                 if n != k {
                     failures.push(format!("{name}: KERNEL processed {k}, expected {n}"));
+                }
+            }
+            if let (Some(n), Some(k)) = (c.states, total_states) {
+                if n != k {
+                    failures.push(format!("{name}: KERNEL total_states {k}, expected {n}"));
                 }
             }
         }
