@@ -60,9 +60,37 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
+/// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
+/// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
+/// valid on a kernel build that numbers its types differently.
+fn resolve_kfunc_ids(text: &str) -> String {
+    let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        return text.to_string();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let resolved = line
+            .trim()
+            .strip_prefix("call ")
+            .and_then(|rest| rest.split_once('#'))
+            .filter(|(name, _)| bpfvet_isa::uapi::HelperId::from_name(name).is_none())
+            .and_then(|(name, _)| {
+                btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
+                    .map(|id| format!("call {name}#{id}"))
+            });
+        out.push_str(resolved.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
 fn object(c: &Case) -> Object {
+    let text = resolve_kfunc_ids(&c.text);
     let insns =
-        bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     Object::single_program(&c.name, c.prog_type, insns)
 }
 
@@ -196,6 +224,16 @@ fn cases() {
             if let (Some(n), Some(k)) = (c.processed, processed) {
                 if n != k {
                     failures.push(format!("{name}: KERNEL processed {k}, expected {n}"));
+                }
+            }
+            let states = log
+                .split_whitespace()
+                .skip_while(|w| *w != "total_states")
+                .nth(1)
+                .and_then(|n| n.parse::<u64>().ok());
+            if let (Some(n), Some(k)) = (c.states, states) {
+                if n != k {
+                    failures.push(format!("{name}: KERNEL states {k}, expected {n}"));
                 }
             }
         }
