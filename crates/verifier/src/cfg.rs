@@ -307,7 +307,7 @@ pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<C
         i += 1;
     }
     let live_regs_before = compute_live_regs(insns, calls);
-    let scc = crate::scc::compute_scc(insns, &w.marks);
+    let scc = crate::scc::compute_scc(insns);
     Ok(Cfg {
         scc,
         subprogs,

@@ -138,7 +138,6 @@ impl Env<'_> {
                         Exact::RangeWithin,
                     ) {
                         hit = true;
-                        looped = true;
                     }
                 } else {
                     let old = &self.pool.get(n).state;

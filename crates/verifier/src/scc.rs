@@ -6,7 +6,7 @@
 //! paths, when precision is propagated over the backedges to a fixed point.
 //! Backedges and the states they keep alive count in peak_states.
 
-use crate::cfg::{self, mark};
+use crate::cfg;
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::state::{State, MAX_CALL_FRAMES};
@@ -14,9 +14,9 @@ use bpfvet_isa::Insn;
 
 /// Loop ids per instruction (0: not in a loop), numbered in the order
 /// Tarjan's algorithm completes them from instruction 0. A component
-/// counts as a loop when it has two or more instructions, a self edge, or
-/// is a helper call that runs a callback (an implicit loop).
-pub fn compute_scc(insns: &[Insn], marks: &[u8]) -> Vec<u32> {
+/// counts as a loop when it has two or more instructions or a self edge
+/// (in 6.18 a helper call that runs a callback is not one).
+pub fn compute_scc(insns: &[Insn]) -> Vec<u32> {
     let n = insns.len();
     let mut scc = vec![0u32; n];
     let mut index = vec![u32::MAX; n];
@@ -76,7 +76,7 @@ pub fn compute_scc(insns: &[Insn], marks: &[u8]) -> Vec<u32> {
             }
             let self_edge = succ[..k].contains(&v);
             let single = stack.last() == Some(&v);
-            let is_loop = !single || self_edge || marks[v] & mark::CALLS_CALLBACK != 0;
+            let is_loop = !single || self_edge;
             while let Some(w) = stack.pop() {
                 on_stack[w] = false;
                 if is_loop {
@@ -309,15 +309,14 @@ mod tests {
     fn loop_body_shares_one_id_and_straight_code_has_none() {
         // 0: r0 = 0; 1: r0 += 1; 2: if r0 < 10 goto 1; 3: exit
         let insns = asm("r0 = 0\nr0 += 1\nif r0 < 10 goto pc-2\nexit\n");
-        let marks = vec![0; insns.len()];
-        assert_eq!(compute_scc(&insns, &marks), vec![0, 1, 1, 0]);
+        assert_eq!(compute_scc(&insns), vec![0, 1, 1, 0]);
     }
 
     #[test]
-    fn self_loop_and_callback_call_are_loops() {
+    fn self_loop_is_a_loop_and_a_call_alone_is_not() {
         let insns = asm("r0 = 0\ngoto pc-1\n");
-        assert_eq!(compute_scc(&insns, &[0, 0]), vec![0, 1]);
-        let insns = asm("r0 = 0\nexit\n");
-        assert_eq!(compute_scc(&insns, &[mark::CALLS_CALLBACK, 0]), vec![1, 0]);
+        assert_eq!(compute_scc(&insns), vec![0, 1]);
+        let insns = asm("call bpf_loop#181\nexit\n");
+        assert_eq!(compute_scc(&insns), vec![0, 0]);
     }
 }

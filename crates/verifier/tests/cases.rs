@@ -96,9 +96,37 @@ fn map_def(index: usize, spec: &str) -> MapDef {
     }
 }
 
+/// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
+/// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
+/// valid on a kernel build that numbers its types differently.
+fn resolve_kfunc_ids(text: &str) -> String {
+    let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        return text.to_string();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let resolved = line
+            .trim()
+            .strip_prefix("call ")
+            .and_then(|rest| rest.split_once('#'))
+            .filter(|(name, _)| bpfvet_isa::uapi::HelperId::from_name(name).is_none())
+            .and_then(|(name, _)| {
+                btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
+                    .map(|id| format!("call {name}#{id}"))
+            });
+        out.push_str(resolved.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
 fn object(c: &Case) -> Object {
+    let text = resolve_kfunc_ids(&c.text);
     let insns =
-        bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.maps = c.maps.clone();
     obj
