@@ -72,6 +72,15 @@ pub struct Args {
     /// Initial verifier log buffer size in bytes.
     #[arg(long = "log-size")]
     log_size: Option<u32>,
+    /// Wall-clock limit per program for the bpfvet verifier, e.g. 30s,
+    /// 500ms, 2m (plain numbers are seconds). A program that runs out is
+    /// reported as a failure with reason "limit: ...".
+    #[arg(long, value_parser = parse_timeout)]
+    timeout: Option<Duration>,
+    /// Memory limit per program for the bpfvet verifier's explored and
+    /// pending states, e.g. 512M, 2G, 65536 (bytes).
+    #[arg(long = "max-memory", value_parser = parse_size)]
+    max_memory: Option<usize>,
     /// Compare two CSV files (A = baseline, B = comparison).
     #[arg(short = 'C', long = "compare", conflicts_with = "replay")]
     compare: bool,
@@ -88,6 +97,55 @@ fn parse_prog_type(name: &str) -> Result<ProgType, String> {
                 "unknown program type '{name}' (libbpf names: xdp, sched_cls, socket_filter, ...)"
             )
         })
+}
+
+/// `30s`, `500ms`, `2m`, `1h`, or plain seconds.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 30s, 500ms, 2m)"))?;
+    let d = match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(format!("unknown unit '{unit}' in '{text}' (ms, s, m, h)")),
+    };
+    if d.is_zero() {
+        return Err("the timeout must be positive".into());
+    }
+    Ok(d)
+}
+
+/// Bytes with an optional binary suffix: `65536`, `512K`, `512M`, `2G`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 512M, 2G)"))?;
+    let shift = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return Err(format!("unknown unit '{unit}' in '{text}' (K, M, G)")),
+    };
+    let bytes = n
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| format!("'{text}' is too large"))?;
+    if bytes == 0 {
+        return Err("the memory limit must be positive".into());
+    }
+    Ok(bytes)
 }
 
 /// Parsed options shared by every mode.
@@ -231,6 +289,8 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         log_size: args.log_size,
         keep_log: args.verbose || args.log_level.unwrap_or(0) > 0,
         quiet: args.quiet,
+        timeout: args.timeout,
+        max_memory: args.max_memory,
     };
     let measure_mem = columns.contains(&Stat::MemPeak);
     let mut backends: Vec<Box<dyn Backend>> = Vec::new();
@@ -337,6 +397,15 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                     ));
                 }
                 let show_log = args.verbose || (opts.keep_log && !r.succeeded());
+                if let (Some(rej), false) = (&r.rejection, show_log) {
+                    note(format!(
+                        "bpfvet: {}/{} ({}): {}",
+                        r.file,
+                        r.prog,
+                        backend.name(),
+                        rej.explain()
+                    ));
+                }
                 if let (true, Some(log)) = (show_log, &r.log) {
                     // Asked for with -l/-v, so printed even with -q.
                     say(format!(

@@ -180,3 +180,23 @@ fn both_backends_side_by_side() {
     assert!(err.contains("Programs: 1. Verdict agreement: "), "{err}");
     assert!(err.contains("kernel total verification time: "), "{err}");
 }
+
+#[test]
+fn iproute2_map_in_map_creates_and_verifies_on_both_backends() {
+    // The outer map can only be created with the inner template that the
+    // object loader links from iproute2's inner_id.
+    let obj = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../object/tests/data/iproute2_map_in_map.bpf.o")
+        .display()
+        .to_string();
+    let Some(o) = kernel_run(&["--backend", "both", "-o", "csv", "-e", "prog,verdict", &obj])
+    else {
+        return;
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "prog_name,verdict_bpfvet,verdict_kernel,verdict_diff\ntc_tenant_slot,success,success,MATCH\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

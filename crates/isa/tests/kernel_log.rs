@@ -6,76 +6,32 @@
 use bpfvet_isa::asm::assemble_insns;
 use bpfvet_isa::disasm::{write_insn, NoSymbols, Symbols};
 use bpfvet_isa::*;
+use bpfvet_kernel::oracle;
+use bpfvet_kernel::sys::{Errno, Fd};
 use std::collections::BTreeMap;
-use std::os::fd::{FromRawFd, OwnedFd};
 
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_PROG_LOAD: libc::c_long = 5;
-const PROG_TYPE_SOCKET_FILTER: u32 = 1;
 const LOG_SIZE: usize = 1 << 22;
 
-fn sys_bpf(cmd: libc::c_long, attr: &mut [u8]) -> Result<OwnedFd, i32> {
-    // SAFETY: `attr` is a live, writable buffer of the given length laid out
-    // as the kernel's `union bpf_attr` prefix for `cmd`; every pointer stored
-    // in it refers to memory that outlives this call.
-    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-    }
-    // SAFETY: on success these commands return a new file descriptor that
-    // nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
-}
-
-fn put_u32(attr: &mut [u8], at: usize, v: u32) {
-    attr[at..at + 4].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn put_u64(attr: &mut [u8], at: usize, v: u64) {
-    attr[at..at + 8].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn array_map() -> Result<OwnedFd, i32> {
-    let mut attr = [0u8; 72];
-    put_u32(&mut attr, 0, 2); // BPF_MAP_TYPE_ARRAY
-    put_u32(&mut attr, 4, 4);
-    put_u32(&mut attr, 8, 64);
-    put_u32(&mut attr, 12, 1);
-    sys_bpf(BPF_MAP_CREATE, &mut attr)
+fn array_map() -> Result<Fd, Errno> {
+    oracle::array_map(4, 64, 1)
 }
 
 /// Loads a socket filter with log level 2; returns the log either way.
-fn load(insns: &[Insn], fd_array: &[i32]) -> (Result<OwnedFd, i32>, String) {
-    let bytes = insns_to_bytes(insns);
-    let license = b"GPL\0";
-    let mut log = vec![0u8; LOG_SIZE];
-    let mut attr = [0u8; 160];
-    put_u32(&mut attr, 0, PROG_TYPE_SOCKET_FILTER);
-    put_u32(&mut attr, 4, insns.len() as u32);
-    put_u64(&mut attr, 8, bytes.as_ptr() as u64);
-    put_u64(&mut attr, 16, license.as_ptr() as u64);
-    put_u32(&mut attr, 24, 2);
-    put_u32(&mut attr, 28, LOG_SIZE as u32);
-    put_u64(&mut attr, 32, log.as_mut_ptr() as u64);
-    if !fd_array.is_empty() {
-        put_u64(&mut attr, 120, fd_array.as_ptr() as u64);
-    }
-    let r = sys_bpf(BPF_PROG_LOAD, &mut attr);
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    (r, String::from_utf8_lossy(&log[..end]).into_owned())
+fn load(insns: &[Insn], fd_array: &[i32]) -> (Result<Fd, Errno>, String) {
+    let mut p = oracle::RawProgram::new(uapi::ProgType::SOCKET_FILTER.0, insns);
+    p.log_level = 2;
+    p.log_size = LOG_SIZE;
+    p.fd_array = fd_array;
+    let v = oracle::load(&p);
+    (v.result, v.log)
 }
 
 /// None (after printing SKIP) unless we are root with a working bpf(2).
 fn kernel() -> Option<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP: not root, the host kernel cannot be used as oracle");
-        return None;
-    }
-    match array_map() {
-        Ok(_) => Some(()),
-        Err(e) => {
-            println!("SKIP: bpf(BPF_MAP_CREATE) fails with errno {e}");
+    match oracle::unavailable() {
+        None => Some(()),
+        Some(why) => {
+            println!("SKIP: {why}");
             None
         }
     }
@@ -317,8 +273,7 @@ fn disassembly_matches_the_kernel_log() {
 fn map_and_btf_references_match_the_kernel_log() {
     let Some(()) = kernel() else { return };
     let map = array_map().unwrap();
-    use std::os::fd::AsRawFd;
-    let fd = map.as_raw_fd();
+    let fd = map.raw();
     let text = format!(
         "
         r1 = map_fd[{fd}]

@@ -18,6 +18,7 @@ pub mod attach_target;
 pub mod log_stats;
 pub mod map;
 pub mod mem_peak;
+pub mod oracle;
 pub mod program;
 pub mod report;
 pub mod session;

@@ -83,10 +83,75 @@ pub struct ProgramReport {
 }
 
 impl ProgramReport {
+    /// The verifier's error for a rejected program: the last log line that
+    /// is not statistics (None when accepted or when the log has none).
+    pub fn error_line(&self) -> Option<&str> {
+        if self.verdict != Verdict::Rejected {
+            return None;
+        }
+        last_error_line(&self.log)
+    }
+
+    /// The C source line the kernel names after its error (it does so at
+    /// the stats-only log level), as `file.c:42: <text>`.
+    pub fn error_source(&self) -> Option<String> {
+        let error = self.error_line()?;
+        let mut lines = self.log.lines().skip_while(|l| !l.starts_with(error));
+        lines.next()?;
+        let (text, place) = lines.next()?.strip_prefix("; ")?.rsplit_once(" @ ")?;
+        Some(format!("{place}: {text}"))
+    }
+
     /// Processed instructions: bpf_prog_info when loaded, else the log.
     pub fn processed_insns(&self) -> Option<u64> {
         self.verified_insns
             .map(u64::from)
             .or(self.stats.processed_insns)
+    }
+}
+
+/// The last line of a verifier log that is not statistics or the state dump
+/// that follows "infinite loop detected".
+pub fn last_error_line(log: &str) -> Option<&str> {
+    let last = log.lines().rfind(|l| {
+        !l.is_empty()
+            && !l.starts_with("processed ")
+            && !l.starts_with("verification time")
+            && !l.starts_with("stack depth")
+            // Source lines ("; text @ file:line") are never the error.
+            && !l.starts_with("; ")
+            && !l.starts_with("cur state:")
+            && !l.starts_with("old state:")
+    })?;
+    // A message printed without a newline runs into the stats line.
+    Some(match last.find("verification time") {
+        Some(i) => &last[..i],
+        None => last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_error_line;
+
+    #[test]
+    fn error_line_skips_stats_and_source_lines() {
+        // The shape of a stats-only (level 4) log of a rejected program.
+        let log = "invalid bpf_context access off=64 size=4\n\
+                   ; __u32 v = *(__u32 *)(ctx + 64); @ prog.c:12\n\
+                   verification time 66 usec\n\
+                   stack depth 0\n\
+                   processed 1 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0\n";
+        assert_eq!(
+            last_error_line(log),
+            Some("invalid bpf_context access off=64 size=4")
+        );
+    }
+
+    #[test]
+    fn error_line_cuts_a_message_run_into_the_stats() {
+        let log = "R1 type=scalar expected=fpverification time 5 usec\nprocessed 3 insns\n";
+        assert_eq!(last_error_line(log), Some("R1 type=scalar expected=fp"));
+        assert_eq!(last_error_line("processed 3 insns\n"), None);
     }
 }

@@ -17,7 +17,9 @@ pub enum Cmd {
     ProgTestRun = 10,
     ObjGetInfoByFd = 15,
     BtfLoad = 18,
+    MapLookupAndDeleteElem = 21,
     MapFreeze = 22,
+    MapLookupBatch = 24,
 }
 
 /// An errno value returned by the kernel.
@@ -204,6 +206,22 @@ pub struct MapElemAttr {
     pub flags: u64,
 }
 impl Attr for MapElemAttr {}
+
+/// BPF_MAP_*_BATCH: `in_batch`/`out_batch` are the cursor, `count` is the
+/// capacity on entry and the number of elements on return.
+#[repr(C)]
+#[derive(Default, Debug)]
+pub struct MapBatchAttr {
+    pub in_batch: u64,
+    pub out_batch: u64,
+    pub keys: u64,
+    pub values: u64,
+    pub count: u32,
+    pub map_fd: u32,
+    pub elem_flags: u64,
+    pub flags: u64,
+}
+impl Attr for MapBatchAttr {}
 
 #[repr(C)]
 #[derive(Default, Debug)]

@@ -133,6 +133,10 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         );
     }
     syms.sort_by_key(|s| s.value);
+    // iproute2's `struct bpf_elf_map` adds id, pinning, inner_id and
+    // inner_idx: an outer map names its inner map template by inner_id ==
+    // the template's id (Cilium's maglev maps).
+    let mut iproute2_ids: Vec<(usize, u32, u32)> = Vec::new();
     for s in syms {
         let off = s.value as usize;
         let bytes = off
@@ -157,6 +161,9 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         m.value_size = field(2);
         m.max_entries = field(3);
         m.map_flags = field(4);
+        if rec >= IPROUTE2_MAP_DEF_SIZE {
+            iproute2_ids.push((out.len(), field(5), field(7)));
+        }
         out.push((
             m,
             MapLoc {
@@ -166,7 +173,30 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
             },
         ));
     }
+    link_iproute2_inner_maps(out, &iproute2_ids);
     Ok(())
+}
+
+/// Size of iproute2's `struct bpf_elf_map` (nine u32 fields).
+const IPROUTE2_MAP_DEF_SIZE: usize = 36;
+
+/// Gives each map-in-map of an iproute2 `maps` section the template whose
+/// `id` its `inner_id` names. (Pre-populating the outer map with the inner
+/// one, iproute2's `inner_idx`, is left to whoever creates the maps.)
+fn link_iproute2_inner_maps(out: &mut [(MapDef, MapLoc)], ids: &[(usize, u32, u32)]) {
+    for &(outer, _, inner_id) in ids {
+        let is_map_in_map = matches!(
+            out[outer].0.map_type,
+            MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS
+        );
+        if !is_map_in_map || inner_id == 0 || out[outer].0.inner.is_some() {
+            continue;
+        }
+        if let Some(&(inner, _, _)) = ids.iter().find(|&&(i, id, _)| id == inner_id && i != outer) {
+            let template = out[inner].0.clone();
+            out[outer].0.inner = Some(Box::new(template));
+        }
+    }
 }
 
 /// The parts of a `.maps` definition whose slots need ELF relocations

@@ -335,3 +335,31 @@ fn kconfig_externs_are_laid_out_and_filled_like_libbpf() {
         bare.unresolved_externs
     );
 }
+
+#[test]
+fn iproute2_outer_map_gets_the_template_its_inner_id_names() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/iproute2_map_in_map.bpf.o");
+    let obj = Object::from_file(&p, &LoadOptions::offline()).unwrap();
+    let map = |name: &str| {
+        obj.maps
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no map {name}"))
+    };
+    let outer = map("slots_by_tenant");
+    assert_eq!(outer.map_type, MapType::HASH_OF_MAPS);
+    let inner = outer.inner.as_deref().expect("template linked by inner_id");
+    // The template's own definition (id 7): ARRAY, 4-byte keys, u64 values.
+    assert_eq!(
+        (
+            inner.map_type,
+            inner.key_size,
+            inner.value_size,
+            inner.max_entries
+        ),
+        (MapType::ARRAY, 4, 8, 8)
+    );
+    // inner_id 99 names no map; a template is never its own outer.
+    assert!(map("orphan_outer").inner.is_none());
+    assert!(map("slots_template").inner.is_none());
+}

@@ -32,6 +32,8 @@ pub mod mark {
     pub const JMP_POINT: u8 = 2;
     pub const FORCE_CHECKPOINT: u8 = 4;
     pub const CALLS_CALLBACK: u8 = 8;
+    /// A call of an iterator's next method.
+    pub const ITER_NEXT: u8 = 16;
 }
 
 #[derive(Debug)]
@@ -40,6 +42,8 @@ pub struct Cfg {
     pub marks: Vec<u8>,
     /// Bit i set: register ri may be read before written from this insn on.
     pub live_regs_before: Vec<u16>,
+    /// Strongly connected component of each instruction; 0 outside loops.
+    pub scc: Vec<u32>,
 }
 
 impl Cfg {
@@ -145,6 +149,7 @@ enum Step {
 
 struct Walk<'a> {
     insns: &'a [Insn],
+    calls: &'a dyn Fn(&Insn) -> CallSummary,
     state: Vec<u8>,
     stack: Vec<usize>,
     marks: Vec<u8>,
@@ -218,6 +223,10 @@ impl Walk<'_> {
                             | mark::PRUNE_POINT
                             | mark::JMP_POINT;
                     }
+                } else if ins.src == BPF_PSEUDO_KFUNC_CALL && (self.calls)(&ins).iter_next {
+                    // Iterator loops converge at the next call: always
+                    // checkpoint there.
+                    self.marks[t] |= mark::PRUNE_POINT | mark::FORCE_CHECKPOINT | mark::ITER_NEXT;
                 }
                 self.visit_call(t, ins.src == BPF_PSEUDO_CALL)
             }
@@ -249,7 +258,17 @@ impl Walk<'_> {
 }
 
 /// Runs the CFG checks and computes the instruction marks.
-pub fn analyze(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Result<Cfg, VerifyError> {
+/// What the CFG pass needs to know about a helper or kfunc call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallSummary {
+    /// Registers r1..r<args> are read by the call.
+    pub args: usize,
+    /// An iterator's next method: a forced checkpoint, where iterator loops
+    /// converge.
+    pub iter_next: bool,
+}
+
+pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<Cfg, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
@@ -261,6 +280,7 @@ pub fn analyze(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Result<Cfg
     let n = insns.len();
     let mut w = Walk {
         insns,
+        calls,
         state: vec![0; n],
         stack: Vec::with_capacity(64),
         marks: vec![0; n],
@@ -286,8 +306,10 @@ pub fn analyze(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Result<Cfg
         }
         i += 1;
     }
-    let live_regs_before = compute_live_regs(insns, helper_args);
+    let live_regs_before = compute_live_regs(insns, calls);
+    let scc = crate::scc::compute_scc(insns);
     Ok(Cfg {
+        scc,
         subprogs,
         marks: w.marks,
         live_regs_before,
@@ -295,8 +317,8 @@ pub fn analyze(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Result<Cfg
 }
 
 /// Registers an instruction reads (`use`) and writes (`def`), as bit sets.
-/// A helper call reads only its arguments (`helper_args` gives their count).
-fn use_def(ins: &Insn, helper_args: &dyn Fn(i32) -> usize) -> (u16, u16) {
+/// A helper or kfunc call reads only its arguments (`calls` gives their count).
+fn use_def(ins: &Insn, calls: &dyn Fn(&Insn) -> CallSummary) -> (u16, u16) {
     let d = 1u16 << (ins.dst & 0xf);
     let s = 1u16 << (ins.src & 0xf);
     let code = ins.code;
@@ -346,8 +368,8 @@ fn use_def(ins: &Insn, helper_args: &dyn Fn(i32) -> usize) -> (u16, u16) {
         }
         BPF_JMP | BPF_JMP32 => match op(code) {
             BPF_EXIT => (1, 0),
-            BPF_CALL if ins.src == 0 => {
-                let n = helper_args(ins.imm).min(5);
+            BPF_CALL if ins.src == 0 || ins.src == BPF_PSEUDO_KFUNC_CALL => {
+                let n = calls(ins).args.min(5);
                 (((1u16 << (n + 1)) - 1) & !1, 0x3f)
             }
             BPF_CALL => (0x3e, 0x3f),
@@ -406,10 +428,10 @@ pub fn successors(insns: &[Insn], t: usize, out: &mut [usize; 2]) -> usize {
 
 /// Backward dataflow to a fixed point: which registers may be read before
 /// being written from each instruction on (compute_live_registers).
-fn compute_live_regs(insns: &[Insn], helper_args: &dyn Fn(i32) -> usize) -> Vec<u16> {
+fn compute_live_regs(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Vec<u16> {
     let n = insns.len();
     let mut live_in = vec![0u16; n];
-    let ud: Vec<(u16, u16)> = insns.iter().map(|i| use_def(i, helper_args)).collect();
+    let ud: Vec<(u16, u16)> = insns.iter().map(|i| use_def(i, calls)).collect();
     let mut changed = true;
     while changed {
         changed = false;
@@ -436,7 +458,10 @@ mod tests {
     use super::*;
 
     fn analyze_all(insns: &[Insn]) -> Result<Cfg, VerifyError> {
-        analyze(insns, &|_| 5)
+        analyze(insns, &|_| CallSummary {
+            args: 5,
+            iter_next: false,
+        })
     }
 
     fn mov(d: u8, imm: i32) -> Insn {

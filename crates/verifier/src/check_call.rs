@@ -49,7 +49,7 @@ impl Env<'_> {
     }
 
     /// Memory [reg, reg+size) must be accessible (check_helper_mem_access).
-    fn check_helper_mem(
+    pub(crate) fn check_helper_mem(
         &mut self,
         regno: u8,
         size: u64,
@@ -85,6 +85,18 @@ impl Env<'_> {
                 self.note_stack_read(frameno, off, max + size as i64);
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
+                if access == Access::Read {
+                    // Iterator state is not memory a helper may read.
+                    for b in off..max + size as i64 {
+                        let slot = (-b - 1) as usize;
+                        if fr.stack[slot / 8].types[slot % 8] == crate::state::SlotType::Iter {
+                            return self.err(format!(
+                                "invalid read from stack R{regno} off {off}+{} size {size}",
+                                b - off
+                            ));
+                        }
+                    }
+                }
                 if access == Access::Write {
                     // The helper fills the bytes: they become STACK_MISC
                     // and spills there are destroyed.
@@ -92,7 +104,7 @@ impl Env<'_> {
                         let slot = (-b - 1) as usize;
                         let (spi, bi) = (slot / 8, slot % 8);
                         let s = &mut fr.stack[spi];
-                        if s.is_spill() {
+                        if s.is_spill() || s.is_iter() {
                             s.spilled = Reg::not_init();
                             for t in &mut s.types {
                                 *t = crate::state::SlotType::Misc;
@@ -255,7 +267,7 @@ impl Env<'_> {
         Ok(Some(s.spilled.v.const_value()))
     }
 
-    fn size_arg(&mut self, regno: u8, zero_ok: bool) -> VResult<u64> {
+    pub(crate) fn size_arg(&mut self, regno: u8, zero_ok: bool) -> VResult<u64> {
         let r = *self.cur.reg(regno);
         if r.ty != RegType::Scalar {
             return self.arg_type_err(regno, "scalar");
@@ -833,15 +845,6 @@ impl Env<'_> {
             self.cur.frame_mut().regs[0] = r0;
             self.insn_idx = callee.callsite as usize + 1;
         }
-        Ok(())
-    }
-
-    pub fn check_kfunc_call(&mut self, insn: &Insn) -> VResult<()> {
-        let _ = insn;
-        for r in 1..=5 {
-            *self.cur.reg_mut(r) = Reg::not_init();
-        }
-        *self.cur.reg_mut(0) = Reg::unknown_scalar();
         Ok(())
     }
 

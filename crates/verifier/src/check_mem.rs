@@ -609,7 +609,7 @@ impl Env<'_> {
             let s = &mut fr.stack[spi];
             match access {
                 Access::Write => {
-                    if s.is_spill() {
+                    if s.is_spill() || s.is_iter() {
                         s.spilled = Reg::not_init();
                         for t in &mut s.types {
                             if *t == SlotType::Spill {
@@ -706,7 +706,10 @@ impl Env<'_> {
                 }
                 let s = &mut self.cur.frames[frameno].stack[spi];
                 s.spilled = Reg::not_init();
-                if s.types.iter().any(|t| matches!(t, SlotType::Spill)) {
+                if s.types
+                    .iter()
+                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter))
+                {
                     for t in &mut s.types {
                         if *t != SlotType::Invalid {
                             *t = SlotType::Misc;
@@ -815,7 +818,9 @@ impl Env<'_> {
             self.push_history(hist, 0);
             return Ok(());
         }
-        if let Some(i) = (0..size as usize).find(|&i| byte(i) == SlotType::Dynptr) {
+        if let Some(i) =
+            (0..size as usize).find(|&i| matches!(byte(i), SlotType::Iter | SlotType::Dynptr))
+        {
             return self.err(format!("invalid read from stack off {off}+{i} size {size}"));
         }
         let Some(d) = value else { return Ok(()) };

@@ -26,7 +26,11 @@ impl Env<'_> {
         while n != NIL {
             let node = self.pool.get(n);
             let next = node.next;
-            if node.state.branches == 0 && !node.cleaned && node.state.insn_idx == idx {
+            if node.state.branches == 0
+                && !node.cleaned
+                && node.state.insn_idx == idx
+                && !self.incomplete_marks(n)
+            {
                 let live_here = self.cfg.live_regs_before[idx];
                 let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
                 let node = self.pool.get_mut(n);
@@ -74,6 +78,7 @@ impl Env<'_> {
         self.clean_live_states(idx, b);
 
         let is_may_goto = cfg::is_may_goto(&self.insns[idx]);
+        let is_iter_next = self.cfg.is(idx, mark::ITER_NEXT);
         let calls_callback = self.cfg.is(idx, mark::CALLS_CALLBACK);
         let mut states_cnt = 0u64;
         let mut prev = NIL;
@@ -88,29 +93,47 @@ impl Env<'_> {
                 continue;
             }
             let mut hit = false;
+            // A hit that closes a loop iteration (kept as an SCC backedge).
+            let mut looped = false;
             let branches = self.pool.get(n).state.branches;
             if branches > 0 {
                 let old = &self.pool.get(n).state;
-                if is_may_goto
+                if is_iter_next {
+                    // An iterator loop converges when an active iterator
+                    // comes back to its next call in an equivalent state.
+                    hit = states_equal(
+                        old,
+                        &self.cur,
+                        &mut self.idmap,
+                        &self.cfg.live_regs_before,
+                        self.id_gen,
+                        Exact::RangeWithin,
+                    ) && self.iter_arg_active();
+                    looped = hit;
+                } else if is_may_goto
                     && old.may_goto_depth != self.cur.may_goto_depth
                     && states_equal(
                         old,
                         &self.cur,
                         &mut self.idmap,
+                        &self.cfg.live_regs_before,
                         self.id_gen,
                         Exact::RangeWithin,
                     )
                 {
                     hit = true;
+                    looped = true;
                 }
-                if hit {
-                    // Converged may_goto loop.
+                if hit || is_iter_next {
+                    // Converged loop, or an iterator's next call: no
+                    // infinite-loop check there.
                 } else if calls_callback {
                     let old = &self.pool.get(n).state;
                     if states_equal(
                         old,
                         &self.cur,
                         &mut self.idmap,
+                        &self.cfg.live_regs_before,
                         self.id_gen,
                         Exact::RangeWithin,
                     ) {
@@ -119,12 +142,14 @@ impl Env<'_> {
                 } else {
                     let old = &self.pool.get(n).state;
                     if states_maybe_looping(old, &self.cur)
+                        && !crate::iter::iter_active_depths_differ(old, &self.cur)
                         && old.may_goto_depth == self.cur.may_goto_depth
                         && old.callback_unroll_depth == self.cur.callback_unroll_depth
                         && states_equal(
                             old,
                             &self.cur,
                             &mut self.idmap,
+                            &self.cfg.live_regs_before,
                             self.id_gen,
                             Exact::Identical,
                         )
@@ -143,8 +168,23 @@ impl Env<'_> {
                     add_new = false;
                 }
             } else {
+                // Inside a loop still being explored, marks are incomplete:
+                // compare ranges, and the hit closes an iteration.
+                looped = self.incomplete_marks(n);
+                let exact = if looped {
+                    Exact::RangeWithin
+                } else {
+                    Exact::Loose
+                };
                 let old = &self.pool.get(n).state;
-                hit = states_equal(old, &self.cur, &mut self.idmap, self.id_gen, Exact::Loose);
+                hit = states_equal(
+                    old,
+                    &self.cur,
+                    &mut self.idmap,
+                    &self.cfg.live_regs_before,
+                    self.id_gen,
+                    exact,
+                );
             }
             if hit {
                 self.pool.get_mut(n).hit_cnt += 1;
@@ -152,6 +192,9 @@ impl Env<'_> {
                     self.push_history(0, 0);
                 }
                 self.propagate_precision(n)?;
+                if looped {
+                    self.add_scc_backedge(n, idx)?;
+                }
                 self.record_max_states(states_cnt);
                 return Ok(true);
             }
@@ -174,7 +217,7 @@ impl Env<'_> {
                     self.pool.get_mut(prev).next = next;
                 }
                 self.explored_count -= 1;
-                if br == 0 {
+                if br == 0 && !self.incomplete_marks(n) {
                     self.explored_bytes = self
                         .explored_bytes
                         .saturating_sub(self.pool.get(n).state.bytes() as u64);
@@ -214,10 +257,8 @@ impl Env<'_> {
         });
         self.buckets[b] = id;
         self.explored_bytes += bytes;
-        let live = self.pool.live;
-        if live > self.stats.peak_states {
-            self.stats.peak_states = live;
-        }
+        self.update_peak_states();
+        self.maybe_enter_scc(id);
         self.cur.parent = Some(id);
         self.cur.first_insn_idx = idx;
         self.cur.dfs_depth += 1;
@@ -234,7 +275,7 @@ impl Env<'_> {
 
     /// The explored state reached the exit with some scalars precise; the
     /// current state, pruned against it, needs them precise too.
-    fn propagate_precision(&mut self, old_id: u32) -> VResult<()> {
+    pub fn propagate_precision(&mut self, old_id: u32) -> VResult<()> {
         let old = &self.pool.get(old_id).state;
         let mut bt = Backtrack {
             frame: self.cur.curframe(),
@@ -313,15 +354,25 @@ impl Env<'_> {
     /// (widen_imprecise_scalars).
     pub fn widen_imprecise_scalars(&mut self, old_id: u32) {
         let old = &self.pool.get(old_id).state;
-        self.idmap.reset(self.id_gen);
-        for (fo, fc) in old.frames.iter().zip(self.cur.frames.iter_mut()) {
-            for (ro, rc) in fo.regs.iter().zip(fc.regs.iter_mut()) {
-                maybe_widen(ro, rc, &mut self.idmap);
-            }
-            for (so, sc) in fo.stack.iter().zip(fc.stack.iter_mut()) {
-                if so.is_spill() && sc.is_spill() {
-                    maybe_widen(&so.spilled, &mut sc.spilled, &mut self.idmap);
-                }
+        widen_imprecise_scalars(old, &mut self.cur, &mut self.idmap, self.id_gen);
+    }
+}
+
+/// [`Env::widen_imprecise_scalars`] for any state `cur`.
+pub fn widen_imprecise_scalars(
+    old: &State,
+    cur: &mut State,
+    idmap: &mut crate::prune::IdMap,
+    id_gen: u32,
+) {
+    idmap.reset(id_gen);
+    for (fo, fc) in old.frames.iter().zip(cur.frames.iter_mut()) {
+        for (ro, rc) in fo.regs.iter().zip(fc.regs.iter_mut()) {
+            maybe_widen(ro, rc, idmap);
+        }
+        for (so, sc) in fo.stack.iter().zip(fc.stack.iter_mut()) {
+            if so.is_spill() && sc.is_spill() {
+                maybe_widen(&so.spilled, &mut sc.spilled, idmap);
             }
         }
     }

@@ -72,6 +72,11 @@ pub struct Env<'a> {
     pub called_global: Vec<bool>,
     pub stack_live: crate::liveness::StackLiveness,
     pub verified_global: Vec<bool>,
+    /// Open loop visits and their backedges (scc.rs).
+    pub scc: crate::scc::SccVisits,
+    /// Registers and slots marked precise in checkpoints so far; a change
+    /// tells propagation over backedges to go another round.
+    pub precise_marks: u64,
 }
 
 impl<'a> Env<'a> {
@@ -117,6 +122,8 @@ impl<'a> Env<'a> {
             called_global: vec![false; nsub],
             stack_live: crate::liveness::StackLiveness::new(n),
             verified_global: vec![false; nsub],
+            scc: Default::default(),
+            precise_marks: 0,
         }
     }
 
@@ -181,7 +188,7 @@ impl<'a> Env<'a> {
 
     /// A path finished (exit or pruned): the checkpoints it continued from
     /// have one branch less; fully explored ones may be freed.
-    pub fn update_branch_counts(&mut self, mut parent: Option<u32>) {
+    pub fn update_branch_counts(&mut self, mut parent: Option<u32>) -> VResult<()> {
         while let Some(p) = parent {
             let node = self.pool.get_mut(p);
             node.state.branches -= 1;
@@ -189,14 +196,18 @@ impl<'a> Env<'a> {
                 break;
             }
             let next = node.state.parent;
-            if node.evicted {
+            self.maybe_exit_scc(p)?;
+            // A loop visit with backedges still needs the states they
+            // point into.
+            if self.pool.get(p).evicted && !self.incomplete_marks(p) {
                 // Evicted and no path continues from it any more.
-                let bytes = node.state.bytes() as u64;
+                let bytes = self.pool.get(p).state.bytes() as u64;
                 self.explored_bytes = self.explored_bytes.saturating_sub(bytes);
                 self.pool.release(p);
             }
             parent = next;
         }
+        Ok(())
     }
 
     fn pop_stack(&mut self) -> bool {
@@ -447,7 +458,7 @@ impl<'a> Env<'a> {
     /// Returns false when none is left.
     fn finish_path(&mut self) -> VResult<bool> {
         let parent = self.cur.parent;
-        self.update_branch_counts(parent);
+        self.update_branch_counts(parent)?;
         Ok(self.pop_stack())
     }
 

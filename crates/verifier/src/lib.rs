@@ -17,6 +17,8 @@ mod error;
 mod explore;
 mod global_func;
 pub mod helpers;
+mod iter;
+mod kfunc;
 mod liveness;
 mod log;
 mod pool;
@@ -24,6 +26,7 @@ mod precision;
 mod prune;
 mod regs;
 pub mod scalar;
+mod scc;
 mod state;
 mod stats;
 pub mod tnum;
@@ -121,11 +124,22 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             log: String::new(),
         };
     };
-    let helper_args = |id: i32| {
-        helpers::helper_proto(id as u32, prog.prog_type, prog.expected_attach_type)
-            .map_or(5, |p| p.arg_count())
+    let calls = |insn: &bpfvet_isa::Insn| {
+        if insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL {
+            return cfg::CallSummary {
+                args: kfunc::kfunc_arg_count(insn),
+                iter_next: kfunc::is_iter_next_call(insn),
+            };
+        }
+        let args =
+            helpers::helper_proto(insn.imm as u32, prog.prog_type, prog.expected_attach_type)
+                .map_or(5, |p| p.arg_count());
+        cfg::CallSummary {
+            args,
+            iter_next: false,
+        }
     };
-    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns, &helper_args));
+    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {

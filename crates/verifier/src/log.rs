@@ -93,6 +93,10 @@ impl Log {
                 }
             } else if slot.is_spill() {
                 let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled, &self.maps));
+            } else if slot.is_iter() {
+                if let Some(it) = crate::iter::slot_str(slot) {
+                    let _ = write!(s, " fp{off}={it}");
+                }
             } else if slot
                 .types
                 .iter()

@@ -339,6 +339,7 @@ impl Env<'_> {
                         bt.regs[fr] &= !(1 << r);
                     } else {
                         reg.precise = true;
+                        self.precise_marks += 1;
                     }
                 }
                 for spi in 0..64usize {
@@ -354,6 +355,7 @@ impl Env<'_> {
                         bt.slots[fr] &= !(1 << spi);
                     } else {
                         slot.spilled.precise = true;
+                        self.precise_marks += 1;
                     }
                 }
             }

@@ -241,6 +241,12 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
             return false;
         }
         if b == REG_SIZE - 1
+            && os.types[REG_SIZE - 1] == SlotType::Iter
+            && !crate::iter::slots_equal(&os.spilled, &cs.spilled, m)
+        {
+            return false;
+        }
+        if b == REG_SIZE - 1
             && os.types[REG_SIZE - 1] == SlotType::Dynptr
             && !crate::dynptr::dynptr_slot_safe(os, cs, m)
         {
@@ -261,7 +267,16 @@ fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
         .all(|(o, c)| o.kind == c.kind && m.check(o.id, c.id))
 }
 
-pub fn states_equal(old: &State, cur: &State, m: &mut IdMap, id_gen: u32, exact: Exact) -> bool {
+/// `live_regs` (registers live before each instruction) limits the
+/// comparison of each frame to the registers it may still read.
+pub fn states_equal(
+    old: &State,
+    cur: &State,
+    m: &mut IdMap,
+    live_regs: &[u16],
+    id_gen: u32,
+    exact: Exact,
+) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
     }
@@ -279,12 +294,20 @@ pub fn states_equal(old: &State, cur: &State, m: &mut IdMap, id_gen: u32, exact:
     if !refsafe(old, cur, m) {
         return false;
     }
-    for (o, c) in old.frames.iter().zip(&cur.frames) {
+    let last = old.frames.len() - 1;
+    for (i, (o, c)) in old.frames.iter().zip(&cur.frames).enumerate() {
         if o.callsite != c.callsite || o.callback_depth > c.callback_depth {
             return false;
         }
+        // A caller frame is at its call instruction.
+        let at = if i < last {
+            old.frames[i + 1].callsite.max(0) as usize
+        } else {
+            old.insn_idx
+        };
+        let live = live_regs.get(at).copied().unwrap_or(u16::MAX);
         for r in 0..11 {
-            if !regsafe(&o.regs[r], &c.regs[r], m, exact) {
+            if live & (1 << r) != 0 && !regsafe(&o.regs[r], &c.regs[r], m, exact) {
                 return false;
             }
         }

@@ -16,6 +16,9 @@ pub enum SlotType {
     Spill,
     Misc,
     Zero,
+    /// Part of an open-coded iterator's state (STACK_ITER); the iterator
+    /// itself is described by the slot's `spilled` register (see iter.rs).
+    Iter,
     /// Part of a `struct bpf_dynptr` (two whole slots, see `dynptr.rs`).
     Dynptr,
 }
@@ -27,6 +30,7 @@ impl SlotType {
             SlotType::Spill => 'r',
             SlotType::Misc => 'm',
             SlotType::Zero => '0',
+            SlotType::Iter => 'i',
             SlotType::Dynptr => 'd',
         }
     }
@@ -53,6 +57,9 @@ impl Default for Slot {
 impl Slot {
     pub fn is_spill(&self) -> bool {
         self.types[REG_SIZE - 1] == SlotType::Spill
+    }
+    pub fn is_iter(&self) -> bool {
+        self.types[REG_SIZE - 1] == SlotType::Iter
     }
     pub fn is_full_spill(&self) -> bool {
         self.types.iter().all(|t| *t == SlotType::Spill)

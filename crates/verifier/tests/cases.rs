@@ -18,6 +18,7 @@
 //! so every expectation is also checked against the oracle.
 
 use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_kernel::{oracle, Errno};
 use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
@@ -95,9 +96,37 @@ fn map_def(index: usize, spec: &str) -> MapDef {
     }
 }
 
+/// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
+/// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
+/// valid on a kernel build that numbers its types differently.
+fn resolve_kfunc_ids(text: &str) -> String {
+    let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        return text.to_string();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let resolved = line
+            .trim()
+            .strip_prefix("call ")
+            .and_then(|rest| rest.split_once('#'))
+            .filter(|(name, _)| bpfvet_isa::uapi::HelperId::from_name(name).is_none())
+            .and_then(|(name, _)| {
+                btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
+                    .map(|id| format!("call {name}#{id}"))
+            });
+        out.push_str(resolved.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
 fn object(c: &Case) -> Object {
+    let text = resolve_kfunc_ids(&c.text);
     let insns =
-        bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.maps = c.maps.clone();
     obj
@@ -105,13 +134,7 @@ fn object(c: &Case) -> Object {
 
 /// The kernel's error: the log's last line that is not a statistic.
 fn last_log_line(text: &str) -> String {
-    text.lines()
-        .rfind(|l| {
-            !l.is_empty()
-                && !l.starts_with("processed ")
-                && !l.starts_with("verification time")
-                && !l.starts_with("stack depth")
-        })
+    bpfvet_kernel::report::last_error_line(text)
         .unwrap_or("")
         .to_string()
 }
@@ -156,60 +179,20 @@ fn log_stat(text: &str, key: &str) -> Option<u64> {
     words.next()?.parse().ok()
 }
 
+/// What the host kernel says about the program (no maps), or None where
+/// it cannot be asked.
 fn kernel_load(obj: &Object) -> Option<KernelSays> {
-    #[repr(C)]
-    #[derive(Default)]
-    struct LoadAttr {
-        prog_type: u32,
-        insn_cnt: u32,
-        insns: u64,
-        license: u64,
-        log_level: u32,
-        log_size: u32,
-        log_buf: u64,
-        kern_version: u32,
-        prog_flags: u32,
-        pad: [u64; 16],
-    }
     let p = &obj.programs[0];
-    let bytes = bpfvet_isa::insns_to_bytes(&p.insns);
-    let mut log = vec![0u8; 1 << 20];
-    let license = b"GPL\0";
-    let attr = LoadAttr {
-        prog_type: p.prog_type.0,
-        insn_cnt: p.insns.len() as u32,
-        insns: bytes.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        log_level: 1 | 4,
-        log_size: log.len() as u32,
-        log_buf: log.as_mut_ptr() as u64,
-        ..Default::default()
-    };
-    // SAFETY: BPF_PROG_LOAD (5) reads `attr` and the buffers it points to,
-    // all alive for the call; the kernel writes at most log_size bytes.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            5,
-            &attr as *const LoadAttr,
-            std::mem::size_of::<LoadAttr>(),
-        )
-    };
-    let errno = std::io::Error::last_os_error().raw_os_error();
-    if fd >= 0 {
-        // SAFETY: fd was just returned by the kernel and is ours to close.
-        unsafe { libc::close(fd as i32) };
-    } else if matches!(errno, Some(libc::EPERM) | Some(libc::ENOSYS)) {
+    let v = oracle::load(&oracle::RawProgram::new(p.prog_type.0, &p.insns));
+    if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
         return None;
     }
-    let end = log.iter().position(|b| *b == 0).unwrap_or(0);
-    let text = String::from_utf8_lossy(&log[..end]).into_owned();
     Some(KernelSays {
-        accepted: fd >= 0,
-        last: last_log_line(&text),
-        processed: log_stat(&text, "processed"),
-        total_states: log_stat(&text, "total_states"),
-        log: text,
+        accepted: v.accepted(),
+        last: v.error_line().to_string(),
+        processed: log_stat(&v.log, "processed"),
+        total_states: log_stat(&v.log, "total_states"),
+        log: v.log,
     })
 }
 

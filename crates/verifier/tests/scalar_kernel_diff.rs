@@ -7,66 +7,29 @@
 //!
 //! Needs root and a working bpf(2); prints `SKIP:` otherwise.
 
+use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
+use bpfvet_kernel::oracle;
 use bpfvet_verifier::scalar::{
     is_branch_taken, set_min_max, set_min_max_same, sync_linked, write_reg_scalar, AluOp, EndianOp,
     JmpOp, Link, Scalar, ScalarLogInfo,
 };
 use std::collections::HashMap;
 
-const BPF_PROG_LOAD: libc::c_long = 5;
-const SOCKET_FILTER: u32 = 1;
-
 /// Loads a socket filter with log level 2; returns (loaded, log).
 fn kernel_load(insns: &[Insn]) -> Result<(bool, String), String> {
-    let code: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
-    let license = b"GPL\0";
-    let mut log = vec![0u8; 4 << 20];
-    // union bpf_attr, BPF_PROG_LOAD layout: prog_type, insn_cnt, insns,
-    // license, log_level, log_size, log_buf; the rest stays zero.
-    let mut attr = [0u8; 160];
-    attr[0..4].copy_from_slice(&SOCKET_FILTER.to_ne_bytes());
-    attr[4..8].copy_from_slice(&(insns.len() as u32).to_ne_bytes());
-    attr[8..16].copy_from_slice(&(code.as_ptr() as u64).to_ne_bytes());
-    attr[16..24].copy_from_slice(&(license.as_ptr() as u64).to_ne_bytes());
-    attr[24..28].copy_from_slice(&2u32.to_ne_bytes());
-    attr[28..32].copy_from_slice(&(log.len() as u32).to_ne_bytes());
-    attr[32..40].copy_from_slice(&(log.as_mut_ptr() as u64).to_ne_bytes());
-    // SAFETY: attr is a valid, fully initialised bpf_attr of the size we
-    // pass; the pointers inside it (code, license, log) outlive the call and
-    // log's length is the log_size we declare.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_LOAD,
-            attr.as_ptr(),
-            attr.len() as libc::c_uint,
-        )
-    };
-    let errno = std::io::Error::last_os_error();
-    if fd >= 0 {
-        // SAFETY: fd is a descriptor the kernel just returned to us.
-        unsafe { libc::close(fd as libc::c_int) };
+    let mut p = oracle::RawProgram::new(ProgType::SOCKET_FILTER.0, insns);
+    p.log_level = 2;
+    p.log_size = 4 << 20;
+    let v = oracle::load(&p);
+    match v.errno() {
+        Some(e) if v.log.is_empty() => Err(format!("bpf(BPF_PROG_LOAD) failed: {e}")),
+        _ => Ok((v.accepted(), v.log)),
     }
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    let text = String::from_utf8_lossy(&log[..end]).into_owned();
-    if fd < 0 && text.is_empty() {
-        return Err(format!("bpf(BPF_PROG_LOAD) failed: {errno}"));
-    }
-    Ok((fd >= 0, text))
 }
 
 fn kernel_available() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root".into());
-    }
-    let prog = [Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 0, 0)];
-    match kernel_load(&prog) {
-        Ok((true, _)) => Ok(()),
-        Ok((false, log)) => Err(format!("trivial program rejected: {log}")),
-        Err(e) => Err(e),
-    }
+    oracle::unavailable().map_or(Ok(()), Err)
 }
 
 /// xorshift64*: deterministic, dependency-free.

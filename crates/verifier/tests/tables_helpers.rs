@@ -333,7 +333,7 @@ fn later_argument_types_match_the_host_kernel() {
                 setup.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
             }
             for n in 1..5usize {
-                let Some(prev) = satisfy(proto.args[n - 1], n as u8, map.0) else {
+                let Some(prev) = satisfy(proto.args[n - 1], n as u8, map.raw()) else {
                     break;
                 };
                 setup.extend(prev);
@@ -404,7 +404,7 @@ fn changes_pkt_data_matches_the_host_kernel() {
             };
             let mut args = Vec::new();
             let satisfied = (0..proto.arg_count()).all(|i| {
-                satisfy(proto.args[i], i as u8 + 1, map.0)
+                satisfy(proto.args[i], i as u8 + 1, map.raw())
                     .map(|v| args.extend(v))
                     .is_some()
             });
@@ -492,7 +492,7 @@ fn return_types_match_the_host_kernel() {
             };
             let mut args = Vec::new();
             let satisfied = (0..proto.arg_count()).all(|i| {
-                satisfy(proto.args[i], i as u8 + 1, map.0)
+                satisfy(proto.args[i], i as u8 + 1, map.raw())
                     .map(|v| args.extend(v))
                     .is_some()
             });
@@ -639,7 +639,7 @@ fn map_func_compatibility_matches_the_host_kernel() {
                     prog.push(Insn::new(0x7a, 10, 0, -8 * slot, 0));
                 }
                 let satisfied = (0..proto.arg_count()).all(|i| {
-                    satisfy(proto.args[i], i as u8 + 1, fd.0)
+                    satisfy(proto.args[i], i as u8 + 1, fd.raw())
                         .map(|v| prog.extend(v))
                         .is_some()
                 });

@@ -97,8 +97,8 @@ fn packet_access_matches_the_host_kernel() {
             (
                 id::MAP_LOOKUP_ELEM,
                 [
-                    ld_map_fd(1, map.0)[0],
-                    ld_map_fd(1, map.0)[1],
+                    ld_map_fd(1, map.raw())[0],
+                    ld_map_fd(1, map.raw())[1],
                     Insn::new(0xbf, 2, 7, 0, 0),
                 ],
             ),

@@ -3,7 +3,7 @@
 //! with veristat's stats; adding a backend is one more `Backend` impl.
 
 use super::fields::Stat;
-use super::row::Row;
+use super::row::{Rejection, Row};
 use bpfvet_kernel::{Kernel, LoadOptions, ProgramReport, Verdict as KVerdict};
 use bpfvet_object::Object;
 
@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub keep_log: bool,
     /// No notes on stderr.
     pub quiet: bool,
+    /// Per-program limits of the bpfvet verifier (the kernel has its own).
+    pub timeout: Option<std::time::Duration>,
+    pub max_memory: Option<usize>,
 }
 
 pub trait Backend {
@@ -99,6 +102,11 @@ pub fn kernel_row(file: &str, obj: &Object, idx: usize, r: &ProgramReport, keep_
     if let KVerdict::Refused(why) = &r.verdict {
         row.reason = Some(format!("refused: {why}"));
     }
+    row.rejection = r.error_line().map(|e| Rejection {
+        error: e.to_string(),
+        insn: None,
+        source: r.error_source(),
+    });
     if keep_log {
         row.log = Some(r.log.clone());
     }
@@ -156,6 +164,8 @@ impl Backend for BpfvetBackend {
     ) -> Vec<Row> {
         let vopts = bpfvet_verifier::Options {
             log_level: opts.log_level,
+            timeout: opts.timeout,
+            max_memory: opts.max_memory,
             ..Default::default()
         };
         progs
@@ -200,8 +210,22 @@ impl Backend for BpfvetBackend {
                 // The verifier's own peak state memory stands in for the
                 // kernel's cgroup memory.peak.
                 row.set(Stat::MemPeak, opt(Some(s.peak_state_bytes / MIB)));
-                if let bpfvet_verifier::Verdict::LimitExceeded { error, .. } = &out.verdict {
-                    row.reason = Some(format!("limit: {error}"));
+                match &out.verdict {
+                    bpfvet_verifier::Verdict::LimitExceeded { error, .. } => {
+                        row.reason = Some(format!("limit: {error}"));
+                    }
+                    bpfvet_verifier::Verdict::Rejected {
+                        error,
+                        insn,
+                        source,
+                    } => {
+                        row.rejection = Some(Rejection {
+                            error: error.clone(),
+                            insn: *insn,
+                            source: source.clone(),
+                        });
+                    }
+                    bpfvet_verifier::Verdict::Accepted => {}
                 }
                 if opts.keep_log {
                     row.log = Some(out.log);

@@ -142,6 +142,12 @@ fn row_json(row: &Row, stats: &[Stat]) -> Value {
     if let Some(r) = &row.reason {
         m.insert("reason".into(), json!(r));
     }
+    if let Some(r) = &row.rejection {
+        m.insert(
+            "error".into(),
+            json!({ "message": r.error, "insn": r.insn, "source": r.source }),
+        );
+    }
     if let Some(l) = &row.log {
         m.insert("log".into(), json!(l));
     }

@@ -14,7 +14,34 @@ pub struct Row {
     /// For programs the kernel refused without verifying, or that could not
     /// be run: the named reason.
     pub reason: Option<String>,
+    /// Why the verifier rejected the program.
+    pub rejection: Option<Rejection>,
     pub log: Option<String>,
+}
+
+/// A verifier's rejection: its error line and, where known, the
+/// instruction and the C source line (from line_info) it concerns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rejection {
+    pub error: String,
+    pub insn: Option<usize>,
+    /// `file.c:42: <source text>`.
+    pub source: Option<String>,
+}
+
+impl Rejection {
+    /// `insn 12: <error>` and, on a second indented line, the source line.
+    pub fn explain(&self) -> String {
+        let mut s = match self.insn {
+            Some(i) => format!("insn {i}: {}", self.error),
+            None => self.error.clone(),
+        };
+        if let Some(src) = &self.source {
+            s.push_str("\n    ");
+            s.push_str(src);
+        }
+        s
+    }
 }
 
 impl Row {

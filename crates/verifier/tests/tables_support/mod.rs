@@ -5,11 +5,9 @@
 #![allow(dead_code)]
 
 use bpfvet_isa::Insn;
+use bpfvet_kernel::oracle;
+use bpfvet_kernel::sys::MapCreateAttr;
 
-const BPF_PROG_LOAD: libc::c_long = 5;
-/// Bytes of `union bpf_attr` we fill for BPF_PROG_LOAD (up to and
-/// including `attach_btf_id`, rounded to 8).
-const ATTR_SIZE: usize = 144;
 pub const BPF_F_SLEEPABLE: u32 = 1 << 4;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -29,58 +27,23 @@ pub struct LoadResult {
 impl LoadResult {
     /// The kernel's last log line before the statistics line.
     pub fn last_error_line(&self) -> &str {
-        self.log
-            .lines()
-            .rfind(|l| !l.is_empty() && !l.starts_with("processed "))
-            .unwrap_or("")
+        bpfvet_kernel::report::last_error_line(&self.log).unwrap_or("")
     }
-}
-
-fn put_u32(buf: &mut [u8], off: usize, v: u32) {
-    buf[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn put_u64(buf: &mut [u8], off: usize, v: u64) {
-    buf[off..off + 8].copy_from_slice(&v.to_ne_bytes());
 }
 
 /// Loads `insns` (GPL, log level 1) and closes the fd.
 pub fn load(spec: &LoadSpec, insns: &[Insn]) -> LoadResult {
-    let code = bpfvet_isa::insns_to_bytes(insns);
-    let license = b"GPL\0";
-    let mut log = vec![0u8; 1 << 16];
-    let mut attr = [0u8; ATTR_SIZE];
-    put_u32(&mut attr, 0, spec.prog_type);
-    put_u32(&mut attr, 4, insns.len() as u32);
-    put_u64(&mut attr, 8, code.as_ptr() as u64);
-    put_u64(&mut attr, 16, license.as_ptr() as u64);
-    put_u32(&mut attr, 24, 1);
-    put_u32(&mut attr, 28, log.len() as u32);
-    put_u64(&mut attr, 32, log.as_mut_ptr() as u64);
-    put_u32(&mut attr, 44, spec.prog_flags);
-    put_u32(&mut attr, 68, spec.expected_attach_type);
-    put_u32(&mut attr, 108, spec.attach_btf_id);
-    // SAFETY: `attr` is a fully initialised bpf_attr prefix of ATTR_SIZE
-    // bytes; the pointers in it (code, license, log) outlive the call and
-    // the log buffer's length is the one we pass.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_LOAD,
-            attr.as_ptr(),
-            ATTR_SIZE as libc::c_uint,
-        )
-    };
-    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    if fd >= 0 {
-        // SAFETY: the fd was just returned to us by the kernel and is closed once.
-        unsafe { libc::close(fd as libc::c_int) };
-    }
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let mut p = oracle::RawProgram::new(spec.prog_type, insns);
+    p.log_level = 1;
+    p.log_size = 1 << 16;
+    p.prog_flags = spec.prog_flags;
+    p.expected_attach_type = spec.expected_attach_type;
+    p.attach_btf_id = spec.attach_btf_id;
+    let v = oracle::load(&p);
     LoadResult {
-        ok: fd >= 0,
-        errno: if fd >= 0 { 0 } else { errno },
-        log: String::from_utf8_lossy(&log[..end]).into_owned(),
+        ok: v.accepted(),
+        errno: v.errno().map_or(0, |e| e.0),
+        log: v.log,
     }
 }
 
@@ -117,21 +80,7 @@ fn size_bits(size: u32) -> u8 {
 
 /// None when the kernel oracle is usable; otherwise why not.
 pub fn kernel_unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    let r = load(
-        &LoadSpec {
-            prog_type: 1,
-            ..Default::default()
-        },
-        &[mov_r0(0), exit()],
-    );
-    if !r.ok {
-        return Some(format!("bpf(BPF_PROG_LOAD) fails with errno {}", r.errno));
-    }
-    None
+    oracle::unavailable()
 }
 
 /// BTF kinds used to look types up.
@@ -189,19 +138,12 @@ pub fn vmlinux_btf_ids(names: &[(u32, &str)]) -> Vec<Option<u32>> {
     out
 }
 
-/// An array map for programs that need a map argument; closed on drop.
-pub struct MapFd(pub i32);
-
-impl Drop for MapFd {
-    fn drop(&mut self) {
-        // SAFETY: the fd came from BPF_MAP_CREATE and is closed once.
-        unsafe { libc::close(self.0) };
-    }
-}
+/// A map for programs that need a map argument; closed on drop.
+pub type MapFd = bpfvet_kernel::sys::Fd;
 
 /// BPF_MAP_CREATE of a BPF_MAP_TYPE_ARRAY.
 pub fn create_array_map(key_size: u32, value_size: u32, max_entries: u32) -> Option<MapFd> {
-    create_map(2, key_size, value_size, max_entries, 0, None)
+    oracle::array_map(key_size, value_size, max_entries).ok()
 }
 
 /// BPF_MAP_CREATE; `inner` is the template map of a map-in-map.
@@ -213,17 +155,16 @@ pub fn create_map(
     flags: u32,
     inner: Option<&MapFd>,
 ) -> Option<MapFd> {
-    let mut attr = [0u8; 72];
-    put_u32(&mut attr, 0, map_type);
-    put_u32(&mut attr, 4, key_size);
-    put_u32(&mut attr, 8, value_size);
-    put_u32(&mut attr, 12, max_entries);
-    put_u32(&mut attr, 16, flags);
-    put_u32(&mut attr, 20, inner.map_or(0, |m| m.0 as u32));
-    // SAFETY: `attr` is an initialised bpf_attr prefix for BPF_MAP_CREATE
-    // (command 0) holding no pointers.
-    let fd = unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), attr.len() as libc::c_uint) };
-    (fd >= 0).then_some(MapFd(fd as i32))
+    oracle::create_map(MapCreateAttr {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        map_flags: flags,
+        inner_map_fd: inner.map_or(0, |m| m.raw() as u32),
+        ..Default::default()
+    })
+    .ok()
 }
 
 /// The two slots of `dst = map_by_fd(fd)`.

@@ -1,0 +1,567 @@
+//! Calls of kernel functions (kfuncs): the callee is a FUNC in vmlinux BTF
+//! (insn.imm is its id), its flags and the program types that may call it
+//! come from the kfunc tables, and its arguments and return value are typed
+//! from its BTF prototype (the kernel's check_kfunc_call and
+//! check_kfunc_args).
+//!
+//! Modelled: scalar arguments (`__k` constants, `rdonly_buf_size` /
+//! `rdwr_buf_size`), `__ign`, pointers to memory (fixed size, or sized by a
+//! following `__sz` / `__szk` argument), the program context, iterators
+//! (iter.rs), BTF pointers (trusted / RCU checks, without struct-type
+//! matching), release of references, rcu_read_lock / preempt regions,
+//! sleepable kfuncs; returns of scalars, void, `void *`, pointers to
+//! memory and to BTF structs, with `_or_null` and acquired references.
+//! Not modelled (refused with a message naming the gap): dynptr, list /
+//! rbtree / refcounted-kptr / map / workqueue / callback / const-string
+//! arguments, kfuncs with dynamically typed returns (bpf_obj_new,
+//! bpf_cast_to_kern_ctx, bpf_rdonly_cast, bpf_dynptr_slice, graph kfuncs),
+//! and kfuncs from module BTF (insn.off != 0).
+
+use crate::btf_walk::vmlinux;
+use crate::check_mem::Access;
+use crate::error::VResult;
+use crate::explore::Env;
+use crate::helpers::kfuncs::{kfunc, KfuncFlags};
+use crate::regs::{flag, Reg, RegType};
+use crate::state::{RefKind, RefState};
+use bpfvet_isa::Insn;
+use bpfvet_object::btf::{Btf, BtfType, Kind, Param};
+
+/// What the arguments told us (`struct bpf_kfunc_call_arg_meta`).
+#[derive(Default)]
+pub struct KfuncMeta {
+    pub name: String,
+    pub flags: KfuncFlags,
+    /// Reference carried by an argument (for release, or inherited by
+    /// returned memory).
+    pub ref_obj_id: u32,
+    pub release_regno: u8,
+    /// Size and writability of returned memory from a buf-size argument.
+    pub r0_size: Option<u64>,
+    pub r0_rdonly: bool,
+    /// (frame, spi) of the iterator argument.
+    pub iter: Option<(usize, usize)>,
+}
+
+impl KfuncMeta {
+    fn has(&self, f: KfuncFlags) -> bool {
+        self.flags.contains(f)
+    }
+    pub fn is_iter_kfunc(&self) -> bool {
+        self.has(KfuncFlags::ITER_NEW)
+            || self.has(KfuncFlags::ITER_NEXT)
+            || self.has(KfuncFlags::ITER_DESTROY)
+    }
+}
+
+/// The kfunc's FUNC_PROTO in vmlinux BTF, by FUNC id.
+fn resolve(btf: &Btf, func_id: u32) -> Result<(&str, &BtfType), String> {
+    let func = btf
+        .type_by_id(func_id)
+        .filter(|t| t.kind == Kind::Func)
+        .ok_or_else(|| format!("kernel btf_id {func_id} is not a function"))?;
+    let proto = btf
+        .type_by_id(func.size_or_type)
+        .filter(|t| t.kind == Kind::FuncProto)
+        .ok_or_else(|| {
+            format!("kernel function btf_id {func_id} does not have a valid func_proto")
+        })?;
+    Ok((btf.name(func), proto))
+}
+
+/// Number of arguments of a kfunc call, for the CFG's liveness (5 when
+/// the callee cannot be resolved).
+pub fn kfunc_arg_count(insn: &Insn) -> usize {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .map_or(5, |(_, proto)| proto.vlen as usize)
+}
+
+/// Whether the call is an iterator's next method.
+pub fn is_iter_next_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .and_then(|(name, _)| kfunc(name))
+        .is_some_and(|k| k.flags.contains(KfuncFlags::ITER_NEXT))
+}
+
+fn is_scalar(t: &BtfType) -> bool {
+    matches!(t.kind, Kind::Int | Kind::Enum | Kind::Enum64)
+}
+
+/// The kernel's btf_type_str: the kind in lower case.
+fn kind_str(t: &BtfType) -> String {
+    t.kind.name().to_ascii_lowercase()
+}
+
+fn param_name<'b>(btf: &'b Btf, p: &Param) -> &'b str {
+    btf.str_at(p.name_off).unwrap_or("")
+}
+
+/// A struct whose members are all scalars, arrays of scalars or such
+/// structs (__btf_type_is_scalar_struct).
+fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
+    if t.kind != Kind::Struct || depth > 3 {
+        return false;
+    }
+    btf.members(t).iter().all(|m| {
+        let Some((_, mut mt)) = btf.skip_mods_and_typedefs(m.type_id) else {
+            return false;
+        };
+        if mt.kind == Kind::Array {
+            let (elem, _, _) = mt.array_info().unwrap_or_default();
+            match btf.skip_mods_and_typedefs(elem) {
+                Some((_, et)) => mt = et,
+                None => return false,
+            }
+        }
+        is_scalar(mt) || is_scalar_struct(btf, mt, depth + 1)
+    })
+}
+
+/// Argument kinds of get_kfunc_ptr_arg_type that bpfvet checks.
+enum PtrArg {
+    Ctx,
+    Null,
+    Iter,
+    BtfId,
+    Mem,
+    MemSize,
+    /// A kind bpfvet does not model, named for the message.
+    Unmodelled(&'static str),
+}
+
+impl Env<'_> {
+    pub fn check_kfunc_call(&mut self, insn: &Insn) -> VResult<()> {
+        if insn.imm == 0 {
+            return self.err("invalid kernel function call not eliminated in verifier pass");
+        }
+        if insn.off != 0 {
+            return self.err(format!(
+                "bpfvet does not model kfuncs from module BTF (fd index {})",
+                insn.off
+            ));
+        }
+        let Some(btf) = vmlinux() else {
+            return self.err("kernel BTF is not available to resolve kfunc calls");
+        };
+        let func_id = insn.imm as u32;
+        let (name, proto) = match resolve(btf, func_id) {
+            Ok(x) => x,
+            Err(e) => return self.err(e),
+        };
+        let allowed = kfunc(name).filter(|k| k.set.allows(self.prog_type));
+        let Some(k) = allowed else {
+            return self.err(format!("calling kernel function {name} is not allowed"));
+        };
+        let mut meta = KfuncMeta {
+            name: name.to_string(),
+            flags: k.flags,
+            ..Default::default()
+        };
+        let sleepable = meta.has(KfuncFlags::SLEEPABLE);
+        if sleepable && !self.cur.in_sleepable {
+            return self.err(format!(
+                "program must be sleepable to call sleepable kfunc {name}"
+            ));
+        }
+        self.check_kfunc_args(btf, proto, &mut meta)?;
+        self.kfunc_lock_regions(&meta, sleepable)?;
+        if meta.release_regno != 0 {
+            let rid = self.cur.reg(meta.release_regno).ref_obj_id;
+            if self.release_reference(rid).is_err() {
+                return self.err(format!(
+                    "kfunc {name}#{func_id} reference has not been acquired before"
+                ));
+            }
+        }
+        for r in 0..=5 {
+            *self.cur.reg_mut(r) = Reg::not_init();
+        }
+        self.set_kfunc_return(btf, proto, &meta)?;
+        if meta.has(KfuncFlags::ITER_NEXT) {
+            self.process_iter_next_call(&meta)?;
+        }
+        Ok(())
+    }
+
+    fn check_kfunc_args(
+        &mut self,
+        btf: &Btf,
+        proto: &BtfType,
+        meta: &mut KfuncMeta,
+    ) -> VResult<()> {
+        let args = btf.params(proto);
+        if args.len() > 5 {
+            return self.err(format!(
+                "Function {} has {} > 5 args",
+                meta.name,
+                args.len()
+            ));
+        }
+        let trusted = meta.has(KfuncFlags::TRUSTED_ARGS);
+        let rcu = meta.has(KfuncFlags::RCU);
+        let release = meta.has(KfuncFlags::RELEASE);
+        let mut i = 0;
+        while i < args.len() {
+            let regno = (i + 1) as u8;
+            let pname = param_name(btf, &args[i]);
+            if pname.ends_with("__ign") {
+                i += 1;
+                continue;
+            }
+            let Some((_, t)) = btf.skip_mods_and_typedefs(args[i].type_id) else {
+                return self.err(format!("Unrecognized arg#{i} type void"));
+            };
+            let reg = *self.cur.reg(regno);
+            if is_scalar(t) {
+                if reg.ty != RegType::Scalar {
+                    return self.err(format!("R{regno} is not a scalar"));
+                }
+                if pname.ends_with("__k") {
+                    if !reg.v.is_const() {
+                        return self.err(format!("R{regno} must be a known constant"));
+                    }
+                    self.mark_chain_precision(regno)?;
+                } else if pname == "rdonly_buf_size" || pname == "rdwr_buf_size" {
+                    if meta.r0_size.is_some() {
+                        return self.err("2 or more rdonly/rdwr_buf_size parameters for kfunc");
+                    }
+                    if !reg.v.is_const() {
+                        return self.err(format!("R{regno} is not a const"));
+                    }
+                    let size = reg.v.const_value();
+                    if size > u32::MAX as u64 {
+                        return self.err(format!("R{regno} rdonly/rdwr_buf_size exceeds u32 max"));
+                    }
+                    meta.r0_size = Some(size);
+                    meta.r0_rdonly = pname == "rdonly_buf_size";
+                    self.mark_chain_precision(regno)?;
+                }
+                i += 1;
+                continue;
+            }
+            if t.kind != Kind::Ptr {
+                return self.err(format!("Unrecognized arg#{i} type {}", kind_str(t)));
+            }
+            let nullable = pname.ends_with("__nullable") || pname.ends_with("__opt");
+            if (trusted || rcu) && (reg.is_null_const() || reg.maybe_null()) && !nullable {
+                return self.err(format!("Possibly NULL pointer passed to trusted arg{i}"));
+            }
+            if reg.ref_obj_id != 0 {
+                if release && meta.ref_obj_id != 0 {
+                    return self.err(format!(
+                        "verifier internal error: more than one arg with ref_obj_id R{regno} {} {}",
+                        reg.ref_obj_id, meta.ref_obj_id
+                    ));
+                }
+                meta.ref_obj_id = reg.ref_obj_id;
+                if release {
+                    meta.release_regno = regno;
+                }
+            }
+            let (ref_id, ref_t) = btf.skip_mods_and_typedefs(t.size_or_type).unwrap_or((0, t));
+            let pointee_void = t.size_or_type == 0 || ref_t.kind == Kind::Void;
+            let sized_by_next = args.get(i + 1).is_some_and(|next| {
+                let n = param_name(btf, next);
+                (n.ends_with("__sz") || n.ends_with("__szk"))
+                    && self.cur.reg(regno + 1).ty == RegType::Scalar
+            });
+            let kind = if reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct {
+                PtrArg::Ctx
+            } else if nullable && reg.is_null_const() {
+                PtrArg::Null
+            } else if pname.ends_with("__dynptr")
+                || (!pointee_void && btf.name(ref_t) == "bpf_dynptr")
+            {
+                PtrArg::Unmodelled("dynptr")
+            } else if (meta.is_iter_kfunc() && i == 0) || pname.ends_with("__iter") {
+                PtrArg::Iter
+            } else if pname.ends_with("__map") {
+                PtrArg::Unmodelled("map")
+            } else if pname.ends_with("__str") {
+                PtrArg::Unmodelled("const string")
+            } else if !pointee_void && ref_t.kind == Kind::FuncProto {
+                PtrArg::Unmodelled("callback")
+            } else if reg.ty == RegType::BtfId || reg.ty.is_sock() {
+                if pointee_void || ref_t.kind != Kind::Struct {
+                    return self.err(format!(
+                        "kernel function {} args#{i} pointer type {} {} is not supported",
+                        meta.name,
+                        if pointee_void {
+                            "void".to_string()
+                        } else {
+                            kind_str(ref_t)
+                        },
+                        btf.name(ref_t)
+                    ));
+                }
+                PtrArg::BtfId
+            } else {
+                let points_to_scalars =
+                    !pointee_void && (is_scalar(ref_t) || is_scalar_struct(btf, ref_t, 0));
+                if !points_to_scalars && !(sized_by_next && pointee_void) {
+                    return self.err(format!(
+                        "arg#{i} pointer type {} {} must point to {}scalar, or struct with scalar",
+                        if pointee_void {
+                            "void".to_string()
+                        } else {
+                            kind_str(ref_t)
+                        },
+                        if pointee_void { "" } else { btf.name(ref_t) },
+                        if sized_by_next { "void, " } else { "" }
+                    ));
+                }
+                if sized_by_next {
+                    PtrArg::MemSize
+                } else {
+                    PtrArg::Mem
+                }
+            };
+            match kind {
+                PtrArg::Null => {}
+                PtrArg::Ctx => {
+                    if reg.off != 0 || !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "dereference of modified ctx ptr R{regno} off={} disallowed",
+                            reg.off
+                        ));
+                    }
+                }
+                PtrArg::Iter => self.process_iter_arg(btf, regno, &args[i], meta)?,
+                PtrArg::BtfId => {
+                    if trusted || rcu {
+                        let is_trusted = reg.ref_obj_id != 0
+                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
+                            || matches!(reg.ty, RegType::Ctx);
+                        if !is_trusted {
+                            if !rcu {
+                                return self.err(format!("R{regno} must be referenced or trusted"));
+                            }
+                            if reg.flags & flag::RCU == 0 {
+                                return self.err(format!("R{regno} must be a rcu pointer"));
+                            }
+                        }
+                    }
+                }
+                PtrArg::Mem => {
+                    let Ok(size) = btf.resolve_size(ref_id) else {
+                        return self.err(format!(
+                            "arg#{i} reference type('{} {}') size cannot be determined",
+                            kind_str(ref_t),
+                            btf.name(ref_t)
+                        ));
+                    };
+                    self.check_kfunc_mem(regno, size, true)?;
+                }
+                PtrArg::MemSize => {
+                    let opt = pname.ends_with("__opt") || pname.ends_with("__nullable");
+                    if !(reg.is_null_const() && opt) {
+                        let checked = self
+                            .size_arg(regno + 1, true)
+                            .and_then(|size| self.check_kfunc_mem(regno, size, true));
+                        if let Err(e) = checked {
+                            self.log.line(&e.msg);
+                            return self.err(format!(
+                                "arg#{i} arg#{} memory, len pair leads to invalid memory access",
+                                i + 1
+                            ));
+                        }
+                    }
+                    let next = param_name(btf, &args[i + 1]);
+                    if next.ends_with("__szk") && !self.cur.reg(regno + 1).v.is_const() {
+                        return self.err(format!("R{} must be a known constant", regno + 1));
+                    }
+                    i += 1;
+                }
+                PtrArg::Unmodelled(what) => {
+                    return self.err(format!(
+                        "bpfvet does not model {what} arguments of kfunc {}",
+                        meta.name
+                    ));
+                }
+            }
+            i += 1;
+        }
+        if release && meta.release_regno == 0 {
+            return self.err(format!(
+                "release kernel function {} expects refcounted PTR_TO_BTF_ID",
+                meta.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Memory a kfunc may both read and write (check_mem_reg); NULL passes.
+    fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
+        let reg = *self.cur.reg(regno);
+        if reg.is_null_const() {
+            return Ok(());
+        }
+        let saved = reg;
+        self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
+        let res = self
+            .check_helper_mem(regno, size, Access::Read, zero_ok)
+            .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok));
+        *self.cur.reg_mut(regno) = Reg {
+            v: self.cur.reg(regno).v,
+            ..saved
+        };
+        res
+    }
+
+    /// bpf_rcu_read_lock/unlock and bpf_preempt_disable/enable regions.
+    fn kfunc_lock_regions(&mut self, meta: &KfuncMeta, sleepable: bool) -> VResult<()> {
+        let name = meta.name.as_str();
+        let (rcu_lock, rcu_unlock) = (name == "bpf_rcu_read_lock", name == "bpf_rcu_read_unlock");
+        if self.cur.active_rcu_lock {
+            if rcu_lock {
+                return self.err(format!("nested rcu read lock (kernel function {name})"));
+            } else if rcu_unlock {
+                self.cur.for_each_reg_mut(|r| {
+                    if r.flags & flag::RCU != 0 {
+                        r.flags &= !(flag::RCU | flag::MAYBE_NULL);
+                        r.flags |= flag::UNTRUSTED;
+                    }
+                });
+                self.cur.active_rcu_lock = false;
+            } else if sleepable {
+                return self.err(format!(
+                    "kernel func {name} is sleepable within rcu_read_lock region"
+                ));
+            }
+        } else if rcu_lock {
+            self.cur.active_rcu_lock = true;
+        } else if rcu_unlock {
+            return self.err(format!(
+                "unmatched rcu read unlock (kernel function {name})"
+            ));
+        }
+        let (disable, enable) = (name == "bpf_preempt_disable", name == "bpf_preempt_enable");
+        if self.cur.active_preempt_locks > 0 {
+            if disable {
+                self.cur.active_preempt_locks += 1;
+            } else if enable {
+                self.cur.active_preempt_locks -= 1;
+            } else if sleepable {
+                return self.err(format!(
+                    "kernel func {name} is sleepable within non-preemptible region"
+                ));
+            }
+        } else if disable {
+            self.cur.active_preempt_locks += 1;
+        } else if enable {
+            return self.err(format!(
+                "unmatched attempt to enable preemption (kernel function {name})"
+            ));
+        }
+        Ok(())
+    }
+
+    /// R0 from the prototype's return type.
+    fn set_kfunc_return(&mut self, btf: &Btf, proto: &BtfType, meta: &KfuncMeta) -> VResult<()> {
+        let name = meta.name.as_str();
+        let ret = btf.skip_mods_and_typedefs(proto.size_or_type);
+        let ret_ptr = ret.filter(|(_, t)| t.kind == Kind::Ptr);
+        let pointee = ret_ptr.and_then(|(_, t)| btf.skip_mods_and_typedefs(t.size_or_type));
+        let returns_struct = pointee.is_some_and(|(_, t)| t.kind == Kind::Struct);
+        if meta.has(KfuncFlags::ACQUIRE) && !returns_struct {
+            return self.err("acquire kernel function does not return PTR_TO_BTF_ID");
+        }
+        let Some((_, rt)) = ret.filter(|_| proto.size_or_type != 0) else {
+            // void: R0 stays unreadable.
+            return Ok(());
+        };
+        if is_scalar(rt) {
+            *self.cur.reg_mut(0) = Reg::unknown_scalar();
+            return Ok(());
+        }
+        if rt.kind != Kind::Ptr {
+            return self.err(format!(
+                "kernel function {name} returns {} is not supported",
+                kind_str(rt)
+            ));
+        }
+        const DYNAMIC_RETURN: [&str; 10] = [
+            "bpf_obj_new_impl",
+            "bpf_percpu_obj_new_impl",
+            "bpf_refcount_acquire_impl",
+            "bpf_list_pop_front",
+            "bpf_list_pop_back",
+            "bpf_rbtree_remove",
+            "bpf_rbtree_first",
+            "bpf_cast_to_kern_ctx",
+            "bpf_rdonly_cast",
+            "bpf_dynptr_slice",
+        ];
+        if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
+            return self.err(format!(
+                "bpfvet does not model the return type of kernel function {name}"
+            ));
+        }
+        let mut r0 = match pointee {
+            None => {
+                // `void *` is a scalar to the program.
+                *self.cur.reg_mut(0) = Reg::unknown_scalar();
+                return Ok(());
+            }
+            Some((_, pt)) if pt.kind == Kind::Void => {
+                *self.cur.reg_mut(0) = Reg::unknown_scalar();
+                return Ok(());
+            }
+            Some((pid, pt)) if pt.kind != Kind::Struct => {
+                let size = meta
+                    .r0_size
+                    .or_else(|| btf.resolve_size(pid).ok())
+                    .filter(|s| *s != 0);
+                let Some(size) = size else {
+                    return self.err(format!(
+                        "kernel function {name} returns pointer type {} {} is not supported",
+                        kind_str(pt),
+                        btf.name(pt)
+                    ));
+                };
+                let rdonly = meta.r0_size.is_none() || meta.r0_rdonly;
+                let mut r = Reg::pointer(RegType::Mem);
+                r.aux = size.min(u32::MAX as u64) as u32;
+                if rdonly {
+                    r.flags |= flag::RDONLY;
+                }
+                // Memory that lives as long as the object it came from.
+                r.ref_obj_id = meta.ref_obj_id;
+                r
+            }
+            Some((pid, _)) => {
+                let mut r = Reg::pointer(RegType::BtfId);
+                r.aux = pid;
+                if meta.has(KfuncFlags::ITER_NEXT) {
+                    r.flags |= if self.iter_slot_is_rcu(meta) {
+                        flag::RCU
+                    } else {
+                        flag::TRUSTED
+                    };
+                }
+                r
+            }
+        };
+        let ret_null = meta.has(KfuncFlags::RET_NULL);
+        if ret_null {
+            r0.flags |= flag::MAYBE_NULL;
+            r0.id = self.new_id();
+        }
+        if meta.has(KfuncFlags::ACQUIRE) {
+            let rid = self.new_id();
+            self.cur.refs.push(RefState {
+                kind: RefKind::Ptr,
+                id: rid,
+                insn_idx: self.insn_idx,
+            });
+            if ret_null {
+                r0.id = rid;
+            }
+            r0.ref_obj_id = rid;
+        }
+        *self.cur.reg_mut(0) = r0;
+        Ok(())
+    }
+}
