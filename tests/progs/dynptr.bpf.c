@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Dynptrs beyond the ring buffer record of ringbuf.bpf.c: a local dynptr
-// over a map value (bpf_dynptr_from_mem / _write / _data / _read), and the
-// read-only dynptr a bpf_user_ringbuf_drain callback receives per sample.
+// over a map value (bpf_dynptr_from_mem / _write / _data / _read), the
+// read-only dynptr a bpf_user_ringbuf_drain callback receives per sample,
+// and a dynptr handed to a global function.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -69,6 +70,31 @@ int xdp_dynptr_user_ringbuf(struct xdp_md *ctx)
 
 	bpf_user_ringbuf_drain(&commands, sum_sample, &sum, 0);
 	return sum & 1 ? XDP_DROP : XDP_PASS;
+}
+
+// A global function is verified once, on its own: its dynptr argument is
+// taken as an initialised local dynptr it may only read.
+__attribute__((noinline)) int first_byte(struct bpf_dynptr *d)
+{
+	__u8 b = 0;
+
+	bpf_dynptr_read(&b, sizeof(b), d, 0, 0);
+	return b;
+}
+
+// Hands a local dynptr over a map value to a global function.
+SEC("xdp")
+int xdp_dynptr_global(struct xdp_md *ctx)
+{
+	struct bpf_dynptr d;
+	struct scratch *s;
+	__u32 key = 0;
+
+	s = bpf_map_lookup_elem(&scratch, &key);
+	if (!s)
+		return XDP_PASS;
+	bpf_dynptr_from_mem(s, sizeof(*s), 0, &d);
+	return first_byte(&d) == 0xff ? XDP_DROP : XDP_PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -43,6 +43,7 @@ NOTES = {
  'xdp_map_types': 'PERCPU_ARRAY, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH',
  'xdp_ringbuf_sample': 'ringbuf reserve/submit, reserve/discard, output',
  'xdp_ringbuf_dynptr': 'ringbuf dynptr: reserve_dynptr, dynptr_data, dynptr_write, submit/discard_dynptr',
+ 'xdp_dynptr_global': 'local dynptr handed to a global function (struct bpf_dynptr * argument)',
  'xdp_dynptr_local': 'local dynptr over a map value: dynptr_from_mem, _write, _data slice, _read',
  'xdp_dynptr_user_ringbuf': 'bpf_user_ringbuf_drain callback reading each sample through a const dynptr',
  'xdp_iter_num': 'kfunc calls (bpf_iter_num_*), open-coded iterator; the loop converges',

@@ -304,8 +304,26 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// The `const struct bpf_dynptr *` a user ringbuf callback receives: a
-    /// local dynptr with an id of its own (mark_dynptr_cb_reg).
+    /// A global function's `struct bpf_dynptr *` argument: an initialised
+    /// dynptr on the stack, or one the caller itself received.
+    pub fn check_global_dynptr_arg(&mut self, regno: u8) -> VResult<()> {
+        let r = *self.cur.reg(regno);
+        if !matches!(r.ty, RegType::Stack | RegType::ConstPtrToDynptr) {
+            return self.err(format!(
+                "arg#{} expected pointer to stack or const struct bpf_dynptr",
+                regno - 1
+            ));
+        }
+        let at = ArgType {
+            base: crate::helpers::ArgBase::PtrToDynptr,
+            flags: TypeFlags::MEM_RDONLY,
+        };
+        self.check_dynptr_arg(regno, at)
+    }
+
+    /// The `const struct bpf_dynptr *` a user ringbuf callback or a global
+    /// function receives: a local dynptr with an id of its own
+    /// (mark_dynptr_cb_reg).
     pub fn const_local_dynptr(&mut self) -> Reg {
         Reg {
             ty: RegType::ConstPtrToDynptr,

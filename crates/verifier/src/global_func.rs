@@ -35,6 +35,8 @@ pub enum ArgKind {
     Ctx,
     /// Memory of this many bytes, possibly NULL.
     Mem(u32),
+    /// `struct bpf_dynptr *`: an initialised dynptr, read-only in the callee.
+    Dynptr,
     Unsupported,
 }
 
@@ -74,6 +76,11 @@ impl Env<'_> {
                         {
                             ArgKind::Ctx
                         }
+                        Some((_, pt))
+                            if pt.kind == Kind::Struct && btf.name(pt) == "bpf_dynptr" =>
+                        {
+                            ArgKind::Dynptr
+                        }
                         Some((id, _)) => match btf.resolve_size(id) {
                             Ok(sz) if sz > 0 => ArgKind::Mem(sz as u32),
                             _ => ArgKind::Unsupported,
@@ -102,6 +109,7 @@ impl Env<'_> {
                         r.type_str()
                     ));
                 }
+                ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
                 _ => {}
             }
         }
@@ -124,6 +132,7 @@ impl Env<'_> {
                 st.frames[0].regs[i + 1] = match a {
                     ArgKind::Scalar | ArgKind::Unsupported => Reg::unknown_scalar(),
                     ArgKind::Ctx => Reg::pointer(RegType::Ctx),
+                    ArgKind::Dynptr => self.const_local_dynptr(),
                     ArgKind::Mem(sz) => {
                         let mut r = Reg::pointer(RegType::Mem);
                         r.aux = sz;
