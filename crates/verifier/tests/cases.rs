@@ -8,6 +8,7 @@
 //! # error: R2 !read_ok             (for reject: the kernel's error line)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
+//! # peak: 0                        (optional: peak_states)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
@@ -26,6 +27,7 @@ struct Case {
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
+    peak: Option<u64>,
     text: String,
 }
 
@@ -37,6 +39,7 @@ fn parse(name: &str, src: &str) -> Case {
         error: None,
         processed: None,
         states: None,
+        peak: None,
         text: String::new(),
     };
     for line in src.lines() {
@@ -49,6 +52,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
+                    "peak" => c.peak = Some(v.parse().expect("number")),
                     _ => {}
                 }
                 continue;
@@ -208,6 +212,14 @@ fn cases() {
                 ));
             }
         }
+        if let Some(n) = c.peak {
+            if out.stats.peak_states != n {
+                failures.push(format!(
+                    "{name}: peak states {} expected {n}",
+                    out.stats.peak_states
+                ));
+            }
+        }
         // The same expectations against the oracle.
         if let Some((ok, last, processed, log)) = kernel_load(&obj) {
             kernel_checked += 1;
@@ -226,14 +238,20 @@ fn cases() {
                     failures.push(format!("{name}: KERNEL processed {k}, expected {n}"));
                 }
             }
-            let states = log
-                .split_whitespace()
-                .skip_while(|w| *w != "total_states")
-                .nth(1)
-                .and_then(|n| n.parse::<u64>().ok());
-            if let (Some(n), Some(k)) = (c.states, states) {
-                if n != k {
-                    failures.push(format!("{name}: KERNEL states {k}, expected {n}"));
+            let figure = |key: &str| {
+                log.split_whitespace()
+                    .skip_while(|w| *w != key)
+                    .nth(1)
+                    .and_then(|n| n.parse::<u64>().ok())
+            };
+            for (what, want, got) in [
+                ("states", c.states, figure("total_states")),
+                ("peak states", c.peak, figure("peak_states")),
+            ] {
+                if let (Some(n), Some(k)) = (want, got) {
+                    if n != k {
+                        failures.push(format!("{name}: KERNEL {what} {k}, expected {n}"));
+                    }
                 }
             }
         }
