@@ -43,6 +43,8 @@ NOTES = {
  'xdp_map_types': 'PERCPU_ARRAY, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH',
  'xdp_ringbuf_sample': 'ringbuf reserve/submit, reserve/discard, output',
  'xdp_ringbuf_dynptr': 'ringbuf dynptr: reserve_dynptr, dynptr_data, dynptr_write, submit/discard_dynptr',
+ 'xdp_dynptr_local': 'local dynptr over a map value: dynptr_from_mem, _write, _data slice, _read',
+ 'xdp_dynptr_user_ringbuf': 'bpf_user_ringbuf_drain callback reading each sample through a const dynptr',
  'xdp_iter_num': 'kfunc calls (bpf_iter_num_*), open-coded iterator; the loop converges',
  'xdp_may_goto': '`may_goto` (inline asm), precise counter: every iteration walked',
  'xdp_may_goto_sum': '`may_goto` loop of up to 2^32 iterations whose state converges',
@@ -58,6 +60,7 @@ NOTES = {
  'xdp_too_complex': 'slow: hits the 1M-insn limit (seconds of kernel time)',
  'xdp_uninit_reg': 'one line of inline asm reads R2',
  'xdp_use_after_submit': 'reference released by bpf_ringbuf_submit; the pointer became a scalar',
+ 'xdp_dynptr_slice_after_submit': "the dynptr_data slice shares the reservation's reference, released by submit_dynptr",
  'xdp_callback_return': 'bpf_loop callback return range [0, 1]',
  'xdp_combined_stack': 'two 320-byte frames: each fine alone, 640 together',
 }

@@ -35,6 +35,8 @@ struct ArgMeta {
     /// (id, ref_obj_id) of the dynptr argument, for the slice
     /// `bpf_dynptr_data` returns.
     dynptr: Option<(u32, u32)>,
+    /// The reference an argument holds, shared by what a cast returns.
+    ref_obj_id: Option<u32>,
 }
 
 impl Env<'_> {
@@ -296,6 +298,15 @@ impl Env<'_> {
         let at = proto.args[i];
         self.check_read(regno)?;
         let r = *self.cur.reg(regno);
+        // Only helpers marked pkt_access may see packet pointers
+        // (may_access_direct_pkt_data; sockopt programs may always).
+        if at.base != ArgBase::Anything
+            && r.ty.is_pkt()
+            && !proto.pkt_access
+            && self.prog_type != bpfvet_isa::uapi::ProgType::CGROUP_SOCKOPT
+        {
+            return self.err("helper access to the packet is not allowed");
+        }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
             // Valid only because it is NULL: keep it exact.
@@ -476,6 +487,9 @@ impl Env<'_> {
                 ));
             }
             meta.release_ref = Some(r.ref_obj_id);
+        }
+        if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
+            meta.ref_obj_id = Some(r.ref_obj_id);
         }
         Ok(())
     }
@@ -664,6 +678,10 @@ impl Env<'_> {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
         }
+        if helpers::classes::is_ptr_cast_function(func_id) {
+            // A socket cast is the same object: released with it.
+            r0.ref_obj_id = meta.ref_obj_id.unwrap_or(0);
+        }
         if func_id == id::DYNPTR_DATA {
             // The slice lives as long as the dynptr and its reference.
             let (dynptr_id, ref_obj_id) = meta.dynptr.unwrap_or_default();
@@ -720,6 +738,11 @@ impl Env<'_> {
                 v.map = map;
                 regs[3] = v;
                 regs[4] = caller_regs[3];
+            }
+            id::USER_RINGBUF_DRAIN => {
+                // callback(const struct bpf_dynptr *, void *ctx)
+                regs[1] = self.const_local_dynptr();
+                regs[2] = caller_regs[3];
             }
             id::TIMER_SET_CALLBACK => {
                 callee.in_callback_fn = false;

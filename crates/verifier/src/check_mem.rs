@@ -184,8 +184,15 @@ impl Env<'_> {
             }
             BPF_PSEUDO_FUNC => {
                 let target = (self.insn_idx as i64 + insn.imm as i64 + 1) as usize;
+                let sub = self.cfg.subprog_at(target).unwrap_or(0);
+                // Callbacks are known static only from BTF func_info.
+                match self.prog.func_info.get(sub) {
+                    None => return self.err("missing btf func_info"),
+                    Some(f) if f.linkage != 0 => return self.err("callback function not static"),
+                    Some(_) => {}
+                }
                 let mut r = Reg::pointer(RegType::Func);
-                r.aux = self.cfg.subprog_at(target).unwrap_or(0) as u32;
+                r.aux = sub as u32;
                 *self.cur.reg_mut(d) = r;
             }
             BPF_PSEUDO_MAP_IDX

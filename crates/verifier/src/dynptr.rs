@@ -134,6 +134,13 @@ pub fn dynptr_log_str(d: &DynptrSlot) -> String {
     format!("dynptr_{}({})", d.kind.name(), parts.join(","))
 }
 
+/// The kind of dynptr a `dynptr_ptr` register points to, for the log.
+pub fn const_dynptr_kind(r: &Reg) -> Option<&'static str> {
+    (r.ty == RegType::ConstPtrToDynptr)
+        .then(|| DynptrKind::from_code(r.aux).map(DynptrKind::name))
+        .flatten()
+}
+
 /// Why a register does not name the first slot of a dynptr place.
 enum SpiError {
     /// Not a constant, slot-aligned offset with room for two slots; the
@@ -211,6 +218,9 @@ impl Env<'_> {
     /// the argument names.
     pub fn check_dynptr_arg(&mut self, regno: u8, at: ArgType) -> VResult<()> {
         let r = *self.cur.reg(regno);
+        if r.ty == RegType::ConstPtrToDynptr {
+            return self.check_const_dynptr_arg(regno, &r, at);
+        }
         if r.ty != RegType::Stack {
             return self.err(format!(
                 "R{regno} type={} expected=fp, dynptr_ptr",
@@ -257,6 +267,52 @@ impl Env<'_> {
         }
         self.note_stack_read(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
         Ok(())
+    }
+
+    /// A callback's `const struct bpf_dynptr *`: it may only be read.
+    fn check_const_dynptr_arg(&mut self, regno: u8, r: &Reg, at: ArgType) -> VResult<()> {
+        if r.off != 0 {
+            return self.err(format!(
+                "dereference of modified dynptr_ptr ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if !r.v.is_const() || r.v.const_value() != 0 {
+            return self.err(format!(
+                "variable dynptr_ptr access var_off={} disallowed",
+                crate::check_alu::tnum_str(&r.v)
+            ));
+        }
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            return self.err("cannot release unowned const bpf_dynptr");
+        }
+        if at.flags.contains(TypeFlags::MEM_UNINIT) {
+            return self.err("Dynptr has to be an uninitialized dynptr");
+        }
+        if !at.flags.contains(TypeFlags::MEM_RDONLY) {
+            return self.err("cannot pass pointer to const bpf_dynptr, the helper mutates it");
+        }
+        if let Some(want) = DynptrKind::of_arg(at) {
+            if DynptrKind::from_code(r.aux) != Some(want) {
+                return self.err(format!(
+                    "Expected a dynptr of type {} as arg #{}",
+                    want.name(),
+                    regno - 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `const struct bpf_dynptr *` a user ringbuf callback receives: a
+    /// local dynptr with an id of its own (mark_dynptr_cb_reg).
+    pub fn const_local_dynptr(&mut self) -> Reg {
+        Reg {
+            ty: RegType::ConstPtrToDynptr,
+            aux: DynptrKind::Local as u32,
+            id: self.new_id(),
+            ..Reg::pointer(RegType::ConstPtrToDynptr)
+        }
     }
 
     /// MEM_UNINIT: the helper writes a new dynptr over two slots, as two
@@ -318,7 +374,11 @@ impl Env<'_> {
     /// (id, ref_obj_id) of the initialised dynptr register `regno` points
     /// to, for the slice `bpf_dynptr_data` returns.
     pub fn dynptr_ids(&self, regno: u8) -> Option<(u32, u32)> {
-        let p = self.dynptr_place(self.cur.reg(regno)).ok()?;
+        let r = self.cur.reg(regno);
+        if r.ty == RegType::ConstPtrToDynptr {
+            return Some((r.id, r.ref_obj_id));
+        }
+        let p = self.dynptr_place(r).ok()?;
         self.dynptr_at(p).map(|d| (d.id, d.ref_obj_id))
     }
 
@@ -379,6 +439,8 @@ impl Env<'_> {
             return self.err("cannot overwrite referenced dynptr");
         }
         self.invalidate_dynptr(frameno, first);
+        let lo = -((first as i64 + 1) * REG_SIZE as i64);
+        self.note_stack_write(frameno, lo, lo + 2 * REG_SIZE as i64);
         // Root loads: an invalidated pointer becomes an unknown scalar.
         self.cur.for_each_reg_mut(|r| {
             if r.ty == RegType::Mem && r.flags & !flag::MAYBE_NULL == 0 && r.dynptr_id == d.id {
@@ -423,5 +485,66 @@ impl Env<'_> {
             "invalid read from stack R{regno} {at}+{} size {size}",
             b - lo
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ringbuf(first: bool, id: u32, ref_obj_id: u32) -> Slot {
+        dynptr_slot(DynptrSlot {
+            kind: DynptrKind::Ringbuf,
+            first,
+            id,
+            ref_obj_id,
+        })
+    }
+
+    #[test]
+    fn log_notation_is_the_kernels() {
+        // As the 6.18 host prints a fresh ringbuf dynptr at fp-32 in
+        // xdp_ringbuf_dynptr (tests/progs/ringbuf.bpf.c).
+        let d = slot_dynptr(&ringbuf(true, 1, 2)).expect("a dynptr slot");
+        assert_eq!(
+            dynptr_log_str(&d),
+            "dynptr_ringbuf(id=1,ref_id=2,dynptr_id=1)"
+        );
+        assert!(slot_dynptr(&Slot::default()).is_none());
+    }
+
+    #[test]
+    fn slots_match_by_kind_half_and_reference() {
+        let mut m = IdMap::new(false);
+        m.reset(100);
+        assert!(dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(true, 5, 6),
+            &mut m
+        ));
+        // Reference 2 now stands for 6: it cannot also stand for 7.
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(true, 5, 7),
+            &mut m
+        ));
+        m.reset(100);
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &ringbuf(false, 1, 2),
+            &mut m
+        ));
+        let local = dynptr_slot(DynptrSlot {
+            kind: DynptrKind::Local,
+            first: true,
+            id: 1,
+            ref_obj_id: 0,
+        });
+        assert!(!dynptr_slot_safe(&ringbuf(true, 1, 2), &local, &mut m));
+        assert!(!dynptr_slot_safe(
+            &ringbuf(true, 1, 2),
+            &Slot::default(),
+            &mut m
+        ));
     }
 }

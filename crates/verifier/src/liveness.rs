@@ -21,6 +21,13 @@ pub struct StackLiveness {
     dirty: bool,
     /// A frame's stack was touched from another frame.
     pub escaped: bool,
+    /// The visit (instruction, processed count) whose writes are being
+    /// collected: one instruction may write several times (a store that
+    /// also destroys a dynptr), and its visit's writes count together.
+    visit: Option<(usize, u64)>,
+    visit_acc: u64,
+    /// defs / def_seen of the instruction before this visit.
+    defs_before: Option<u64>,
 }
 
 impl StackLiveness {
@@ -32,6 +39,9 @@ impl StackLiveness {
             live_before: vec![0; n],
             dirty: false,
             escaped: false,
+            visit: None,
+            visit_acc: 0,
+            defs_before: None,
         }
     }
 
@@ -42,11 +52,16 @@ impl StackLiveness {
         }
     }
 
-    fn write(&mut self, idx: usize, full: u64) {
-        let new = if self.def_seen[idx] {
-            self.defs[idx] & full
-        } else {
-            full
+    fn write(&mut self, idx: usize, visit: u64, full: u64) {
+        if self.visit != Some((idx, visit)) {
+            self.visit = Some((idx, visit));
+            self.visit_acc = 0;
+            self.defs_before = self.def_seen[idx].then_some(self.defs[idx]);
+        }
+        self.visit_acc |= full;
+        let new = match self.defs_before {
+            Some(before) => before & self.visit_acc,
+            None => self.visit_acc,
         };
         if !self.def_seen[idx] || new != self.defs[idx] {
             self.def_seen[idx] = true;
@@ -120,7 +135,7 @@ impl Env<'_> {
             }
         }
         let idx = self.insn_idx;
-        self.stack_live.write(idx, full);
+        self.stack_live.write(idx, self.insn_processed, full);
     }
 
     /// Slots of the innermost frame that may be read from `idx` on; None

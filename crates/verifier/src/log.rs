@@ -106,6 +106,11 @@ impl Log {
                 let _ = write!(s, " fp{off}={t}");
             }
         }
+        // Held references, as the kernel lists them after the frames.
+        let refs: Vec<String> = st.refs.iter().map(|r| r.id.to_string()).collect();
+        if !refs.is_empty() {
+            let _ = write!(s, " refs={}", refs.join(","));
+        }
         s
     }
 }
@@ -141,6 +146,8 @@ pub fn reg_str(r: &Reg, maps: &[(String, u32, u32)]) -> String {
                 }
             } else if r.ty == RegType::Mem && r.aux != 0 {
                 parts.push(format!("sz={}", r.aux));
+            } else if let Some(kind) = crate::dynptr::const_dynptr_kind(r) {
+                parts.push(format!("type={kind}"));
             }
             if !r.v.is_const() {
                 let sc = r.v.log_string(ScalarLogInfo::default());

@@ -26,6 +26,9 @@ pub enum RegType {
     Mem,
     Func,
     MapKey,
+    /// `const struct bpf_dynptr *` handed to a callback (CONST_PTR_TO_DYNPTR);
+    /// `aux` holds the dynptr kind.
+    ConstPtrToDynptr,
 }
 
 impl RegType {
@@ -49,6 +52,7 @@ impl RegType {
             RegType::Mem => "mem",
             RegType::Func => "func",
             RegType::MapKey => "map_key",
+            RegType::ConstPtrToDynptr => "dynptr_ptr",
         }
     }
 
