@@ -469,17 +469,20 @@ impl<'a> Env<'a> {
                 "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region",
             );
         }
+        self.check_reference_leak()?;
+        // 6.18's check_resource_leak: locks, references, then RCU and
+        // preemption regions.
         if self.cur.active_rcu_lock && main {
-            return self.err("bpf_rcu_read_unlock is missing");
+            return self.err(
+                "BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region",
+            );
         }
         if self.cur.active_preempt_locks > 0 && main {
-            let n = self.cur.active_preempt_locks;
-            return self.err(format!(
-                "{n} bpf_preempt_enable{} missing",
-                if n == 1 { " is" } else { "(s) are" }
-            ));
+            return self.err(
+                "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region",
+            );
         }
-        self.check_reference_leak()
+        Ok(())
     }
 
     pub fn check_reference_leak(&mut self) -> VResult<()> {

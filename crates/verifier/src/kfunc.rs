@@ -300,7 +300,7 @@ impl Env<'_> {
             } else {
                 let points_to_scalars =
                     !pointee_void && (is_scalar(ref_t) || is_scalar_struct(btf, ref_t, 0));
-                if !points_to_scalars && !(sized_by_next && pointee_void) {
+                if !(points_to_scalars || sized_by_next && pointee_void) {
                     return self.err(format!(
                         "arg#{i} pointer type {} {} must point to {}scalar, or struct with scalar",
                         if pointee_void {

@@ -6,7 +6,7 @@
 use crate::regs::{Reg, RegType};
 use crate::scalar::ScalarLogInfo;
 use crate::state::State;
-use bpfvet_isa::disasm::{write_log_line, NoSymbols};
+use bpfvet_isa::disasm::write_log_line;
 use bpfvet_isa::Insn;
 use bpfvet_object::Program;
 use std::fmt::Write;
@@ -62,7 +62,7 @@ impl Log {
         }
         match bpfvet_isa::decode_at(insns, idx) {
             Ok(ins) => {
-                let _ = write_log_line(&mut self.buf, idx, &ins, &NoSymbols);
+                let _ = write_log_line(&mut self.buf, idx, &ins, &KfuncNames);
             }
             Err(_) => {
                 let _ = write!(self.buf, "{idx}: ({:02x}) ?", insns[idx].code);
@@ -161,5 +161,19 @@ pub fn reg_str(r: &Reg, maps: &[(String, u32, u32)]) -> String {
             s.push(')');
             s
         }
+    }
+}
+
+/// Kfunc names from the host's vmlinux BTF, as the kernel prints them.
+struct KfuncNames;
+
+impl bpfvet_isa::disasm::Symbols for KfuncNames {
+    fn kfunc_name(&self, btf_id: i32, btf_fd_idx: i16) -> Option<&str> {
+        if btf_fd_idx != 0 {
+            return None;
+        }
+        let btf = crate::btf_walk::vmlinux()?;
+        let t = btf.type_by_id(btf_id as u32)?;
+        (t.kind == bpfvet_object::btf::Kind::Func).then(|| btf.name(t))
     }
 }

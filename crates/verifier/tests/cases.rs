@@ -11,6 +11,7 @@
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries)
+//! # peak: 0                        (optional: peak_states)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
@@ -31,6 +32,7 @@ struct Case {
     processed: Option<u64>,
     states: Option<u64>,
     maps: Vec<MapDef>,
+    peak: Option<u64>,
     text: String,
 }
 
@@ -43,6 +45,7 @@ fn parse(name: &str, src: &str) -> Case {
         processed: None,
         states: None,
         maps: Vec::new(),
+        peak: None,
         text: String::new(),
     };
     for line in src.lines() {
@@ -56,6 +59,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
+                    "peak" => c.peak = Some(v.parse().expect("number")),
                     _ => {}
                 }
                 continue;
@@ -157,6 +161,7 @@ fn kernel_load_with_maps(obj: &Object) -> Option<KernelSays> {
         last: last_log_line(&report.log),
         processed: report.stats.processed_insns,
         total_states: report.stats.total_states,
+        peak_states: report.stats.peak_states,
         log: report.log,
     })
 }
@@ -168,6 +173,7 @@ struct KernelSays {
     last: String,
     processed: Option<u64>,
     total_states: Option<u64>,
+    peak_states: Option<u64>,
     log: String,
 }
 
@@ -192,6 +198,7 @@ fn kernel_load(obj: &Object) -> Option<KernelSays> {
         last: v.error_line().to_string(),
         processed: log_stat(&v.log, "processed"),
         total_states: log_stat(&v.log, "total_states"),
+        peak_states: log_stat(&v.log, "peak_states"),
         log: v.log,
     })
 }
@@ -243,6 +250,14 @@ fn cases() {
                 ));
             }
         }
+        if let Some(n) = c.peak {
+            if out.stats.peak_states != n {
+                failures.push(format!(
+                    "{name}: peak states {} expected {n}",
+                    out.stats.peak_states
+                ));
+            }
+        }
         // The same expectations against the oracle.
         let kernel = if c.maps.is_empty() {
             kernel_load(&obj)
@@ -254,6 +269,7 @@ fn cases() {
             last,
             processed,
             total_states,
+            peak_states,
             log,
         }) = kernel
         {
@@ -273,9 +289,14 @@ fn cases() {
                     failures.push(format!("{name}: KERNEL processed {k}, expected {n}"));
                 }
             }
-            if let (Some(n), Some(k)) = (c.states, total_states) {
-                if n != k {
-                    failures.push(format!("{name}: KERNEL total_states {k}, expected {n}"));
+            for (what, want, got) in [
+                ("states", c.states, total_states),
+                ("peak states", c.peak, peak_states),
+            ] {
+                if let (Some(n), Some(k)) = (want, got) {
+                    if n != k {
+                        failures.push(format!("{name}: KERNEL {what} {k}, expected {n}"));
+                    }
                 }
             }
         }
