@@ -14,22 +14,29 @@ const MAX_PACKET_OFF: u64 = 0xffff;
 
 /// Pointer types that are never NULL (reg_not_null).
 fn not_null(r: &Reg) -> bool {
-    !r.maybe_null()
-        && matches!(
-            r.ty,
-            RegType::Sock
-                | RegType::TcpSock
-                | RegType::MapValue
-                | RegType::MapKey
-                | RegType::SockCommon
-                | RegType::Mem
-                | RegType::Stack
-                | RegType::Ctx
-                | RegType::Packet
-                | RegType::PacketMeta
-                | RegType::Func
-                | RegType::MapPtr
-        )
+    if r.maybe_null() {
+        return false;
+    }
+    // A BTF pointer is non-NULL when trusted: referenced, or marked
+    // trusted with no other modifier (is_trusted_reg).
+    if r.ty == RegType::BtfId {
+        return r.ref_obj_id != 0 || r.flags == crate::regs::flag::TRUSTED;
+    }
+    matches!(
+        r.ty,
+        RegType::Sock
+            | RegType::TcpSock
+            | RegType::MapValue
+            | RegType::MapKey
+            | RegType::SockCommon
+            | RegType::Mem
+            | RegType::Stack
+            | RegType::Ctx
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::Func
+            | RegType::MapPtr
+    )
 }
 
 impl Env<'_> {

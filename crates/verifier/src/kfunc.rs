@@ -332,8 +332,7 @@ impl Env<'_> {
                 PtrArg::BtfId => {
                     if trusted || rcu {
                         let is_trusted = reg.ref_obj_id != 0
-                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
-                            || matches!(reg.ty, RegType::Ctx);
+                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0);
                         if !is_trusted {
                             if !rcu {
                                 return self.err(format!("R{regno} must be referenced or trusted"));
@@ -398,15 +397,12 @@ impl Env<'_> {
         if reg.is_null_const() {
             return Ok(());
         }
-        let saved = reg;
+        // Checked as if not NULL: NULL is fine anyway.
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
         let res = self
             .check_helper_mem(regno, size, Access::Read, zero_ok)
             .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok));
-        *self.cur.reg_mut(regno) = Reg {
-            v: self.cur.reg(regno).v,
-            ..saved
-        };
+        *self.cur.reg_mut(regno) = reg;
         res
     }
 

@@ -203,6 +203,10 @@ impl Env<'_> {
     /// Whether checkpoint `id` is in a loop visit that still has backedges:
     /// its precision marks may yet change (incomplete_read_marks).
     pub fn incomplete_marks(&self, id: u32) -> bool {
+        // Only loop hits create backedges: most programs never have one.
+        if self.scc.num_backedges == 0 {
+            return false;
+        }
         self.node_callchain(id)
             .and_then(|c| self.scc.find(&c))
             .is_some_and(|k| !self.scc.visits[k].backedges.is_empty())
