@@ -30,6 +30,8 @@ struct ArgMeta {
     callback: Option<u32>,
     /// A map key known to be this constant (array lookups cannot fail).
     const_key: Option<u64>,
+    /// The largest value of the last size argument (msize_max_value).
+    size_max: u64,
 }
 
 impl Env<'_> {
@@ -298,6 +300,7 @@ impl Env<'_> {
             }
             ArgBase::ConstSize | ArgBase::ConstSizeOrZero => {
                 let zero_ok = at.base == ArgBase::ConstSizeOrZero;
+                meta.size_max = r.v.umax;
                 let size = self.size_arg(regno, zero_ok)?;
                 let prev = proto.args[i - 1];
                 let access = if prev.flags.contains(TypeFlags::MEM_UNINIT)
@@ -560,8 +563,8 @@ impl Env<'_> {
         let mut r0 = match rt.base {
             RetBase::Integer => {
                 let mut r = Reg::unknown_scalar();
-                if func_id == id::GET_SMP_PROCESSOR_ID {
-                    r.v = Scalar::from_urange(0, 8191);
+                if let Some(kind) = helpers::classes::retval_refinement(func_id) {
+                    r.v = helpers::classes::refined_retval(kind, meta.size_max);
                 }
                 r
             }
