@@ -384,12 +384,7 @@ impl Env<'_> {
                 if r.ty != RegType::Ctx {
                     return self.arg_type_err(regno, "ctx");
                 }
-                if r.off != 0 || !r.v.is_const() || r.v.const_value() != 0 {
-                    return self.err(format!(
-                        "dereference of modified ctx ptr R{regno} off={} disallowed",
-                        r.off
-                    ));
-                }
+                self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
                 if !r.ty.is_sock() && r.ty != RegType::BtfId {

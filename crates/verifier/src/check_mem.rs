@@ -816,6 +816,31 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// A ctx pointer is dereferenced (or passed to a helper) only as the
+    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// Arithmetic on it is allowed; this check is what refuses the result.
+    pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        if reg.off < 0 {
+            return self.err(format!(
+                "negative offset ctx ptr R{regno} off={} disallowed",
+                reg.off
+            ));
+        }
+        if reg.off != 0 {
+            return self.err(format!(
+                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                reg.off
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "variable ctx access var_off={} disallowed",
+                tnum_str(&reg.v)
+            ));
+        }
+        Ok(())
+    }
+
     /// Context loads and stores, by program type (ctx tables).
     fn ctx_access(
         &mut self,
@@ -827,20 +852,7 @@ impl Env<'_> {
         value: Option<u8>,
         sx: bool,
     ) -> VResult<()> {
-        if !reg.v.is_const() {
-            return self.err(format!(
-                "variable ctx access var_off={} off={} size={}",
-                tnum_str(&reg.v),
-                off,
-                size
-            ));
-        }
-        if reg.off != 0 {
-            return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
-                reg.off
-            ));
-        }
+        self.check_ctx_ptr_off(regno, reg)?;
         let r = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
         if access == Access::Read {
             if let Some(d) = value {
