@@ -461,10 +461,12 @@ impl Env<'_> {
     }
 
     /// Bounds of a fixed-size region (map value, key, helper memory) with
-    /// the pointer's variable offset (check_map_access / check_mem_region).
+    /// the pointer's variable offset (check_mem_region_access). Constant
+    /// offsets take the same path: the failing bound's "invalid access to
+    /// ..." line is logged, and the error is the line naming the bound.
     #[allow(clippy::too_many_arguments)]
     fn check_region(
-        &self,
+        &mut self,
         regno: u8,
         reg: &Reg,
         off: i32,
@@ -474,16 +476,8 @@ impl Env<'_> {
         size_name: &str,
     ) -> VResult<()> {
         let v = &reg.v;
-        let mem_err =
-            |o: i64| format!("invalid access to {what}, {size_name}={region} off={o} size={size}");
-        if v.is_const() {
-            let o = off as i64 + v.const_value() as i64;
-            if o < 0 || o + size as i64 > region as i64 {
-                return self.err(mem_err(o));
-            }
-            return Ok(());
-        }
         let offl = off as i64;
+        let fits = |o: i64| o >= 0 && o + size as i64 <= region as i64;
         if v.smin < 0
             && (v.smin == i64::MIN
                 || offl + v.smin != (offl + v.smin) as i32 as i64
@@ -493,11 +487,20 @@ impl Env<'_> {
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ));
         }
+        // The kernel prints the offset as a C int.
+        let mut out_of_range = |o: i64, bound: &str| {
+            let line = format!(
+                "invalid access to {what}, {size_name}={region} off={} size={size}",
+                o as i32
+            );
+            self.log.line(&line);
+            self.err(format!(
+                "R{regno} {bound} value is outside of the allowed memory range"
+            ))
+        };
         let lo = v.smin + offl;
-        if lo < 0 || lo + size as i64 > region as i64 {
-            return self.err(format!(
-                "R{regno} min value is outside of the allowed memory range"
-            ));
+        if !fits(lo) {
+            return out_of_range(lo, "min");
         }
         if v.umax >= MAX_VAR_OFF {
             return self.err(format!(
@@ -505,10 +508,8 @@ impl Env<'_> {
             ));
         }
         let hi = v.umax as i64 + offl;
-        if hi < 0 || hi + size as i64 > region as i64 {
-            return self.err(format!(
-                "R{regno} max value is outside of the allowed memory range"
-            ));
+        if !fits(hi) {
+            return out_of_range(hi, "max");
         }
         Ok(())
     }

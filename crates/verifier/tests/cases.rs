@@ -8,14 +8,16 @@
 //! # error: R2 !read_ok             (for reject: the kernel's error line)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
+//! # map: array 4 48                (a map: type, key and value size, 16
+//!                                   entries; `map_idx[N]` is the Nth)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
 //! programs (root and a working bpf(2)), replayed against the kernel too,
 //! so every expectation is also checked against the oracle.
 
-use bpfvet_isa::uapi::ProgType;
-use bpfvet_object::Object;
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
 
@@ -26,7 +28,34 @@ struct Case {
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
+    maps: Vec<MapDef>,
     text: String,
+}
+
+fn map_def(spec: &str) -> MapDef {
+    let f: Vec<&str> = spec.split_whitespace().collect();
+    let (ty, key, value) = match f[..] {
+        [t, k, v] => (t, k, v),
+        _ => panic!("map: expected `type key_size value_size`, got {spec:?}"),
+    };
+    MapDef {
+        name: format!("map{}", ty),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type: MapType::from_name(ty).expect("known map type"),
+        key_size: key.parse().expect("key size"),
+        value_size: value.parse().expect("value size"),
+        max_entries: 16,
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    }
 }
 
 fn parse(name: &str, src: &str) -> Case {
@@ -37,6 +66,7 @@ fn parse(name: &str, src: &str) -> Case {
         error: None,
         processed: None,
         states: None,
+        maps: Vec::new(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -49,6 +79,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
+                    "map" => c.maps.push(map_def(v)),
                     _ => {}
                 }
                 continue;
@@ -63,7 +94,42 @@ fn parse(name: &str, src: &str) -> Case {
 fn object(c: &Case) -> Object {
     let insns =
         bpfvet_isa::asm::assemble_insns(&c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
-    Object::single_program(&c.name, c.prog_type, insns)
+    let mut obj = Object::single_program(&c.name, c.prog_type, insns);
+    obj.maps = c.maps.clone();
+    obj
+}
+
+/// The kernel's verdict for a program with maps: the kernel backend creates
+/// them and resolves `map_idx[N]`.
+fn kernel_load_with_maps(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
+    use bpfvet_kernel::{Kernel, LoadOptions, Verdict as KVerdict};
+    let kernel = Kernel::open().ok()?;
+    let session = kernel.open_object(obj);
+    let opts = LoadOptions {
+        log_level: 1,
+        ..LoadOptions::default()
+    };
+    let rep = session.load_program(0, &opts)?;
+    let ok = match rep.verdict {
+        KVerdict::Accepted => true,
+        KVerdict::Rejected => false,
+        KVerdict::Refused(r) => panic!("{}: kernel refused: {r}", obj.programs[0].name),
+    };
+    let last = last_error_line(&rep.log);
+    Some((ok, last, rep.processed_insns(), rep.log))
+}
+
+/// The log's last line that is not statistics.
+fn last_error_line(text: &str) -> String {
+    text.lines()
+        .rfind(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+        })
+        .unwrap_or("")
+        .to_string()
 }
 
 /// What the host kernel says: (accepted, last log line, processed insns, log).
@@ -120,16 +186,7 @@ fn kernel_load(obj: &Object) -> Option<(bool, String, Option<u64>, String)> {
         .find_map(|l| l.strip_prefix("processed "))
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok());
-    let last = text
-        .lines()
-        .rfind(|l| {
-            !l.is_empty()
-                && !l.starts_with("processed ")
-                && !l.starts_with("verification time")
-                && !l.starts_with("stack depth")
-        })
-        .unwrap_or("")
-        .to_string();
+    let last = last_error_line(&text);
     Some((fd >= 0, last, processed, text))
 }
 
@@ -181,7 +238,12 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        if let Some((ok, last, processed, log)) = kernel_load(&obj) {
+        let kernel = if obj.maps.is_empty() {
+            kernel_load(&obj)
+        } else {
+            kernel_load_with_maps(&obj)
+        };
+        if let Some((ok, last, processed, log)) = kernel {
             kernel_checked += 1;
             if ok != c.accept {
                 failures.push(format!("{name}: KERNEL verdict accept={ok} ({last})"));
