@@ -60,14 +60,20 @@ impl Env<'_> {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
                 if off < -512 || max + size as i64 > 0 || size > 512 {
+                    // Helpers name the direction of their access (6.18).
+                    let what = match access {
+                        Access::Read => "read from",
+                        Access::Write => "write to",
+                    };
                     if r.v.is_const() {
                         return self.err(format!(
-                            "invalid indirect access to stack R{regno} off={off} size={size}"
+                            "invalid {what} stack R{regno} off={off} size={size}"
                         ));
                     }
                     return self.err(format!(
-                        "invalid variable-offset indirect access to stack R{regno} var_off={} size={size}",
-                        crate::check_alu::tnum_str(&r.v)
+                        "invalid variable-offset {what} stack R{regno} var_off={} off={} size={size}",
+                        crate::check_alu::tnum_str(&r.v),
+                        r.off
                     ));
                 }
                 let frameno = r.frameno as usize;
