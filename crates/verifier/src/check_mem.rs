@@ -176,7 +176,7 @@ impl Env<'_> {
             RegType::MapKey => ("key ", None),
             RegType::MapValue => ("value ", None),
             RegType::Ctx => ("context ", None),
-            RegType::Stack => return Ok(()), // checked with the access
+            RegType::Stack => return Ok(()), // stack_access checks it
             RegType::Sock => ("sock ", None),
             RegType::SockCommon => ("sock_common ", None),
             RegType::TcpSock => ("tcp_sock ", None),
@@ -193,7 +193,7 @@ impl Env<'_> {
         };
         self.err(format!(
             "misaligned {desc}access off {head}{}+{}+{} size {size}",
-            tnum_str(&reg.v),
+            var_off_str(&reg.v),
             reg.off,
             off
         ))
@@ -543,18 +543,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let v = &reg.v;
         let frameno = reg.frameno as usize;
+        // Stack accesses must be aligned to their size, variable part
+        // included (spill tracking relies on it).
+        let total = v.var_off + crate::tnum::Tnum::constant(off as i64 as u64);
+        if size > 1 && !total.is_aligned(size as u64) {
+            return self.err(format!(
+                "misaligned stack access off {}+{}+{} size {}",
+                var_off_str(v),
+                reg.off,
+                off - reg.off,
+                size
+            ));
+        }
         if v.is_const() {
             let o = off as i64 + v.const_value() as i64;
-            // Stack accesses must be aligned to their size.
-            if o % size as i64 != 0 {
-                return self.err(format!(
-                    "misaligned stack access off {}+{}+{} size {}",
-                    tnum_str(v),
-                    reg.off,
-                    off - reg.off,
-                    size
-                ));
-            }
             if o < -(MAX_BPF_STACK as i64) || o + size as i64 > 0 {
                 let what = if access == Access::Write {
                     "write to"
@@ -861,5 +863,15 @@ impl Env<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// A pointer's variable offset in the alignment messages: a constant as a
+/// number, otherwise the tnum.
+fn var_off_str(v: &Scalar) -> String {
+    if v.is_const() {
+        (v.const_value() as i64).to_string()
+    } else {
+        tnum_str(v)
     }
 }
