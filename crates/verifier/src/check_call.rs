@@ -44,12 +44,16 @@ impl Env<'_> {
     }
 
     /// Memory [reg, reg+size) must be accessible (check_helper_mem_access).
+    /// `raw`: the helper only writes a known number of bytes (an
+    /// uninitialised-memory argument with a constant size, the kernel's
+    /// raw mode): the stack it fills is not read.
     fn check_helper_mem(
         &mut self,
         regno: u8,
         size: u64,
         access: Access,
         zero_ok: bool,
+        raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
         if size == 0 && zero_ok {
@@ -78,9 +82,11 @@ impl Env<'_> {
                 }
                 let frameno = r.frameno as usize;
                 self.note_stack_depth(frameno, (-off) as u32);
-                // Helper accesses count as reads: they may read, and a
-                // helper filling memory may skip bytes.
-                self.note_stack_read(frameno, off, max + size as i64);
+                // Other helper accesses count as reads: they may read, and
+                // a helper filling memory may skip bytes.
+                if !raw {
+                    self.note_stack_read(frameno, off, max + size as i64);
+                }
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Write {
@@ -317,8 +323,9 @@ impl Env<'_> {
                     Access::Read
                 };
                 let prev_reg = *self.cur.reg(regno - 1);
+                let raw = prev.flags.contains(TypeFlags::MEM_UNINIT) && r.v.is_const();
                 if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok)?;
+                    self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
                 }
             }
             ArgBase::ConstMapPtr => {
@@ -352,7 +359,8 @@ impl Env<'_> {
                 } else {
                     Access::Read
                 };
-                self.check_helper_mem(regno, size, access, false)?;
+                let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
+                self.check_helper_mem(regno, size, access, false, raw)?;
                 let elide = at.base == ArgBase::PtrToMapKey
                     && matches!(m.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
                 if elide {
@@ -368,7 +376,8 @@ impl Env<'_> {
                     } else {
                         Access::Read
                     };
-                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false)?;
+                    let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
+                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, raw)?;
                 } else if !matches!(
                     r.ty,
                     RegType::Stack
