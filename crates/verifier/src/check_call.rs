@@ -352,7 +352,7 @@ impl Env<'_> {
                         | RegType::MapKey
                         | RegType::Mem
                 ) {
-                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value");
+                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_");
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
                     Access::Write

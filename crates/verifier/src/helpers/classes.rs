@@ -231,7 +231,10 @@ mod tests {
     #[test]
     fn refined_bounds() {
         let s = refined_retval(RetvalRefinement::UpToSizeArg, 64);
-        assert_eq!((s.smin, s.smax, s.s32_min, s.s32_max), (-4095, 64, -4095, 64));
+        assert_eq!(
+            (s.smin, s.smax, s.s32_min, s.s32_max),
+            (-4095, 64, -4095, 64)
+        );
         let c = refined_retval(RetvalRefinement::CpuId, 0);
         assert_eq!((c.umin, c.umax), (0, nr_cpu_ids() as u64 - 1));
         assert_eq!(c.smax, c.umax as i64);
