@@ -190,29 +190,17 @@ impl Env<'_> {
             RegType::Packet | RegType::PacketMeta => (r.aux as i32) as i64,
             _ => return Ok(()),
         };
-        let lo = r.off as i64 + r.v.smin;
-        let hi = r.off as i64 + r.v.umax.min(i64::MAX as u64) as i64;
+        // The same bounds checks as a load or store of `size` bytes
+        // (check_packet_access / check_mem_region_access).
         if r.ty.is_pkt() {
-            if lo < 0 || hi + size as i64 > limit {
-                return self.err(format!(
-                    "invalid access to packet, off={} size={}, R{regno}(id={},off={},r={})",
-                    r.off, size, r.id, r.off, limit
-                ));
-            }
-            return Ok(());
+            return self.packet_access(regno, &r, r.off, size);
         }
-        if lo < 0 || hi + size as i64 > limit {
-            let (what, sname) = match r.ty {
-                RegType::MapValue => ("map value", "value_size"),
-                RegType::MapKey => ("map key", "key_size"),
-                _ => ("memory", "mem_size"),
-            };
-            return self.err(format!(
-                "invalid access to {what}, {sname}={limit} off={} size={size}",
-                r.off
-            ));
-        }
-        Ok(())
+        let (what, sname) = match r.ty {
+            RegType::MapValue => ("map value", "value_size"),
+            RegType::MapKey => ("map key", "key_size"),
+            _ => ("memory", "mem_size"),
+        };
+        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)
     }
 
     /// The key a stack pointer points at, when it is a known constant of

@@ -465,7 +465,7 @@ impl Env<'_> {
     /// offsets take the same path: the failing bound's "invalid access to
     /// ..." line is logged, and the error is the line naming the bound.
     #[allow(clippy::too_many_arguments)]
-    fn check_region(
+    pub(crate) fn check_region(
         &mut self,
         regno: u8,
         reg: &Reg,
@@ -514,18 +514,27 @@ impl Env<'_> {
         Ok(())
     }
 
-    fn packet_access(&self, regno: u8, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+    pub(crate) fn packet_access(
+        &mut self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+    ) -> VResult<()> {
         if reg.v.smin < 0 {
             return self.err(format!(
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ));
         }
         let range = reg.aux as i32;
-        let ok = range >= 0
-            && off >= 0
-            && (off as i64 + size as i64) <= range as i64
-            && reg.v.umax < MAX_VAR_OFF;
-        if !ok {
+        let in_range = off >= 0 && (off as i64 + size as i64) <= range as i64;
+        if range >= 0 && !in_range {
+            self.log.line(&format!(
+                "invalid access to packet, off={off} size={size}, R{regno}(id={},off={off},r={range})",
+                reg.id
+            ));
+        }
+        if range < 0 || !in_range || reg.v.umax >= MAX_VAR_OFF {
             return self.err(format!("R{regno} offset is outside of the packet"));
         }
         Ok(())
