@@ -180,8 +180,12 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
+/// Every byte reads as an unknown scalar: STACK_MISC, or never written
+/// (root may read uninitialised stack).
 fn all_misc(types: &[SlotType; REG_SIZE]) -> bool {
-    types.iter().all(|t| *t == SlotType::Misc)
+    types
+        .iter()
+        .all(|t| matches!(t, SlotType::Misc | SlotType::Invalid))
 }
 
 fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
