@@ -576,6 +576,9 @@ impl Env<'_> {
             }
             let o = o as i32;
             self.note_stack_depth(frameno, (-o) as u32);
+            // Reads grow the allocated stack too (root may read
+            // uninitialised stack), which states_equal compares.
+            self.cur.frames[frameno].grow_stack((-o) as usize);
             let (lo, hi) = (o as i64, o as i64 + size as i64);
             match access {
                 Access::Write => self.note_stack_write(frameno, lo, hi),
