@@ -23,11 +23,6 @@ fn not_null(r: &Reg) -> bool {
                 | RegType::MapKey
                 | RegType::SockCommon
                 | RegType::Mem
-                | RegType::Stack
-                | RegType::Ctx
-                | RegType::Packet
-                | RegType::PacketMeta
-                | RegType::Func
                 | RegType::MapPtr
         )
 }
