@@ -703,7 +703,9 @@ impl Env<'_> {
             _ => {
                 let zero = match vreg {
                     Some(r) => r.is_null_const(),
-                    None => insn.imm == 0,
+                    // Only BPF_ST stores its imm; an atomic's imm is its
+                    // operation (BPF_ADD is 0) and leaves unknown bytes.
+                    None => insn.class() == BPF_ST && insn.imm == 0,
                 };
                 if zero {
                     if let Some(v) = value {
