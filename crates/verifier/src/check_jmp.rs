@@ -39,6 +39,8 @@ impl Env<'_> {
         };
         let is32 = insn.class() == BPF_JMP32;
         let (d, s) = (insn.dst, insn.src);
+        // The destination is checked first, then the source (6.18 order).
+        self.check_read(d)?;
         if source(insn.code) == BPF_X {
             if insn.imm != 0 {
                 return self.err("BPF_JMP/JMP32 uses reserved fields");
@@ -47,7 +49,6 @@ impl Env<'_> {
         } else if s != 0 {
             return self.err("BPF_JMP/JMP32 uses reserved fields");
         }
-        self.check_read(d)?;
         let dst = *self.cur.reg(d);
         let src = if source(insn.code) == BPF_X {
             *self.cur.reg(s)
