@@ -37,32 +37,6 @@ struct Case {
     text: String,
 }
 
-fn map_def(spec: &str) -> MapDef {
-    let f: Vec<&str> = spec.split_whitespace().collect();
-    let (ty, key, value) = match f[..] {
-        [t, k, v] => (t, k, v),
-        _ => panic!("map: expected `type key_size value_size`, got {spec:?}"),
-    };
-    MapDef {
-        name: format!("map{}", ty),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type: MapType::from_name(ty).expect("known map type"),
-        key_size: key.parse().expect("key size"),
-        value_size: value.parse().expect("value size"),
-        max_entries: 16,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    }
-}
-
 fn parse(name: &str, src: &str) -> Case {
     let mut c = Case {
         name: name.to_string(),
