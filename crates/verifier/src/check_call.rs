@@ -42,12 +42,14 @@ impl Env<'_> {
     }
 
     /// Memory [reg, reg+size) must be accessible (check_helper_mem_access).
+    /// `uninit`: the helper only fills the memory (MEM_UNINIT, raw mode).
     fn check_helper_mem(
         &mut self,
         regno: u8,
         size: u64,
         access: Access,
         zero_ok: bool,
+        uninit: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
         if size == 0 && zero_ok {
@@ -70,9 +72,12 @@ impl Env<'_> {
                 }
                 let frameno = r.frameno as usize;
                 self.note_stack_depth(frameno, (-off) as u32);
-                // Helper accesses count as reads: they may read, and a
-                // helper filling memory may skip bytes.
-                self.note_stack_read(frameno, off, max + size as i64);
+                // Helper accesses count as reads, except a fill at a fixed
+                // offset; none counts as a whole-slot write (a helper
+                // filling memory may skip bytes).
+                if !(uninit && r.v.is_const()) {
+                    self.note_stack_read(frameno, off, max + size as i64);
+                }
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Write {
@@ -309,7 +314,8 @@ impl Env<'_> {
                 };
                 let prev_reg = *self.cur.reg(regno - 1);
                 if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok)?;
+                    let uninit = prev.flags.contains(TypeFlags::MEM_UNINIT);
+                    self.check_helper_mem(regno - 1, size, access, zero_ok, uninit)?;
                 }
             }
             ArgBase::ConstMapPtr => {
@@ -343,7 +349,8 @@ impl Env<'_> {
                 } else {
                     Access::Read
                 };
-                self.check_helper_mem(regno, size, access, false)?;
+                let uninit = at.flags.contains(TypeFlags::MEM_UNINIT);
+                self.check_helper_mem(regno, size, access, false, uninit)?;
                 let elide = at.base == ArgBase::PtrToMapKey
                     && matches!(m.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
                 if elide {
@@ -359,7 +366,8 @@ impl Env<'_> {
                     } else {
                         Access::Read
                     };
-                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false)?;
+                    let uninit = at.flags.contains(TypeFlags::MEM_UNINIT);
+                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, uninit)?;
                 } else if !matches!(
                     r.ty,
                     RegType::Stack
@@ -733,6 +741,7 @@ impl Env<'_> {
             self.cur.frame_mut().regs[r] = Reg::not_init();
         }
         self.cur.frames.push(callee);
+        self.live_chain_changed();
         self.insn_idx = target;
         Ok(())
     }

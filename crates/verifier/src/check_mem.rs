@@ -569,8 +569,11 @@ impl Env<'_> {
             ));
         }
         self.note_stack_depth(frameno, (-min) as u32);
-        // A variable-offset write may miss any one slot: it kills none.
-        self.note_stack_read(frameno, min, max + size as i64);
+        // A variable-offset write may miss any one slot: it kills none
+        // (and reads none).
+        if access == Access::Read {
+            self.note_stack_read(frameno, min, max + size as i64);
+        }
         let fr = &mut self.cur.frames[frameno];
         fr.grow_stack((-min) as usize);
         let mut all_zero = true;

@@ -78,6 +78,7 @@ impl<'a> Env<'a> {
     pub fn new(obj: &'a Object, prog: &'a Program, opts: &'a Options, cfg: Cfg) -> Env<'a> {
         let n = prog.insns.len();
         let nsub = cfg.subprogs.len();
+        let stack_live = crate::liveness::StackLiveness::new(&prog.insns, &cfg);
         Env {
             obj,
             prog,
@@ -115,7 +116,7 @@ impl<'a> Env<'a> {
             started: Instant::now(),
             hist_stack_flag: 0,
             called_global: vec![false; nsub],
-            stack_live: crate::liveness::StackLiveness::new(n),
+            stack_live,
             verified_global: vec![false; nsub],
         }
     }
@@ -257,6 +258,7 @@ impl<'a> Env<'a> {
     pub fn do_check(&mut self) -> VResult<()> {
         let mut do_print_state = false;
         let mut prev_insn_idx: i64 = -1;
+        self.live_chain_changed();
         loop {
             self.prev_insn_idx = prev_insn_idx;
             self.hist_stack_flag = 0;
@@ -326,6 +328,7 @@ impl<'a> Env<'a> {
             self.aux[idx].seen = true;
             prev_insn_idx = idx as i64;
             let insn = self.insns[idx];
+            self.live_begin_insn();
             match insn.class() {
                 BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
                 BPF_LDX => self.check_ldx(&insn)?,
@@ -368,6 +371,7 @@ impl<'a> Env<'a> {
                         }
                         if insn.src == BPF_PSEUDO_CALL {
                             self.check_func_call(&insn)?;
+                            self.live_end_insn();
                             if self.log.level >= 2 {
                                 do_print_state = true;
                             }
@@ -397,6 +401,7 @@ impl<'a> Env<'a> {
                             insn.imm as i64
                         };
                         self.insn_idx = (idx as i64 + off + 1) as usize;
+                        self.live_end_insn();
                         continue;
                     } else if o == BPF_EXIT {
                         if source(insn.code) != BPF_K
@@ -409,11 +414,13 @@ impl<'a> Env<'a> {
                         }
                         self.check_exit_locks()?;
                         if self.cur.curframe() > 0 {
+                            self.update_live_stack();
                             self.prepare_func_exit()?;
                             do_print_state = true;
                             continue;
                         }
                         self.check_return_code()?;
+                        self.live_end_insn();
                         if !self.finish_path()? {
                             return Ok(());
                         }
@@ -439,6 +446,7 @@ impl<'a> Env<'a> {
                     return self.err(format!("unknown insn class {}", insn.class()));
                 }
             }
+            self.live_end_insn();
             self.insn_idx += 1;
         }
     }
@@ -448,6 +456,7 @@ impl<'a> Env<'a> {
     fn finish_path(&mut self) -> VResult<bool> {
         let parent = self.cur.parent;
         self.update_branch_counts(parent);
+        self.update_live_stack();
         Ok(self.pop_stack())
     }
 
