@@ -78,7 +78,6 @@ impl<'a> Env<'a> {
     pub fn new(obj: &'a Object, prog: &'a Program, opts: &'a Options, cfg: Cfg) -> Env<'a> {
         let n = prog.insns.len();
         let nsub = cfg.subprogs.len();
-        let stack_live = crate::liveness::StackLiveness::new(&prog.insns, &cfg);
         Env {
             obj,
             prog,
@@ -116,7 +115,7 @@ impl<'a> Env<'a> {
             started: Instant::now(),
             hist_stack_flag: 0,
             called_global: vec![false; nsub],
-            stack_live,
+            stack_live: Default::default(),
             verified_global: vec![false; nsub],
         }
     }

@@ -73,6 +73,19 @@ impl Instance {
         &mut self.frames[frame][insn - self.start]
     }
 
+    /// A visit of `insn` that writes no stack changes nothing: the
+    /// instruction was seen before and has no guaranteed write to drop.
+    fn nothing_to_intersect(&mut self, insn: usize) -> bool {
+        let rel = insn - self.start;
+        if !self.must_write_set[rel] {
+            return false;
+        }
+        let depth = self.chain.depth as usize;
+        self.frames[..=depth]
+            .iter()
+            .all(|f| f.get(rel).is_none_or(|m| m.must_write == 0))
+    }
+
     fn mark_read(&mut self, frame: usize, insn: usize, mask: u64) {
         let m = self.masks_mut(frame, insn);
         let new = m.may_read | mask;
@@ -111,16 +124,23 @@ impl Instance {
     }
 }
 
+#[derive(Default)]
 pub struct StackLiveness {
     instances: Vec<Instance>,
     by_chain: HashMap<CallChain, u32>,
     /// The instance of the current state's chain, while it is known.
     cur: Option<u32>,
+    /// The last chain looked up and its instance (most lookups repeat it).
+    last: Option<(CallChain, u32)>,
+    /// Instances with records the dataflow has not seen yet.
+    dirty: Vec<u32>,
     /// Whole-slot writes of the instruction being checked, per frame.
     written: [u64; MAX_CALL_FRAMES],
+    written_any: bool,
     written_insn: usize,
     /// Instructions in DFS postorder, subprogram after subprogram, and where
-    /// each subprogram's run begins (the order the dataflow visits them).
+    /// each subprogram's run begins (the order the dataflow visits them);
+    /// computed when the dataflow first runs.
     postorder: Vec<u32>,
     postorder_start: Vec<usize>,
     /// Runs of the dataflow (a counter that shows the analysis works).
@@ -128,21 +148,18 @@ pub struct StackLiveness {
 }
 
 impl StackLiveness {
-    pub fn new(insns: &[bpfvet_isa::Insn], cfg: &Cfg) -> StackLiveness {
-        let (postorder, postorder_start) = postorder(insns, cfg);
-        StackLiveness {
-            instances: Vec::new(),
-            by_chain: HashMap::new(),
-            cur: None,
-            written: [0; MAX_CALL_FRAMES],
-            written_insn: 0,
-            postorder,
-            postorder_start,
-            updates: 0,
+    fn lookup(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
+        if let Some((c, i)) = self.last {
+            if c == chain {
+                return i;
+            }
         }
+        let id = self.lookup_slow(cfg, chain, starts);
+        self.last = Some((chain, id));
+        id
     }
 
-    fn lookup(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
+    fn lookup_slow(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
         if let Some(&i) = self.by_chain.get(&chain) {
             return i;
         }
@@ -164,6 +181,24 @@ impl StackLiveness {
         id
     }
 
+    fn mark_read(&mut self, id: u32, frame: usize, insn: usize, mask: u64) {
+        let inst = &mut self.instances[id as usize];
+        let was = inst.updated;
+        inst.mark_read(frame, insn, mask);
+        if !was && inst.updated {
+            self.dirty.push(id);
+        }
+    }
+
+    fn commit_writes(&mut self, id: u32, insn: usize, written: &[u64; MAX_CALL_FRAMES]) {
+        let inst = &mut self.instances[id as usize];
+        let was = inst.updated;
+        inst.commit_writes(insn, written);
+        if !was && inst.updated {
+            self.dirty.push(id);
+        }
+    }
+
     fn find(&self, chain: &CallChain) -> Option<&Instance> {
         self.by_chain
             .get(chain)
@@ -175,6 +210,9 @@ impl StackLiveness {
     /// call instruction in the caller's instance.
     fn update_instance(&mut self, insns: &[bpfvet_isa::Insn], cfg: &Cfg, id: u32) {
         self.updates += 1;
+        if self.postorder_start.is_empty() {
+            (self.postorder, self.postorder_start) = postorder(insns, cfg);
+        }
         let (po_lo, po_hi) = {
             let inst = &self.instances[id as usize];
             (
@@ -224,13 +262,12 @@ impl StackLiveness {
             .filter_map(|f| inst.masks(f, inst.start).map(|m| (f, *m)))
             .collect();
         let oid = self.lookup(cfg, outer, starts);
-        let outer = &mut self.instances[oid as usize];
         let mut written = [0u64; MAX_CALL_FRAMES];
         for (f, m) in entry {
             written[f] |= m.must_write_acc;
-            outer.mark_read(f, callsite, m.live_before);
+            self.mark_read(oid, f, callsite, m.live_before);
         }
-        outer.commit_writes(callsite, &written);
+        self.commit_writes(oid, callsite, &written);
     }
 }
 
@@ -345,8 +382,12 @@ impl Env<'_> {
     /// collected from here on.
     pub fn live_begin_insn(&mut self) {
         self.live_cur_instance();
-        self.stack_live.written = [0; MAX_CALL_FRAMES];
-        self.stack_live.written_insn = self.insn_idx;
+        let sl = &mut self.stack_live;
+        if sl.written_any {
+            sl.written = [0; MAX_CALL_FRAMES];
+            sl.written_any = false;
+        }
+        sl.written_insn = self.insn_idx;
     }
 
     /// After an instruction was checked: what it wrote (possibly nothing)
@@ -354,8 +395,14 @@ impl Env<'_> {
     pub fn live_end_insn(&mut self) {
         if let Some(id) = self.stack_live.cur {
             let sl = &mut self.stack_live;
+            let inst = &mut sl.instances[id as usize];
+            // Most instructions write no stack: that is final once it was
+            // recorded and nothing was ever guaranteed written there.
+            if !sl.written_any && inst.nothing_to_intersect(sl.written_insn) {
+                return;
+            }
             let written = sl.written;
-            sl.instances[id as usize].commit_writes(sl.written_insn, &written);
+            sl.commit_writes(id, sl.written_insn, &written);
         }
     }
 
@@ -370,7 +417,8 @@ impl Env<'_> {
     pub fn note_stack_read(&mut self, frameno: usize, lo: i64, hi: i64) {
         let id = self.live_cur_instance();
         let idx = self.insn_idx;
-        self.stack_live.instances[id as usize].mark_read(frameno, idx, slots_touched(lo, hi));
+        self.stack_live
+            .mark_read(id, frameno, idx, slots_touched(lo, hi));
     }
 
     /// Bytes [lo, hi) of frame `frameno`'s stack are written by the current
@@ -380,6 +428,7 @@ impl Env<'_> {
             let spi = (-lo - 1) / 8;
             if let Some(w) = self.stack_live.written.get_mut(frameno) {
                 *w |= 1 << spi;
+                self.stack_live.written_any = true;
             }
         }
     }
@@ -389,6 +438,9 @@ impl Env<'_> {
     /// subprogram returns and when a path ends.
     pub fn update_live_stack(&mut self) {
         self.stack_live.cur = None;
+        if self.stack_live.dirty.is_empty() {
+            return;
+        }
         for frame in (0..=self.cur.curframe()).rev() {
             let (chain, starts) = chain_of(&self.cfg, &self.cur, frame);
             let id = self.stack_live.lookup(&self.cfg, chain, starts);
@@ -400,6 +452,9 @@ impl Env<'_> {
                 inst.must_write_dropped = false;
             }
         }
+        let sl = &mut self.stack_live;
+        let instances = &sl.instances;
+        sl.dirty.retain(|&i| instances[i as usize].updated);
     }
 
     /// Per frame of `st` (a checkpoint at `st.insn_idx`), the slots that
