@@ -200,9 +200,11 @@ impl StackLiveness {
     }
 
     fn find(&self, chain: &CallChain) -> Option<&Instance> {
-        self.by_chain
-            .get(chain)
-            .map(|&i| &self.instances[i as usize])
+        let id = match self.last {
+            Some((c, i)) if c == *chain => i,
+            _ => *self.by_chain.get(chain)?,
+        };
+        Some(&self.instances[id as usize])
     }
 
     /// Recomputes `live_before` and `must_write_acc` of one instance to a
@@ -464,9 +466,10 @@ impl Env<'_> {
     pub fn live_slots(&self, st: &State) -> [u64; MAX_CALL_FRAMES] {
         let sl = &self.stack_live;
         let curframe = st.curframe();
-        let inst: Vec<Option<&Instance>> = (0..=curframe)
-            .map(|f| sl.find(&chain_of(&self.cfg, st, f).0))
-            .collect();
+        let mut inst: [Option<&Instance>; MAX_CALL_FRAMES] = [None; MAX_CALL_FRAMES];
+        for (f, i) in inst.iter_mut().enumerate().take(curframe + 1) {
+            *i = sl.find(&chain_of(&self.cfg, st, f).0);
+        }
         let live = |i: Option<&Instance>, insn: usize, frame: usize| {
             i.and_then(|i| i.masks(frame, insn))
                 .map_or(0, |m| m.live_before)
