@@ -235,13 +235,15 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
-    pub fn push_history(&mut self, stack: u16, linked: u32) {
+    pub fn push_history(&mut self, stack: u16, linked: u64) {
         let idx = self.insn_idx as u32;
         let prev = self.prev_insn_idx as u32;
         if let Some(last) = self.cur.jmp_history.last_mut() {
             if last.idx == idx && (stack != 0 || linked != 0) {
                 last.stack |= stack;
-                last.linked |= linked;
+                if linked != 0 {
+                    last.linked = linked;
+                }
                 return;
             }
         }

@@ -16,6 +16,7 @@ mod error;
 mod explore;
 mod global_func;
 pub mod helpers;
+mod linked_regs;
 mod liveness;
 mod log;
 mod pool;
