@@ -57,7 +57,7 @@ impl Backtrack {
         let o = op(insn.code);
         let (d, s) = (insn.dst, insn.src);
         let stack = hist.map_or(0, |h| h.stack);
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         match cls {
@@ -174,7 +174,7 @@ impl Backtrack {
             }
             _ => {}
         }
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         Ok(())
@@ -183,9 +183,6 @@ impl Backtrack {
     /// Registers and slots refined together at a jump share precision
     /// (bt_sync_linked_regs).
     fn sync_linked(&mut self, linked: u64) {
-        if linked == 0 {
-            return;
-        }
         let set = crate::linked_regs::LinkedRegs::unpack(linked);
         let has = |bt: &Self, m: &crate::linked_regs::Member| {
             let f = m.frame as usize;
