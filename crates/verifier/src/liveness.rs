@@ -143,8 +143,6 @@ pub struct StackLiveness {
     /// computed when the dataflow first runs.
     postorder: Vec<u32>,
     postorder_start: Vec<usize>,
-    /// Runs of the dataflow (a counter that shows the analysis works).
-    pub updates: u64,
 }
 
 impl StackLiveness {
@@ -211,7 +209,6 @@ impl StackLiveness {
     /// fixed point, then charges its entry's effect on outer frames to the
     /// call instruction in the caller's instance.
     fn update_instance(&mut self, insns: &[bpfvet_isa::Insn], cfg: &Cfg, id: u32) {
-        self.updates += 1;
         if self.postorder_start.is_empty() {
             (self.postorder, self.postorder_start) = postorder(insns, cfg);
         }
