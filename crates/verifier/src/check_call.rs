@@ -807,6 +807,7 @@ impl Env<'_> {
             self.cur.frame_mut().regs[r] = Reg::not_init();
         }
         self.cur.frames.push(callee);
+        self.live_chain_changed();
         self.insn_idx = target;
         Ok(())
     }

@@ -612,8 +612,11 @@ impl Env<'_> {
             ));
         }
         self.note_stack_depth(frameno, (-min) as u32);
-        // A variable-offset write may miss any one slot: it kills none.
-        self.note_stack_read(frameno, min, max + size as i64);
+        // A variable-offset write may miss any one slot: it kills none
+        // (and reads none).
+        if access == Access::Read {
+            self.note_stack_read(frameno, min, max + size as i64);
+        }
         self.cur.frames[frameno].grow_stack((-min) as usize);
         match access {
             Access::Write => {

@@ -120,7 +120,7 @@ impl<'a> Env<'a> {
             started: Instant::now(),
             hist_stack_flag: 0,
             called_global: vec![false; nsub],
-            stack_live: crate::liveness::StackLiveness::new(n),
+            stack_live: Default::default(),
             verified_global: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
@@ -246,13 +246,15 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
-    pub fn push_history(&mut self, stack: u16, linked: u32) {
+    pub fn push_history(&mut self, stack: u16, linked: u64) {
         let idx = self.insn_idx as u32;
         let prev = self.prev_insn_idx as u32;
         if let Some(last) = self.cur.jmp_history.last_mut() {
             if last.idx == idx && (stack != 0 || linked != 0) {
                 last.stack |= stack;
-                last.linked |= linked;
+                if linked != 0 {
+                    last.linked = linked;
+                }
                 return;
             }
         }
@@ -268,6 +270,7 @@ impl<'a> Env<'a> {
     pub fn do_check(&mut self) -> VResult<()> {
         let mut do_print_state = false;
         let mut prev_insn_idx: i64 = -1;
+        self.live_chain_changed();
         loop {
             self.prev_insn_idx = prev_insn_idx;
             self.hist_stack_flag = 0;
@@ -337,6 +340,7 @@ impl<'a> Env<'a> {
             self.aux[idx].seen = true;
             prev_insn_idx = idx as i64;
             let insn = self.insns[idx];
+            self.live_begin_insn();
             match insn.class() {
                 BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
                 BPF_LDX => self.check_ldx(&insn)?,
@@ -379,6 +383,7 @@ impl<'a> Env<'a> {
                         }
                         if insn.src == BPF_PSEUDO_CALL {
                             self.check_func_call(&insn)?;
+                            self.live_end_insn();
                             if self.log.level >= 2 {
                                 do_print_state = true;
                             }
@@ -408,6 +413,7 @@ impl<'a> Env<'a> {
                             insn.imm as i64
                         };
                         self.insn_idx = (idx as i64 + off + 1) as usize;
+                        self.live_end_insn();
                         continue;
                     } else if o == BPF_EXIT {
                         if source(insn.code) != BPF_K
@@ -420,11 +426,13 @@ impl<'a> Env<'a> {
                         }
                         self.check_exit_locks()?;
                         if self.cur.curframe() > 0 {
+                            self.update_live_stack();
                             self.prepare_func_exit()?;
                             do_print_state = true;
                             continue;
                         }
                         self.check_return_code()?;
+                        self.live_end_insn();
                         if !self.finish_path()? {
                             return Ok(());
                         }
@@ -450,6 +458,7 @@ impl<'a> Env<'a> {
                     return self.err(format!("unknown insn class {}", insn.class()));
                 }
             }
+            self.live_end_insn();
             self.insn_idx += 1;
         }
     }
@@ -459,6 +468,7 @@ impl<'a> Env<'a> {
     fn finish_path(&mut self) -> VResult<bool> {
         let parent = self.cur.parent;
         self.update_branch_counts(parent)?;
+        self.update_live_stack();
         Ok(self.pop_stack())
     }
 

@@ -19,6 +19,7 @@ mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod linked_regs;
 mod liveness;
 mod log;
 mod pool;

@@ -57,7 +57,7 @@ impl Backtrack {
         let o = op(insn.code);
         let (d, s) = (insn.dst, insn.src);
         let stack = hist.map_or(0, |h| h.stack);
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         match cls {
@@ -174,21 +174,34 @@ impl Backtrack {
             }
             _ => {}
         }
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         Ok(())
     }
 
-    /// Registers refined together at a jump share precision.
-    fn sync_linked(&mut self, linked: u32) {
-        if linked == 0 {
+    /// Registers and slots refined together at a jump share precision
+    /// (bt_sync_linked_regs).
+    fn sync_linked(&mut self, linked: u64) {
+        let set = crate::linked_regs::LinkedRegs::unpack(linked);
+        let has = |bt: &Self, m: &crate::linked_regs::Member| {
+            let f = m.frame as usize;
+            if m.is_reg {
+                bt.regs[f] & (1 << m.idx) != 0
+            } else {
+                bt.slots[f] & (1 << m.idx) != 0
+            }
+        };
+        if !set.members().iter().any(|m| has(self, m)) {
             return;
         }
-        // Packed as a bit set of registers of the current frame.
-        let set = (linked & 0x7ff) as u16;
-        if self.regs[self.frame] & set != 0 {
-            self.regs[self.frame] |= set;
+        for m in set.members() {
+            let f = m.frame as usize;
+            if m.is_reg {
+                self.regs[f] |= 1 << m.idx;
+            } else {
+                self.slots[f] |= 1 << m.idx;
+            }
         }
     }
 }
@@ -390,5 +403,48 @@ impl Env<'_> {
             });
             p = st.parent;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linked_regs::{LinkedRegs, Member};
+
+    fn packed(members: &[Member]) -> u64 {
+        // Build the packing through its public round trip.
+        let mut v = members.len() as u64;
+        for (i, m) in members.iter().enumerate() {
+            let e = (m.frame as u64) | ((m.idx as u64) << 3) | ((m.is_reg as u64) << 9);
+            v |= e << (3 + 10 * i);
+        }
+        assert_eq!(LinkedRegs::unpack(v).members(), members);
+        v
+    }
+
+    #[test]
+    fn a_precise_register_makes_its_linked_spill_precise() {
+        // r5 and the spill at fp-168 (slot 20) were refined together.
+        let set = [
+            Member {
+                frame: 0,
+                idx: 5,
+                is_reg: true,
+            },
+            Member {
+                frame: 0,
+                idx: 20,
+                is_reg: false,
+            },
+        ];
+        let mut bt = Backtrack::default();
+        bt.regs[0] = 1 << 5;
+        bt.sync_linked(packed(&set));
+        assert_eq!(bt.slots[0], 1 << 20);
+        // Nothing of the set needed: nothing added.
+        let mut bt = Backtrack::default();
+        bt.regs[0] = 1 << 4;
+        bt.sync_linked(packed(&set));
+        assert_eq!((bt.regs[0], bt.slots[0]), (1 << 4, 0));
     }
 }
