@@ -47,11 +47,12 @@ fn updates(c: &mut Criterion) {
         let m = map(t, 8, n as u32, n);
         let mut i = 0u64;
         c.bench_function(&format!("in-place update {t} 100k full"), |b| {
+            let g = pin();
             b.iter(|| {
                 i = (i + 7919) % n;
                 let mut k = [0u8; 8];
                 k[..4].copy_from_slice(&(i as u32).to_ne_bytes());
-                black_box(m.update_elem(&k, &[2; 8], uapi::BPF_ANY, 0))
+                black_box(m.update_elem_guarded(&k, &[2; 8], uapi::BPF_ANY, 0, &g))
             })
         });
     }

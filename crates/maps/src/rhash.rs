@@ -457,13 +457,20 @@ impl RHashMap {
     }
 
     /// Migrate up to `n` buckets of the current table, if it has a future.
+    /// The check is inline: almost every call finds no resize running.
+    #[inline(always)]
     fn help_migrate(&self, n: usize, guard: &Guard) {
         let tp = self.current.load(Ordering::Acquire);
-        let t = table(tp);
-        let fp = t.future.load(Ordering::Acquire);
-        if fp == 0 {
-            return;
+        let fp = table(tp).future.load(Ordering::Acquire);
+        if fp != 0 {
+            self.migrate_some(tp, fp, n, guard);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn migrate_some(&self, tp: usize, fp: usize, n: usize, guard: &Guard) {
+        let t = table(tp);
         let f = table(fp);
         for _ in 0..n {
             let b = t.claim.fetch_add(1, Ordering::AcqRel);
@@ -564,22 +571,41 @@ impl RHashMap {
 
     // ---- operations ----
 
-    fn update_inner(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()> {
+    fn update_inner(&self, key: &[u8], value: &[u8], flags: u64, guard: &Guard) -> Result<()> {
         let mode = flags & !uapi::BPF_F_LOCK;
         if mode > uapi::BPF_EXIST {
             return Err(MapError::Invalid("unknown update flags"));
         }
         let locked = self.common.check_lock_flag(flags)?;
         let hash = self.hash(key);
-        let guard = crate::pin();
-        self.help_migrate(MIGRATE_PER_OP, &guard);
+        self.help_migrate(MIGRATE_PER_OP, guard);
         if mode != uapi::BPF_NOEXIST {
-            // Existing key: copy in place, without the bucket lock.
+            // Existing key: copy in place, without the bucket lock. This is
+            // the hot path (and all the kernel's rhash does for it): one
+            // lock-free lookup and a copy, no atomic read-modify-write.
             if let Some(e) = self.find(key, hash) {
                 // SAFETY: live element under our guard.
                 unsafe { self.layout.store(self.value_ptr(e), value, locked) };
                 return Ok(());
             }
+        }
+        self.update_absent(key, value, mode, locked, hash)
+    }
+
+    /// The rest of an update, when the lock-free lookup found no element
+    /// (or BPF_NOEXIST asked for none): decide and insert under the bucket
+    /// lock. Out of line so the in-place path stays small. The caller holds
+    /// a pinned guard.
+    #[inline(never)]
+    fn update_absent(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        mode: u64,
+        locked: bool,
+        hash: u32,
+    ) -> Result<()> {
+        if mode != uapi::BPF_NOEXIST {
             // Absent and the map full: E2BIG without taking the lock (a
             // racing insert of the same key is ordered after this update).
             if mode == uapi::BPF_ANY
@@ -756,7 +782,7 @@ impl Map for RHashMap {
         self.common.check_lock_flag(flags)?;
         self.common.check_key(key)?;
         self.common.check_sys_value(value.len())?;
-        self.update_inner(key, value, flags)
+        self.update_inner(key, value, flags, &crate::pin())
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -795,10 +821,22 @@ impl Map for RHashMap {
     }
 
     fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()> {
+        self.update_elem_guarded(key, value, flags, cpu, &crate::pin())
+    }
+
+    #[inline]
+    fn update_elem_guarded(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u64,
+        cpu: u32,
+        guard: &Guard,
+    ) -> Result<()> {
         self.common.check_key(key)?;
         self.common.check_prog_value(value.len())?;
         self.common.check_cpu(cpu)?;
-        self.update_inner(key, value, flags)
+        self.update_inner(key, value, flags, guard)
     }
 
     fn delete_elem(&self, key: &[u8]) -> Result<()> {
