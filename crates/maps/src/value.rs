@@ -364,23 +364,32 @@ pub unsafe fn fill_zero(dst: *mut u8, len: usize) {
     }
 }
 
-/// 8-byte aligned, atomically accessed storage for map memory.
-pub struct Slab(Box<[AtomicU64]>);
+const LINE: usize = 64;
+
+/// One cache line of map memory.
+#[repr(C, align(64))]
+struct Line([AtomicU64; LINE / 8]);
+
+/// Cache-line aligned, atomically accessed storage for map memory (the
+/// kernel's map areas are page aligned). The alignment matters: a 32-byte
+/// hash element at a line offset of 48 would span two lines, costing a
+/// second cache miss on every lookup that reaches it.
+pub struct Slab(Box<[Line]>);
 
 impl Drop for Slab {
     fn drop(&mut self) {
-        crate::accounting::sub(self.0.len() * 8);
+        crate::accounting::sub(self.len_bytes());
     }
 }
 
 impl Slab {
     pub fn new_zeroed(bytes: usize) -> Result<Slab, crate::MapError> {
-        let words = bytes.div_ceil(8);
+        let lines = bytes.div_ceil(LINE);
         let mut v = Vec::new();
-        v.try_reserve_exact(words)
+        v.try_reserve_exact(lines)
             .map_err(|_| crate::MapError::NoMem)?;
-        v.resize_with(words, || AtomicU64::new(0));
-        crate::accounting::add(words * 8);
+        v.resize_with(lines, || Line(Default::default()));
+        crate::accounting::add(lines * LINE);
         Ok(Slab(v.into_boxed_slice()))
     }
 
@@ -389,7 +398,7 @@ impl Slab {
     }
 
     pub fn len_bytes(&self) -> usize {
-        self.0.len() * 8
+        self.0.len() * LINE
     }
 }
 
