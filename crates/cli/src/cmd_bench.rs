@@ -32,6 +32,25 @@ struct MapsArgs {
     only: Vec<String>,
 }
 
+#[cfg(feature = "bench-maps")]
+fn maps_report(a: MapsArgs) -> anyhow::Result<ExitCode> {
+    let opts = bpfvet_maps::bench::Options {
+        runs: a.runs,
+        quick: a.quick,
+        only: a.only,
+    };
+    print!("{}", bpfvet_maps::bench::report(&opts));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "bench-maps"))]
+fn maps_report(_: MapsArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this bpfvet was built without the maps benchmarks; rebuild with \
+         `cargo build --release -p bpfvet --features bench-maps`"
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::Maps(a) => {
@@ -42,13 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if a.runs == 0 {
                 anyhow::bail!("--runs must be at least 1");
             }
-            let opts = bpfvet_maps::bench::Options {
-                runs: a.runs,
-                quick: a.quick,
-                only: a.only,
-            };
-            print!("{}", bpfvet_maps::bench::report(&opts));
-            Ok(ExitCode::SUCCESS)
+            maps_report(a)
         }
         What::Run => anyhow::bail!("`bench run` is not implemented yet (runtime benchmarks)"),
     }

@@ -1,6 +1,7 @@
 //! Criterion benches of the hot paths: HASH vs RHASH lookups and in-place
 //! updates, and the hash functions. The full seed tables (all points, the
-//! peers, memory) come from `bpfvet bench maps`.
+//! peers, memory) come from `bpfvet bench maps`. Run with
+//! `cargo bench -p bpfvet-maps --features bench`.
 
 use std::hint::black_box;
 
