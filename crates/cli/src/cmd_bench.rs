@@ -30,6 +30,10 @@ struct MapsArgs {
     /// Only these tables (comma separated): lookup, update, overwrite, hash.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Time the one-thread tables by the thread's CPU time, not the wall
+    /// clock (for a machine shared with other work).
+    #[arg(long)]
+    cpu_time: bool,
 }
 
 #[cfg(feature = "bench-maps")]
@@ -38,6 +42,7 @@ fn maps_report(a: MapsArgs) -> anyhow::Result<ExitCode> {
         runs: a.runs,
         quick: a.quick,
         only: a.only,
+        cpu_time: a.cpu_time,
     };
     print!("{}", bpfvet_maps::bench::report(&opts));
     Ok(ExitCode::SUCCESS)
