@@ -840,6 +840,24 @@ impl Map for RHashMap {
         cpu: u32,
         guard: &Guard,
     ) -> Result<()> {
+        // The common case straight through: BPF_ANY or BPF_EXIST without
+        // BPF_F_LOCK and valid arguments (the checks below would pass).
+        // Anything else takes the checked path, which decides errors in
+        // the kernel's order.
+        if flags & !uapi::BPF_EXIST == 0
+            && key.len() == self.key_size
+            && value.len() == self.layout.size
+            && cpu < self.common.attr.nr_cpus
+        {
+            let hash = self.hash(key);
+            self.help_migrate(MIGRATE_PER_OP, guard);
+            if let Some(e) = self.find(key, hash) {
+                // SAFETY: live element under the caller's guard.
+                unsafe { self.layout.copy_in(self.value_ptr(e), value) };
+                return Ok(());
+            }
+            return self.update_absent(key, value, flags, false, hash);
+        }
         self.common.check_key(key)?;
         self.common.check_prog_value(value.len())?;
         self.common.check_cpu(cpu)?;
