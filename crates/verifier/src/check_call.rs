@@ -76,6 +76,7 @@ impl Env<'_> {
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Write {
+                    self.log.scratch_stack(off, max + size as i64);
                     // The helper fills the bytes: they become STACK_MISC
                     // and spills there are destroyed.
                     for b in off..max + size as i64 {

@@ -542,6 +542,7 @@ impl Env<'_> {
                 return self.err(format!("invalid {what} stack R{regno} off={o} size={size}"));
             }
             let o = o as i32;
+            self.log.scratch_stack(o as i64, o as i64 + 1);
             self.note_stack_depth(frameno, (-o) as u32);
             let (lo, hi) = (o as i64, o as i64 + size as i64);
             match access {
@@ -568,6 +569,7 @@ impl Env<'_> {
                 size
             ));
         }
+        self.log.scratch_stack(min, max + size as i64);
         self.note_stack_depth(frameno, (-min) as u32);
         // A variable-offset write may miss any one slot: it kills none.
         self.note_stack_read(frameno, min, max + size as i64);

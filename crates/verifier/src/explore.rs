@@ -87,12 +87,9 @@ impl<'a> Env<'a> {
             cfg,
             log: {
                 let mut log = Log::new(opts.log_level);
-                // The kernel keeps 15 characters of a map's name.
-                log.maps = obj
-                    .maps
-                    .iter()
-                    .map(|m| (m.name.chars().take(15).collect(), m.key_size, m.value_size))
-                    .collect();
+                if opts.log_level > 0 {
+                    log.maps = crate::log_state::map_infos(obj);
+                }
                 log
             },
             stats: Stats::default(),
@@ -302,6 +299,7 @@ impl<'a> Env<'a> {
                         } else {
                             self.log.line(&format!("{idx}: safe"));
                         }
+                        self.log.scratch_all();
                     }
                     if !self.finish_path()? {
                         return Ok(());
@@ -315,13 +313,13 @@ impl<'a> Env<'a> {
                 self.push_history(0, 0);
             }
             if self.log.level >= 2 && do_print_state {
-                let s = self.log.state_str(&self.cur, false);
                 self.log
-                    .line(&format!("\nfrom {} to {}:{}", self.prev_insn_idx, idx, s));
+                    .append(&format!("\nfrom {} to {}:", self.prev_insn_idx, idx));
+                self.log.full_state(&self.cur, self.cur.curframe());
                 do_print_state = false;
             }
             if self.log.level >= 1 {
-                self.log.insn(self.prog, self.insns, idx);
+                self.log.insn(self.prog, self.insns, &self.cur, idx);
             }
             self.aux[idx].seen = true;
             prev_insn_idx = idx as i64;
@@ -382,6 +380,10 @@ impl<'a> Env<'a> {
                                 continue;
                             }
                         }
+                        // The call clobbers r0-r5.
+                        for r in 0..=5 {
+                            self.log.scratch_reg(r);
+                        }
                     } else if o == BPF_JA {
                         if source(insn.code) != BPF_K
                             || insn.src != 0
@@ -422,6 +424,9 @@ impl<'a> Env<'a> {
                         continue;
                     } else {
                         self.check_cond_jmp(&insn)?;
+                        if self.log.level >= 1 {
+                            self.log.insn_state(&self.cur, self.insn_idx);
+                        }
                     }
                 }
                 BPF_LD => {
@@ -446,6 +451,7 @@ impl<'a> Env<'a> {
     /// Ends the current path and continues with the next pending one.
     /// Returns false when none is left.
     fn finish_path(&mut self) -> VResult<bool> {
+        self.log.scratch_all();
         let parent = self.cur.parent;
         self.update_branch_counts(parent);
         Ok(self.pop_stack())

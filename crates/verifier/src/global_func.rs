@@ -135,6 +135,8 @@ impl Env<'_> {
             }
             st.in_sleepable = self.prog.sleepable;
             self.cur = st;
+            self.log.start_pass();
+            self.log.scratch_all();
             self.insn_idx = self.cfg.subprogs[k].start;
             self.do_check()?;
             // Restart the scan: this function may have called others.

@@ -18,6 +18,7 @@ mod global_func;
 pub mod helpers;
 mod liveness;
 mod log;
+mod log_state;
 mod pool;
 mod precision;
 mod prune;
@@ -142,6 +143,11 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         }
     };
     let mut env = explore::Env::new(obj, prog, opts, cfg);
+    if opts.log_level >= 2 {
+        let starts: Vec<usize> = env.cfg.subprogs.iter().map(|s| s.start).collect();
+        env.log
+            .program_summary(&starts, env.insns, &env.cfg.live_regs_before);
+    }
     env.init_main_state();
     let res = env
         .do_check()

@@ -1,22 +1,56 @@
 //! The verifier log in the kernel's format: instruction lines
-//! (`12: (61) r0 = *(u32 *)(r1 +76)`), register state lines, and the
-//! messages of a failure. Level 1 keeps only the path to the error (pending
-//! paths truncate it back), level 2 keeps everything.
+//! (`12: (61) r0 = *(u32 *)(r1 +76)`) followed, after `;` at an aligned
+//! column, by the registers and stack slots the instruction touched; source
+//! lines from line_info; state dumps; and the messages of a failure. Level 1
+//! keeps only the path to the error (pending paths truncate it back),
+//! level 2 keeps everything. Nothing is formatted at level 0.
 
-use crate::regs::{Reg, RegType};
-use crate::scalar::ScalarLogInfo;
+use crate::log_state::{write_frame_state, MapInfo, Selection};
 use crate::state::State;
-use bpfvet_isa::disasm::{write_log_line, NoSymbols};
+use bpfvet_isa::disasm::{write_log_line, Symbols};
 use bpfvet_isa::Insn;
+use bpfvet_isa::Ld64Kind;
 use bpfvet_object::Program;
+use std::cell::Cell;
 use std::fmt::Write;
+
+/// The kernel aligns the state after an instruction to a multiple of 8,
+/// at least at column 40 (BPF_LOG_ALIGNMENT / BPF_LOG_MIN_ALIGNMENT).
+const ALIGNMENT: usize = 40;
+const MIN_ALIGNMENT: usize = 8;
 
 pub struct Log {
     pub level: u32,
-    /// (name, key size, value size) of each map, for `map=...` in states.
-    pub maps: Vec<(String, u32, u32)>,
+    pub maps: Vec<MapInfo>,
     buf: String,
+    /// The line_info entry whose source line was printed last.
     last_line_info: Option<usize>,
+    /// Where the last instruction line ends (0: none), and its length with
+    /// the newline, so that the state can be appended to it.
+    prev_log_pos: usize,
+    prev_insn_len: usize,
+    /// Registers and stack slots (by spi) read or written since the state
+    /// was last printed. Cells, because register checks borrow the
+    /// environment shared.
+    scratched_regs: Cell<u16>,
+    scratched_slots: Cell<u64>,
+}
+
+/// Map loads print as an address of the width the kernel prints (a
+/// `struct bpf_map` or map value address), so the state column lines up.
+struct FakeAddresses;
+
+impl Symbols for FakeAddresses {
+    fn ld_imm64_value(&self, kind: Ld64Kind, imm: i32, next_imm: i32) -> Option<u64> {
+        let base = 0xffff_8880_0000_0000u64 + ((imm as u32 as u64) << 12);
+        match kind {
+            Ld64Kind::MapFd | Ld64Kind::MapIdx => Some(base),
+            Ld64Kind::MapValue | Ld64Kind::MapIdxValue => {
+                Some(base + 0x0100_0000 + next_imm as u32 as u64)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Log {
@@ -26,6 +60,10 @@ impl Log {
             maps: Vec::new(),
             buf: String::new(),
             last_line_info: None,
+            prev_log_pos: 0,
+            prev_insn_len: 0,
+            scratched_regs: Cell::new(u16::MAX),
+            scratched_slots: Cell::new(u64::MAX),
         }
     }
     pub fn len(&self) -> usize {
@@ -33,7 +71,6 @@ impl Log {
     }
     pub fn truncate(&mut self, n: usize) {
         self.buf.truncate(n);
-        self.last_line_info = None;
     }
     pub fn line(&mut self, s: &str) {
         if self.level == 0 {
@@ -42,108 +79,217 @@ impl Log {
         self.buf.push_str(s);
         self.buf.push('\n');
     }
+    /// Text without a newline (the start of a line a state dump ends).
+    pub fn append(&mut self, s: &str) {
+        self.buf.push_str(s);
+    }
     pub fn into_string(self) -> String {
         self.buf
     }
 
-    /// `; <source line> @ file:line` before the first instruction of a line,
-    /// then the instruction.
-    pub fn insn(&mut self, prog: &Program, insns: &[Insn], idx: usize) {
-        if let Ok(li) = prog
-            .line_info
-            .binary_search_by(|l| l.insn_off.cmp(&(idx as u32)))
-        {
-            if self.last_line_info != Some(li) {
-                let l = &prog.line_info[li];
-                let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
-                let _ = writeln!(self.buf, "; {} @ {}:{}", l.line_text.trim(), file, l.line);
-                self.last_line_info = Some(li);
-            }
+    /// Marks register `r` as touched by the current instruction.
+    #[inline]
+    pub fn scratch_reg(&self, r: u8) {
+        self.scratched_regs
+            .set(self.scratched_regs.get() | (1u16 << (r & 15)));
+    }
+    /// Marks the stack slots holding bytes `lo..hi` (offsets from the frame
+    /// pointer) as touched.
+    #[inline]
+    pub fn scratch_stack(&self, lo: i64, hi: i64) {
+        let mut mask = self.scratched_slots.get();
+        let mut b = lo;
+        while b < hi {
+            let spi = ((-b - 1) / 8) as u32;
+            mask |= 1u64.checked_shl(spi).unwrap_or(0);
+            b += 1;
         }
+        self.scratched_slots.set(mask);
+    }
+    /// Everything counts as touched: the next instruction prints the whole
+    /// state (after a path ends, and on entry to a function).
+    pub fn scratch_all(&self) {
+        self.scratched_regs.set(u16::MAX);
+        self.scratched_slots.set(u64::MAX);
+    }
+    fn scratched(&self) -> bool {
+        self.scratched_regs.get() != 0 || self.scratched_slots.get() != 0
+    }
+
+    /// The state touched since the last print: appended to the instruction
+    /// line if nothing was logged after it, else on a line of its own
+    /// (`13: R0=scalar()`).
+    pub fn insn_state(&mut self, st: &State, insn_idx: usize) {
+        if self.prev_log_pos != 0 && self.prev_log_pos == self.buf.len() {
+            self.buf.pop();
+            let pos = self.prev_insn_len;
+            let col = (pos + MIN_ALIGNMENT / 2)
+                .max(ALIGNMENT)
+                .next_multiple_of(MIN_ALIGNMENT);
+            let pad = col - pos - 1;
+            let _ = write!(self.buf, "{:pad$};", ' ');
+        } else {
+            let _ = write!(self.buf, "{insn_idx}:");
+        }
+        let sel = Selection {
+            all: false,
+            regs: self.scratched_regs.get(),
+            slots: self.scratched_slots.get(),
+        };
+        write_frame_state(&mut self.buf, st, st.curframe(), sel, &self.maps);
+        self.buf.push('\n');
+        self.scratched_regs.set(0);
+        self.scratched_slots.set(0);
+    }
+
+    /// Every register and slot of frame `frameno`, then a newline (the
+    /// `from X to Y:` lines and call dumps).
+    pub fn full_state(&mut self, st: &State, frameno: usize) {
+        let sel = Selection {
+            all: true,
+            regs: 0,
+            slots: 0,
+        };
+        write_frame_state(&mut self.buf, st, frameno, sel, &self.maps);
+        self.buf.push('\n');
+    }
+
+    /// Before an instruction: the touched state, the source line if it
+    /// changed, then `idx: (op) insn`.
+    pub fn insn(&mut self, prog: &Program, insns: &[Insn], st: &State, idx: usize) {
+        if self.scratched() {
+            self.insn_state(st, idx);
+        }
+        self.line_info(prog, idx);
+        let start = self.buf.len();
+        self.write_insn(insns, idx);
+        self.buf.push('\n');
+        self.prev_insn_len = self.buf.len() - start;
+        self.prev_log_pos = self.buf.len();
+    }
+
+    /// `idx: (op) insn` without a newline.
+    pub fn write_insn(&mut self, insns: &[Insn], idx: usize) {
         match bpfvet_isa::decode_at(insns, idx) {
             Ok(ins) => {
-                let _ = write_log_line(&mut self.buf, idx, &ins, &NoSymbols);
+                let _ = write_log_line(&mut self.buf, idx, &ins, &FakeAddresses);
             }
             Err(_) => {
                 let _ = write!(self.buf, "{idx}: ({:02x}) ?", insns[idx].code);
             }
         }
+    }
+
+    /// `; <source line> @ file:line` when the line_info entry covering
+    /// `idx` differs from the last one printed and names another line.
+    fn line_info(&mut self, prog: &Program, idx: usize) {
+        let li = prog
+            .line_info
+            .partition_point(|l| l.insn_off as usize <= idx);
+        let Some(li) = li.checked_sub(1) else {
+            return;
+        };
+        if self.last_line_info == Some(li) {
+            return;
+        }
+        let l = &prog.line_info[li];
+        if let Some(prev) = self.last_line_info.map(|p| &prog.line_info[p]) {
+            if prev.file_name == l.file_name && prev.line == l.line {
+                return;
+            }
+        }
+        let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
+        let _ = writeln!(
+            self.buf,
+            "; {} @ {}:{}",
+            l.line_text.trim_start(),
+            file,
+            l.line
+        );
+        self.last_line_info = Some(li);
+    }
+
+    /// The level-2 preamble: where each function starts, then the
+    /// registers live before each instruction (`  3: .1....6... (bf) r1 = r6`).
+    pub fn program_summary(&mut self, starts: &[usize], insns: &[Insn], live_before: &[u16]) {
+        for (i, start) in starts.iter().enumerate() {
+            let _ = writeln!(self.buf, "func#{i} @{start}");
+        }
+        self.buf.push_str("Live regs before insn:\n");
+        let mut idx = 0;
+        while idx < insns.len() {
+            let live = live_before.get(idx).copied().unwrap_or(0);
+            let _ = write!(self.buf, "    {idx:3}: ");
+            for r in 0..10 {
+                if live & (1 << r) != 0 {
+                    let _ = write!(self.buf, "{r}");
+                } else {
+                    self.buf.push('.');
+                }
+            }
+            self.buf.push(' ');
+            let ok = match bpfvet_isa::decode_at(insns, idx) {
+                Ok(ins) => {
+                    let _ = write!(self.buf, "({:02x}) ", insns[idx].code);
+                    bpfvet_isa::disasm::write_insn(&mut self.buf, &ins, &FakeAddresses).is_ok()
+                }
+                Err(_) => false,
+            };
+            if !ok {
+                let _ = write!(self.buf, "({:02x}) ?", insns[idx].code);
+            }
+            self.buf.push('\n');
+            idx += if insns[idx].is_ld_imm64() { 2 } else { 1 };
+        }
+    }
+
+    /// One step of a precision walk: `mark_precise: frame0: regs=r4
+    /// stack= before 11: (b4) w4 = 20`.
+    pub fn precise_step(
+        &mut self,
+        frame: usize,
+        regs: u16,
+        slots: u64,
+        insns: &[Insn],
+        idx: usize,
+    ) {
+        let _ = write!(self.buf, "mark_precise: frame{frame}: regs=");
+        write_masks(&mut self.buf, regs, slots);
+        let _ = write!(self.buf, " before ");
+        self.write_insn(insns, idx);
         self.buf.push('\n');
     }
 
-    /// ` R1=ctx() R10=fp0` for the current frame.
-    pub fn state_str(&self, st: &State, _all: bool) -> String {
-        let mut s = String::new();
-        let f = st.frame();
-        if st.frames.len() > 1 {
-            let _ = write!(s, " frame{}:", st.curframe());
-        }
-        for (i, r) in f.regs.iter().enumerate() {
-            if r.ty == RegType::NotInit {
-                continue;
-            }
-            let _ = write!(s, " R{i}={}", reg_str(r, &self.maps));
-        }
-        for (spi, slot) in f.stack.iter().enumerate() {
-            let off = -((spi as i32 + 1) * 8);
-            if slot.is_spill() {
-                let _ = write!(s, " fp{off}={}", reg_str(&slot.spilled, &self.maps));
-            } else if slot
-                .types
-                .iter()
-                .any(|t| *t != crate::state::SlotType::Invalid)
-            {
-                let t: String = slot.types.iter().map(|t| t.ch()).collect();
-                let _ = write!(s, " fp{off}={t}");
-            }
-        }
-        s
+    /// The marks a walk leaves in a checkpoint, with that frame's state.
+    pub fn precise_parent(&mut self, frame: usize, regs: u16, slots: u64, st: &State) {
+        let _ = write!(self.buf, "mark_precise: frame{frame}: parent state regs=");
+        write_masks(&mut self.buf, regs, slots);
+        self.buf.push_str(": ");
+        self.full_state(st, frame);
+    }
+
+    /// A new verification pass (the main program, then each global
+    /// function) starts with no source line printed.
+    pub fn start_pass(&mut self) {
+        self.last_line_info = None;
     }
 }
 
-/// One register in the log's notation: `ctx()`, `fp-8`, `map_value(map=...)`, `5`.
-pub fn reg_str(r: &Reg, maps: &[(String, u32, u32)]) -> String {
-    match r.ty {
-        RegType::Scalar => r.v.log_string(ScalarLogInfo {
-            precise: r.precise,
-            id: r.id & !crate::prune::ADD_CONST,
-            linked_off: None,
-        }),
-        RegType::Stack => format!("fp{}", r.off),
-        _ => {
-            let mut s = r.type_str();
-            s.push('(');
-            let mut parts = Vec::new();
-            if r.id != 0 {
-                parts.push(format!("id={}", r.id));
-            }
-            if r.ref_obj_id != 0 {
-                parts.push(format!("ref_obj_id={}", r.ref_obj_id));
-            }
-            if r.off != 0 {
-                parts.push(format!("off={}", r.off));
-            }
-            if r.ty.is_pkt() {
-                parts.push(format!("r={}", r.aux as i32));
-            } else if matches!(r.ty, RegType::MapPtr | RegType::MapKey | RegType::MapValue) {
-                let idx = (r.map & !crate::explore::INNER_MAP) as usize;
-                if let Some((name, ks, vs)) = maps.get(idx) {
-                    parts.push(format!("map={name},ks={ks},vs={vs}"));
-                }
-            } else if r.ty == RegType::Mem && r.aux != 0 {
-                parts.push(format!("sz={}", r.aux));
-            }
-            if !r.v.is_const() {
-                let sc = r.v.log_string(ScalarLogInfo::default());
-                if let Some(inner) = sc.strip_prefix("scalar(").and_then(|x| x.strip_suffix(')')) {
-                    if !inner.is_empty() {
-                        parts.push(inner.to_string());
-                    }
-                }
-            }
-            s.push_str(&parts.join(","));
-            s.push(')');
-            s
+/// `r1,r4 stack=-8,-16` (what follows `regs=`).
+fn write_masks(out: &mut String, regs: u16, slots: u64) {
+    let mut sep = "";
+    for r in 0..16 {
+        if regs & (1 << r) != 0 {
+            let _ = write!(out, "{sep}r{r}");
+            sep = ",";
+        }
+    }
+    out.push_str(" stack=");
+    let mut sep = "";
+    for spi in 0..64 {
+        if slots & (1 << spi) != 0 {
+            let _ = write!(out, "{sep}{}", -(spi + 1) * 8);
+            sep = ",";
         }
     }
 }

@@ -243,7 +243,9 @@ impl Env<'_> {
         if bt.empty() {
             return Ok(());
         }
-        if !self.opts.baselines.backtrack_no_skip {
+        // At log level 2 every walk runs, so that the log shows the
+        // kernel's trace of it.
+        if !self.opts.baselines.backtrack_no_skip && self.log.level < 2 {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
                 let f = &self.cur.frames[fr];
@@ -288,6 +290,12 @@ impl Env<'_> {
                     None => &self.cur,
                     Some(id) => &self.pool.get(id).state,
                 };
+                if self.log.level >= 2 {
+                    self.log.line(&format!(
+                        "mark_precise: frame{}: last_idx {last_idx} first_idx {first_idx} subseq_idx {subseq} ",
+                        bt.frame
+                    ));
+                }
                 if last_idx < 0 {
                     return Err(Unsupported);
                 }
@@ -302,6 +310,15 @@ impl Env<'_> {
                         } else {
                             None
                         };
+                        if self.log.level >= 2 && self.insns[i].code != 0 {
+                            self.log.precise_step(
+                                bt.frame,
+                                bt.regs[bt.frame],
+                                bt.slots[bt.frame],
+                                self.insns,
+                                i,
+                            );
+                        }
                         bt.step(self, i, subseq, h.as_ref())?;
                     }
                     if bt.empty() {
@@ -325,8 +342,8 @@ impl Env<'_> {
             if self.pool.try_get(pid).is_none() {
                 return Err(Unsupported);
             }
-            let pst = &mut self.pool.get_mut(pid).state;
             for fr in (0..=bt.frame).rev() {
+                let pst = &mut self.pool.get_mut(pid).state;
                 let Some(func) = pst.frames.get_mut(fr) else {
                     return Err(Unsupported);
                 };
@@ -356,10 +373,19 @@ impl Env<'_> {
                         slot.spilled.precise = true;
                     }
                 }
+                if self.log.level >= 2 {
+                    self.log.precise_parent(
+                        fr,
+                        bt.regs[fr],
+                        bt.slots[fr],
+                        &self.pool.get(pid).state,
+                    );
+                }
             }
             if bt.empty() {
                 return Ok(());
             }
+            let pst = &self.pool.get(pid).state;
             subseq = first_idx as i64;
             last_idx = if pst.last_insn_idx == usize::MAX {
                 -1
@@ -374,6 +400,12 @@ impl Env<'_> {
     /// Fallback when the history cannot explain a value: every scalar in
     /// every checkpoint on the path becomes precise.
     pub fn mark_all_scalars_precise(&mut self) {
+        if self.log.level >= 2 {
+            self.log.line(&format!(
+                "mark_precise: frame{}: falling back to forcing all scalars precise",
+                self.cur.curframe()
+            ));
+        }
         let mut p = self.cur.parent;
         while let Some(id) = p {
             let Some(node) = self.pool.try_get(id) else {
