@@ -37,7 +37,6 @@ impl Env<'_> {
         if r as usize >= 11 {
             return self.err(format!("R{r} is invalid"));
         }
-        self.log.scratch_reg(r);
         if self.cur.reg(r).ty == RegType::NotInit {
             return self.err(format!("R{r} !read_ok"));
         }
@@ -49,7 +48,6 @@ impl Env<'_> {
         if r as usize >= 11 {
             return self.err(format!("R{r} is invalid"));
         }
-        self.log.scratch_reg(r);
         if r == 10 {
             return self.err("frame pointer is read only");
         }

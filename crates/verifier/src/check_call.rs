@@ -718,6 +718,12 @@ impl Env<'_> {
         if self.is_global(sub) {
             // Verified on its own; the caller sees an unknown scalar.
             self.check_global_call_args(sub)?;
+            if self.log.level >= 1 {
+                let name = self.subprog_name(sub);
+                self.log.line(&format!(
+                    "Func#{sub} ('{name}') is global and assumed valid."
+                ));
+            }
             self.called_global[sub] = true;
             for r in 1..=5 {
                 *self.cur.reg_mut(r) = Reg::not_init();

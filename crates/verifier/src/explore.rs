@@ -380,10 +380,6 @@ impl<'a> Env<'a> {
                                 continue;
                             }
                         }
-                        // The call clobbers r0-r5.
-                        for r in 0..=5 {
-                            self.log.scratch_reg(r);
-                        }
                     } else if o == BPF_JA {
                         if source(insn.code) != BPF_K
                             || insn.src != 0
@@ -425,7 +421,7 @@ impl<'a> Env<'a> {
                     } else {
                         self.check_cond_jmp(&insn)?;
                         if self.log.level >= 1 {
-                            self.log.insn_state(&self.cur, self.insn_idx);
+                            self.log.insn_state(&self.cur, idx);
                         }
                     }
                 }

@@ -48,6 +48,9 @@ impl Symbols for FakeAddresses {
             Ld64Kind::MapValue | Ld64Kind::MapIdxValue => {
                 Some(base + 0x0100_0000 + next_imm as u32 as u64)
             }
+            // A function's address is still its relative offset when the
+            // kernel prints it.
+            Ld64Kind::Func => Some(imm as i64 as u64),
             _ => None,
         }
     }
@@ -87,12 +90,6 @@ impl Log {
         self.buf
     }
 
-    /// Marks register `r` as touched by the current instruction.
-    #[inline]
-    pub fn scratch_reg(&self, r: u8) {
-        self.scratched_regs
-            .set(self.scratched_regs.get() | (1u16 << (r & 15)));
-    }
     /// Marks the stack slots holding bytes `lo..hi` (offsets from the frame
     /// pointer) as touched.
     #[inline]
@@ -166,6 +163,8 @@ impl Log {
         self.buf.push('\n');
         self.prev_insn_len = self.buf.len() - start;
         self.prev_log_pos = self.buf.len();
+        self.scratched_regs
+            .set(self.scratched_regs.get() | checked_regs(insns[idx]));
     }
 
     /// `idx: (op) insn` without a newline.
@@ -272,6 +271,40 @@ impl Log {
     /// function) starts with no source line printed.
     pub fn start_pass(&mut self) {
         self.last_line_info = None;
+    }
+}
+
+/// The registers the kernel checks (check_reg_arg) while verifying `insn`,
+/// which its log then shows: operands, and r0-r5 for calls and legacy
+/// packet loads (arguments and caller-saved registers). Derived from the
+/// instruction here so that verification itself does no log work.
+fn checked_regs(insn: Insn) -> u16 {
+    use bpfvet_isa::opcode::*;
+    const CALLER_SAVED: u16 = 0b11_1111;
+    let (dst, src) = (1u16 << (insn.dst & 15), 1u16 << (insn.src & 15));
+    let x = source(insn.code) == BPF_X;
+    match insn.class() {
+        BPF_ALU | BPF_ALU64 => match op(insn.code) {
+            BPF_NEG | BPF_END => dst,
+            _ if x => dst | src,
+            _ => dst,
+        },
+        BPF_LDX => dst | src,
+        BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm == BPF_CMPXCHG => dst | src | 1,
+        BPF_STX => dst | src,
+        BPF_ST => dst,
+        BPF_JMP | BPF_JMP32 => match op(insn.code) {
+            BPF_CALL => CALLER_SAVED,
+            BPF_EXIT => 1,
+            BPF_JA | BPF_JCOND => 0,
+            _ if x => dst | src,
+            _ => dst,
+        },
+        _ => match mode(insn.code) {
+            BPF_ABS => CALLER_SAVED | 1 << 6,
+            BPF_IND => CALLER_SAVED | 1 << 6 | src,
+            _ => dst,
+        },
     }
 }
 

@@ -115,6 +115,11 @@ pub fn write_reg(out: &mut String, r: &Reg, frameno: usize, maps: &[MapInfo]) {
         return;
     }
     out.push_str(&r.type_str());
+    if r.ty == RegType::BtfId {
+        if let Some(btf) = crate::btf_walk::vmlinux() {
+            out.push_str(btf.name_of(r.aux));
+        }
+    }
     if r.ty == RegType::Stack {
         if r.frameno as usize != frameno {
             let _ = write!(out, "[{}]", r.frameno);
@@ -164,7 +169,8 @@ pub fn write_reg(out: &mut String, r: &Reg, frameno: usize, maps: &[MapInfo]) {
     if r.ty.is_pkt() {
         attr(out, &mut sep);
         out.push_str("r=");
-        let _ = write_unum(out, r.aux as u64);
+        // The range is signed (negative: beyond the packet end).
+        let _ = write_unum(out, r.aux as i32 as i64 as u64);
     }
     if r.ty == RegType::Mem {
         attr(out, &mut sep);

@@ -28,11 +28,30 @@ use bpfvet_verifier::{verify, Options};
 use std::path::{Path, PathBuf};
 
 /// Programs whose normalised logs must be identical to the kernel's.
-const MUST_MATCH: &[&str] = &[];
+const MUST_MATCH: &[&str] = &[
+    "global_data/xdp_global_data",
+    "reject_bad_return/cgroup_bad_return",
+    "reject_ctx_bad_offset/xdp_bad_ctx_offset",
+    "reject_helper_prog_type/sock_store_bytes",
+    "reject_null_map_value/xdp_null_deref",
+    "reject_null_ptr_arith/xdp_null_ptr_arith",
+    "reject_rodata_write/xdp_rodata_write",
+    "reject_uninit_reg/xdp_uninit_reg",
+    "syscall_rawtp/syscall_sum",
+    "tail_call/handle_ipv4",
+    "tail_call/handle_ipv6",
+];
 
 /// Programs left out: their level-2 logs run to hundreds of megabytes
 /// (hundreds of thousands of processed instructions, each with its state).
 const TOO_LARGE: &[&str] = &["stress_backtrack", "reject_too_complex"];
+
+/// The kernel keeps the tail of a log that outgrows its buffer (64 MiB
+/// here); such a log no longer starts with the `func#0` line and is not
+/// compared.
+fn kernel_log_complete(log: &str) -> bool {
+    log.starts_with("func#0 @0\n")
+}
 
 fn progs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs")
@@ -144,6 +163,10 @@ fn level2_logs_match_host_kernel() {
             };
             if report.log.is_empty() {
                 println!("{name}: no kernel log ({:?})", report.verdict);
+                continue;
+            }
+            if !kernel_log_complete(&report.log) {
+                println!("{name}: left out (kernel log over 64 MiB, truncated)");
                 continue;
             }
             let ours = verify(
