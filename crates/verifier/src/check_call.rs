@@ -736,7 +736,8 @@ impl Env<'_> {
         let frameno = self.cur.frames.len() as u32;
         let mut callee = Frame::new(idx as i32, frameno, sub as u32);
         callee.regs[1..=5].copy_from_slice(&caller_regs[1..=5]);
-        for r in 1..=5 {
+        // r0-r5 are caller-saved: none survives into the callee's view.
+        for r in 0..=5 {
             self.cur.frame_mut().regs[r] = Reg::not_init();
         }
         self.cur.frames.push(callee);

@@ -152,7 +152,7 @@ impl Env<'_> {
                     self.push_history(0, 0);
                 }
                 self.propagate_precision(n)?;
-                self.record_max_states(states_cnt);
+                // The kernel counts states per instruction only on a miss.
                 return Ok(true);
             }
             // miss

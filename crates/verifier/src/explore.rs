@@ -365,9 +365,10 @@ impl<'a> Env<'a> {
                             return self.err("function calls are not allowed while holding a lock");
                         }
                         if insn.src == BPF_PSEUDO_CALL {
+                            let depth = self.cur.frames.len();
                             self.check_func_call(&insn)?;
-                            if self.log.level >= 2 {
-                                do_print_state = true;
+                            if self.log.level >= 1 && self.cur.frames.len() > depth {
+                                self.log.call_dump(&self.cur);
                             }
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
@@ -407,7 +408,11 @@ impl<'a> Env<'a> {
                         }
                         self.check_exit_locks()?;
                         if self.cur.curframe() > 0 {
+                            let callee = (self.log.level >= 1).then(|| self.cur.clone());
                             self.prepare_func_exit()?;
+                            if let Some(callee) = callee {
+                                self.log.return_dump(&callee, &self.cur, self.insn_idx);
+                            }
                             do_print_state = true;
                             continue;
                         }

@@ -165,6 +165,13 @@ impl Log {
         self.prev_log_pos = self.buf.len();
         self.scratched_regs
             .set(self.scratched_regs.get() | checked_regs(insns[idx]));
+        if crate::cfg::is_helper_call(&insns[idx])
+            && (crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insns[idx].imm)
+                || crate::cfg::ASYNC_CALLBACK_HELPERS.contains(&insns[idx].imm))
+        {
+            // Setting up the callback's frame marks the whole state.
+            self.scratch_all();
+        }
     }
 
     /// `idx: (op) insn` without a newline.
@@ -242,6 +249,25 @@ impl Log {
         }
     }
 
+    /// Entry into a static function: both frames, and the callee's first
+    /// instruction shows its whole state.
+    pub fn call_dump(&mut self, st: &State) {
+        let callee = st.curframe();
+        self.buf.push_str("caller:\n");
+        self.full_state(st, callee.saturating_sub(1));
+        self.buf.push_str("callee:\n");
+        self.full_state(st, callee);
+        self.scratch_all();
+    }
+
+    /// Return from a function (or a callback) to its caller.
+    pub fn return_dump(&mut self, callee: &State, caller: &State, to: usize) {
+        self.buf.push_str("returning from callee:\n");
+        self.full_state(callee, callee.curframe());
+        let _ = writeln!(self.buf, "to caller at {to}:");
+        self.full_state(caller, caller.curframe());
+    }
+
     /// One step of a precision walk: `mark_precise: frame0: regs=r4
     /// stack= before 11: (b4) w4 = 20`.
     pub fn precise_step(
@@ -295,7 +321,7 @@ fn checked_regs(insn: Insn) -> u16 {
         BPF_ST => dst,
         BPF_JMP | BPF_JMP32 => match op(insn.code) {
             BPF_CALL => CALLER_SAVED,
-            BPF_EXIT => 1,
+            BPF_EXIT => 0,
             BPF_JA | BPF_JCOND => 0,
             _ if x => dst | src,
             _ => dst,

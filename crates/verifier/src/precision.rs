@@ -271,13 +271,20 @@ impl Env<'_> {
             return Ok(());
         }
         self.stats.backtrack_walks += 1;
-        if self.walk(&mut bt).is_err() {
+        // The logging walk is a separate instance, so the walk at lower
+        // log levels carries no trace of it.
+        let walked = if self.log.level >= 2 {
+            self.walk::<true>(&mut bt)
+        } else {
+            self.walk::<false>(&mut bt)
+        };
+        if walked.is_err() {
             self.mark_all_scalars_precise();
         }
         Ok(())
     }
 
-    fn walk(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+    fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
         let mut first_idx = self.cur.first_insn_idx;
         let mut last_idx = self.insn_idx as i64;
         let mut subseq: i64 = -1;
@@ -290,7 +297,7 @@ impl Env<'_> {
                     None => &self.cur,
                     Some(id) => &self.pool.get(id).state,
                 };
-                if self.log.level >= 2 {
+                if LOG {
                     self.log.line(&format!(
                         "mark_precise: frame{}: last_idx {last_idx} first_idx {first_idx} subseq_idx {subseq} ",
                         bt.frame
@@ -310,7 +317,7 @@ impl Env<'_> {
                         } else {
                             None
                         };
-                        if self.log.level >= 2 && self.insns[i].code != 0 {
+                        if LOG && self.insns[i].code != 0 {
                             self.log.precise_step(
                                 bt.frame,
                                 bt.regs[bt.frame],
@@ -342,8 +349,8 @@ impl Env<'_> {
             if self.pool.try_get(pid).is_none() {
                 return Err(Unsupported);
             }
+            let pst = &mut self.pool.get_mut(pid).state;
             for fr in (0..=bt.frame).rev() {
-                let pst = &mut self.pool.get_mut(pid).state;
                 let Some(func) = pst.frames.get_mut(fr) else {
                     return Err(Unsupported);
                 };
@@ -373,19 +380,13 @@ impl Env<'_> {
                         slot.spilled.precise = true;
                     }
                 }
-                if self.log.level >= 2 {
-                    self.log.precise_parent(
-                        fr,
-                        bt.regs[fr],
-                        bt.slots[fr],
-                        &self.pool.get(pid).state,
-                    );
+                if LOG {
+                    self.log.precise_parent(fr, bt.regs[fr], bt.slots[fr], pst);
                 }
             }
             if bt.empty() {
                 return Ok(());
             }
-            let pst = &self.pool.get(pid).state;
             subseq = first_idx as i64;
             last_idx = if pst.last_insn_idx == usize::MAX {
                 -1

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// Programs whose normalised logs must be identical to the kernel's.
 const MUST_MATCH: &[&str] = &[
+    "flow_dissector/dissect",
     "global_data/xdp_global_data",
     "reject_bad_return/cgroup_bad_return",
     "reject_ctx_bad_offset/xdp_bad_ctx_offset",
@@ -40,6 +41,7 @@ const MUST_MATCH: &[&str] = &[
     "syscall_rawtp/syscall_sum",
     "tail_call/handle_ipv4",
     "tail_call/handle_ipv6",
+    "tail_call/xdp_dispatch",
 ];
 
 /// Programs left out: their level-2 logs run to hundreds of megabytes
