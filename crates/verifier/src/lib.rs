@@ -24,6 +24,7 @@ mod precision;
 mod prune;
 mod regs;
 pub mod scalar;
+mod scc;
 mod state;
 mod stats;
 pub mod tnum;

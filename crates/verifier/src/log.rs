@@ -222,10 +222,17 @@ impl Log {
             let _ = writeln!(self.buf, "func#{i} @{start}");
         }
         self.buf.push_str("Live regs before insn:\n");
+        let scc = crate::scc::scc_numbers(insns);
         let mut idx = 0;
         while idx < insns.len() {
             let live = live_before.get(idx).copied().unwrap_or(0);
-            let _ = write!(self.buf, "    {idx:3}: ");
+            match scc[idx] {
+                0 => self.buf.push_str("    "),
+                n => {
+                    let _ = write!(self.buf, "{n:3} ");
+                }
+            }
+            let _ = write!(self.buf, "{idx:3}: ");
             for r in 0..10 {
                 if live & (1 << r) != 0 {
                     let _ = write!(self.buf, "{r}");
