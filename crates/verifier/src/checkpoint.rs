@@ -129,9 +129,10 @@ impl Env<'_> {
                             Exact::Identical,
                         )
                     {
-                        let msg = format!("infinite loop detected at insn {idx}");
-                        self.log.line(&msg);
-                        return self.err(msg);
+                        if self.log.level >= 1 {
+                            self.log.loop_states(&self.cur, old);
+                        }
+                        return self.err(format!("infinite loop detected at insn {idx}"));
                     }
                 }
                 // Inside a loop, save states less often.

@@ -151,6 +151,7 @@ impl Env<'_> {
             }
             self.insn_idx = self.cfg.subprogs[k].start;
             self.do_check()?;
+            self.log.pass_verified();
             if self.log.level >= 1 {
                 self.log.line(&format!(
                     "Func#{k} ('{name}') is safe for any args that match its prototype"

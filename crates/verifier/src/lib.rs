@@ -152,6 +152,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     env.init_main_state();
     let res = env
         .do_check()
+        .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth());
     let mut stats = std::mem::take(&mut env.stats);
@@ -168,6 +169,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         Err(e) => {
             if log.level > 0 && e.limit.is_none() {
                 log.line(&e.msg);
+                log.error_details();
             }
             rejected(prog, e)
         }

@@ -34,6 +34,8 @@ pub struct Log {
     /// environment shared.
     scratched_regs: Cell<u16>,
     scratched_slots: Cell<u64>,
+    /// Lines that follow the error message (state dumps of the failure).
+    details: String,
 }
 
 /// Map loads print as an address of the width the kernel prints (a
@@ -67,6 +69,7 @@ impl Log {
             prev_insn_len: 0,
             scratched_regs: Cell::new(u16::MAX),
             scratched_slots: Cell::new(u64::MAX),
+            details: String::new(),
         }
     }
     pub fn len(&self) -> usize {
@@ -298,6 +301,32 @@ impl Log {
         write_masks(&mut self.buf, regs, slots);
         self.buf.push_str(": ");
         self.full_state(st, frame);
+    }
+
+    /// The two equal states of an infinite loop, shown after its error
+    /// message.
+    pub fn loop_states(&mut self, cur: &State, old: &State) {
+        let at = self.buf.len();
+        let frame = cur.curframe();
+        self.buf.push_str("cur state:");
+        self.full_state(cur, frame);
+        self.buf.push_str("old state:");
+        self.full_state(old, frame);
+        self.details = self.buf.split_off(at);
+    }
+
+    /// Appends what [`Log::loop_states`] set aside for after the error.
+    pub fn error_details(&mut self) {
+        let details = std::mem::take(&mut self.details);
+        self.buf.push_str(&details);
+    }
+
+    /// A pass (the main program or a global function) verified: at level 1
+    /// the log only ever shows the path to an error, so it starts over.
+    pub fn pass_verified(&mut self) {
+        if self.level == 1 {
+            self.buf.clear();
+        }
     }
 
     /// A new verification pass (the main program, then each global
