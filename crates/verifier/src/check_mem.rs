@@ -474,6 +474,7 @@ impl Env<'_> {
         }
         let lo = v.smin + offl;
         if lo < 0 || lo + size as i64 > region as i64 {
+            self.log.before_error(mem_err(lo));
             return self.err(format!(
                 "R{regno} min value is outside of the allowed memory range"
             ));
@@ -485,6 +486,7 @@ impl Env<'_> {
         }
         let hi = v.umax as i64 + offl;
         if hi < 0 || hi + size as i64 > region as i64 {
+            self.log.before_error(mem_err(hi));
             return self.err(format!(
                 "R{regno} max value is outside of the allowed memory range"
             ));
@@ -504,6 +506,12 @@ impl Env<'_> {
             && (off as i64 + size as i64) <= range as i64
             && reg.v.umax < MAX_VAR_OFF;
         if !ok {
+            if range >= 0 && (off < 0 || off as i64 + size as i64 > range as i64) {
+                self.log.before_error(format!(
+                    "invalid access to packet, off={off} size={size}, R{regno}(id={},off={off},r={range})",
+                    reg.id
+                ));
+            }
             return self.err(format!("R{regno} offset is outside of the packet"));
         }
         Ok(())

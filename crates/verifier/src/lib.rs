@@ -168,6 +168,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         Ok(()) => Verdict::Accepted,
         Err(e) => {
             if log.level > 0 && e.limit.is_none() {
+                log.lines_before_error();
                 log.line(&e.msg);
                 log.error_details();
             }

@@ -11,7 +11,7 @@ use bpfvet_isa::disasm::{write_log_line, Symbols};
 use bpfvet_isa::Insn;
 use bpfvet_isa::Ld64Kind;
 use bpfvet_object::Program;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write;
 
 /// The kernel aligns the state after an instruction to a multiple of 8,
@@ -36,6 +36,9 @@ pub struct Log {
     scratched_slots: Cell<u64>,
     /// Lines that follow the error message (state dumps of the failure).
     details: String,
+    /// The kernel's detail line printed just before some error messages
+    /// (set by checks that only borrow the environment).
+    before_error: RefCell<String>,
 }
 
 /// Map loads print as an address of the width the kernel prints (a
@@ -70,6 +73,7 @@ impl Log {
             scratched_regs: Cell::new(u16::MAX),
             scratched_slots: Cell::new(u64::MAX),
             details: String::new(),
+            before_error: RefCell::new(String::new()),
         }
     }
     pub fn len(&self) -> usize {
@@ -313,6 +317,21 @@ impl Log {
         self.buf.push_str("old state:");
         self.full_state(old, frame);
         self.details = self.buf.split_off(at);
+    }
+
+    /// Keeps `line` to print right before the error message.
+    pub fn before_error(&self, line: String) {
+        if self.level > 0 {
+            *self.before_error.borrow_mut() = line;
+        }
+    }
+
+    /// Prints the line kept by [`Log::before_error`], if any.
+    pub fn lines_before_error(&mut self) {
+        let line = std::mem::take(self.before_error.get_mut());
+        if !line.is_empty() {
+            self.line(&line);
+        }
     }
 
     /// Appends what [`Log::loop_states`] set aside for after the error.
