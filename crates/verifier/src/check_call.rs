@@ -626,6 +626,9 @@ impl Env<'_> {
         }
         if is_acquire(func_id) && r0.is_pointer() {
             let rid = self.new_id();
+            // The reference's id is also the register's (null checks and
+            // release find it by either).
+            r0.id = rid;
             r0.ref_obj_id = rid;
             self.cur.refs.push(RefState {
                 kind: RefKind::Ptr,
