@@ -149,9 +149,10 @@ impl Env<'_> {
                             Exact::Identical,
                         )
                     {
-                        let msg = format!("infinite loop detected at insn {idx}");
-                        self.log.line(&msg);
-                        return self.err(msg);
+                        if self.log.level >= 1 {
+                            self.log.loop_states(&self.cur, old);
+                        }
+                        return self.err(format!("infinite loop detected at insn {idx}"));
                     }
                 }
                 // Inside a loop, save states less often.
@@ -190,7 +191,7 @@ impl Env<'_> {
                 if looped {
                     self.add_scc_backedge(n, idx)?;
                 }
-                self.record_max_states(states_cnt);
+                // The kernel counts states per instruction only on a miss.
                 return Ok(true);
             }
             // miss

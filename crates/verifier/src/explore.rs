@@ -92,12 +92,9 @@ impl<'a> Env<'a> {
             cfg,
             log: {
                 let mut log = Log::new(opts.log_level);
-                // The kernel keeps 15 characters of a map's name.
-                log.maps = obj
-                    .maps
-                    .iter()
-                    .map(|m| (m.name.chars().take(15).collect(), m.key_size, m.value_size))
-                    .collect();
+                if opts.log_level > 0 {
+                    log.maps = crate::log_state::map_infos(obj);
+                }
                 log
             },
             stats: Stats::default(),
@@ -316,6 +313,7 @@ impl<'a> Env<'a> {
                         } else {
                             self.log.line(&format!("{idx}: safe"));
                         }
+                        self.log.scratch_all();
                     }
                     if !self.finish_path()? {
                         return Ok(());
@@ -329,13 +327,13 @@ impl<'a> Env<'a> {
                 self.push_history(0, 0);
             }
             if self.log.level >= 2 && do_print_state {
-                let s = self.log.state_str(&self.cur, false);
                 self.log
-                    .line(&format!("\nfrom {} to {}:{}", self.prev_insn_idx, idx, s));
+                    .append(&format!("\nfrom {} to {}:", self.prev_insn_idx, idx));
+                self.log.full_state(&self.cur, self.cur.curframe());
                 do_print_state = false;
             }
             if self.log.level >= 1 {
-                self.log.insn(self.prog, self.insns, idx);
+                self.log.insn(self.prog, self.insns, &self.cur, idx);
             }
             self.aux[idx].seen = true;
             prev_insn_idx = idx as i64;
@@ -382,10 +380,11 @@ impl<'a> Env<'a> {
                             return self.err("function calls are not allowed while holding a lock");
                         }
                         if insn.src == BPF_PSEUDO_CALL {
+                            let depth = self.cur.frames.len();
                             self.check_func_call(&insn)?;
                             self.live_end_insn();
-                            if self.log.level >= 2 {
-                                do_print_state = true;
+                            if self.log.level >= 1 && self.cur.frames.len() > depth {
+                                self.log.call_dump(&self.cur);
                             }
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
@@ -427,7 +426,11 @@ impl<'a> Env<'a> {
                         self.check_exit_locks()?;
                         if self.cur.curframe() > 0 {
                             self.update_live_stack();
+                            let callee = (self.log.level >= 1).then(|| self.cur.clone());
                             self.prepare_func_exit()?;
+                            if let Some(callee) = callee {
+                                self.log.return_dump(&callee, &self.cur, self.insn_idx);
+                            }
                             do_print_state = true;
                             continue;
                         }
@@ -441,6 +444,9 @@ impl<'a> Env<'a> {
                         continue;
                     } else {
                         self.check_cond_jmp(&insn)?;
+                        if self.log.level >= 1 {
+                            self.log.insn_state(&self.cur, idx);
+                        }
                     }
                 }
                 BPF_LD => {
@@ -466,6 +472,7 @@ impl<'a> Env<'a> {
     /// Ends the current path and continues with the next pending one.
     /// Returns false when none is left.
     fn finish_path(&mut self) -> VResult<bool> {
+        self.log.scratch_all();
         let parent = self.cur.parent;
         self.update_branch_counts(parent)?;
         self.update_live_stack();

@@ -256,7 +256,9 @@ impl Env<'_> {
         if bt.empty() {
             return Ok(());
         }
-        if !self.opts.baselines.backtrack_no_skip {
+        // At log level 2 every walk runs, so that the log shows the
+        // kernel's trace of it.
+        if !self.opts.baselines.backtrack_no_skip && self.log.level < 2 {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
                 let f = &self.cur.frames[fr];
@@ -282,13 +284,20 @@ impl Env<'_> {
             return Ok(());
         }
         self.stats.backtrack_walks += 1;
-        if self.walk(&mut bt).is_err() {
+        // The logging walk is a separate instance, so the walk at lower
+        // log levels carries no trace of it.
+        let walked = if self.log.level >= 2 {
+            self.walk::<true>(&mut bt)
+        } else {
+            self.walk::<false>(&mut bt)
+        };
+        if walked.is_err() {
             self.mark_all_scalars_precise();
         }
         Ok(())
     }
 
-    fn walk(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+    fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
         let mut first_idx = self.cur.first_insn_idx;
         let mut last_idx = self.insn_idx as i64;
         let mut subseq: i64 = -1;
@@ -301,6 +310,12 @@ impl Env<'_> {
                     None => &self.cur,
                     Some(id) => &self.pool.get(id).state,
                 };
+                if LOG {
+                    self.log.line(&format!(
+                        "mark_precise: frame{}: last_idx {last_idx} first_idx {first_idx} subseq_idx {subseq} ",
+                        bt.frame
+                    ));
+                }
                 if last_idx < 0 {
                     return Err(Unsupported);
                 }
@@ -315,6 +330,15 @@ impl Env<'_> {
                         } else {
                             None
                         };
+                        if LOG && self.insns[i].code != 0 {
+                            self.log.precise_step(
+                                bt.frame,
+                                bt.regs[bt.frame],
+                                bt.slots[bt.frame],
+                                self.insns,
+                                i,
+                            );
+                        }
                         bt.step(self, i, subseq, h.as_ref())?;
                     }
                     if bt.empty() {
@@ -371,6 +395,9 @@ impl Env<'_> {
                         self.precise_marks += 1;
                     }
                 }
+                if LOG {
+                    self.log.precise_parent(fr, bt.regs[fr], bt.slots[fr], pst);
+                }
             }
             if bt.empty() {
                 return Ok(());
@@ -389,6 +416,12 @@ impl Env<'_> {
     /// Fallback when the history cannot explain a value: every scalar in
     /// every checkpoint on the path becomes precise.
     pub fn mark_all_scalars_precise(&mut self) {
+        if self.log.level >= 2 {
+            self.log.line(&format!(
+                "mark_precise: frame{}: falling back to forcing all scalars precise",
+                self.cur.curframe()
+            ));
+        }
         let mut p = self.cur.parent;
         while let Some(id) = p {
             let Some(node) = self.pool.try_get(id) else {
