@@ -375,7 +375,12 @@ impl Env<'_> {
                 }
             }
             RegType::Ctx => {
-                self.ctx_access(regno, &reg, off, size, access, value, sx)?;
+                // Context loads and stores, by program type (ctx tables).
+                self.check_ctx_ptr_off(regno, &reg)?;
+                let field = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
+                if let (Access::Read, Some(d)) = (access, value) {
+                    *self.cur.reg_mut(d) = field;
+                }
             }
             RegType::FlowKeys => {
                 if off < 0 || off as u32 + size > 56 {
@@ -896,27 +901,6 @@ impl Env<'_> {
                 "variable ctx access var_off={} disallowed",
                 tnum_str(&reg.v)
             ));
-        }
-        Ok(())
-    }
-
-    /// Context loads and stores, by program type (ctx tables).
-    fn ctx_access(
-        &mut self,
-        regno: u8,
-        reg: &Reg,
-        off: i32,
-        size: u32,
-        access: Access,
-        value: Option<u8>,
-        sx: bool,
-    ) -> VResult<()> {
-        self.check_ctx_ptr_off(regno, reg)?;
-        let r = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
-        if access == Access::Read {
-            if let Some(d) = value {
-                *self.cur.reg_mut(d) = r;
-            }
         }
         Ok(())
     }
