@@ -86,6 +86,12 @@ impl UserRingBuf {
         self.mask + 1
     }
 
+    /// How far the drains have consumed (the kernel's consumer_pos, which
+    /// user space reads from the map's first page).
+    pub fn consumer_pos(&self) -> u64 {
+        self.cons_pos.load(Ordering::Acquire)
+    }
+
     fn at(&self, pos: u64) -> *mut u8 {
         // SAFETY: pos & mask < size; a record (at most size bytes) fits
         // after it inside the 2*size data area.
