@@ -109,3 +109,68 @@ fn global_function_reads_through_the_callers_dynptr() {
     scratch.update(&0u32.to_le_bytes(), &v, 0).unwrap();
     assert_eq!(run(&vm, "xdp_dynptr_global", &[0u8; 60]), XDP_DROP);
 }
+
+/// A hand-built XDP program: r0 = bpf_ringbuf_reserve_dynptr(&ring, size,
+/// flags, &d); bpf_ringbuf_discard_dynptr(&d, 0); return r0.
+fn reserve_dynptr_program(size: i32, flags: i32) -> Vm {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    use bpfvet_isa::uapi::{MapType, ProgType};
+    use bpfvet_isa::Insn;
+    use bpfvet_object::{MapDef, MapInit, MapOrigin};
+    let insns = vec![
+        Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &ring
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xb7, 2, 0, 0, size),  // r2 = size
+        Insn::new(0xb7, 3, 0, 0, flags), // r3 = flags
+        Insn::new(0xbf, 4, 10, 0, 0),    // r4 = r10
+        Insn::new(0x07, 4, 0, 0, -16),   // r4 += -16
+        Insn::new(0x85, 0, 0, 0, 198),   // call bpf_ringbuf_reserve_dynptr
+        Insn::new(0xbf, 6, 0, 0, 0),     // r6 = r0
+        Insn::new(0xbf, 1, 10, 0, 0),    // r1 = r10
+        Insn::new(0x07, 1, 0, 0, -16),   // r1 += -16
+        Insn::new(0xb7, 2, 0, 0, 0),     // r2 = 0
+        Insn::new(0x85, 0, 0, 0, 200),   // call bpf_ringbuf_discard_dynptr
+        Insn::new(0xbf, 0, 6, 0, 0),     // r0 = r6
+        Insn::new(0x95, 0, 0, 0, 0),     // exit
+    ];
+    let mut obj = Object::single_program("prog", ProgType::XDP, insns);
+    obj.maps = vec![MapDef {
+        name: "ring".into(),
+        section: ".maps".into(),
+        origin: MapOrigin::BtfMaps,
+        map_type: MapType::RINGBUF,
+        key_size: 0,
+        value_size: 0,
+        max_entries: 4096,
+        map_flags: 0,
+        map_extra: 0,
+        numa_node: 0,
+        pinning: 0,
+        btf_key_type_id: 0,
+        btf_value_type_id: 0,
+        inner: None,
+        init: MapInit::None,
+        frozen: false,
+    }];
+    Vm::load(&obj).unwrap()
+}
+
+#[test]
+fn ringbuf_reserve_dynptr_failures_give_the_kernels_errnos() {
+    // kernel/bpf/ringbuf.c: flags first (EINVAL), then the dynptr size
+    // limit of 2^24 - 1 (E2BIG), then a failed reservation (EINVAL, where
+    // bpf_ringbuf_reserve would return NULL).
+    const EINVAL: u32 = -22i32 as u32;
+    const E2BIG: u32 = -7i32 as u32;
+    let frame = [0u8; 60];
+    assert_eq!(run(&reserve_dynptr_program(4000, 0), "prog", &frame), 0);
+    assert_eq!(run(&reserve_dynptr_program(8, 1), "prog", &frame), EINVAL);
+    assert_eq!(
+        run(&reserve_dynptr_program(1 << 24, 0), "prog", &frame),
+        E2BIG
+    );
+    // A discarded record keeps its room until a consumer passes it.
+    let vm = reserve_dynptr_program(4000, 0);
+    assert_eq!(run(&vm, "prog", &frame), 0);
+    assert_eq!(run(&vm, "prog", &frame), EINVAL);
+}
