@@ -44,6 +44,9 @@ PROGRAMS = [
     ("ringbuf.bpf.o", "xdp_ringbuf_dynptr"),
     ("spin_lock.bpf.o", "tc_spin_lock"),
     ("stress_states.bpf.o", "state_stress"),
+    ("dynptr.bpf.o", "xdp_dynptr_local"),
+    ("dynptr.bpf.o", "xdp_dynptr_user_ringbuf"),
+    ("dynptr.bpf.o", "xdp_dynptr_global"),
 ]
 
 

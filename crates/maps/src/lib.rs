@@ -63,6 +63,7 @@ pub mod queue_stack;
 pub mod rhash;
 pub mod ringbuf;
 mod sync;
+pub mod user_ringbuf;
 pub mod value;
 
 pub use attr::{possible_cpus, MapAttr};
@@ -403,6 +404,7 @@ pub fn create(attr: MapAttr) -> Result<Arc<dyn Map>> {
         MapType::RHASH => Arc::new(rhash::RHashMap::new(attr)?),
         MapType::QUEUE | MapType::STACK => Arc::new(queue_stack::QueueStack::new(attr)?),
         MapType::RINGBUF => Arc::new(RingBuf::new(attr)?),
+        MapType::USER_RINGBUF => Arc::new(user_ringbuf::UserRingBuf::new(attr)?),
         MapType::PROG_ARRAY => Arc::new(ProgArray::new(attr)?),
         MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS => Arc::new(MapOfMaps::new(attr)?),
         _ => return Err(MapError::Invalid("map type not supported by bpfvet")),

@@ -26,7 +26,7 @@ fn errno(e: &MapError) -> u64 {
 }
 
 impl<'a> Run<'a> {
-    fn fault(&self, pc: usize, name: &'static str, what: impl Into<String>) -> VmError {
+    pub(crate) fn fault(&self, pc: usize, name: &'static str, what: impl Into<String>) -> VmError {
         VmError::HelperFault {
             pc,
             name,
@@ -34,7 +34,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn mem(
+    pub(crate) fn mem(
         &self,
         addr: u64,
         len: u64,
@@ -363,67 +363,6 @@ impl<'a> Run<'a> {
                     .map(|r| r.query(a2))
                     .unwrap_or(0)
             }
-            HelperId::RINGBUF_RESERVE_DYNPTR => {
-                let m = self.ringbuf(a1, pc, name)?;
-                let dynptr = self.mem(a4, 16, true, pc, name)?;
-                let rb = m
-                    .as_any()
-                    .downcast_ref::<RingBuf>()
-                    .expect("checked ring buffer");
-                // Our dynptr layout: data pointer, then size; a null pointer
-                // is the kernel's invalid dynptr.
-                let (ptr, ret) = if a3 != 0 {
-                    (0, EINVAL)
-                } else {
-                    match rb.reserve(a2, 0) {
-                        Some(p) => {
-                            self.add_region(p.as_ptr() as u64, a2 as usize, true);
-                            (p.as_ptr() as u64, 0)
-                        }
-                        None => (0, (-12i64) as u64),
-                    }
-                };
-                dynptr[..8].copy_from_slice(&ptr.to_le_bytes());
-                dynptr[8..16].copy_from_slice(&(if ptr == 0 { 0 } else { a2 }).to_le_bytes());
-                // The map is found again through the sample on submit.
-                ret
-            }
-            HelperId::RINGBUF_SUBMIT_DYNPTR | HelperId::RINGBUF_DISCARD_DYNPTR => {
-                let dynptr = self.mem(a1, 16, true, pc, name)?;
-                let ptr = u64::from_le_bytes(dynptr[..8].try_into().expect("8 bytes"));
-                if ptr != 0 {
-                    self.ringbuf_commit_any(ptr, h == HelperId::RINGBUF_SUBMIT_DYNPTR, pc, name)?;
-                }
-                dynptr.fill(0);
-                0
-            }
-            HelperId::DYNPTR_DATA => {
-                let dynptr = self.mem(a1, 16, false, pc, name)?;
-                let ptr = u64::from_le_bytes(dynptr[..8].try_into().expect("8 bytes"));
-                let size = u64::from_le_bytes(dynptr[8..16].try_into().expect("8 bytes"));
-                if ptr == 0 || a2.checked_add(a3).is_none_or(|e| e > size) {
-                    0
-                } else {
-                    ptr + a2
-                }
-            }
-            HelperId::DYNPTR_WRITE => {
-                let dynptr = self.mem(a1, 16, false, pc, name)?;
-                let ptr = u64::from_le_bytes(dynptr[..8].try_into().expect("8 bytes"));
-                let size = u64::from_le_bytes(dynptr[8..16].try_into().expect("8 bytes"));
-                if ptr == 0 {
-                    return Ok(EINVAL);
-                }
-                if a2.checked_add(a4).is_none_or(|e| e > size) {
-                    return Ok(E2BIG);
-                }
-                let src = self.mem(a3, a4, false, pc, name)?.as_ptr();
-                let dst = self.mem(ptr + a2, a4, true, pc, name)?.as_mut_ptr();
-                // SAFETY: both ranges lie in run memory (checked); they may
-                // overlap, so copy as memmove does.
-                unsafe { std::ptr::copy(src, dst, a4 as usize) };
-                0
-            }
             HelperId::LOOP => {
                 let Some(cb) = self.callback(prog, a2) else {
                     return Err(self.fault(pc, name, "callback is not a function of this program"));
@@ -573,24 +512,32 @@ impl<'a> Run<'a> {
             HelperId::XDP_ADJUST_TAIL => self.xdp_adjust_tail(a2 as i32 as i64),
             HelperId::XDP_ADJUST_META => self.xdp_adjust_meta(a2 as i32 as i64),
             _ => {
+                if let Some(r) = self.dynptr_helper(h, regs, prog, pc, depth) {
+                    return r;
+                }
                 return Err(VmError::UnsupportedHelper {
                     pc,
                     id,
                     name: name.to_string(),
-                })
+                });
             }
         })
     }
 
     /// The instruction index of a callback argument, if it is one of the
     /// program's (a forged value must not send the interpreter elsewhere).
-    fn callback(&self, prog: usize, handle: u64) -> Option<usize> {
+    pub(crate) fn callback(&self, prog: usize, handle: u64) -> Option<usize> {
         let pc = func_pc(handle)?;
         // The last op is the sentinel.
         (pc + 1 < self.vm.programs.get(prog)?.ops.len()).then_some(pc)
     }
 
-    fn ringbuf(&self, handle: u64, pc: usize, name: &'static str) -> Result<Arc<dyn Map>> {
+    pub(crate) fn ringbuf(
+        &self,
+        handle: u64,
+        pc: usize,
+        name: &'static str,
+    ) -> Result<Arc<dyn Map>> {
         let m = self.map_arg(handle, pc, name)?;
         if m.as_any().downcast_ref::<RingBuf>().is_none() {
             return Err(self.fault(pc, name, "map is not a RINGBUF"));
@@ -611,7 +558,7 @@ impl<'a> Run<'a> {
         self.ringbuf_commit_any(sample, submit, pc, name)
     }
 
-    fn ringbuf_commit_any(
+    pub(crate) fn ringbuf_commit_any(
         &mut self,
         sample: u64,
         submit: bool,

@@ -17,6 +17,7 @@
 mod code;
 mod csum;
 mod ctx;
+mod dynptr;
 mod error;
 mod format;
 mod helpers;

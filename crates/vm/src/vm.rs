@@ -40,7 +40,7 @@ pub struct Vm {
 
 fn attr_of(def: &MapDef) -> MapAttr {
     let max_entries = match def.map_type {
-        MapType::RINGBUF => def.max_entries.max(4096).next_power_of_two(),
+        MapType::RINGBUF | MapType::USER_RINGBUF => def.max_entries.max(4096).next_power_of_two(),
         _ if def.max_entries == 0 => 1,
         _ => def.max_entries,
     };

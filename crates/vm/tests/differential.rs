@@ -46,6 +46,9 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("ringbuf.bpf.o", "xdp_ringbuf_dynptr"),
     ("spin_lock.bpf.o", "tc_spin_lock"),
     ("stress_states.bpf.o", "state_stress"),
+    ("dynptr.bpf.o", "xdp_dynptr_local"),
+    ("dynptr.bpf.o", "xdp_dynptr_user_ringbuf"),
+    ("dynptr.bpf.o", "xdp_dynptr_global"),
 ];
 
 fn packets() -> Vec<(String, Vec<u8>)> {
@@ -178,6 +181,7 @@ fn programs_agree_with_kernel_test_run() {
                 def.map_type,
                 MapType::PROG_ARRAY
                     | MapType::RINGBUF
+                    | MapType::USER_RINGBUF
                     | MapType::ARRAY_OF_MAPS
                     | MapType::HASH_OF_MAPS
                     | MapType::PERF_EVENT_ARRAY
