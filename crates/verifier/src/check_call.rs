@@ -588,8 +588,10 @@ impl Env<'_> {
                 } else {
                     self.cur.frame_mut().callback_depth = 0;
                 }
-            } else if sync || func_id == id::TIMER_SET_CALLBACK {
+            } else if sync {
                 self.push_callback(sub, func_id)?;
+            } else if func_id == id::TIMER_SET_CALLBACK {
+                self.push_async_cb(sub)?;
             }
         }
         for r in 1..=5 {
@@ -744,19 +746,6 @@ impl Env<'_> {
                 regs[1] = self.const_local_dynptr();
                 regs[2] = caller_regs[3];
             }
-            id::TIMER_SET_CALLBACK => {
-                callee.in_callback_fn = false;
-                callee.in_async_callback_fn = true;
-                callee.callback_ret = Some((0, 0));
-                let map = caller_regs[1].map;
-                let r = &mut callee.regs;
-                r[1] = Reg::pointer(RegType::MapPtr);
-                r[2] = Reg::pointer(RegType::MapKey);
-                r[3] = Reg::pointer(RegType::MapValue);
-                for reg in &mut r[1..=3] {
-                    reg.map = map;
-                }
-            }
             _ => {
                 for reg in &mut regs[1..=5] {
                     *reg = Reg::unknown_scalar();
@@ -771,6 +760,53 @@ impl Env<'_> {
         st.frames.push(callee);
         self.cur.frame_mut().callback_depth = 0;
         Ok(())
+    }
+
+    /// Queues a timer callback as a path of its own (push_async_cb): it
+    /// runs later, on a fresh stack, so its state has no caller frames, no
+    /// references or locks, and no checkpoint parent. The caller goes on
+    /// after the helper without entering it.
+    fn push_async_cb(&mut self, subprog: u32) -> VResult<()> {
+        let Some(sp) = self.cfg.subprogs.get(subprog as usize) else {
+            return self.err("callback function not static");
+        };
+        let start = sp.start;
+        let caller = self.cur.frame();
+        let mut callee = Frame::new(-1, 0, subprog);
+        callee.in_async_callback_fn = true;
+        // A timer callback must return 0.
+        callee.callback_ret = Some((0, 0));
+        callee.async_entry_cnt = caller.async_entry_cnt + 1;
+        // callback(struct bpf_map *map, void *key, void *value)
+        let map = caller.regs[1].map;
+        let r = &mut callee.regs;
+        r[1] = Reg::pointer(RegType::MapPtr);
+        r[2] = Reg::pointer(RegType::MapKey);
+        r[3] = Reg::pointer(RegType::MapValue);
+        for reg in &mut r[1..=3] {
+            reg.map = map;
+        }
+        let mut st = crate::state::State::new();
+        st.frames = vec![callee];
+        self.pending.push(crate::explore::Pending {
+            st,
+            insn_idx: start,
+            prev_insn_idx: self.insn_idx as i64,
+            log_pos: self.log.len(),
+        });
+        if self.pending.len() > crate::explore::MAX_PENDING {
+            let msg = format!(
+                "The sequence of {} jumps is too complex for async cb.",
+                self.pending.len()
+            );
+            self.log.line(&msg);
+            return Err(crate::error::VerifyError::limit(
+                Some(self.insn_idx),
+                crate::Limit::JumpSequence,
+                msg,
+            ));
+        }
+        self.track_memory()
     }
 
     /// A bpf-to-bpf call: enter the callee's frame.
@@ -853,10 +889,8 @@ impl Env<'_> {
         self.check_read(0)?;
         let r0 = *self.cur.reg(0);
         let frame = self.cur.frame();
-        if frame.in_async_callback_fn {
-            return Ok(());
-        }
-        if frame.subprogno != 0 {
+        let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
+        if frame.subprogno != 0 && async_ret.is_none() {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
@@ -869,17 +903,26 @@ impl Env<'_> {
         // The program type's rule (ctx tables); a tp_btf/tracing program
         // is loaded with an attach BTF id.
         let attach_btf = self.prog.attach_target.is_some();
-        let (lo, hi, subreg) = match crate::ctx::return_rule(
-            self.prog_type,
-            self.prog.expected_attach_type,
-            attach_btf,
-        ) {
-            crate::ctx::ReturnRule::Range { min, max, subreg } => (min as i64, max as i64, subreg),
-            _ => return Ok(()),
+        let (lo, hi, subreg, exit_ctx) = if let Some((lo, hi)) = async_ret {
+            (lo, hi, false, "At async callback return")
+        } else {
+            match crate::ctx::return_rule(
+                self.prog_type,
+                self.prog.expected_attach_type,
+                attach_btf,
+            ) {
+                crate::ctx::ReturnRule::Range { min, max, subreg } => (
+                    min as i64,
+                    max as i64,
+                    subreg,
+                    crate::ctx::retval::AT_PROGRAM_EXIT,
+                ),
+                _ => return Ok(()),
+            }
         };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
-                "At program exit the register R0 is not a known value ({})",
+                "{exit_ctx} the register R0 is not a known value ({})",
                 r0.type_str()
             ));
         }
@@ -908,7 +951,7 @@ impl Env<'_> {
                 (smin, smax)
             };
             return self.err(crate::ctx::retval::return_range_message(
-                crate::ctx::retval::AT_PROGRAM_EXIT,
+                exit_ctx,
                 "R0",
                 smin,
                 smax,
