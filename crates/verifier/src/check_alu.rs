@@ -323,9 +323,18 @@ impl Env<'_> {
                 "R{d} pointer arithmetic on {ts} prohibited, null-check it first"
             ));
         }
+        let known = ov.is_const();
+        let prohibited = match ptr.ty {
+            // A map pointer may only be "moved" by a constant 0.
+            RegType::MapPtr => !(known && ov.smin == 0 && o == BPF_ADD),
+            RegType::FlowKeys => !known,
+            _ => false,
+        };
+        if prohibited {
+            return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
+        }
         match ptr.ty {
-            RegType::MapPtr
-            | RegType::PacketEnd
+            RegType::PacketEnd
             | RegType::Sock
             | RegType::SockCommon
             | RegType::TcpSock
@@ -334,7 +343,6 @@ impl Env<'_> {
             }
             _ => {}
         }
-        let known = ov.is_const();
         self.check_sane_offset(&ov, known, ptr)?;
         self.check_sane_offset(&ptr.v, false, ptr)?;
         match o {
@@ -370,12 +378,6 @@ impl Env<'_> {
             }
             r.off = new_off as i32;
         } else {
-            if ptr.ty == RegType::Ctx {
-                return self.err(format!(
-                    "R{d} variable ctx access var_off={} disallowed",
-                    tnum_str(&ov)
-                ));
-            }
             let aop = if o == BPF_ADD { AluOp::Add } else { AluOp::Sub };
             let _ = r.v.alu(aop, &ov, false);
             if r.ty.is_pkt() {

@@ -37,6 +37,8 @@ struct ArgMeta {
     dynptr: Option<(u32, u32)>,
     /// The reference an argument holds, shared by what a cast returns.
     ref_obj_id: Option<u32>,
+    /// The largest value of the last size argument (msize_max_value).
+    size_max: u64,
 }
 
 impl Env<'_> {
@@ -49,12 +51,16 @@ impl Env<'_> {
     }
 
     /// Memory [reg, reg+size) must be accessible (check_helper_mem_access).
+    /// `raw`: the helper only writes a known number of bytes (an
+    /// uninitialised-memory argument with a constant size, the kernel's
+    /// raw mode): the stack it fills is not read.
     pub(crate) fn check_helper_mem(
         &mut self,
         regno: u8,
         size: u64,
         access: Access,
         zero_ok: bool,
+        raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
         if size == 0 && zero_ok {
@@ -65,24 +71,33 @@ impl Env<'_> {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
                 if off < -512 || max + size as i64 > 0 || size > 512 {
+                    // Helpers name the direction of their access (6.18).
+                    let what = match access {
+                        Access::Read => "read from",
+                        Access::Write => "write to",
+                    };
                     if r.v.is_const() {
                         return self.err(format!(
-                            "invalid indirect access to stack R{regno} off={off} size={size}"
+                            "invalid {what} stack R{regno} off={off} size={size}"
                         ));
                     }
                     return self.err(format!(
-                        "invalid variable-offset indirect access to stack R{regno} var_off={} size={size}",
-                        crate::check_alu::tnum_str(&r.v)
+                        "invalid variable-offset {what} stack R{regno} var_off={} off={} size={size}",
+                        crate::check_alu::tnum_str(&r.v),
+                        r.off
                     ));
                 }
                 let frameno = r.frameno as usize;
-                // Only a constant-offset write is the kernel's raw mode.
-                let raw = access == Access::Write && r.v.is_const();
+                // Raw mode needs a constant offset too: a variable-offset
+                // access must find the bytes initialised.
+                let raw = raw && r.v.is_const();
                 self.check_helper_stack_no_dynptr(regno, frameno, (off, max + size as i64), size, raw)?;
                 self.note_stack_depth(frameno, (-off) as u32);
-                // Helper accesses count as reads: they may read, and a
-                // helper filling memory may skip bytes.
-                self.note_stack_read(frameno, off, max + size as i64);
+                // Other helper accesses count as reads: they may read, and
+                // a helper filling memory may skip bytes.
+                if !raw {
+                    self.note_stack_read(frameno, off, max + size as i64);
+                }
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Read {
@@ -198,29 +213,17 @@ impl Env<'_> {
             RegType::Packet | RegType::PacketMeta => (r.aux as i32) as i64,
             _ => return Ok(()),
         };
-        let lo = r.off as i64 + r.v.smin;
-        let hi = r.off as i64 + r.v.umax.min(i64::MAX as u64) as i64;
+        // The same bounds checks as a load or store of `size` bytes
+        // (check_packet_access / check_mem_region_access).
         if r.ty.is_pkt() {
-            if lo < 0 || hi + size as i64 > limit {
-                return self.err(format!(
-                    "invalid access to packet, off={} size={}, R{regno}(id={},off={},r={})",
-                    r.off, size, r.id, r.off, limit
-                ));
-            }
-            return Ok(());
+            return self.packet_access(regno, &r, r.off, size);
         }
-        if lo < 0 || hi + size as i64 > limit {
-            let (what, sname) = match r.ty {
-                RegType::MapValue => ("map value", "value_size"),
-                RegType::MapKey => ("map key", "key_size"),
-                _ => ("memory", "mem_size"),
-            };
-            return self.err(format!(
-                "invalid access to {what}, {sname}={limit} off={} size={size}",
-                r.off
-            ));
-        }
-        Ok(())
+        let (what, sname) = match r.ty {
+            RegType::MapValue => ("map value", "value_size"),
+            RegType::MapKey => ("map key", "key_size"),
+            _ => ("memory", "mem_size"),
+        };
+        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)
     }
 
     /// The key a stack pointer points at, when it is a known constant of
@@ -329,6 +332,7 @@ impl Env<'_> {
             }
             ArgBase::ConstSize | ArgBase::ConstSizeOrZero => {
                 let zero_ok = at.base == ArgBase::ConstSizeOrZero;
+                meta.size_max = r.v.umax;
                 let size = self.size_arg(regno, zero_ok)?;
                 let prev = proto.args[i - 1];
                 let access = if prev.flags.contains(TypeFlags::MEM_UNINIT)
@@ -339,8 +343,9 @@ impl Env<'_> {
                     Access::Read
                 };
                 let prev_reg = *self.cur.reg(regno - 1);
+                let raw = prev.flags.contains(TypeFlags::MEM_UNINIT) && r.v.is_const();
                 if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok)?;
+                    self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
                 }
             }
             ArgBase::ConstMapPtr => {
@@ -367,14 +372,15 @@ impl Env<'_> {
                         | RegType::MapKey
                         | RegType::Mem
                 ) {
-                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value");
+                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_");
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
                     Access::Write
                 } else {
                     Access::Read
                 };
-                self.check_helper_mem(regno, size, access, false)?;
+                let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
+                self.check_helper_mem(regno, size, access, false, raw)?;
                 let elide = at.base == ArgBase::PtrToMapKey
                     && matches!(m.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
                 if elide {
@@ -390,7 +396,8 @@ impl Env<'_> {
                     } else {
                         Access::Read
                     };
-                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false)?;
+                    let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
+                    self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, raw)?;
                 } else if !matches!(
                     r.ty,
                     RegType::Stack
@@ -412,12 +419,7 @@ impl Env<'_> {
                 if r.ty != RegType::Ctx {
                     return self.arg_type_err(regno, "ctx");
                 }
-                if r.off != 0 || !r.v.is_const() || r.v.const_value() != 0 {
-                    return self.err(format!(
-                        "dereference of modified ctx ptr R{regno} off={} disallowed",
-                        r.off
-                    ));
-                }
+                self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
                 if !r.ty.is_sock() && r.ty != RegType::BtfId {
@@ -617,8 +619,8 @@ impl Env<'_> {
         let mut r0 = match rt.base {
             RetBase::Integer => {
                 let mut r = Reg::unknown_scalar();
-                if func_id == id::GET_SMP_PROCESSOR_ID {
-                    r.v = Scalar::from_urange(0, 8191);
+                if let Some(kind) = helpers::classes::retval_refinement(func_id) {
+                    r.v = helpers::classes::refined_retval(kind, meta.size_max);
                 }
                 r
             }

@@ -22,6 +22,8 @@ fn not_null(r: &Reg) -> bool {
     if r.ty == RegType::BtfId {
         return r.ref_obj_id != 0 || r.flags == crate::regs::flag::TRUSTED;
     }
+    // Stack, ctx, packet and func pointers are not on the kernel's list:
+    // comparing them with 0 explores both branches.
     matches!(
         r.ty,
         RegType::Sock
@@ -30,11 +32,6 @@ fn not_null(r: &Reg) -> bool {
             | RegType::MapKey
             | RegType::SockCommon
             | RegType::Mem
-            | RegType::Stack
-            | RegType::Ctx
-            | RegType::Packet
-            | RegType::PacketMeta
-            | RegType::Func
             | RegType::MapPtr
     )
 }
@@ -51,6 +48,8 @@ impl Env<'_> {
         };
         let is32 = insn.class() == BPF_JMP32;
         let (d, s) = (insn.dst, insn.src);
+        // The destination is checked first, then the source (6.18 order).
+        self.check_read(d)?;
         if source(insn.code) == BPF_X {
             if insn.imm != 0 {
                 return self.err("BPF_JMP/JMP32 uses reserved fields");
@@ -59,7 +58,6 @@ impl Env<'_> {
         } else if s != 0 {
             return self.err("BPF_JMP/JMP32 uses reserved fields");
         }
-        self.check_read(d)?;
         let dst = *self.cur.reg(d);
         let src = if source(insn.code) == BPF_X {
             *self.cur.reg(s)

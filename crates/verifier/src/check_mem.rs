@@ -122,45 +122,81 @@ impl Env<'_> {
         self.check_read(insn.dst)?;
         if imm == BPF_CMPXCHG {
             self.check_read(0)?;
-            if self.cur.reg(0).is_pointer() {
-                return self.err("R0 leaks addr into mem");
-            }
         }
-        if self.cur.reg(insn.src).is_pointer() {
-            return self.err(format!("R{} leaks addr into mem", insn.src));
-        }
-        let dty = self.cur.reg(insn.dst).ty;
-        if !matches!(
-            dty,
-            RegType::Stack | RegType::MapValue | RegType::Mem | RegType::BtfId
+        // Pointer leaks into memory ("leaks addr into mem/ctx/packet") are
+        // refused only to unprivileged loaders; bpfvet models root.
+        let dreg = *self.cur.reg(insn.dst);
+        if matches!(
+            dreg.ty,
+            RegType::Ctx
+                | RegType::Packet
+                | RegType::PacketMeta
+                | RegType::FlowKeys
+                | RegType::Sock
+                | RegType::SockCommon
+                | RegType::TcpSock
         ) {
             return self.err(format!(
                 "BPF_ATOMIC stores into R{} {} is not allowed",
                 insn.dst,
-                self.cur.reg(insn.dst).type_str()
+                dreg.type_str()
             ));
         }
+        // The fetched register is written before memory is read: it
+        // becomes unknown, then takes what a fill of that memory gives
+        // (a zeroed or constant stack slot gives its value).
         let load_reg = if imm & BPF_FETCH != 0 {
-            Some(if imm == BPF_CMPXCHG { 0 } else { insn.src })
+            let r = if imm == BPF_CMPXCHG { 0 } else { insn.src };
+            self.check_write(r)?;
+            self.set_unknown(r);
+            Some(r)
         } else {
             None
         };
-        self.check_mem_access(
-            insn.dst,
-            insn.off as i32,
-            size,
-            Access::Read,
-            load_reg,
-            false,
-        )?;
-        self.check_mem_access(insn.dst, insn.off as i32, size, Access::Write, None, false)?;
+        let off = insn.off as i32;
+        self.check_atomic_alignment(insn.dst, off, size)?;
+        self.check_mem_access(insn.dst, off, size, Access::Read, None, false)?;
         if let Some(r) = load_reg {
-            self.set_unknown(r);
-            if size == 4 {
-                self.cur.reg_mut(r).v = Scalar::unknown_u32();
-            }
+            self.check_mem_access(insn.dst, off, size, Access::Read, Some(r), false)?;
         }
-        Ok(())
+        let dst_ty = self.cur.reg(insn.dst).ty;
+        self.save_aux_ptr_type(dst_ty)?;
+        self.check_atomic_alignment(insn.dst, off, size)?;
+        self.check_mem_access(insn.dst, off, size, Access::Write, None, false)
+    }
+
+    /// Atomics are held to strict alignment on every pointer kind
+    /// (check_ptr_alignment with strict_alignment_once); the kernel's
+    /// message names the region.
+    fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+        let reg = self.cur.reg(regno);
+        let (desc, ip_align) = match reg.ty {
+            RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
+            RegType::FlowKeys => ("flow keys ", None),
+            RegType::MapKey => ("key ", None),
+            RegType::MapValue => ("value ", None),
+            RegType::Ctx => ("context ", None),
+            RegType::Stack => return Ok(()), // stack_access checks it
+            RegType::Sock => ("sock ", None),
+            RegType::SockCommon => ("sock_common ", None),
+            RegType::TcpSock => ("tcp_sock ", None),
+            _ => ("", None),
+        };
+        let fixed = ip_align.unwrap_or(0) + reg.off as i64 + off as i64;
+        let total = reg.v.var_off + crate::tnum::Tnum::constant(fixed as u64);
+        if size == 1 || total.is_aligned(size as u64) {
+            return Ok(());
+        }
+        let head = match ip_align {
+            Some(a) => format!("{a}+"),
+            None => String::new(),
+        };
+        self.err(format!(
+            "misaligned {desc}access off {head}{}+{}+{} size {size}",
+            var_off_str(&reg.v),
+            reg.off,
+            off
+        ))
     }
 
     pub fn check_ld_imm(&mut self, insn: &Insn) -> VResult<()> {
@@ -281,21 +317,6 @@ impl Env<'_> {
         let off = off.wrapping_add(reg.off);
         if reg.ty != RegType::Scalar && reg.maybe_null() {
             return self.err(format!("R{regno} invalid mem access '{}'", reg.type_str()));
-        }
-        if access == Access::Write {
-            if let Some(v) = value {
-                let vr = self.cur.reg(v);
-                if vr.is_pointer() && !matches!(reg.ty, RegType::Stack) {
-                    // Root may store pointers into maps (leaks are allowed);
-                    // ctx and packet stores of pointers are not.
-                    if matches!(
-                        reg.ty,
-                        RegType::Ctx | RegType::Packet | RegType::PacketMeta | RegType::FlowKeys
-                    ) {
-                        return self.err(format!("R{v} leaks addr into ctx"));
-                    }
-                }
-            }
         }
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
@@ -447,10 +468,12 @@ impl Env<'_> {
     }
 
     /// Bounds of a fixed-size region (map value, key, helper memory) with
-    /// the pointer's variable offset (check_map_access / check_mem_region).
+    /// the pointer's variable offset (check_mem_region_access). Constant
+    /// offsets take the same path: the failing bound's "invalid access to
+    /// ..." line is logged, and the error is the line naming the bound.
     #[allow(clippy::too_many_arguments)]
-    fn check_region(
-        &self,
+    pub(crate) fn check_region(
+        &mut self,
         regno: u8,
         reg: &Reg,
         off: i32,
@@ -460,16 +483,8 @@ impl Env<'_> {
         size_name: &str,
     ) -> VResult<()> {
         let v = &reg.v;
-        let mem_err =
-            |o: i64| format!("invalid access to {what}, {size_name}={region} off={o} size={size}");
-        if v.is_const() {
-            let o = off as i64 + v.const_value() as i64;
-            if o < 0 || o + size as i64 > region as i64 {
-                return self.err(mem_err(o));
-            }
-            return Ok(());
-        }
         let offl = off as i64;
+        let fits = |o: i64| o >= 0 && o + size as i64 <= region as i64;
         if v.smin < 0
             && (v.smin == i64::MIN
                 || offl + v.smin != (offl + v.smin) as i32 as i64
@@ -479,11 +494,20 @@ impl Env<'_> {
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ));
         }
+        // The kernel prints the offset as a C int.
+        let mut out_of_range = |o: i64, bound: &str| {
+            let line = format!(
+                "invalid access to {what}, {size_name}={region} off={} size={size}",
+                o as i32
+            );
+            self.log.line(&line);
+            self.err(format!(
+                "R{regno} {bound} value is outside of the allowed memory range"
+            ))
+        };
         let lo = v.smin + offl;
-        if lo < 0 || lo + size as i64 > region as i64 {
-            return self.err(format!(
-                "R{regno} min value is outside of the allowed memory range"
-            ));
+        if !fits(lo) {
+            return out_of_range(lo, "min");
         }
         if v.umax >= MAX_VAR_OFF {
             return self.err(format!(
@@ -491,26 +515,33 @@ impl Env<'_> {
             ));
         }
         let hi = v.umax as i64 + offl;
-        if hi < 0 || hi + size as i64 > region as i64 {
-            return self.err(format!(
-                "R{regno} max value is outside of the allowed memory range"
-            ));
+        if !fits(hi) {
+            return out_of_range(hi, "max");
         }
         Ok(())
     }
 
-    fn packet_access(&self, regno: u8, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+    pub(crate) fn packet_access(
+        &mut self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+    ) -> VResult<()> {
         if reg.v.smin < 0 {
             return self.err(format!(
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ));
         }
         let range = reg.aux as i32;
-        let ok = range >= 0
-            && off >= 0
-            && (off as i64 + size as i64) <= range as i64
-            && reg.v.umax < MAX_VAR_OFF;
-        if !ok {
+        let in_range = off >= 0 && (off as i64 + size as i64) <= range as i64;
+        if range >= 0 && !in_range {
+            self.log.line(&format!(
+                "invalid access to packet, off={off} size={size}, R{regno}(id={},off={off},r={range})",
+                reg.id
+            ));
+        }
+        if range < 0 || !in_range || reg.v.umax >= MAX_VAR_OFF {
             return self.err(format!("R{regno} offset is outside of the packet"));
         }
         Ok(())
@@ -528,18 +559,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let v = &reg.v;
         let frameno = reg.frameno as usize;
+        // Stack accesses must be aligned to their size, variable part
+        // included (spill tracking relies on it).
+        let total = v.var_off + crate::tnum::Tnum::constant(off as i64 as u64);
+        if size > 1 && !total.is_aligned(size as u64) {
+            return self.err(format!(
+                "misaligned stack access off {}+{}+{} size {}",
+                var_off_str(v),
+                reg.off,
+                off - reg.off,
+                size
+            ));
+        }
         if v.is_const() {
             let o = off as i64 + v.const_value() as i64;
-            // Stack accesses must be aligned to their size.
-            if o % size as i64 != 0 {
-                return self.err(format!(
-                    "misaligned stack access off {}+{}+{} size {}",
-                    tnum_str(v),
-                    reg.off,
-                    off - reg.off,
-                    size
-                ));
-            }
             if o < -(MAX_BPF_STACK as i64) || o + size as i64 > 0 {
                 let what = if access == Access::Write {
                     "write to"
@@ -550,6 +583,9 @@ impl Env<'_> {
             }
             let o = o as i32;
             self.note_stack_depth(frameno, (-o) as u32);
+            // Reads grow the allocated stack too (root may read
+            // uninitialised stack), which states_equal compares.
+            self.cur.frames[frameno].grow_stack((-o) as usize);
             let (lo, hi) = (o as i64, o as i64 + size as i64);
             match access {
                 Access::Write => self.note_stack_write(frameno, lo, hi),
@@ -697,7 +733,9 @@ impl Env<'_> {
             _ => {
                 let zero = match vreg {
                     Some(r) => r.is_null_const(),
-                    None => insn.imm == 0,
+                    // Only BPF_ST stores its imm; an atomic's imm is its
+                    // operation (BPF_ADD is 0) and leaves unknown bytes.
+                    None => insn.class() == BPF_ST && insn.imm == 0,
                 };
                 if zero {
                     if let Some(v) = value {
@@ -833,6 +871,31 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// A ctx pointer is dereferenced (or passed to a helper) only as the
+    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// Arithmetic on it is allowed; this check is what refuses the result.
+    pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        if reg.off < 0 {
+            return self.err(format!(
+                "negative offset ctx ptr R{regno} off={} disallowed",
+                reg.off
+            ));
+        }
+        if reg.off != 0 {
+            return self.err(format!(
+                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                reg.off
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "variable ctx access var_off={} disallowed",
+                tnum_str(&reg.v)
+            ));
+        }
+        Ok(())
+    }
+
     /// Context loads and stores, by program type (ctx tables).
     fn ctx_access(
         &mut self,
@@ -844,20 +907,7 @@ impl Env<'_> {
         value: Option<u8>,
         sx: bool,
     ) -> VResult<()> {
-        if !reg.v.is_const() {
-            return self.err(format!(
-                "variable ctx access var_off={} off={} size={}",
-                tnum_str(&reg.v),
-                off,
-                size
-            ));
-        }
-        if reg.off != 0 {
-            return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
-                reg.off
-            ));
-        }
+        self.check_ctx_ptr_off(regno, reg)?;
         let r = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
         if access == Access::Read {
             if let Some(d) = value {
@@ -865,5 +915,15 @@ impl Env<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// A pointer's variable offset in the alignment messages: a constant as a
+/// number, otherwise the tnum.
+fn var_off_str(v: &Scalar) -> String {
+    if v.is_const() {
+        (v.const_value() as i64).to_string()
+    } else {
+        tnum_str(v)
     }
 }

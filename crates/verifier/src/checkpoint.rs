@@ -307,7 +307,8 @@ impl Env<'_> {
 }
 
 /// Cheap pre-check for loop detection: the current frame's registers are
-/// bit-identical.
+/// bit-identical (precision marks excepted: the kernel's compare stops
+/// before them).
 fn states_maybe_looping(old: &State, cur: &State) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
@@ -324,7 +325,6 @@ fn states_maybe_looping(old: &State, cur: &State) -> bool {
             && a.map == b.map
             && a.id == b.id
             && a.ref_obj_id == b.ref_obj_id
-            && a.precise == b.precise
             && a.v == b.v
     })
 }

@@ -400,8 +400,8 @@ impl Env<'_> {
         // Checked as if not NULL: NULL is fine anyway.
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
         let res = self
-            .check_helper_mem(regno, size, Access::Read, zero_ok)
-            .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok));
+            .check_helper_mem(regno, size, Access::Read, zero_ok, false)
+            .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok, false));
         *self.cur.reg_mut(regno) = reg;
         res
     }

@@ -182,8 +182,12 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
+/// Every byte reads as an unknown scalar: STACK_MISC, or never written
+/// (root may read uninitialised stack).
 fn all_misc(types: &[SlotType; REG_SIZE]) -> bool {
-    types.iter().all(|t| *t == SlotType::Misc)
+    types
+        .iter()
+        .all(|t| matches!(t, SlotType::Misc | SlotType::Invalid))
 }
 
 fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
@@ -198,7 +202,9 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
             return false;
         }
-        if os.types[b] == SlotType::Invalid {
+        // Root may read uninitialised stack, so a byte the explored path
+        // only knew as STACK_MISC constrains nothing (allow_uninit_stack).
+        if matches!(os.types[b], SlotType::Invalid | SlotType::Misc) {
             i += 1;
             continue;
         }

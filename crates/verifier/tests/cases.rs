@@ -10,7 +10,8 @@
 //! # states: 0                      (optional: total_states)
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
-//!                                   libbpf's type name, key, value, entries)
+//!                                   libbpf's type name, key, value, entries
+//!                                   (default 16))
 //! # peak: 0                        (optional: peak_states)
 //! ```
 //!
@@ -71,13 +72,12 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
-/// `<type> <key size> <value size> <max entries>` of a `# map:` directive.
+/// `<type> <key size> <value size> [<max entries>]` of a `# map:` directive.
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
-    assert_eq!(
-        f.len(),
-        4,
-        "map: <type> <key> <value> <entries>, got {spec:?}"
+    assert!(
+        f.len() == 3 || f.len() == 4,
+        "map: <type> <key> <value> [<entries>, default 16], got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
     MapDef {
@@ -87,7 +87,7 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         map_type: MapType::from_name(f[0]).expect("known map type"),
         key_size: num(f[1]),
         value_size: num(f[2]),
-        max_entries: num(f[3]),
+        max_entries: f.get(3).map_or(16, |n| num(n)),
         map_flags: 0,
         map_extra: 0,
         numa_node: 0,

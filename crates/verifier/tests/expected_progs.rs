@@ -11,10 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Known disagreements with the kernel, and why.
-const KNOWN: &[(&str, &str)] = &[(
-    "xdp_parse_flows",
-    "bpfvet keeps more checkpoints in the VLAN/IP header walk (1036 insns vs 913)",
-)];
+const KNOWN: &[(&str, &str)] = &[];
 
 struct Row {
     object: String,

@@ -2,6 +2,7 @@
 //! predicates of kernel/bpf/verifier.c and `bpf_helper_changes_pkt_data`).
 
 use super::ids::id;
+use crate::scalar::Scalar;
 use bpfvet_isa::uapi::MapType;
 
 /// Returns a new reference the program must release (or hand back).
@@ -132,6 +133,66 @@ pub fn retval_refinement(func: u32) -> Option<RetvalRefinement> {
     }
 }
 
+/// Where the kernel's nr_cpu_ids comes from: one past the highest possible
+/// CPU (`/sys/devices/system/cpu/possible`, e.g. "0-3" or "0,2-5").
+const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
+/// NR_CPUS of distribution kernels (Debian amd64): the widest bound, used
+/// when the host's CPU list cannot be read.
+const NR_CPUS: u32 = 8192;
+
+/// One past the highest CPU of a `possible` list; None if malformed.
+pub fn parse_possible_cpus(list: &str) -> Option<u32> {
+    let mut highest = None;
+    for part in list.trim().split(',') {
+        let last = part.rsplit('-').next()?;
+        let n: u32 = last.trim().parse().ok()?;
+        highest = highest.max(Some(n));
+    }
+    highest.and_then(|h: u32| h.checked_add(1))
+}
+
+/// The host's nr_cpu_ids (bpf_get_smp_processor_id returns below it), read
+/// once.
+pub fn nr_cpu_ids() -> u32 {
+    static CACHE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CACHE.get_or_init(|| {
+        std::fs::read_to_string(POSSIBLE_CPUS)
+            .ok()
+            .and_then(|s| parse_possible_cpus(&s))
+            .unwrap_or(NR_CPUS)
+    })
+}
+
+/// R0 after a helper with a refined integer return (do_refine_retval_range);
+/// `size_max` is the largest value the size argument could have.
+pub fn refined_retval(kind: RetvalRefinement, size_max: u64) -> Scalar {
+    let mut s = Scalar::unknown();
+    match kind {
+        RetvalRefinement::UpToSizeArg => {
+            s.smax = size_max as i64;
+            s.s32_max = size_max as i32;
+            s.smin = -MAX_ERRNO;
+            s.s32_min = -MAX_ERRNO as i32;
+        }
+        RetvalRefinement::CpuId => {
+            let max = nr_cpu_ids().saturating_sub(1);
+            s.umin = 0;
+            s.smin = 0;
+            s.u32_min = 0;
+            s.s32_min = 0;
+            s.umax = max as u64;
+            s.smax = max as i64;
+            s.u32_max = max;
+            s.s32_max = max as i32;
+        }
+    }
+    s.sync();
+    s
+}
+
+/// Largest errno a helper returns negated.
+const MAX_ERRNO: i64 = 4095;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +217,26 @@ mod tests {
             Some(RetvalRefinement::UpToSizeArg)
         );
         assert_eq!(retval_refinement(id::PROBE_READ_KERNEL), None);
+    }
+
+    #[test]
+    fn possible_cpu_lists() {
+        assert_eq!(parse_possible_cpus("0-1\n"), Some(2));
+        assert_eq!(parse_possible_cpus("0"), Some(1));
+        assert_eq!(parse_possible_cpus("0,2-5,7"), Some(8));
+        assert_eq!(parse_possible_cpus(""), None);
+        assert_eq!(parse_possible_cpus("0-x"), None);
+    }
+
+    #[test]
+    fn refined_bounds() {
+        let s = refined_retval(RetvalRefinement::UpToSizeArg, 64);
+        assert_eq!(
+            (s.smin, s.smax, s.s32_min, s.s32_max),
+            (-4095, 64, -4095, 64)
+        );
+        let c = refined_retval(RetvalRefinement::CpuId, 0);
+        assert_eq!((c.umin, c.umax), (0, nr_cpu_ids() as u64 - 1));
+        assert_eq!(c.smax, c.umax as i64);
     }
 }
