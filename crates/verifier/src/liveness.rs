@@ -4,8 +4,8 @@
 //! whole), and a backward dataflow over the CFG turns them into live sets,
 //! recomputed only when the records change. A checkpoint whose paths are
 //! all explored forgets dead slots, so comparisons ignore them (the role of
-//! 6.18's stack liveness analysis). A callee's read of a caller's slot
-//! counts as a read by the caller's call instruction.
+//! 6.18's stack liveness analysis). Accesses to another frame's stack make
+//! the analysis give up: every slot then stays live.
 
 use crate::cfg;
 use crate::explore::Env;
@@ -107,27 +107,17 @@ fn slot_mask(lo: i64, hi: i64) -> u64 {
 
 impl Env<'_> {
     pub fn note_stack_read(&mut self, frameno: usize, lo: i64, hi: i64) {
-        let idx = if frameno < self.cur.curframe() {
-            // A callee reads its caller's slot: for the caller, the call
-            // instruction reads it (as 6.18 charges callee effects to the
-            // call site).
-            self.cur.frames[frameno + 1].callsite as usize
-        } else {
-            self.insn_idx
-        };
-        if frameno > self.cur.curframe() || idx >= self.insns.len() {
+        if frameno != self.cur.curframe() {
             self.stack_live.escaped = true;
             return;
         }
+        let idx = self.insn_idx;
         self.stack_live.read(idx, slot_mask(lo, hi));
     }
 
     pub fn note_stack_write(&mut self, frameno: usize, lo: i64, hi: i64) {
         if frameno != self.cur.curframe() {
-            // A write into a caller's frame kills nothing in this frame,
-            // and nothing in the caller's (the call may not reach it).
-            let idx = self.insn_idx;
-            self.stack_live.write(idx, self.insn_processed, 0);
+            self.stack_live.escaped = true;
             return;
         }
         // Only whole slots are killed.
