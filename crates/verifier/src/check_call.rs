@@ -773,6 +773,9 @@ impl Env<'_> {
             return self.err("callback function not static");
         };
         let start = sp.start;
+        if let Some(a) = self.async_cb.get_mut(subprog as usize) {
+            *a = true;
+        }
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
         callee.in_async_callback_fn = true;
@@ -982,36 +985,56 @@ pub fn license_is_gpl(l: &str) -> bool {
 }
 
 impl Env<'_> {
-    /// The deepest chain of static calls must fit in 512 bytes of stack,
-    /// each frame rounded up to 32 bytes (check_max_stack_depth).
+    /// The deepest chain of calls must fit in 512 bytes of stack
+    /// (check_max_stack_depth). Global functions and callbacks count as
+    /// calls (a callback is entered where its address is taken); an async
+    /// callback runs on a stack of its own, so it starts a chain instead.
     pub fn check_max_stack_depth(&self) -> VResult<()> {
         let subs = &self.cfg.subprogs;
+        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
         for (k, sp) in subs.iter().enumerate() {
             for i in sp.start..sp.end {
                 let ins = self.insns[i];
-                if crate::cfg::is_pseudo_call(&ins) {
-                    let t = (i as i64 + ins.imm as i64 + 1) as usize;
-                    if let Some(c) = self.cfg.subprog_at(t) {
-                        let global = self.prog.func_info.get(c).is_some_and(|f| f.linkage == 1);
-                        if !global {
-                            callees[k].push(c);
-                        }
+                let call = crate::cfg::is_pseudo_call(&ins);
+                if !call && !crate::cfg::is_pseudo_func(&ins) {
+                    continue;
+                }
+                let t = (i as i64 + ins.imm as i64 + 1) as usize;
+                if let Some(c) = self.cfg.subprog_at(t) {
+                    if call || !is_async(c) {
+                        callees[k].push(c);
                     }
                 }
             }
         }
+        // A JITed program's frames are rounded up to 16 bytes (the
+        // interpreter's would be 32); root's programs are JITed on 6.18.
         let frame = |k: usize| {
             self.subprog_stack
                 .get(k)
                 .copied()
                 .unwrap_or(0)
-                .max(1)
-                .next_multiple_of(32)
+                .next_multiple_of(16)
         };
-        // Depth-first over call chains; recursion is impossible (checked by
-        // the exploration's frame limit), but cap the walk anyway.
-        let mut stack: Vec<(usize, u32, u32)> = vec![(0, frame(0), 1)];
+        // Depth-first over call chains from each root, async callbacks
+        // first (highest index first, as the kernel walks them); recursion
+        // is impossible (checked by the exploration's frame limit), but cap
+        // the walk anyway.
+        let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
+        for root in roots {
+            self.walk_stack_depth(root, &callees, &frame)?;
+        }
+        Ok(())
+    }
+
+    fn walk_stack_depth(
+        &self,
+        root: usize,
+        callees: &[Vec<usize>],
+        frame: &impl Fn(usize) -> u32,
+    ) -> VResult<()> {
+        let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
