@@ -30,6 +30,30 @@ struct MapsArgs {
     /// Only these tables (comma separated): lookup, update, overwrite, hash.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Time the one-thread tables by the thread's CPU time, not the wall
+    /// clock (for a machine shared with other work).
+    #[arg(long)]
+    cpu_time: bool,
+}
+
+#[cfg(feature = "bench-maps")]
+fn maps_report(a: MapsArgs) -> anyhow::Result<ExitCode> {
+    let opts = bpfvet_maps::bench::Options {
+        runs: a.runs,
+        quick: a.quick,
+        only: a.only,
+        cpu_time: a.cpu_time,
+    };
+    print!("{}", bpfvet_maps::bench::report(&opts));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "bench-maps"))]
+fn maps_report(_: MapsArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this bpfvet was built without the maps benchmarks; rebuild with \
+         `cargo build --release -p bpfvet --features bench-maps`"
+    )
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -42,13 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if a.runs == 0 {
                 anyhow::bail!("--runs must be at least 1");
             }
-            let opts = bpfvet_maps::bench::Options {
-                runs: a.runs,
-                quick: a.quick,
-                only: a.only,
-            };
-            print!("{}", bpfvet_maps::bench::report(&opts));
-            Ok(ExitCode::SUCCESS)
+            maps_report(a)
         }
         What::Run => anyhow::bail!("`bench run` is not implemented yet (runtime benchmarks)"),
     }

@@ -1,6 +1,7 @@
 //! Criterion benches of the hot paths: HASH vs RHASH lookups and in-place
 //! updates, and the hash functions. The full seed tables (all points, the
-//! peers, memory) come from `bpfvet bench maps`.
+//! peers, memory) come from `bpfvet bench maps`. Run with
+//! `cargo bench -p bpfvet-maps --features bench`.
 
 use std::hint::black_box;
 
@@ -47,11 +48,12 @@ fn updates(c: &mut Criterion) {
         let m = map(t, 8, n as u32, n);
         let mut i = 0u64;
         c.bench_function(&format!("in-place update {t} 100k full"), |b| {
+            let g = pin();
             b.iter(|| {
                 i = (i + 7919) % n;
                 let mut k = [0u8; 8];
                 k[..4].copy_from_slice(&(i as u32).to_ne_bytes());
-                black_box(m.update_elem(&k, &[2; 8], uapi::BPF_ANY, 0))
+                black_box(m.update_elem_guarded(&k, &[2; 8], uapi::BPF_ANY, 0, &g))
             })
         });
     }

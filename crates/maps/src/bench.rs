@@ -3,10 +3,12 @@
 //! maps` and by the criterion benches; every figure is measured here.
 //!
 //! Each figure is the median of `runs` timed runs of a fixed operation
-//! count. Our maps are driven through `&dyn Map` and the program-side API
-//! (lookup_elem under a guard re-pinned every 256 operations, as a
-//! program run would), the peers through their own APIs with their
-//! default hashers.
+//! count (wall clock, or the thread's CPU time with `cpu_time`); HASH and
+//! RHASH updates are timed alternately, run by run. Our maps are driven through `&dyn Map` and the program-side API
+//! (lookup_elem and update_elem_guarded under a guard re-pinned every 256
+//! operations, as a program run holds one, like the kernel's helpers run
+//! inside the program's RCU section), the peers through their own APIs
+//! with their default hashers.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,6 +26,11 @@ pub struct Options {
     pub quick: bool,
     /// Which tables: "lookup", "update", "overwrite", "hash".
     pub only: Vec<String>,
+    /// Time the one-thread tables by the measuring thread's CPU time
+    /// instead of the wall clock: on a machine shared with other work it
+    /// leaves out the time the thread waited for a CPU (on an idle machine
+    /// the two agree).
+    pub cpu_time: bool,
 }
 
 impl Default for Options {
@@ -32,6 +39,7 @@ impl Default for Options {
             runs: 5,
             quick: false,
             only: Vec::new(),
+            cpu_time: false,
         }
     }
 }
@@ -87,16 +95,54 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn rate(runs: usize, ops: usize, mut f: impl FnMut()) -> f64 {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                ops as f64 / t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
+/// Seconds on the clock the options ask for.
+fn now(o: &Options) -> f64 {
+    if o.cpu_time {
+        thread_cpu_seconds()
+    } else {
+        // Wall time since a fixed origin.
+        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
+    }
+}
+
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Median ops/s of `o.runs` timed runs of `f`.
+fn rate(o: &Options, ops: usize, mut f: impl FnMut()) -> f64 {
+    median((0..o.runs).map(|_| timed_once(o, ops, &mut f)).collect())
+}
+
+fn timed_once(o: &Options, ops: usize, f: &mut impl FnMut()) -> f64 {
+    let t = now(o);
+    f();
+    ops as f64 / (now(o) - t)
+}
+
+/// Median rates of `a` and `b`, timed alternately.
+fn rates_interleaved(
+    o: &Options,
+    ops: usize,
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+) -> (f64, f64) {
+    let mut ra = Vec::with_capacity(o.runs);
+    let mut rb = Vec::with_capacity(o.runs);
+    for _ in 0..o.runs {
+        ra.push(timed_once(o, ops, &mut a));
+        rb.push(timed_once(o, ops, &mut b));
+    }
+    (median(ra), median(rb))
 }
 
 fn new_map(t: MapType, ks: usize, vs: usize, max: usize) -> Arc<dyn Map> {
@@ -134,6 +180,19 @@ fn lookups_ours(m: &dyn Map, keys: &[u8], ks: usize, idx: &[u32]) -> u64 {
     acc
 }
 
+/// BPF_ANY updates of `keys[idx]`; returns how many succeeded.
+fn updates_ours(m: &dyn Map, keys: &[u8], ks: usize, idx: &[u32], v: &[u8]) -> usize {
+    let mut ok = 0;
+    for chunk in idx.chunks(256) {
+        let g = crate::pin();
+        for &i in chunk {
+            let k = &keys[i as usize * ks..][..ks];
+            ok += m.update_elem_guarded(k, v, uapi::BPF_ANY, 0, &g).is_ok() as usize;
+        }
+    }
+    ok
+}
+
 fn peer_keys<const K: usize>(keys: &[u8]) -> Vec<[u8; K]> {
     keys.chunks(K)
         .map(|c| c.try_into().unwrap_or([0; K]))
@@ -141,7 +200,7 @@ fn peer_keys<const K: usize>(keys: &[u8]) -> Vec<[u8; K]> {
 }
 
 /// Lookups/s of papaya and dashmap holding `n` keys.
-fn peers_lookup<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, f64) {
+fn peers_lookup<const K: usize>(keys: &[u8], idx: &[u32], o: &Options) -> (f64, f64) {
     let ks: Vec<[u8; K]> = peer_keys(keys);
     let p = papaya::HashMap::new();
     {
@@ -150,7 +209,7 @@ fn peers_lookup<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
             pin.insert(*k, 1u64);
         }
     }
-    let papaya_rate = rate(runs, idx.len(), || {
+    let papaya_rate = rate(o, idx.len(), || {
         let mut acc = 0u64;
         for chunk in idx.chunks(256) {
             let pin = p.pin();
@@ -165,7 +224,7 @@ fn peers_lookup<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
     for k in &ks {
         d.insert(*k, 1u64);
     }
-    let dash_rate = rate(runs, idx.len(), || {
+    let dash_rate = rate(o, idx.len(), || {
         let mut acc = 0u64;
         for &i in idx {
             acc = acc.wrapping_add(d.get(&ks[i as usize]).map_or(0, |v| *v));
@@ -175,7 +234,7 @@ fn peers_lookup<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
     (papaya_rate, dash_rate)
 }
 
-fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, f64) {
+fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], o: &Options) -> (f64, f64) {
     let ks: Vec<[u8; K]> = peer_keys(keys);
     let p = papaya::HashMap::new();
     {
@@ -184,7 +243,7 @@ fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
             pin.insert(*k, 1u64);
         }
     }
-    let papaya_rate = rate(runs, idx.len(), || {
+    let papaya_rate = rate(o, idx.len(), || {
         for chunk in idx.chunks(256) {
             let pin = p.pin();
             for &i in chunk {
@@ -197,7 +256,7 @@ fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
     for k in &ks {
         d.insert(*k, 1u64);
     }
-    let dash_rate = rate(runs, idx.len(), || {
+    let dash_rate = rate(o, idx.len(), || {
         for &i in idx {
             d.insert(ks[i as usize], i as u64);
         }
@@ -205,13 +264,13 @@ fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], runs: usize) -> (f64, 
     (papaya_rate, dash_rate)
 }
 
-fn peers_by_size(ks: usize, keys: &[u8], idx: &[u32], runs: usize, update: bool) -> (f64, f64) {
+fn peers_by_size(ks: usize, keys: &[u8], idx: &[u32], o: &Options, update: bool) -> (f64, f64) {
     match (ks, update) {
-        (4, false) => peers_lookup::<4>(keys, idx, runs),
-        (8, false) => peers_lookup::<8>(keys, idx, runs),
-        (16, false) => peers_lookup::<16>(keys, idx, runs),
-        (32, false) => peers_lookup::<32>(keys, idx, runs),
-        (8, true) => peers_update::<8>(keys, idx, runs),
+        (4, false) => peers_lookup::<4>(keys, idx, o),
+        (8, false) => peers_lookup::<8>(keys, idx, o),
+        (16, false) => peers_lookup::<16>(keys, idx, o),
+        (32, false) => peers_lookup::<32>(keys, idx, o),
+        (8, true) => peers_update::<8>(keys, idx, o),
         _ => (f64::NAN, f64::NAN),
     }
 }
@@ -251,13 +310,13 @@ pub fn lookup_table(o: &Options) -> Vec<LookupRow> {
             let ours = |t| {
                 let m = new_map(t, ks, 8, max);
                 fill(&*m, &keys, ks, 8);
-                rate(o.runs, ops, || {
+                rate(o, ops, || {
                     black_box(lookups_ours(&*m, &keys, ks, &idx));
                 })
             };
             let hash = ours(MapType::HASH);
             let rhash = ours(MapType::RHASH);
-            let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o.runs, false);
+            let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o, false);
             LookupRow {
                 key_size: ks,
                 max_entries: max,
@@ -291,37 +350,46 @@ pub fn update_table(o: &Options) -> Vec<UpdateRow> {
         .collect::<Vec<u8>>();
     let idx = order(n, ops, 3);
     let mut rows = Vec::new();
-    let mut absent_rates = [0.0; 2];
-    let mut inplace_rates = [0.0; 2];
-    for (i, t) in [MapType::HASH, MapType::RHASH].into_iter().enumerate() {
+    let maps = [MapType::HASH, MapType::RHASH].map(|t| {
         let m = new_map(t, ks, vs, n);
         fill(&*m, &keys, ks, vs);
-        let v = [2u8; 8];
-        absent_rates[i] = rate(o.runs, ops, || {
-            for &j in &idx {
-                let k = &absent[j as usize * ks..][..ks];
-                black_box(m.update_elem(k, &v, uapi::BPF_ANY, 0).is_err());
-            }
-        });
-        inplace_rates[i] = rate(o.runs, ops, || {
-            for &j in &idx {
-                let k = &keys[j as usize * ks..][..ks];
-                black_box(m.update_elem(k, &v, uapi::BPF_ANY, 0).is_ok());
-            }
-        });
-    }
+        if let Some(r) = m.as_any().downcast_ref::<crate::rhash::RHashMap>() {
+            // Finish the grow the fill started, as the kernel's resize
+            // worker would, rather than inside the timed updates.
+            r.rehash_step(usize::MAX);
+        }
+        m
+    });
+    let v = [2u8; 8];
+    // HASH and RHASH alternate run by run, so a change in the machine's
+    // load hits both columns alike.
+    let timed = |keys: &[u8]| {
+        rates_interleaved(
+            o,
+            ops,
+            || {
+                black_box(updates_ours(&*maps[0], keys, ks, &idx, &v));
+            },
+            || {
+                black_box(updates_ours(&*maps[1], keys, ks, &idx, &v));
+            },
+        )
+    };
+    let absent_rates = timed(&absent);
+    let inplace_rates = timed(&keys);
+    drop(maps);
     rows.push(UpdateRow {
         what: "absent key, full map (E2BIG)",
-        hash: absent_rates[0],
-        rhash: absent_rates[1],
+        hash: absent_rates.0,
+        rhash: absent_rates.1,
         papaya: f64::NAN,
         dashmap: f64::NAN,
     });
-    let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o.runs, true);
+    let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o, true);
     rows.push(UpdateRow {
         what: "existing key (in-place / replace)",
-        hash: inplace_rates[0],
-        rhash: inplace_rates[1],
+        hash: inplace_rates.0,
+        rhash: inplace_rates.1,
         papaya,
         dashmap,
     });
@@ -455,7 +523,7 @@ pub fn hash_table(o: &Options) -> Vec<HashRow> {
         let keys = keys(n, ks, 5);
         for (i, (name, fp)) in fns.iter().enumerate() {
             // Inlined: a direct, monomorphised call per function.
-            let inlined = rate(o.runs, n, || {
+            let inlined = rate(o, n, || {
                 black_box(match i {
                     0 => hash_loop(&keys, ks, h_jhash),
                     1 => hash_loop(&keys, ks, h_xxh64),
@@ -464,7 +532,7 @@ pub fn hash_table(o: &Options) -> Vec<HashRow> {
                 });
             });
             let opaque: HashFn = black_box(*fp);
-            let fn_pointer = rate(o.runs, n, || {
+            let fn_pointer = rate(o, n, || {
                 black_box(hash_loop(&keys, ks, opaque));
             });
             rows.push(HashRow {
@@ -515,8 +583,13 @@ pub fn report(o: &Options) -> String {
     let _ = writeln!(s, "Machine: {}", machine());
     let _ = writeln!(
         s,
-        "Each figure: median of {} runs{}.\n",
+        "Each figure: median of {} runs{}{}.\n",
         o.runs,
+        if o.cpu_time {
+            "; one-thread tables timed by the thread's CPU time"
+        } else {
+            ""
+        },
         if o.quick {
             ", QUICK mode (scaled down 100x)"
         } else {
@@ -634,6 +707,7 @@ mod tests {
             runs: 1,
             quick: true,
             only: vec!["update".into(), "hash".into()],
+            cpu_time: true,
         };
         let r = report(&o);
         assert!(r.contains("| absent key, full map (E2BIG) |"), "{r}");

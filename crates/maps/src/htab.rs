@@ -116,8 +116,10 @@ enum Pool {
     Prealloc {
         slab: Slab,
         free: Mutex<Vec<u32>>,
-        /// The kernel's per-CPU extra elements, used by replacing updates.
-        spares: Mutex<Vec<u32>>,
+        /// The kernel's per-CPU extra elements (`extra_elems`): a replacing
+        /// update takes its CPU's spare for the new element and leaves the
+        /// old one there. Element addresses; `NO_SPARE` while in use.
+        spares: Box<[AtomicUsize]>,
     },
     Lru {
         slab: Slab,
@@ -253,10 +255,13 @@ impl HashMap {
         } else if prealloc {
             let spares = if percpu { 0 } else { ncpu as usize };
             let slab = alloc_slab(max + spares, elem_size)?;
+            let base = slab.base() as usize;
             Pool::Prealloc {
                 slab,
                 free: Mutex::new((0..max as u32).rev().collect()),
-                spares: Mutex::new((max as u32..(max + spares) as u32).collect()),
+                spares: (max..max + spares)
+                    .map(|i| AtomicUsize::new(base + i * elem_size))
+                    .collect(),
             }
         } else {
             Pool::OnDemand
@@ -397,14 +402,7 @@ impl HashMap {
             }
             Pool::Prealloc { free, spares, .. } => {
                 if replacing && !self.percpu {
-                    // A spare always comes back when a swap finishes.
-                    let mut spins = 0;
-                    loop {
-                        if let Some(i) = lock(spares).pop() {
-                            return Ok(self.elem_at(i));
-                        }
-                        spin_wait(&mut spins);
-                    }
+                    return Ok(take_spare(spares, cpu));
                 }
                 let i = lock(free).pop().ok_or(MapError::TooBig)?;
                 self.count.fetch_add(1, Ordering::AcqRel);
@@ -472,8 +470,10 @@ impl HashMap {
         }
     }
 
-    /// Give an unlinked element back. `counted`: it was counted in `count`.
-    fn free_elem(&self, e: usize, counted: bool, as_spare: bool, guard: &Guard) {
+    /// Give an unlinked element back. `counted`: it was counted in `count`;
+    /// `spare_of`: it becomes that CPU's spare (a replaced element of a
+    /// preallocated map).
+    fn free_elem(&self, e: usize, counted: bool, spare_of: Option<u32>, guard: &Guard) {
         match &self.pool {
             Pool::OnDemand => {
                 if counted {
@@ -493,8 +493,8 @@ impl HashMap {
                 };
             }
             Pool::Prealloc { free, spares, .. } => {
-                if as_spare {
-                    lock(spares).push(self.index_of(e));
+                if let Some(cpu) = spare_of {
+                    put_spare(spares, cpu, e);
                 } else {
                     if counted {
                         self.count.fetch_sub(1, Ordering::AcqRel);
@@ -546,6 +546,7 @@ impl HashMap {
 
     /// # Safety
     /// `e` must be a live element of this map.
+    #[inline]
     unsafe fn write_values(
         &self,
         e: usize,
@@ -559,8 +560,9 @@ impl HashMap {
             if !self.percpu {
                 let dst = self.value_ptr(e, 0);
                 if fresh {
-                    // New elements start with zeroed special fields.
-                    fill_zero(dst, self.layout.size);
+                    // New elements start with zeroed special fields; the
+                    // copy below writes every other byte.
+                    self.layout.zero_specials(dst);
                 }
                 self.layout.store(dst, value, locked);
                 return;
@@ -593,7 +595,14 @@ impl HashMap {
         }
     }
 
-    fn update_inner(&self, key: &[u8], value: &[u8], flags: u64, cpu: Option<u32>) -> Result<()> {
+    fn update_inner(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u64,
+        cpu: Option<u32>,
+        guard: &Guard,
+    ) -> Result<()> {
         let mode = flags & !uapi::BPF_F_LOCK;
         let with_lock = flags & uapi::BPF_F_LOCK != 0;
         if (self.percpu || self.lru) && flags > uapi::BPF_EXIST || mode > uapi::BPF_EXIST {
@@ -604,7 +613,6 @@ impl HashMap {
         }
         let hash = self.hash(key);
         let b = hash as usize & self.mask;
-        let guard = crate::pin();
         if with_lock {
             // In place under the value's lock, without the bucket lock.
             let old = self.find(b, hash, key);
@@ -629,7 +637,7 @@ impl HashMap {
         if let Err(e) = check_flags(old.is_some(), mode) {
             drop(g);
             if let Some(p) = pre {
-                self.free_elem(p, true, false, &guard);
+                self.free_elem(p, true, None, guard);
             }
             return Err(e);
         }
@@ -640,7 +648,7 @@ impl HashMap {
                 if let Some(p) = &pre {
                     self.touch(e);
                     drop(g);
-                    self.free_elem(*p, true, false, &guard);
+                    self.free_elem(*p, true, None, guard);
                 }
                 return Ok(());
             }
@@ -675,7 +683,8 @@ impl HashMap {
             // LRU and on-demand: it goes back (LRU counted it, on-demand
             // did not count the replacement).
             let counted = self.lru;
-            self.free_elem(e, counted, !self.lru, &guard);
+            let spare_of = (!self.lru).then_some(cpu.unwrap_or(0));
+            self.free_elem(e, counted, spare_of, guard);
         }
         Ok(())
     }
@@ -697,7 +706,7 @@ impl HashMap {
         }
         prev.store(Self::hdr(e).next.load(Ordering::Acquire), Ordering::Release);
         drop(g);
-        self.free_elem(e, true, false, &guard);
+        self.free_elem(e, true, None, &guard);
         Ok(())
     }
 
@@ -730,6 +739,50 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding these locks cannot leave them inconsistent
     // (push/pop only), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const NO_SPARE: usize = 0;
+
+/// Every spare slot once, `cpu`'s first.
+fn slots_from(spares: &[AtomicUsize], cpu: u32) -> impl Iterator<Item = &AtomicUsize> {
+    let own = (cpu as usize).min(spares.len().saturating_sub(1));
+    spares[own..].iter().chain(&spares[..own])
+}
+
+/// Take a spare: `cpu`'s own, or another CPU's when two callers claim the
+/// same CPU number at once (the kernel's CPUs are exclusive; our callers'
+/// CPU numbers need not be). There are as many spares as slots and every
+/// taker puts one back, so the wait ends.
+fn take_spare(spares: &[AtomicUsize], cpu: u32) -> usize {
+    let mut spins = 0;
+    loop {
+        for slot in slots_from(spares, cpu) {
+            if slot.load(Ordering::Relaxed) != NO_SPARE {
+                let i = slot.swap(NO_SPARE, Ordering::Acquire);
+                if i != NO_SPARE {
+                    return i;
+                }
+            }
+        }
+        spin_wait(&mut spins);
+    }
+}
+
+/// Leave element `e` as a spare in an empty slot, `cpu`'s first. A slot is
+/// empty: the spare this caller took left one.
+fn put_spare(spares: &[AtomicUsize], cpu: u32, e: usize) {
+    let mut spins = 0;
+    loop {
+        for slot in slots_from(spares, cpu) {
+            if slot
+                .compare_exchange(NO_SPARE, e, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        spin_wait(&mut spins);
+    }
 }
 
 fn alloc_slab(n: usize, elem_size: usize) -> Result<Slab> {
@@ -801,7 +854,8 @@ impl Map for HashMap {
         self.common.check_lock_flag(flags)?;
         self.common.check_key(key)?;
         self.common.check_sys_value(value.len())?;
-        self.update_inner(key, value, flags, if self.percpu { None } else { Some(0) })
+        let cpu = if self.percpu { None } else { Some(0) };
+        self.update_inner(key, value, flags, cpu, &crate::pin())
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -841,10 +895,21 @@ impl Map for HashMap {
     }
 
     fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()> {
+        self.update_elem_guarded(key, value, flags, cpu, &crate::pin())
+    }
+
+    fn update_elem_guarded(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u64,
+        cpu: u32,
+        guard: &Guard,
+    ) -> Result<()> {
         self.common.check_key(key)?;
         self.common.check_prog_value(value.len())?;
         self.common.check_cpu(cpu)?;
-        self.update_inner(key, value, flags, Some(cpu))
+        self.update_inner(key, value, flags, Some(cpu), guard)
     }
 
     fn delete_elem(&self, key: &[u8]) -> Result<()> {

@@ -125,6 +125,20 @@ pub trait Map: Send + Sync + 'static {
     fn lookup_elem(&self, key: &[u8], cpu: u32, guard: &Guard) -> Option<NonNull<u8>>;
     /// bpf_map_update_elem (per-CPU maps: only `cpu`'s value is written).
     fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()>;
+    /// [`Map::update_elem`] for a caller that already holds a pinned guard
+    /// (a program run, as the kernel's helper runs inside the program's RCU
+    /// section): the hash maps then skip pinning again per update.
+    fn update_elem_guarded(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u64,
+        cpu: u32,
+        guard: &Guard,
+    ) -> Result<()> {
+        let _ = guard;
+        self.update_elem(key, value, flags, cpu)
+    }
     /// bpf_map_delete_elem.
     fn delete_elem(&self, key: &[u8]) -> Result<()>;
     /// bpf_for_each_map_elem: calls `f(key, value)` until it returns false;

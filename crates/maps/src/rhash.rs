@@ -79,11 +79,19 @@ struct ElemHdr {
 /// Header size, rounded so keys stay 8-aligned (the header is larger
 /// under shuttle, whose atomics carry vector clocks).
 const HDR: usize = (std::mem::size_of::<ElemHdr>() + 7) & !7;
-const ELEM_ALIGN: usize = if std::mem::align_of::<ElemHdr>() > 8 {
+const MIN_ELEM_ALIGN: usize = if std::mem::align_of::<ElemHdr>() > 8 {
     std::mem::align_of::<ElemHdr>()
 } else {
     8
 };
+
+/// Elements up to a cache line are aligned to their power-of-two size, so
+/// none spans two lines (as the kernel's size-class allocations do); a
+/// lookup then misses once per element, not sometimes twice.
+fn elem_layout(size: usize) -> Option<Layout> {
+    let align = size.next_power_of_two().clamp(MIN_ELEM_ALIGN, 64);
+    Layout::from_size_align(size, align).ok()
+}
 
 fn hdr<'a>(e: usize) -> &'a ElemHdr {
     // SAFETY: callers pass live elements, kept alive by a pinned guard or
@@ -97,7 +105,7 @@ fn key_ptr(e: usize) -> *mut u8 {
 
 /// Drop an element's header and free it.
 fn free_elem(e: usize, size: usize) {
-    if let Ok(l) = Layout::from_size_align(size, ELEM_ALIGN) {
+    if let Some(l) = elem_layout(size) {
         // SAFETY: `e` came from alloc_elem with this layout, its header was
         // written there, and nothing can reach it any more.
         unsafe {
@@ -406,8 +414,7 @@ impl RHashMap {
     }
 
     fn alloc_elem(&self) -> Result<usize> {
-        let layout =
-            Layout::from_size_align(self.elem_size, ELEM_ALIGN).map_err(|_| MapError::NoMem)?;
+        let layout = elem_layout(self.elem_size).ok_or(MapError::NoMem)?;
         // SAFETY: non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {
@@ -457,13 +464,20 @@ impl RHashMap {
     }
 
     /// Migrate up to `n` buckets of the current table, if it has a future.
+    /// The check is inline: almost every call finds no resize running.
+    #[inline(always)]
     fn help_migrate(&self, n: usize, guard: &Guard) {
         let tp = self.current.load(Ordering::Acquire);
-        let t = table(tp);
-        let fp = t.future.load(Ordering::Acquire);
-        if fp == 0 {
-            return;
+        let fp = table(tp).future.load(Ordering::Acquire);
+        if fp != 0 {
+            self.migrate_some(tp, fp, n, guard);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn migrate_some(&self, tp: usize, fp: usize, n: usize, guard: &Guard) {
+        let t = table(tp);
         let f = table(fp);
         for _ in 0..n {
             let b = t.claim.fetch_add(1, Ordering::AcqRel);
@@ -564,22 +578,41 @@ impl RHashMap {
 
     // ---- operations ----
 
-    fn update_inner(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()> {
+    fn update_inner(&self, key: &[u8], value: &[u8], flags: u64, guard: &Guard) -> Result<()> {
         let mode = flags & !uapi::BPF_F_LOCK;
         if mode > uapi::BPF_EXIST {
             return Err(MapError::Invalid("unknown update flags"));
         }
         let locked = self.common.check_lock_flag(flags)?;
         let hash = self.hash(key);
-        let guard = crate::pin();
-        self.help_migrate(MIGRATE_PER_OP, &guard);
+        self.help_migrate(MIGRATE_PER_OP, guard);
         if mode != uapi::BPF_NOEXIST {
-            // Existing key: copy in place, without the bucket lock.
+            // Existing key: copy in place, without the bucket lock. This is
+            // the hot path (and all the kernel's rhash does for it): one
+            // lock-free lookup and a copy, no atomic read-modify-write.
             if let Some(e) = self.find(key, hash) {
                 // SAFETY: live element under our guard.
                 unsafe { self.layout.store(self.value_ptr(e), value, locked) };
                 return Ok(());
             }
+        }
+        self.update_absent(key, value, mode, locked, hash)
+    }
+
+    /// The rest of an update, when the lock-free lookup found no element
+    /// (or BPF_NOEXIST asked for none): decide and insert under the bucket
+    /// lock. Out of line so the in-place path stays small. The caller holds
+    /// a pinned guard.
+    #[inline(never)]
+    fn update_absent(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        mode: u64,
+        locked: bool,
+        hash: u32,
+    ) -> Result<()> {
+        if mode != uapi::BPF_NOEXIST {
             // Absent and the map full: E2BIG without taking the lock (a
             // racing insert of the same key is ordered after this update).
             if mode == uapi::BPF_ANY
@@ -756,7 +789,7 @@ impl Map for RHashMap {
         self.common.check_lock_flag(flags)?;
         self.common.check_key(key)?;
         self.common.check_sys_value(value.len())?;
-        self.update_inner(key, value, flags)
+        self.update_inner(key, value, flags, &crate::pin())
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -795,10 +828,40 @@ impl Map for RHashMap {
     }
 
     fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()> {
+        self.update_elem_guarded(key, value, flags, cpu, &crate::pin())
+    }
+
+    #[inline]
+    fn update_elem_guarded(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u64,
+        cpu: u32,
+        guard: &Guard,
+    ) -> Result<()> {
+        // The common case straight through: BPF_ANY or BPF_EXIST without
+        // BPF_F_LOCK and valid arguments (the checks below would pass).
+        // Anything else takes the checked path, which decides errors in
+        // the kernel's order.
+        if flags & !uapi::BPF_EXIST == 0
+            && key.len() == self.key_size
+            && value.len() == self.layout.size
+            && cpu < self.common.attr.nr_cpus
+        {
+            let hash = self.hash(key);
+            self.help_migrate(MIGRATE_PER_OP, guard);
+            if let Some(e) = self.find(key, hash) {
+                // SAFETY: live element under the caller's guard.
+                unsafe { self.layout.copy_in(self.value_ptr(e), value) };
+                return Ok(());
+            }
+            return self.update_absent(key, value, flags, false, hash);
+        }
         self.common.check_key(key)?;
         self.common.check_prog_value(value.len())?;
         self.common.check_cpu(cpu)?;
-        self.update_inner(key, value, flags)
+        self.update_inner(key, value, flags, guard)
     }
 
     fn delete_elem(&self, key: &[u8]) -> Result<()> {

@@ -26,6 +26,13 @@ pub struct ValueLayout {
 }
 
 impl ValueLayout {
+    /// No special fields: copies are one straight run of bytes (the common
+    /// case, kept off the range computation below).
+    #[inline(always)]
+    fn is_plain(&self) -> bool {
+        self.lock_off.is_none() && self.timer_off.is_none()
+    }
+
     /// The byte ranges of a value that user data may overwrite.
     fn plain_ranges(&self) -> ([(usize, usize); 3], usize) {
         let mut specials = [(usize::MAX, 0usize); 2];
@@ -62,7 +69,20 @@ impl ValueLayout {
     /// # Safety
     /// `dst` must point to `size` bytes of live map memory, 8-byte aligned,
     /// only ever accessed atomically or by BPF programs.
+    #[inline]
     pub unsafe fn copy_in(&self, dst: *mut u8, src: &[u8]) {
+        // SAFETY (both): caller's contract.
+        if self.is_plain() {
+            unsafe { store_bytes(dst, &src[..self.size]) };
+        } else {
+            unsafe { self.copy_in_around_specials(dst, src) };
+        }
+    }
+
+    /// # Safety
+    /// As for [`ValueLayout::copy_in`].
+    #[inline(never)]
+    unsafe fn copy_in_around_specials(&self, dst: *mut u8, src: &[u8]) {
         let (ranges, n) = self.plain_ranges();
         for &(off, len) in &ranges[..n] {
             // SAFETY: the range lies inside the value (caller's contract).
@@ -74,12 +94,34 @@ impl ValueLayout {
     ///
     /// # Safety
     /// As for [`ValueLayout::copy_in`].
+    #[inline]
     pub unsafe fn copy_out(&self, dst: &mut [u8], src: *const u8) {
+        if self.is_plain() {
+            // SAFETY: caller's contract.
+            unsafe { load_bytes(&mut dst[..self.size], src) };
+            return;
+        }
         dst[..self.size].fill(0);
         let (ranges, n) = self.plain_ranges();
         for &(off, len) in &ranges[..n] {
             // SAFETY: the range lies inside the value (caller's contract).
             unsafe { load_bytes(&mut dst[off..off + len], src.add(off)) };
+        }
+    }
+
+    /// Zero the special fields only: with a full copy_in after it, a
+    /// recycled element's value is then wholly defined.
+    ///
+    /// # Safety
+    /// As for [`ValueLayout::copy_in`].
+    #[inline]
+    pub unsafe fn zero_specials(&self, dst: *mut u8) {
+        // SAFETY (both): the fields lie inside the value (caller's contract).
+        if let Some(o) = self.lock_off {
+            unsafe { fill_zero(dst.add(o), SPIN_LOCK_SIZE) };
+        }
+        if let Some(o) = self.timer_off {
+            unsafe { fill_zero(dst.add(o), TIMER_SIZE) };
         }
     }
 
@@ -108,15 +150,28 @@ impl ValueLayout {
     ///
     /// # Safety
     /// As for [`ValueLayout::copy_in`].
+    #[inline]
     pub unsafe fn store(&self, dst: *mut u8, src: &[u8], locked: bool) {
+        // SAFETY (both): caller's contract.
+        if locked {
+            unsafe { self.store_locked(dst, src) }
+        } else {
+            unsafe { self.copy_in(dst, src) }
+        }
+    }
+
+    /// # Safety
+    /// As for [`ValueLayout::copy_in`].
+    #[inline(never)]
+    unsafe fn store_locked(&self, dst: *mut u8, src: &[u8]) {
         // SAFETY: caller's contract.
         unsafe {
-            match (locked, self.lock_of(dst)) {
-                (true, Some(l)) => {
+            match self.lock_of(dst) {
+                Some(l) => {
                     let _g = l.lock();
                     self.copy_in(dst, src);
                 }
-                _ => self.copy_in(dst, src),
+                None => self.copy_in(dst, src),
             }
         }
     }
@@ -125,6 +180,7 @@ impl ValueLayout {
     ///
     /// # Safety
     /// As for [`ValueLayout::copy_in`].
+    #[inline]
     pub unsafe fn load(&self, dst: &mut [u8], src: *mut u8, locked: bool) {
         // SAFETY: caller's contract.
         unsafe {
@@ -170,7 +226,28 @@ impl Drop for ValueLockGuard<'_> {
 ///
 /// # Safety
 /// `dst..dst+src.len()` must be live memory accessed only atomically.
+#[inline]
 pub unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
+    if (dst as usize).is_multiple_of(8) {
+        // The usual case (values and keys start 8-aligned): whole words,
+        // then the tail.
+        let mut words = src.chunks_exact(8);
+        let mut at = dst;
+        // SAFETY (whole block): `at` stays inside dst..dst+len and is
+        // 8-aligned for every word store.
+        unsafe {
+            for w in &mut words {
+                let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]));
+                (*(at as *const AtomicU64)).store(w, Ordering::Relaxed);
+                at = at.add(8);
+            }
+            for &b in words.remainder() {
+                (*(at as *const AtomicU8)).store(b, Ordering::Relaxed);
+                at = at.add(1);
+            }
+        }
+        return;
+    }
     let mut i = 0;
     let len = src.len();
     // SAFETY (whole block): every pointer stays inside dst..dst+len; word
@@ -196,7 +273,26 @@ pub unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
 ///
 /// # Safety
 /// `src..src+dst.len()` must be live memory accessed only atomically.
+#[inline]
 pub unsafe fn load_bytes(dst: &mut [u8], src: *const u8) {
+    if (src as usize).is_multiple_of(8) {
+        // As in store_bytes.
+        let mut words = dst.chunks_exact_mut(8);
+        let mut at = src;
+        // SAFETY (whole block): as in store_bytes.
+        unsafe {
+            for w in &mut words {
+                let v = (*(at as *const AtomicU64)).load(Ordering::Relaxed);
+                w.copy_from_slice(&v.to_ne_bytes());
+                at = at.add(8);
+            }
+            for b in words.into_remainder() {
+                *b = (*(at as *const AtomicU8)).load(Ordering::Relaxed);
+                at = at.add(1);
+            }
+        }
+        return;
+    }
     let mut i = 0;
     let len = dst.len();
     // SAFETY (whole block): as in store_bytes.
@@ -268,23 +364,32 @@ pub unsafe fn fill_zero(dst: *mut u8, len: usize) {
     }
 }
 
-/// 8-byte aligned, atomically accessed storage for map memory.
-pub struct Slab(Box<[AtomicU64]>);
+const LINE: usize = 64;
+
+/// One cache line of map memory.
+#[repr(C, align(64))]
+struct Line([AtomicU64; LINE / 8]);
+
+/// Cache-line aligned, atomically accessed storage for map memory (the
+/// kernel's map areas are page aligned). The alignment matters: a 32-byte
+/// hash element at a line offset of 48 would span two lines, costing a
+/// second cache miss on every lookup that reaches it.
+pub struct Slab(Box<[Line]>);
 
 impl Drop for Slab {
     fn drop(&mut self) {
-        crate::accounting::sub(self.0.len() * 8);
+        crate::accounting::sub(self.len_bytes());
     }
 }
 
 impl Slab {
     pub fn new_zeroed(bytes: usize) -> Result<Slab, crate::MapError> {
-        let words = bytes.div_ceil(8);
+        let lines = bytes.div_ceil(LINE);
         let mut v = Vec::new();
-        v.try_reserve_exact(words)
+        v.try_reserve_exact(lines)
             .map_err(|_| crate::MapError::NoMem)?;
-        v.resize_with(words, || AtomicU64::new(0));
-        crate::accounting::add(words * 8);
+        v.resize_with(lines, || Line(Default::default()));
+        crate::accounting::add(lines * LINE);
         Ok(Slab(v.into_boxed_slice()))
     }
 
@@ -293,7 +398,7 @@ impl Slab {
     }
 
     pub fn len_bytes(&self) -> usize {
-        self.0.len() * 8
+        self.0.len() * LINE
     }
 }
 

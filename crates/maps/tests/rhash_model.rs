@@ -1,6 +1,7 @@
 //! RHASH against a model (an ordered map with the kernel's flag and
 //! capacity rules) and against HASH (BPF_F_NO_PREALLOC) on the operations
-//! whose semantics they share. Small tables make every sequence grow,
+//! whose semantics they share; a second RHASH takes its updates through
+//! the program side (update_elem_guarded, with its own fast path). Small tables make every sequence grow,
 //! shrink and migrate. BPFVET_DIFF_CASES sets the sequence count.
 
 use std::collections::BTreeMap;
@@ -73,6 +74,7 @@ fn walk(map: &Arc<dyn Map>) -> Vec<u32> {
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let attr = |t| MapAttr::new(t, 4, 8, MAX).with_flags(uapi::BPF_F_NO_PREALLOC);
     let rhash = create(attr(MapType::RHASH)).unwrap();
+    let rhash_prog = create(attr(MapType::RHASH)).unwrap();
     let hash = create(attr(MapType::HASH)).unwrap();
     let mut model = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
@@ -93,11 +95,15 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     "{}",
                     ctx
                 );
+                let g = bpfvet_maps::pin();
+                let prog = rhash_prog.update_elem_guarded(&k.to_ne_bytes(), &val, f, 0, &g);
+                prop_assert_eq!(errno(prog), want, "program side {}", ctx);
             }
             Op::Delete(k) => {
                 let want = if model.remove(&k).is_some() { 0 } else { 2 };
                 prop_assert_eq!(errno(rhash.delete(&k.to_ne_bytes())), want, "{}", ctx);
                 prop_assert_eq!(errno(hash.delete(&k.to_ne_bytes())), want, "{}", ctx);
+                prop_assert_eq!(errno(rhash_prog.delete(&k.to_ne_bytes())), want, "{}", ctx);
             }
             Op::Lookup(k) | Op::LookupAndDelete(k) => {
                 let del = matches!(op, Op::LookupAndDelete(_));
@@ -106,7 +112,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 } else {
                     model.get(&k).copied()
                 };
-                for m in [&rhash, &hash] {
+                for m in [&rhash, &hash, &rhash_prog] {
                     let mut v = [0u8; 8];
                     let r = if del {
                         m.lookup_and_delete(&k.to_ne_bytes(), &mut v, 0)
@@ -119,6 +125,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Walk => {
                 let keys: Vec<u32> = model.keys().copied().collect();
                 prop_assert_eq!(walk(&rhash), keys.clone(), "{}", ctx);
+                prop_assert_eq!(walk(&rhash_prog), keys.clone(), "{}", ctx);
                 prop_assert_eq!(walk(&hash), keys, "{}", ctx);
             }
         }

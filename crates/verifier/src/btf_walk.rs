@@ -126,6 +126,25 @@ impl Env<'_> {
         }
     }
 
+    /// The kernel's note on a typed context argument:
+    /// `func 'sched_switch' arg1 has btf_id 114 type STRUCT 'task_struct'`.
+    pub fn log_btf_arg(&mut self, off: i32, btf_id: u32) {
+        let (Some(btf), Some(target)) = (vmlinux(), self.prog.attach_target.as_deref()) else {
+            return;
+        };
+        let kind = match btf.type_by_id(btf_id).map(|t| t.kind) {
+            Some(Kind::Struct) => "STRUCT",
+            Some(Kind::Union) => "UNION",
+            _ => return,
+        };
+        let msg = format!(
+            "func '{target}' arg{} has btf_id {btf_id} type {kind} '{}'",
+            off / 8,
+            btf.name_of(btf_id)
+        );
+        self.log.line(&msg);
+    }
+
     /// A load through a PTR_TO_BTF_ID: bounds of the struct and the type of
     /// the field read.
     pub fn btf_load(&self, reg: &Reg, off: i32, size: u32, access: Access) -> VResult<Reg> {

@@ -360,10 +360,9 @@ fn use_def(ins: &Insn, calls: &dyn Fn(&Insn) -> CallSummary) -> (u16, u16) {
             if mode(code) == BPF_IMM {
                 (0, d)
             } else {
-                // LD_ABS/IND read the context in r6 (and src for IND) and
-                // clobber r0-r5.
-                let u = (1 << 6) | if mode(code) == BPF_IND { s } else { 0 };
-                (u, 0x3f)
+                // compute_live_registers keeps its defaults for LD_ABS/IND:
+                // every register read, none written.
+                (0xffff, 0)
             }
         }
         BPF_JMP | BPF_JMP32 => match op(code) {
@@ -493,5 +492,16 @@ mod tests {
         assert_eq!(c.live_regs_before[1], 0b11);
         assert_eq!(c.live_regs_before[2], 0);
         assert_eq!(c.live_regs_before[3], 0b1);
+    }
+
+    #[test]
+    fn ld_abs_keeps_every_register_live() {
+        // 6.18 gives LD_ABS/IND no use/def of their own: every register is
+        // live before one (r9 too, never used), none is written by it.
+        let ld_abs = Insn::new(BPF_LD | BPF_ABS | BPF_W, 0, 0, 0, 12);
+        let c = analyze_all(&[mov(7, 1), ld_abs, exit()]).unwrap();
+        assert_eq!(c.live_regs_before[1], 0xffff);
+        assert_eq!(c.live_regs_before[0] & (1 << 9), 1 << 9);
+        assert_eq!(c.live_regs_before[0] & (1 << 7), 0);
     }
 }

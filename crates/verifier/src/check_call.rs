@@ -113,6 +113,7 @@ impl Env<'_> {
                     }
                 }
                 if access == Access::Write {
+                    self.log.scratch_stack(off, max + size as i64);
                     // The helper fills the bytes: they become STACK_MISC
                     // and spills there are destroyed.
                     for b in off..max + size as i64 {
@@ -830,6 +831,12 @@ impl Env<'_> {
         if self.is_global(sub) {
             // Verified on its own; the caller sees an unknown scalar.
             self.check_global_call_args(sub)?;
+            if self.log.level >= 1 {
+                let name = self.subprog_name(sub);
+                self.log.line(&format!(
+                    "Func#{sub} ('{name}') is global and assumed valid."
+                ));
+            }
             self.called_global[sub] = true;
             for r in 1..=5 {
                 *self.cur.reg_mut(r) = Reg::not_init();
@@ -842,10 +849,12 @@ impl Env<'_> {
         let frameno = self.cur.frames.len() as u32;
         let mut callee = Frame::new(idx as i32, frameno, sub as u32);
         callee.regs[1..=5].copy_from_slice(&caller_regs[1..=5]);
-        for r in 1..=5 {
+        // r0-r5 are caller-saved: none survives into the callee's view.
+        for r in 0..=5 {
             self.cur.frame_mut().regs[r] = Reg::not_init();
         }
         self.cur.frames.push(callee);
+        self.live_chain_changed();
         self.insn_idx = target;
         Ok(())
     }

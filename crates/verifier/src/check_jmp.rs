@@ -3,6 +3,7 @@
 
 use crate::error::VResult;
 use crate::explore::Env;
+use crate::linked_regs::{member, LinkedRegs, Member};
 use crate::prune::ADD_CONST;
 use crate::regs::{flag, Reg, RegType};
 use crate::scalar::{self, AluOp, JmpOp};
@@ -108,27 +109,40 @@ impl Env<'_> {
                     self.cur.frame_mut().regs[s as usize].v = refined.fall[1];
                 }
             }
-            // Registers sharing an id learn the same facts.
-            let mut linked = 0u32;
-            for r in [d, s] {
-                if r == s && source(insn.code) != BPF_X {
-                    continue;
-                }
-                let known = *self.cur.reg(r);
-                if known.is_scalar() && known.id != 0 {
-                    linked |= collect_linked(self.cur.frame(), known.id);
-                    sync_linked_regs(&mut self.cur, &known);
-                    let okn = *self.pending[other_i].st.reg(r);
-                    sync_linked_regs(&mut self.pending[other_i].st, &okn);
-                }
+            // Registers sharing an id (the ones 6.18 collects) learn the
+            // same facts and share precision.
+            let mut linked = LinkedRegs::default();
+            let mut order = [None, None];
+            if source(insn.code) == BPF_X && src.is_scalar() && src.id != 0 {
+                order[0] = Some((s, src.id));
             }
-            if linked.count_ones() > 1 {
-                self.push_history(0, linked);
+            if dst.is_scalar() && dst.id != 0 {
+                order[1] = Some((d, dst.id));
+            }
+            for (_, id) in order.iter().flatten() {
+                let other = &mut self.pending[other_i].st;
+                linked.collect(&mut self.cur, other, *id, &self.cfg.live_regs_before, idx);
+            }
+            if linked.len() > 1 {
+                self.push_history(0, linked.pack());
                 let e = *self.cur.jmp_history.last().expect("just pushed");
                 let oh = &mut self.pending[other_i].st.jmp_history;
                 match oh.last_mut() {
-                    Some(l) if l.idx == e.idx => l.linked |= linked,
+                    Some(l) if l.idx == e.idx => l.linked = e.linked,
                     _ => oh.push(e),
+                }
+            }
+            for (r, _) in order.iter().flatten() {
+                let at = Member {
+                    frame: self.cur.curframe() as u8,
+                    idx: *r,
+                    is_reg: true,
+                };
+                let known = *self.cur.reg(*r);
+                if known.is_scalar() && known.id != 0 {
+                    sync_linked_regs(&mut self.cur, &known, at, &linked);
+                    let okn = *self.pending[other_i].st.reg(*r);
+                    sync_linked_regs(&mut self.pending[other_i].st, &okn, at, &linked);
                 }
             }
         } else if !is32
@@ -244,26 +258,19 @@ impl Env<'_> {
     }
 }
 
-fn collect_linked(f: &crate::state::Frame, id: u32) -> u32 {
-    let base = id & !ADD_CONST;
-    let mut set = 0u32;
-    for (i, r) in f.regs.iter().enumerate().take(10) {
-        if r.ty == RegType::Scalar && r.id & !ADD_CONST == base {
-            set |= 1 << i;
-        }
-    }
-    set
-}
-
 /// Copies what is known about `known` to every scalar with the same id,
 /// shifted by the constant delta of linked-with-offset registers.
-fn sync_linked_regs(st: &mut State, known: &Reg) {
+fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &LinkedRegs) {
     let base = known.id & !ADD_CONST;
     let kv = known.v;
     let koff = known.off;
-    st.for_each_reg_mut(|r| {
+    for &m in linked.members() {
+        if m == known_at {
+            continue;
+        }
+        let r = member(st, m);
         if r.ty != RegType::Scalar || r.id & !ADD_CONST != base || r.id == 0 {
-            return;
+            continue;
         }
         if r.off == koff && (r.id & ADD_CONST) == (known.id & ADD_CONST) {
             r.v = kv;
@@ -273,7 +280,7 @@ fn sync_linked_regs(st: &mut State, known: &Reg) {
             let _ = v.alu(AluOp::Add, &scalar::Scalar::constant(delta), false);
             r.v = v;
         }
-    });
+    }
 }
 
 fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {

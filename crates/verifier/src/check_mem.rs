@@ -495,12 +495,11 @@ impl Env<'_> {
             ));
         }
         // The kernel prints the offset as a C int.
-        let mut out_of_range = |o: i64, bound: &str| {
-            let line = format!(
+        let out_of_range = |o: i64, bound: &str| {
+            self.log.before_error(format!(
                 "invalid access to {what}, {size_name}={region} off={} size={size}",
                 o as i32
-            );
-            self.log.line(&line);
+            ));
             self.err(format!(
                 "R{regno} {bound} value is outside of the allowed memory range"
             ))
@@ -536,7 +535,7 @@ impl Env<'_> {
         let range = reg.aux as i32;
         let in_range = off >= 0 && (off as i64 + size as i64) <= range as i64;
         if range >= 0 && !in_range {
-            self.log.line(&format!(
+            self.log.before_error(format!(
                 "invalid access to packet, off={off} size={size}, R{regno}(id={},off={off},r={range})",
                 reg.id
             ));
@@ -582,6 +581,7 @@ impl Env<'_> {
                 return self.err(format!("invalid {what} stack R{regno} off={o} size={size}"));
             }
             let o = o as i32;
+            self.log.scratch_stack(o as i64, o as i64 + 1);
             self.note_stack_depth(frameno, (-o) as u32);
             // Reads grow the allocated stack too (root may read
             // uninitialised stack), which states_equal compares.
@@ -611,9 +611,13 @@ impl Env<'_> {
                 size
             ));
         }
+        self.log.scratch_stack(min, max + size as i64);
         self.note_stack_depth(frameno, (-min) as u32);
-        // A variable-offset write may miss any one slot: it kills none.
-        self.note_stack_read(frameno, min, max + size as i64);
+        // A variable-offset write may miss any one slot: it kills none
+        // (and reads none).
+        if access == Access::Read {
+            self.note_stack_read(frameno, min, max + size as i64);
+        }
         self.cur.frames[frameno].grow_stack((-min) as usize);
         match access {
             Access::Write => {

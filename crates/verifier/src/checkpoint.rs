@@ -18,10 +18,11 @@ impl Env<'_> {
         ((idx as i64 ^ callsite) as u64 as usize) % self.buckets.len()
     }
 
-    /// Registers a checkpoint no longer needs (static liveness) are cleared
-    /// in fully explored states so comparisons ignore them.
+    /// Fully explored checkpoints at `idx` with the current path's call
+    /// sites forget the registers (static liveness) and stack slots
+    /// (liveness.rs) no instruction can read any more, so comparisons
+    /// ignore them (clean_live_states).
     fn clean_live_states(&mut self, idx: usize, b: usize) {
-        let live_slots = self.live_slots(idx);
         let mut n = self.buckets[b];
         while n != NIL {
             let node = self.pool.get(n);
@@ -29,34 +30,28 @@ impl Env<'_> {
             if node.state.branches == 0
                 && !node.cleaned
                 && node.state.insn_idx == idx
+                && same_callsites(&node.state, &self.cur)
                 && !self.incomplete_marks(n)
             {
-                let live_here = self.cfg.live_regs_before[idx];
-                let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
+                let live_slots = self.live_slots(&node.state);
                 let node = self.pool.get_mut(n);
                 let nframes = node.state.frames.len();
+                let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
                 for (fi, f) in node.state.frames.iter_mut().enumerate() {
-                    let live = if fi + 1 == nframes {
-                        live_here
+                    // A caller waits at its call instruction.
+                    let ip = if fi + 1 == nframes {
+                        idx
                     } else {
-                        // A caller resumes after its call; r0 is the result.
-                        let ret = (callsites[fi + 1] + 1) as usize;
-                        self.cfg
-                            .live_regs_before
-                            .get(ret)
-                            .copied()
-                            .unwrap_or(0xffff)
-                            & !1
+                        callsites[fi + 1] as usize
                     };
+                    let live = self.cfg.live_regs_before.get(ip).copied().unwrap_or(0xffff);
                     for r in 0..10 {
                         if live & (1 << r) == 0 {
                             f.regs[r] = Reg::not_init();
                         }
                     }
-                }
-                if let (Some(live), Some(f)) = (live_slots, node.state.frames.last_mut()) {
                     for (spi, slot) in f.stack.iter_mut().enumerate() {
-                        if spi < 64 && live & (1 << spi) == 0 {
+                        if spi >= 64 || live_slots[fi] & (1 << spi) == 0 {
                             *slot = crate::state::Slot::default();
                         }
                     }
@@ -161,9 +156,10 @@ impl Env<'_> {
                             Exact::Identical,
                         )
                     {
-                        let msg = format!("infinite loop detected at insn {idx}");
-                        self.log.line(&msg);
-                        return self.err(msg);
+                        if self.log.level >= 1 {
+                            self.log.loop_states(&self.cur, old);
+                        }
+                        return self.err(format!("infinite loop detected at insn {idx}"));
                     }
                 }
                 // Inside a loop, save states less often.
@@ -202,7 +198,7 @@ impl Env<'_> {
                 if looped {
                     self.add_scc_backedge(n, idx)?;
                 }
-                self.record_max_states(states_cnt);
+                // The kernel counts states per instruction only on a miss.
                 return Ok(true);
             }
             // miss
@@ -304,6 +300,14 @@ impl Env<'_> {
         let _ = encode_stack;
         self.run_backtrack(bt)
     }
+}
+
+fn same_callsites(a: &State, b: &State) -> bool {
+    a.frames.len() == b.frames.len()
+        && a.frames
+            .iter()
+            .zip(&b.frames)
+            .all(|(x, y)| x.callsite == y.callsite)
 }
 
 /// Cheap pre-check for loop detection: the current frame's registers are

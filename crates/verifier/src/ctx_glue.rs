@@ -44,7 +44,13 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
         CtxValue::SockOrNull => or_null(env, RegType::Sock),
         CtxValue::SockCommonOrNull => or_null(env, RegType::SockCommon),
         CtxValue::TpBuffer => ptr(RegType::TpBuffer),
-        CtxValue::BtfArg { .. } => env.btf_ctx_arg(off, size)?,
+        CtxValue::BtfArg { .. } => {
+            let r = env.btf_ctx_arg(off, size)?;
+            if env.log.level >= 1 && r.ty == RegType::BtfId {
+                env.log_btf_arg(off, r.aux);
+            }
+            r
+        }
         CtxValue::BtfStruct(_) => {
             let mut r = ptr(RegType::BtfId);
             r.flags |= flag::TRUSTED;

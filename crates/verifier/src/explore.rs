@@ -95,12 +95,9 @@ impl<'a> Env<'a> {
             cfg,
             log: {
                 let mut log = Log::new(opts.log_level);
-                // The kernel keeps 15 characters of a map's name.
-                log.maps = obj
-                    .maps
-                    .iter()
-                    .map(|m| (m.name.chars().take(15).collect(), m.key_size, m.value_size))
-                    .collect();
+                if opts.log_level > 0 {
+                    log.maps = crate::log_state::map_infos(obj);
+                }
                 log
             },
             stats: Stats::default(),
@@ -123,7 +120,7 @@ impl<'a> Env<'a> {
             started: Instant::now(),
             hist_stack_flag: 0,
             called_global: vec![false; nsub],
-            stack_live: crate::liveness::StackLiveness::new(n),
+            stack_live: Default::default(),
             verified_global: vec![false; nsub],
             async_cb: vec![false; nsub],
             scc: Default::default(),
@@ -250,13 +247,15 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
-    pub fn push_history(&mut self, stack: u16, linked: u32) {
+    pub fn push_history(&mut self, stack: u16, linked: u64) {
         let idx = self.insn_idx as u32;
         let prev = self.prev_insn_idx as u32;
         if let Some(last) = self.cur.jmp_history.last_mut() {
             if last.idx == idx && (stack != 0 || linked != 0) {
                 last.stack |= stack;
-                last.linked |= linked;
+                if linked != 0 {
+                    last.linked = linked;
+                }
                 return;
             }
         }
@@ -272,6 +271,7 @@ impl<'a> Env<'a> {
     pub fn do_check(&mut self) -> VResult<()> {
         let mut do_print_state = false;
         let mut prev_insn_idx: i64 = -1;
+        self.live_chain_changed();
         loop {
             self.prev_insn_idx = prev_insn_idx;
             self.hist_stack_flag = 0;
@@ -317,6 +317,7 @@ impl<'a> Env<'a> {
                         } else {
                             self.log.line(&format!("{idx}: safe"));
                         }
+                        self.log.scratch_all();
                     }
                     if !self.finish_path()? {
                         return Ok(());
@@ -330,17 +331,18 @@ impl<'a> Env<'a> {
                 self.push_history(0, 0);
             }
             if self.log.level >= 2 && do_print_state {
-                let s = self.log.state_str(&self.cur, false);
                 self.log
-                    .line(&format!("\nfrom {} to {}:{}", self.prev_insn_idx, idx, s));
+                    .append(&format!("\nfrom {} to {}:", self.prev_insn_idx, idx));
+                self.log.full_state(&self.cur, self.cur.curframe());
                 do_print_state = false;
             }
             if self.log.level >= 1 {
-                self.log.insn(self.prog, self.insns, idx);
+                self.log.insn(self.prog, self.insns, &self.cur, idx);
             }
             self.aux[idx].seen = true;
             prev_insn_idx = idx as i64;
             let insn = self.insns[idx];
+            self.live_begin_insn();
             match insn.class() {
                 BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
                 BPF_LDX => self.check_ldx(&insn)?,
@@ -382,9 +384,11 @@ impl<'a> Env<'a> {
                             return self.err("function calls are not allowed while holding a lock");
                         }
                         if insn.src == BPF_PSEUDO_CALL {
+                            let depth = self.cur.frames.len();
                             self.check_func_call(&insn)?;
-                            if self.log.level >= 2 {
-                                do_print_state = true;
+                            self.live_end_insn();
+                            if self.log.level >= 1 && self.cur.frames.len() > depth {
+                                self.log.call_dump(&self.cur);
                             }
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
@@ -412,6 +416,7 @@ impl<'a> Env<'a> {
                             insn.imm as i64
                         };
                         self.insn_idx = (idx as i64 + off + 1) as usize;
+                        self.live_end_insn();
                         continue;
                     } else if o == BPF_EXIT {
                         if source(insn.code) != BPF_K
@@ -424,11 +429,17 @@ impl<'a> Env<'a> {
                         }
                         self.check_exit_locks()?;
                         if self.cur.curframe() > 0 {
+                            self.update_live_stack();
+                            let callee = (self.log.level >= 1).then(|| self.cur.clone());
                             self.prepare_func_exit()?;
+                            if let Some(callee) = callee {
+                                self.log.return_dump(&callee, &self.cur, self.insn_idx);
+                            }
                             do_print_state = true;
                             continue;
                         }
                         self.check_return_code()?;
+                        self.live_end_insn();
                         if !self.finish_path()? {
                             return Ok(());
                         }
@@ -437,6 +448,9 @@ impl<'a> Env<'a> {
                         continue;
                     } else {
                         self.check_cond_jmp(&insn)?;
+                        if self.log.level >= 1 {
+                            self.log.insn_state(&self.cur, idx);
+                        }
                     }
                 }
                 BPF_LD => {
@@ -454,6 +468,7 @@ impl<'a> Env<'a> {
                     return self.err(format!("unknown insn class {}", insn.class()));
                 }
             }
+            self.live_end_insn();
             self.insn_idx += 1;
         }
     }
@@ -461,8 +476,10 @@ impl<'a> Env<'a> {
     /// Ends the current path and continues with the next pending one.
     /// Returns false when none is left.
     fn finish_path(&mut self) -> VResult<bool> {
+        self.log.scratch_all();
         let parent = self.cur.parent;
         self.update_branch_counts(parent)?;
+        self.update_live_stack();
         Ok(self.pop_stack())
     }
 

@@ -48,6 +48,14 @@ impl Env<'_> {
             .is_some_and(|f| f.linkage == 1)
     }
 
+    /// The name of subprogram `subprog` in the object's BTF.
+    pub fn subprog_name(&self, subprog: usize) -> String {
+        match (self.obj.btf.as_ref(), self.prog.func_info.get(subprog)) {
+            (Some(btf), Some(fi)) => btf.name_of(fi.type_id).to_string(),
+            _ => String::new(),
+        }
+    }
+
     /// Argument kinds of global subprogram `subprog` (up to 5).
     pub fn global_args(&self, subprog: usize) -> Vec<ArgKind> {
         let Some(btf) = self.obj.btf.as_ref() else {
@@ -144,8 +152,20 @@ impl Env<'_> {
             }
             st.in_sleepable = self.prog.sleepable;
             self.cur = st;
+            self.log.start_pass();
+            self.log.scratch_all();
+            let name = self.subprog_name(k);
+            if self.log.level >= 1 {
+                self.log.line(&format!("Validating {name}() func#{k}..."));
+            }
             self.insn_idx = self.cfg.subprogs[k].start;
             self.do_check()?;
+            self.log.pass_verified();
+            if self.log.level >= 1 {
+                self.log.line(&format!(
+                    "Func#{k} ('{name}') is safe for any args that match its prototype"
+                ));
+            }
             // Restart the scan: this function may have called others.
             k = 1;
         }

@@ -19,8 +19,10 @@ mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod linked_regs;
 mod liveness;
 mod log;
+mod log_state;
 mod pool;
 mod precision;
 mod prune;
@@ -157,9 +159,15 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         }
     };
     let mut env = explore::Env::new(obj, prog, opts, cfg);
+    if opts.log_level >= 2 {
+        let starts: Vec<usize> = env.cfg.subprogs.iter().map(|s| s.start).collect();
+        env.log
+            .program_summary(&starts, env.insns, &env.cfg.live_regs_before, &env.cfg.scc);
+    }
     env.init_main_state();
     let res = env
         .do_check()
+        .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth());
     let mut stats = std::mem::take(&mut env.stats);
@@ -175,7 +183,9 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         Ok(()) => Verdict::Accepted,
         Err(e) => {
             if log.level > 0 && e.limit.is_none() {
+                log.lines_before_error();
                 log.line(&e.msg);
+                log.error_details();
             }
             rejected(prog, e)
         }

@@ -1,103 +1,364 @@
-//! Stack slot liveness: which slots of the current frame may still be read
-//! from an instruction on. Accesses are recorded as exploration observes
-//! them (reads per instruction, slots an instruction always overwrites
-//! whole), and a backward dataflow over the CFG turns them into live sets,
-//! recomputed only when the records change. A checkpoint whose paths are
-//! all explored forgets dead slots, so comparisons ignore them (the role of
-//! 6.18's stack liveness analysis). Accesses to another frame's stack make
-//! the analysis give up: every slot then stays live.
+//! Stack slot liveness, the way 6.18 computes it (kernel/bpf/liveness.c):
+//! path-insensitive, but separate for each call chain. For every
+//! (call chain, instruction) exploration records which slots of each frame
+//! on the chain the instruction may read (a union over the paths seen) and
+//! which whole slots it always overwrites (an intersection). When a
+//! subprogram returns or a path ends, a backward dataflow over the
+//! subprogram's instructions turns these records into `live_before` sets,
+//! and what a callee's entry reads or always writes in its callers' frames
+//! is charged to the call instruction in the caller's chain. A checkpoint
+//! whose paths are all explored then forgets the slots no instruction of
+//! its chain can read any more, so comparisons ignore them.
+//!
+//! The figures depend on *when* the dataflow runs and when a checkpoint is
+//! cleaned (knowledge only grows as more paths are explored), so both
+//! happen exactly where the kernel does them.
 
-use crate::cfg;
+use std::collections::HashMap;
+
+use crate::cfg::{self, mark, Cfg};
 use crate::explore::Env;
+use crate::state::{State, MAX_CALL_FRAMES};
+
+#[derive(Clone, Copy, Default)]
+struct Masks {
+    /// Slots the instruction may read.
+    may_read: u64,
+    /// Slots the instruction writes whole on every path seen.
+    must_write: u64,
+    /// Slots written whole by the instruction or on every way from it to
+    /// the subprogram's exit.
+    must_write_acc: u64,
+    /// Slots that may be read by the instruction or after it.
+    live_before: u64,
+}
+
+/// The call instructions of frames 0..depth, then the innermost frame's
+/// subprogram start.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct CallChain {
+    sites: [u32; MAX_CALL_FRAMES],
+    depth: u8,
+}
+
+/// The records of one subprogram reached through one call chain.
+struct Instance {
+    chain: CallChain,
+    /// Subprogram starts of frames 0..=depth.
+    starts: [u32; MAX_CALL_FRAMES],
+    /// The innermost subprogram: first instruction and length.
+    start: usize,
+    subprog: usize,
+    /// Per frame of the chain, per instruction of the subprogram; empty
+    /// until the frame is first touched.
+    frames: [Vec<Masks>; MAX_CALL_FRAMES],
+    /// Instructions whose `must_write` was recorded at least once.
+    must_write_set: Vec<bool>,
+    /// Records changed since the dataflow last ran.
+    updated: bool,
+    /// Some `must_write` shrank: `must_write_acc` must be recomputed from
+    /// scratch.
+    must_write_dropped: bool,
+}
+
+impl Instance {
+    fn masks(&self, frame: usize, insn: usize) -> Option<&Masks> {
+        self.frames[frame].get(insn.wrapping_sub(self.start))
+    }
+
+    fn masks_mut(&mut self, frame: usize, insn: usize) -> &mut Masks {
+        if self.frames[frame].is_empty() {
+            self.frames[frame] = vec![Masks::default(); self.must_write_set.len()];
+        }
+        &mut self.frames[frame][insn - self.start]
+    }
+
+    /// A visit of `insn` that writes no stack changes nothing: the
+    /// instruction was seen before and has no guaranteed write to drop.
+    fn nothing_to_intersect(&mut self, insn: usize) -> bool {
+        let rel = insn - self.start;
+        if !self.must_write_set[rel] {
+            return false;
+        }
+        let depth = self.chain.depth as usize;
+        self.frames[..=depth]
+            .iter()
+            .all(|f| f.get(rel).is_none_or(|m| m.must_write == 0))
+    }
+
+    fn mark_read(&mut self, frame: usize, insn: usize, mask: u64) {
+        let m = self.masks_mut(frame, insn);
+        let new = m.may_read | mask;
+        let grows = new != m.may_read && (new | m.live_before) != m.live_before;
+        m.may_read = new;
+        if grows {
+            self.updated = true;
+        }
+    }
+
+    /// Records what instruction `insn` wrote whole in each frame on this
+    /// visit; the first visit sets `must_write`, later ones intersect.
+    fn commit_writes(&mut self, insn: usize, written: &[u64; MAX_CALL_FRAMES]) {
+        let rel = insn - self.start;
+        let seen = self.must_write_set[rel];
+        for (frame, &w) in written
+            .iter()
+            .enumerate()
+            .take(self.chain.depth as usize + 1)
+        {
+            if w == 0 && !seen {
+                continue;
+            }
+            let m = self.masks_mut(frame, insn);
+            let old = m.must_write;
+            let new = if seen { w & old } else { w };
+            if new != old {
+                m.must_write = new;
+                self.updated = true;
+            }
+            if old & !new != 0 {
+                self.must_write_dropped = true;
+            }
+        }
+        self.must_write_set[rel] = true;
+    }
+}
 
 #[derive(Default)]
 pub struct StackLiveness {
-    /// Slots read by each instruction (bit spi).
-    uses: Vec<u64>,
-    /// Slots each instruction fully overwrites on every path seen.
-    defs: Vec<u64>,
-    def_seen: Vec<bool>,
-    live_before: Vec<u64>,
-    dirty: bool,
-    /// A frame's stack was touched from another frame.
-    pub escaped: bool,
-    /// The visit (instruction, processed count) whose writes are being
-    /// collected: one instruction may write several times (a store that
-    /// also destroys a dynptr), and its visit's writes count together.
-    visit: Option<(usize, u64)>,
-    visit_acc: u64,
-    /// defs / def_seen of the instruction before this visit.
-    defs_before: Option<u64>,
+    instances: Vec<Instance>,
+    by_chain: HashMap<CallChain, u32>,
+    /// The instance of the current state's chain, while it is known.
+    cur: Option<u32>,
+    /// The last chain looked up and its instance (most lookups repeat it).
+    last: Option<(CallChain, u32)>,
+    /// Instances with records the dataflow has not seen yet.
+    dirty: Vec<u32>,
+    /// Whole-slot writes of the instruction being checked, per frame.
+    written: [u64; MAX_CALL_FRAMES],
+    written_any: bool,
+    written_insn: usize,
+    /// Instructions in DFS postorder, subprogram after subprogram, and where
+    /// each subprogram's run begins (the order the dataflow visits them);
+    /// computed when the dataflow first runs.
+    postorder: Vec<u32>,
+    postorder_start: Vec<usize>,
 }
 
 impl StackLiveness {
-    pub fn new(n: usize) -> StackLiveness {
-        StackLiveness {
-            uses: vec![0; n],
-            defs: vec![0; n],
-            def_seen: vec![false; n],
-            live_before: vec![0; n],
-            dirty: false,
-            escaped: false,
-            visit: None,
-            visit_acc: 0,
-            defs_before: None,
+    fn lookup(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
+        if let Some((c, i)) = self.last {
+            if c == chain {
+                return i;
+            }
+        }
+        let id = self.lookup_slow(cfg, chain, starts);
+        self.last = Some((chain, id));
+        id
+    }
+
+    fn lookup_slow(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
+        if let Some(&i) = self.by_chain.get(&chain) {
+            return i;
+        }
+        let start = starts[chain.depth as usize] as usize;
+        let subprog = cfg.subprog_at(start).unwrap_or(0);
+        let len = cfg.subprogs.get(subprog).map_or(0, |s| s.end - s.start);
+        let id = self.instances.len() as u32;
+        self.instances.push(Instance {
+            chain,
+            starts,
+            start,
+            subprog,
+            frames: Default::default(),
+            must_write_set: vec![false; len],
+            updated: false,
+            must_write_dropped: false,
+        });
+        self.by_chain.insert(chain, id);
+        id
+    }
+
+    fn mark_read(&mut self, id: u32, frame: usize, insn: usize, mask: u64) {
+        let inst = &mut self.instances[id as usize];
+        let was = inst.updated;
+        inst.mark_read(frame, insn, mask);
+        if !was && inst.updated {
+            self.dirty.push(id);
         }
     }
 
-    fn read(&mut self, idx: usize, mask: u64) {
-        if self.uses[idx] & mask != mask {
-            self.uses[idx] |= mask;
-            self.dirty = true;
+    fn commit_writes(&mut self, id: u32, insn: usize, written: &[u64; MAX_CALL_FRAMES]) {
+        let inst = &mut self.instances[id as usize];
+        let was = inst.updated;
+        inst.commit_writes(insn, written);
+        if !was && inst.updated {
+            self.dirty.push(id);
         }
     }
 
-    fn write(&mut self, idx: usize, visit: u64, full: u64) {
-        if self.visit != Some((idx, visit)) {
-            self.visit = Some((idx, visit));
-            self.visit_acc = 0;
-            self.defs_before = self.def_seen[idx].then_some(self.defs[idx]);
-        }
-        self.visit_acc |= full;
-        let new = match self.defs_before {
-            Some(before) => before & self.visit_acc,
-            None => self.visit_acc,
+    fn find(&self, chain: &CallChain) -> Option<&Instance> {
+        let id = match self.last {
+            Some((c, i)) if c == *chain => i,
+            _ => *self.by_chain.get(chain)?,
         };
-        if !self.def_seen[idx] || new != self.defs[idx] {
-            self.def_seen[idx] = true;
-            self.defs[idx] = new;
-            self.dirty = true;
-        }
+        Some(&self.instances[id as usize])
     }
 
-    fn recompute(&mut self, insns: &[bpfvet_isa::Insn]) {
-        let n = insns.len();
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for t in (0..n).rev() {
-                let mut succ = [0usize; 2];
-                let k = cfg::successors(insns, t, &mut succ);
-                let out = succ[..k].iter().fold(0u64, |a, &s| a | self.live_before[s]);
-                let new = self.uses[t] | (out & !self.defs[t]);
-                if new != self.live_before[t] {
-                    self.live_before[t] = new;
-                    changed = true;
+    /// Recomputes `live_before` and `must_write_acc` of one instance to a
+    /// fixed point, then charges its entry's effect on outer frames to the
+    /// call instruction in the caller's instance.
+    fn update_instance(&mut self, insns: &[bpfvet_isa::Insn], cfg: &Cfg, id: u32) {
+        if self.postorder_start.is_empty() {
+            (self.postorder, self.postorder_start) = postorder(insns, cfg);
+        }
+        let (po_lo, po_hi) = {
+            let inst = &self.instances[id as usize];
+            (
+                self.postorder_start[inst.subprog],
+                self.postorder_start[inst.subprog + 1],
+            )
+        };
+        let inst = &mut self.instances[id as usize];
+        let depth = inst.chain.depth as usize;
+        if inst.must_write_dropped {
+            for f in &mut inst.frames[..=depth] {
+                for m in f.iter_mut() {
+                    m.must_write_acc = 0;
                 }
             }
         }
-        self.dirty = false;
+        let start = inst.start;
+        loop {
+            let mut changed = false;
+            for f in inst.frames[..=depth].iter_mut().filter(|f| !f.is_empty()) {
+                for &t in &self.postorder[po_lo..po_hi] {
+                    changed |= update_insn(insns, f, start, t as usize);
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if depth > 0 {
+            self.propagate_to_caller(cfg, id);
+        }
     }
+
+    fn propagate_to_caller(&mut self, cfg: &Cfg, id: u32) {
+        let inst = &self.instances[id as usize];
+        let depth = inst.chain.depth as usize;
+        let callsite = inst.chain.sites[depth - 1] as usize;
+        let mut outer = CallChain {
+            sites: [0; MAX_CALL_FRAMES],
+            depth: (depth - 1) as u8,
+        };
+        outer.sites[..depth - 1].copy_from_slice(&inst.chain.sites[..depth - 1]);
+        outer.sites[depth - 1] = inst.starts[depth - 1];
+        let mut starts = [0; MAX_CALL_FRAMES];
+        starts[..depth].copy_from_slice(&inst.starts[..depth]);
+        let entry: Vec<(usize, Masks)> = (0..depth)
+            .filter_map(|f| inst.masks(f, inst.start).map(|m| (f, *m)))
+            .collect();
+        let oid = self.lookup(cfg, outer, starts);
+        let mut written = [0u64; MAX_CALL_FRAMES];
+        for (f, m) in entry {
+            written[f] |= m.must_write_acc;
+            self.mark_read(oid, f, callsite, m.live_before);
+        }
+        self.commit_writes(oid, callsite, &written);
+    }
+}
+
+/// One step of the backward dataflow for instruction `t` of one frame's
+/// records; returns whether anything changed.
+fn update_insn(insns: &[bpfvet_isa::Insn], f: &mut [Masks], start: usize, t: usize) -> bool {
+    let mut succ = [0usize; 2];
+    let k = cfg::successors(insns, t, &mut succ);
+    if k == 0 {
+        return false;
+    }
+    let mut after = 0u64;
+    let mut acc = u64::MAX;
+    for &s in &succ[..k] {
+        let m = &f[s - start];
+        after |= m.live_before;
+        acc &= m.must_write_acc;
+    }
+    let m = &mut f[t - start];
+    let acc = acc | m.must_write;
+    let before = (after & !m.must_write) | m.may_read;
+    let changed = before != m.live_before || acc != m.must_write_acc;
+    m.live_before = before;
+    m.must_write_acc = acc;
+    changed
+}
+
+/// DFS postorder of each subprogram's instructions, successors visited
+/// jump target first (compute_postorder).
+fn postorder(insns: &[bpfvet_isa::Insn], cfg: &Cfg) -> (Vec<u32>, Vec<usize>) {
+    const DISCOVERED: u8 = 1;
+    const EXPLORED: u8 = 2;
+    let n = insns.len();
+    let mut state = vec![0u8; n];
+    let mut order = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(cfg.subprogs.len() + 1);
+    let mut stack = Vec::new();
+    for sp in &cfg.subprogs {
+        starts.push(order.len());
+        if sp.start >= n {
+            continue;
+        }
+        stack.push(sp.start);
+        while let Some(&top) = stack.last() {
+            state[top] |= DISCOVERED;
+            if state[top] & EXPLORED != 0 {
+                order.push(top as u32);
+                stack.pop();
+                continue;
+            }
+            let mut succ = [0usize; 2];
+            let k = cfg::successors(insns, top, &mut succ);
+            for &s in &succ[..k] {
+                if state[s] == 0 {
+                    stack.push(s);
+                    state[s] |= DISCOVERED;
+                }
+            }
+            state[top] |= EXPLORED;
+        }
+    }
+    starts.push(order.len());
+    (order, starts)
+}
+
+/// The chain of frame `frameno` of `st`, and the subprogram starts of
+/// frames 0..=frameno.
+fn chain_of(cfg: &Cfg, st: &State, frameno: usize) -> (CallChain, [u32; MAX_CALL_FRAMES]) {
+    let mut chain = CallChain {
+        sites: [0; MAX_CALL_FRAMES],
+        depth: frameno as u8,
+    };
+    let mut starts = [0; MAX_CALL_FRAMES];
+    for (i, f) in st.frames.iter().enumerate().take(frameno + 1) {
+        let sub = f.subprogno as usize;
+        starts[i] = cfg.subprogs.get(sub).map_or(0, |s| s.start) as u32;
+        if i < frameno {
+            chain.sites[i] = st.frames[i + 1].callsite as u32;
+        }
+    }
+    chain.sites[frameno] = starts[frameno];
+    (chain, starts)
 }
 
 /// Bits for slots covering bytes [lo, hi) below the frame pointer
 /// (offsets are negative: lo = -16, hi = -8 is slot 1).
-fn slot_mask(lo: i64, hi: i64) -> u64 {
+fn slots_touched(lo: i64, hi: i64) -> u64 {
     let mut m = 0u64;
     let mut b = lo;
     while b < hi {
-        let spi = ((-b - 1) / 8) as u32;
-        if spi < 64 {
+        let spi = (-b - 1) / 8;
+        if (0..64).contains(&spi) {
             m |= 1 << spi;
         }
         b += 1;
@@ -106,47 +367,168 @@ fn slot_mask(lo: i64, hi: i64) -> u64 {
 }
 
 impl Env<'_> {
-    pub fn note_stack_read(&mut self, frameno: usize, lo: i64, hi: i64) {
-        if frameno != self.cur.curframe() {
-            self.stack_live.escaped = true;
-            return;
+    fn live_cur_instance(&mut self) -> u32 {
+        if let Some(id) = self.stack_live.cur {
+            return id;
         }
-        let idx = self.insn_idx;
-        self.stack_live.read(idx, slot_mask(lo, hi));
+        let (chain, starts) = chain_of(&self.cfg, &self.cur, self.cur.curframe());
+        let id = self.stack_live.lookup(&self.cfg, chain, starts);
+        self.stack_live.cur = Some(id);
+        id
     }
 
-    pub fn note_stack_write(&mut self, frameno: usize, lo: i64, hi: i64) {
-        if frameno != self.cur.curframe() {
-            self.stack_live.escaped = true;
-            return;
+    /// Before an instruction is checked: its whole-slot writes are
+    /// collected from here on.
+    pub fn live_begin_insn(&mut self) {
+        self.live_cur_instance();
+        let sl = &mut self.stack_live;
+        if sl.written_any {
+            sl.written = [0; MAX_CALL_FRAMES];
+            sl.written_any = false;
         }
-        // Only whole slots are killed.
-        let mut full = 0u64;
-        let mut b = lo;
-        while b < hi {
-            if b % 8 == 0 && b + 8 <= hi {
-                let spi = ((-b - 1) / 8) as u32;
-                if spi < 64 {
-                    full |= 1 << spi;
-                }
-                b += 8;
-            } else {
-                b += 1;
+        sl.written_insn = self.insn_idx;
+    }
+
+    /// After an instruction was checked: what it wrote (possibly nothing)
+    /// joins the records, unless it moved to another call chain.
+    pub fn live_end_insn(&mut self) {
+        if let Some(id) = self.stack_live.cur {
+            let sl = &mut self.stack_live;
+            let inst = &mut sl.instances[id as usize];
+            // Most instructions write no stack: that is final once it was
+            // recorded and nothing was ever guaranteed written there.
+            if !sl.written_any && inst.nothing_to_intersect(sl.written_insn) {
+                return;
+            }
+            let written = sl.written;
+            sl.commit_writes(id, sl.written_insn, &written);
+        }
+    }
+
+    /// The current state moved to another call chain (a callee was entered,
+    /// or a new exploration starts).
+    pub fn live_chain_changed(&mut self) {
+        self.stack_live.cur = None;
+    }
+
+    /// Bytes [lo, hi) of frame `frameno`'s stack are read by the current
+    /// instruction.
+    pub fn note_stack_read(&mut self, frameno: usize, lo: i64, hi: i64) {
+        let id = self.live_cur_instance();
+        let idx = self.insn_idx;
+        self.stack_live
+            .mark_read(id, frameno, idx, slots_touched(lo, hi));
+    }
+
+    /// Bytes [lo, hi) of frame `frameno`'s stack are written by the current
+    /// instruction; only a whole aligned slot counts as overwritten.
+    pub fn note_stack_write(&mut self, frameno: usize, lo: i64, hi: i64) {
+        if lo % 8 == 0 && hi - lo == 8 && (-512..0).contains(&lo) {
+            let spi = (-lo - 1) / 8;
+            if let Some(w) = self.stack_live.written.get_mut(frameno) {
+                *w |= 1 << spi;
+                self.stack_live.written_any = true;
             }
         }
-        let idx = self.insn_idx;
-        self.stack_live.write(idx, self.insn_processed, full);
     }
 
-    /// Slots of the innermost frame that may be read from `idx` on; None
-    /// when unknown (every slot is then live).
-    pub fn live_slots(&mut self, idx: usize) -> Option<u64> {
-        if self.stack_live.escaped {
-            return None;
+    /// Runs the dataflow for every instance of the current chain with new
+    /// records, innermost first (bpf_update_live_stack): called when a
+    /// subprogram returns and when a path ends.
+    pub fn update_live_stack(&mut self) {
+        self.stack_live.cur = None;
+        if self.stack_live.dirty.is_empty() {
+            return;
         }
-        if self.stack_live.dirty {
-            self.stack_live.recompute(self.insns);
+        for frame in (0..=self.cur.curframe()).rev() {
+            let (chain, starts) = chain_of(&self.cfg, &self.cur, frame);
+            let id = self.stack_live.lookup(&self.cfg, chain, starts);
+            let inst = &self.stack_live.instances[id as usize];
+            if inst.updated {
+                self.stack_live.update_instance(self.insns, &self.cfg, id);
+                let inst = &mut self.stack_live.instances[id as usize];
+                inst.updated = false;
+                inst.must_write_dropped = false;
+            }
         }
-        Some(self.stack_live.live_before[idx])
+        let sl = &mut self.stack_live;
+        let instances = &sl.instances;
+        sl.dirty.retain(|&i| instances[i as usize].updated);
+    }
+
+    /// Per frame of `st` (a checkpoint at `st.insn_idx`), the slots that
+    /// may still be read: after the checkpoint in its own chain, or after
+    /// the call instructions of the frames above it
+    /// (bpf_stack_slot_alive).
+    pub fn live_slots(&self, st: &State) -> [u64; MAX_CALL_FRAMES] {
+        let sl = &self.stack_live;
+        let curframe = st.curframe();
+        let mut inst: [Option<&Instance>; MAX_CALL_FRAMES] = [None; MAX_CALL_FRAMES];
+        for (f, i) in inst.iter_mut().enumerate().take(curframe + 1) {
+            *i = sl.find(&chain_of(&self.cfg, st, f).0);
+        }
+        let live = |i: Option<&Instance>, insn: usize, frame: usize| {
+            i.and_then(|i| i.masks(frame, insn))
+                .map_or(0, |m| m.live_before)
+        };
+        let mut out = [0u64; MAX_CALL_FRAMES];
+        for (frameno, o) in out.iter_mut().enumerate().take(curframe + 1) {
+            *o = live(inst[curframe], st.insn_idx, frameno);
+            for (i, outer) in inst.iter().enumerate().take(curframe).skip(frameno) {
+                let callsite = st.frames[i + 1].callsite as usize;
+                let at = if self.cfg.is(callsite, mark::CALLS_CALLBACK) {
+                    callsite
+                } else {
+                    callsite + 1
+                };
+                *o |= live(*outer, at, frameno);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_bits_cover_every_touched_byte() {
+        assert_eq!(slots_touched(-8, 0), 0b1);
+        assert_eq!(slots_touched(-16, -8), 0b10);
+        // A 4-byte access straddling nothing, and one spanning two slots.
+        assert_eq!(slots_touched(-12, -8), 0b10);
+        assert_eq!(slots_touched(-12, -4), 0b11);
+        assert_eq!(slots_touched(-512, -504), 1 << 63);
+    }
+
+    #[test]
+    fn first_commit_sets_must_write_then_intersects() {
+        let mut inst = Instance {
+            chain: CallChain {
+                sites: [0; MAX_CALL_FRAMES],
+                depth: 0,
+            },
+            starts: [0; MAX_CALL_FRAMES],
+            start: 10,
+            subprog: 0,
+            frames: Default::default(),
+            must_write_set: vec![false; 4],
+            updated: false,
+            must_write_dropped: false,
+        };
+        let mut w = [0u64; MAX_CALL_FRAMES];
+        w[0] = 0b110;
+        inst.commit_writes(11, &w);
+        assert_eq!(inst.masks(0, 11).unwrap().must_write, 0b110);
+        assert!(inst.updated && !inst.must_write_dropped);
+        w[0] = 0b011;
+        inst.commit_writes(11, &w);
+        // Only slot 1 is written on both visits; slot 2 was dropped.
+        assert_eq!(inst.masks(0, 11).unwrap().must_write, 0b010);
+        assert!(inst.must_write_dropped);
+        // A visit that writes nothing leaves nothing guaranteed.
+        inst.commit_writes(11, &[0; MAX_CALL_FRAMES]);
+        assert_eq!(inst.masks(0, 11).unwrap().must_write, 0);
     }
 }

@@ -57,7 +57,7 @@ impl Backtrack {
         let o = op(insn.code);
         let (d, s) = (insn.dst, insn.src);
         let stack = hist.map_or(0, |h| h.stack);
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         match cls {
@@ -174,21 +174,34 @@ impl Backtrack {
             }
             _ => {}
         }
-        if let Some(h) = hist {
+        if let Some(h) = hist.filter(|h| h.linked != 0) {
             self.sync_linked(h.linked);
         }
         Ok(())
     }
 
-    /// Registers refined together at a jump share precision.
-    fn sync_linked(&mut self, linked: u32) {
-        if linked == 0 {
+    /// Registers and slots refined together at a jump share precision
+    /// (bt_sync_linked_regs).
+    fn sync_linked(&mut self, linked: u64) {
+        let set = crate::linked_regs::LinkedRegs::unpack(linked);
+        let has = |bt: &Self, m: &crate::linked_regs::Member| {
+            let f = m.frame as usize;
+            if m.is_reg {
+                bt.regs[f] & (1 << m.idx) != 0
+            } else {
+                bt.slots[f] & (1 << m.idx) != 0
+            }
+        };
+        if !set.members().iter().any(|m| has(self, m)) {
             return;
         }
-        // Packed as a bit set of registers of the current frame.
-        let set = (linked & 0x7ff) as u16;
-        if self.regs[self.frame] & set != 0 {
-            self.regs[self.frame] |= set;
+        for m in set.members() {
+            let f = m.frame as usize;
+            if m.is_reg {
+                self.regs[f] |= 1 << m.idx;
+            } else {
+                self.slots[f] |= 1 << m.idx;
+            }
         }
     }
 }
@@ -243,7 +256,9 @@ impl Env<'_> {
         if bt.empty() {
             return Ok(());
         }
-        if !self.opts.baselines.backtrack_no_skip {
+        // At log level 2 every walk runs, so that the log shows the
+        // kernel's trace of it.
+        if !self.opts.baselines.backtrack_no_skip && self.log.level < 2 {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
                 let f = &self.cur.frames[fr];
@@ -269,13 +284,20 @@ impl Env<'_> {
             return Ok(());
         }
         self.stats.backtrack_walks += 1;
-        if self.walk(&mut bt).is_err() {
+        // The logging walk is a separate instance, so the walk at lower
+        // log levels carries no trace of it.
+        let walked = if self.log.level >= 2 {
+            self.walk::<true>(&mut bt)
+        } else {
+            self.walk::<false>(&mut bt)
+        };
+        if walked.is_err() {
             self.mark_all_scalars_precise();
         }
         Ok(())
     }
 
-    fn walk(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+    fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
         let mut first_idx = self.cur.first_insn_idx;
         let mut last_idx = self.insn_idx as i64;
         let mut subseq: i64 = -1;
@@ -288,6 +310,12 @@ impl Env<'_> {
                     None => &self.cur,
                     Some(id) => &self.pool.get(id).state,
                 };
+                if LOG {
+                    self.log.line(&format!(
+                        "mark_precise: frame{}: last_idx {last_idx} first_idx {first_idx} subseq_idx {subseq} ",
+                        bt.frame
+                    ));
+                }
                 if last_idx < 0 {
                     return Err(Unsupported);
                 }
@@ -302,6 +330,15 @@ impl Env<'_> {
                         } else {
                             None
                         };
+                        if LOG && self.insns[i].code != 0 {
+                            self.log.precise_step(
+                                bt.frame,
+                                bt.regs[bt.frame],
+                                bt.slots[bt.frame],
+                                self.insns,
+                                i,
+                            );
+                        }
                         bt.step(self, i, subseq, h.as_ref())?;
                     }
                     if bt.empty() {
@@ -358,6 +395,9 @@ impl Env<'_> {
                         self.precise_marks += 1;
                     }
                 }
+                if LOG {
+                    self.log.precise_parent(fr, bt.regs[fr], bt.slots[fr], pst);
+                }
             }
             if bt.empty() {
                 return Ok(());
@@ -376,6 +416,12 @@ impl Env<'_> {
     /// Fallback when the history cannot explain a value: every scalar in
     /// every checkpoint on the path becomes precise.
     pub fn mark_all_scalars_precise(&mut self) {
+        if self.log.level >= 2 {
+            self.log.line(&format!(
+                "mark_precise: frame{}: falling back to forcing all scalars precise",
+                self.cur.curframe()
+            ));
+        }
         let mut p = self.cur.parent;
         while let Some(id) = p {
             let Some(node) = self.pool.try_get(id) else {
@@ -390,5 +436,48 @@ impl Env<'_> {
             });
             p = st.parent;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linked_regs::{LinkedRegs, Member};
+
+    fn packed(members: &[Member]) -> u64 {
+        // Build the packing through its public round trip.
+        let mut v = members.len() as u64;
+        for (i, m) in members.iter().enumerate() {
+            let e = (m.frame as u64) | ((m.idx as u64) << 3) | ((m.is_reg as u64) << 9);
+            v |= e << (3 + 10 * i);
+        }
+        assert_eq!(LinkedRegs::unpack(v).members(), members);
+        v
+    }
+
+    #[test]
+    fn a_precise_register_makes_its_linked_spill_precise() {
+        // r5 and the spill at fp-168 (slot 20) were refined together.
+        let set = [
+            Member {
+                frame: 0,
+                idx: 5,
+                is_reg: true,
+            },
+            Member {
+                frame: 0,
+                idx: 20,
+                is_reg: false,
+            },
+        ];
+        let mut bt = Backtrack::default();
+        bt.regs[0] = 1 << 5;
+        bt.sync_linked(packed(&set));
+        assert_eq!(bt.slots[0], 1 << 20);
+        // Nothing of the set needed: nothing added.
+        let mut bt = Backtrack::default();
+        bt.regs[0] = 1 << 4;
+        bt.sync_linked(packed(&set));
+        assert_eq!((bt.regs[0], bt.slots[0]), (1 << 4, 0));
     }
 }

@@ -182,8 +182,8 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
-/// Every byte reads as an unknown scalar: STACK_MISC, or never written
-/// (root may read uninitialised stack).
+/// Every byte reads as an unknown scalar: STACK_MISC, or STACK_INVALID,
+/// which a privileged program may read too (is_stack_all_misc).
 fn all_misc(types: &[SlotType; REG_SIZE]) -> bool {
     types
         .iter()
@@ -202,8 +202,8 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
             return false;
         }
-        // Root may read uninitialised stack, so a byte the explored path
-        // only knew as STACK_MISC constrains nothing (allow_uninit_stack).
+        // An uninitialised byte was never read; an unknown one (privileged
+        // programs may read uninitialised stack) matches anything.
         if matches!(os.types[b], SlotType::Invalid | SlotType::Misc) {
             i += 1;
             continue;
@@ -231,10 +231,6 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
                 return false;
             }
             i = (spi + 1) * REG_SIZE;
-            continue;
-        }
-        if os.types[b] == SlotType::Misc && cs.types[b] == SlotType::Zero {
-            i += 1;
             continue;
         }
         if os.types[b] != cs.types[b] {

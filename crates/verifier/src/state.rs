@@ -135,8 +135,9 @@ pub struct HistEntry {
     pub prev_idx: u32,
     /// Stack access: (frame << 8 | spi) + 1, 0 if none.
     pub stack: u16,
-    /// Linked register set (ids refined together at a jump), 0 if none.
-    pub linked: u32,
+    /// Registers and slots refined together at a jump (linked_regs.rs
+    /// packing), 0 if none.
+    pub linked: u64,
 }
 
 #[derive(Clone, Debug)]

@@ -638,7 +638,7 @@ pub static BPF_XDP_FIB_LOOKUP: HelperProto =
     HelperProto::new(69, "bpf_xdp_fib_lookup", r(RB::Integer))
         .args(&[
             a(AB::PtrToCtx),
-            a(AB::PtrToMem),
+            af(AB::PtrToMem, F::MEM_WRITE),
             a(AB::ConstSize),
             a(AB::Anything),
         ])
@@ -649,7 +649,7 @@ pub static BPF_SKB_FIB_LOOKUP: HelperProto =
     HelperProto::new(69, "bpf_skb_fib_lookup", r(RB::Integer))
         .args(&[
             a(AB::PtrToCtx),
-            a(AB::PtrToMem),
+            af(AB::PtrToMem, F::MEM_WRITE),
             a(AB::ConstSize),
             a(AB::Anything),
         ])
@@ -995,8 +995,8 @@ pub static BPF_SKB_SET_TSTAMP: HelperProto =
 pub static BPF_TCP_RAW_GEN_SYNCOOKIE_IPV4: HelperProto =
     HelperProto::new(204, "bpf_tcp_raw_gen_syncookie_ipv4", r(RB::Integer))
         .args(&[
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
-            a(AB::PtrToMem),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
+            af(AB::PtrToMem, F::MEM_RDONLY),
             a(AB::ConstSizeOrZero),
         ])
         .arg_size(0, 20)
@@ -1007,8 +1007,8 @@ pub static BPF_TCP_RAW_GEN_SYNCOOKIE_IPV4: HelperProto =
 pub static BPF_TCP_RAW_GEN_SYNCOOKIE_IPV6: HelperProto =
     HelperProto::new(205, "bpf_tcp_raw_gen_syncookie_ipv6", r(RB::Integer))
         .args(&[
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
-            a(AB::PtrToMem),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
+            af(AB::PtrToMem, F::MEM_RDONLY),
             a(AB::ConstSizeOrZero),
         ])
         .arg_size(0, 40)
@@ -1019,8 +1019,8 @@ pub static BPF_TCP_RAW_GEN_SYNCOOKIE_IPV6: HelperProto =
 pub static BPF_TCP_RAW_CHECK_SYNCOOKIE_IPV4: HelperProto =
     HelperProto::new(206, "bpf_tcp_raw_check_syncookie_ipv4", r(RB::Integer))
         .args(&[
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
         ])
         .arg_size(0, 20)
         .arg_size(1, 20)
@@ -1031,8 +1031,8 @@ pub static BPF_TCP_RAW_CHECK_SYNCOOKIE_IPV4: HelperProto =
 pub static BPF_TCP_RAW_CHECK_SYNCOOKIE_IPV6: HelperProto =
     HelperProto::new(207, "bpf_tcp_raw_check_syncookie_ipv6", r(RB::Integer))
         .args(&[
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
-            af(AB::PtrToMem, F::MEM_FIXED_SIZE),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
+            af(AB::PtrToMem, F::MEM_FIXED_SIZE.or(F::MEM_RDONLY)),
         ])
         .arg_size(0, 40)
         .arg_size(1, 20)
@@ -1397,7 +1397,7 @@ pub static BPF_D_PATH: HelperProto = HelperProto::new(147, "bpf_d_path", r(RB::I
 /// `bpf_snprintf_btf` in kernel/trace/bpf_trace.c.
 pub static BPF_SNPRINTF_BTF: HelperProto =
     HelperProto::new(149, "bpf_snprintf_btf", r(RB::Integer)).args(&[
-        a(AB::PtrToMem),
+        af(AB::PtrToMem, F::MEM_WRITE),
         a(AB::ConstSize),
         af(AB::PtrToMem, F::MEM_RDONLY),
         a(AB::ConstSize),
@@ -1539,7 +1539,7 @@ pub static BPF_READ_BRANCH_RECORDS: HelperProto =
     HelperProto::new(119, "bpf_read_branch_records", r(RB::Integer))
         .args(&[
             a(AB::PtrToCtx),
-            af(AB::PtrToMem, F::MAYBE_NULL),
+            af(AB::PtrToMem, F::MAYBE_NULL.or(F::MEM_WRITE)),
             a(AB::ConstSizeOrZero),
             a(AB::Anything),
         ])
@@ -1568,7 +1568,7 @@ pub static BPF_GET_STACK_RAW_TP: HelperProto =
     HelperProto::new(67, "bpf_get_stack_proto_raw_tp", r(RB::Integer))
         .args(&[
             a(AB::PtrToCtx),
-            af(AB::PtrToMem, F::MEM_RDONLY),
+            af(AB::PtrToMem, F::MEM_UNINIT.or(F::MEM_WRITE)),
             a(AB::ConstSizeOrZero),
             a(AB::Anything),
         ])
@@ -2049,7 +2049,7 @@ pub static BPF_THIS_CPU_PTR: HelperProto = HelperProto::new(
 /// `bpf_snprintf` in kernel/bpf/helpers.c.
 pub static BPF_SNPRINTF: HelperProto = HelperProto::new(165, "bpf_snprintf", r(RB::Integer))
     .args(&[
-        af(AB::PtrToMem, F::MAYBE_NULL),
+        af(AB::PtrToMem, F::MAYBE_NULL.or(F::MEM_WRITE)),
         a(AB::ConstSizeOrZero),
         a(AB::PtrToConstStr),
         af(AB::PtrToMem, F::MAYBE_NULL.or(F::MEM_RDONLY)),
@@ -2152,7 +2152,7 @@ pub static BPF_SYS_CLOSE: HelperProto = HelperProto::new(168, "bpf_sys_close", r
 pub static BPF_KALLSYMS_LOOKUP_NAME: HelperProto =
     HelperProto::new(179, "bpf_kallsyms_lookup_name", r(RB::Integer))
         .args(&[
-            a(AB::PtrToMem),
+            af(AB::PtrToMem, F::MEM_RDONLY),
             a(AB::ConstSizeOrZero),
             a(AB::Anything),
             af(
