@@ -63,6 +63,9 @@ NOTES = {
  'xdp_use_after_submit': 'reference released by bpf_ringbuf_submit; the pointer became a scalar',
  'xdp_dynptr_slice_after_submit': "the dynptr_data slice shares the reservation's reference, released by submit_dynptr",
  'xdp_callback_return': 'bpf_loop callback return range [0, 1]',
+ 'xdp_callback_stack': "a bpf_loop callback's frame sits on its caller's (304 + 304 bytes, JIT rounding)",
+ 'xdp_timer_callback_return': "bpf_timer callback return range [0, 0], checked on the callback's own path",
+ 'xdp_timer_rearm': 'bpf_timer callback that arms the timer again (a second async entry)',
  'xdp_combined_stack': 'two 320-byte frames: each fine alone, 640 together',
 }
 

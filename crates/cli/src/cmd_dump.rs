@@ -53,7 +53,7 @@ impl Symbols for KernelView<'_> {
     }
 
     fn ld_imm64_value(&self, kind: Ld64Kind, imm: i32, _next_imm: i32) -> Option<u64> {
-        (kind == Ld64Kind::Func).then_some(imm as u64)
+        (kind == Ld64Kind::Func).then_some(imm as u32 as u64)
     }
 }
 

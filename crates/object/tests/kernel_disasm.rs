@@ -22,7 +22,7 @@ impl Symbols for Vmlinux<'_> {
 
     /// The kernel prints a callback's LD_IMM64 as its raw relative offset.
     fn ld_imm64_value(&self, kind: Ld64Kind, imm: i32, _next_imm: i32) -> Option<u64> {
-        (kind == Ld64Kind::Func).then_some(imm as u64)
+        (kind == Ld64Kind::Func).then_some(imm as u32 as u64)
     }
 }
 

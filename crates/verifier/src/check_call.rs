@@ -591,8 +591,10 @@ impl Env<'_> {
                 } else {
                     self.cur.frame_mut().callback_depth = 0;
                 }
-            } else if sync || func_id == id::TIMER_SET_CALLBACK {
+            } else if sync {
                 self.push_callback(sub, func_id)?;
+            } else if func_id == id::TIMER_SET_CALLBACK {
+                self.push_async_cb(sub)?;
             }
         }
         for r in 1..=5 {
@@ -747,19 +749,6 @@ impl Env<'_> {
                 regs[1] = self.const_local_dynptr();
                 regs[2] = caller_regs[3];
             }
-            id::TIMER_SET_CALLBACK => {
-                callee.in_callback_fn = false;
-                callee.in_async_callback_fn = true;
-                callee.callback_ret = Some((0, 0));
-                let map = caller_regs[1].map;
-                let r = &mut callee.regs;
-                r[1] = Reg::pointer(RegType::MapPtr);
-                r[2] = Reg::pointer(RegType::MapKey);
-                r[3] = Reg::pointer(RegType::MapValue);
-                for reg in &mut r[1..=3] {
-                    reg.map = map;
-                }
-            }
             _ => {
                 for reg in &mut regs[1..=5] {
                     *reg = Reg::unknown_scalar();
@@ -774,6 +763,56 @@ impl Env<'_> {
         st.frames.push(callee);
         self.cur.frame_mut().callback_depth = 0;
         Ok(())
+    }
+
+    /// Queues a timer callback as a path of its own (push_async_cb): it
+    /// runs later, on a fresh stack, so its state has no caller frames, no
+    /// references or locks, and no checkpoint parent. The caller goes on
+    /// after the helper without entering it.
+    fn push_async_cb(&mut self, subprog: u32) -> VResult<()> {
+        let Some(sp) = self.cfg.subprogs.get(subprog as usize) else {
+            return self.err("callback function not static");
+        };
+        let start = sp.start;
+        if let Some(a) = self.async_cb.get_mut(subprog as usize) {
+            *a = true;
+        }
+        let caller = self.cur.frame();
+        let mut callee = Frame::new(-1, 0, subprog);
+        callee.in_async_callback_fn = true;
+        // A timer callback must return 0.
+        callee.callback_ret = Some((0, 0));
+        callee.async_entry_cnt = caller.async_entry_cnt + 1;
+        // callback(struct bpf_map *map, void *key, void *value)
+        let map = caller.regs[1].map;
+        let r = &mut callee.regs;
+        r[1] = Reg::pointer(RegType::MapPtr);
+        r[2] = Reg::pointer(RegType::MapKey);
+        r[3] = Reg::pointer(RegType::MapValue);
+        for reg in &mut r[1..=3] {
+            reg.map = map;
+        }
+        let mut st = crate::state::State::new();
+        st.frames = vec![callee];
+        self.pending.push(crate::explore::Pending {
+            st,
+            insn_idx: start,
+            prev_insn_idx: self.insn_idx as i64,
+            log_pos: self.log.len(),
+        });
+        if self.pending.len() > crate::explore::MAX_PENDING {
+            let msg = format!(
+                "The sequence of {} jumps is too complex for async cb.",
+                self.pending.len()
+            );
+            self.log.line(&msg);
+            return Err(crate::error::VerifyError::limit(
+                Some(self.insn_idx),
+                crate::Limit::JumpSequence,
+                msg,
+            ));
+        }
+        self.track_memory()
     }
 
     /// A bpf-to-bpf call: enter the callee's frame.
@@ -864,10 +903,8 @@ impl Env<'_> {
         self.check_read(0)?;
         let r0 = *self.cur.reg(0);
         let frame = self.cur.frame();
-        if frame.in_async_callback_fn {
-            return Ok(());
-        }
-        if frame.subprogno != 0 {
+        let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
+        if frame.subprogno != 0 && async_ret.is_none() {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
@@ -880,17 +917,26 @@ impl Env<'_> {
         // The program type's rule (ctx tables); a tp_btf/tracing program
         // is loaded with an attach BTF id.
         let attach_btf = self.prog.attach_target.is_some();
-        let (lo, hi, subreg) = match crate::ctx::return_rule(
-            self.prog_type,
-            self.prog.expected_attach_type,
-            attach_btf,
-        ) {
-            crate::ctx::ReturnRule::Range { min, max, subreg } => (min as i64, max as i64, subreg),
-            _ => return Ok(()),
+        let (lo, hi, subreg, exit_ctx) = if let Some((lo, hi)) = async_ret {
+            (lo, hi, false, "At async callback return")
+        } else {
+            match crate::ctx::return_rule(
+                self.prog_type,
+                self.prog.expected_attach_type,
+                attach_btf,
+            ) {
+                crate::ctx::ReturnRule::Range { min, max, subreg } => (
+                    min as i64,
+                    max as i64,
+                    subreg,
+                    crate::ctx::retval::AT_PROGRAM_EXIT,
+                ),
+                _ => return Ok(()),
+            }
         };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
-                "At program exit the register R0 is not a known value ({})",
+                "{exit_ctx} the register R0 is not a known value ({})",
                 r0.type_str()
             ));
         }
@@ -919,7 +965,7 @@ impl Env<'_> {
                 (smin, smax)
             };
             return self.err(crate::ctx::retval::return_range_message(
-                crate::ctx::retval::AT_PROGRAM_EXIT,
+                exit_ctx,
                 "R0",
                 smin,
                 smax,
@@ -948,36 +994,56 @@ pub fn license_is_gpl(l: &str) -> bool {
 }
 
 impl Env<'_> {
-    /// The deepest chain of static calls must fit in 512 bytes of stack,
-    /// each frame rounded up to 32 bytes (check_max_stack_depth).
+    /// The deepest chain of calls must fit in 512 bytes of stack
+    /// (check_max_stack_depth). Global functions and callbacks count as
+    /// calls (a callback is entered where its address is taken); an async
+    /// callback runs on a stack of its own, so it starts a chain instead.
     pub fn check_max_stack_depth(&self) -> VResult<()> {
         let subs = &self.cfg.subprogs;
+        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
         for (k, sp) in subs.iter().enumerate() {
             for i in sp.start..sp.end {
                 let ins = self.insns[i];
-                if crate::cfg::is_pseudo_call(&ins) {
-                    let t = (i as i64 + ins.imm as i64 + 1) as usize;
-                    if let Some(c) = self.cfg.subprog_at(t) {
-                        let global = self.prog.func_info.get(c).is_some_and(|f| f.linkage == 1);
-                        if !global {
-                            callees[k].push(c);
-                        }
+                let call = crate::cfg::is_pseudo_call(&ins);
+                if !call && !crate::cfg::is_pseudo_func(&ins) {
+                    continue;
+                }
+                let t = (i as i64 + ins.imm as i64 + 1) as usize;
+                if let Some(c) = self.cfg.subprog_at(t) {
+                    if call || !is_async(c) {
+                        callees[k].push(c);
                     }
                 }
             }
         }
+        // A JITed program's frames are rounded up to 16 bytes (the
+        // interpreter's would be 32); root's programs are JITed on 6.18.
         let frame = |k: usize| {
             self.subprog_stack
                 .get(k)
                 .copied()
                 .unwrap_or(0)
-                .max(1)
-                .next_multiple_of(32)
+                .next_multiple_of(16)
         };
-        // Depth-first over call chains; recursion is impossible (checked by
-        // the exploration's frame limit), but cap the walk anyway.
-        let mut stack: Vec<(usize, u32, u32)> = vec![(0, frame(0), 1)];
+        // Depth-first over call chains from each root, async callbacks
+        // first (highest index first, as the kernel walks them); recursion
+        // is impossible (checked by the exploration's frame limit), but cap
+        // the walk anyway.
+        let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
+        for root in roots {
+            self.walk_stack_depth(root, &callees, &frame)?;
+        }
+        Ok(())
+    }
+
+    fn walk_stack_depth(
+        &self,
+        root: usize,
+        callees: &[Vec<usize>],
+        frame: &impl Fn(usize) -> u32,
+    ) -> VResult<()> {
+        let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(

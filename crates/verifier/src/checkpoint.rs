@@ -93,7 +93,14 @@ impl Env<'_> {
             let branches = self.pool.get(n).state.branches;
             if branches > 0 {
                 let old = &self.pool.get(n).state;
-                if is_iter_next {
+                // Another entry into an async callback (one armed by
+                // itself): meeting the same state is no loop, and no proof
+                // of safety while the old one is unfinished.
+                let other_async_entry = old.frame().in_async_callback_fn
+                    && old.frame().async_entry_cnt != self.cur.frame().async_entry_cnt;
+                if other_async_entry {
+                    // Neither a hit nor a loop.
+                } else if is_iter_next {
                     // An iterator loop converges when an active iterator
                     // comes back to its next call in an equivalent state.
                     hit = states_equal(
@@ -119,9 +126,9 @@ impl Env<'_> {
                     hit = true;
                     looped = true;
                 }
-                if hit || is_iter_next {
-                    // Converged loop, or an iterator's next call: no
-                    // infinite-loop check there.
+                if hit || is_iter_next || other_async_entry {
+                    // Converged loop, an iterator's next call, or another
+                    // async entry: no infinite-loop check there.
                 } else if calls_callback {
                     let old = &self.pool.get(n).state;
                     if states_equal(

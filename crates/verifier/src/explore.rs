@@ -72,6 +72,9 @@ pub struct Env<'a> {
     pub called_global: Vec<bool>,
     pub stack_live: crate::liveness::StackLiveness,
     pub verified_global: Vec<bool>,
+    /// Subprograms run as async callbacks (timers): roots of their own
+    /// call chains in the combined stack check.
+    pub async_cb: Vec<bool>,
     /// Open loop visits and their backedges (scc.rs).
     pub scc: crate::scc::SccVisits,
     /// Registers and slots marked precise in checkpoints so far; a change
@@ -119,6 +122,7 @@ impl<'a> Env<'a> {
             called_global: vec![false; nsub],
             stack_live: Default::default(),
             verified_global: vec![false; nsub],
+            async_cb: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
         }

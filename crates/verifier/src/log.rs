@@ -55,7 +55,7 @@ impl Symbols for FakeAddresses {
             }
             // A function's address is still its relative offset when the
             // kernel prints it.
-            Ld64Kind::Func => Some(imm as i64 as u64),
+            Ld64Kind::Func => Some(imm as u32 as u64),
             _ => None,
         }
     }

@@ -79,6 +79,9 @@ pub struct Frame {
     pub in_async_callback_fn: bool,
     /// Number of times the callback of a sync-callback helper was entered.
     pub callback_depth: u32,
+    /// How many async callbacks deep this frame runs (0 for the program):
+    /// a timer callback that arms a timer starts one level deeper.
+    pub async_entry_cnt: u32,
 }
 
 impl Frame {
@@ -95,6 +98,7 @@ impl Frame {
             in_callback_fn: false,
             in_async_callback_fn: false,
             callback_depth: 0,
+            async_entry_cnt: 0,
         }
     }
 

@@ -11,10 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Known disagreements with the kernel, and why.
-const KNOWN: &[(&str, &str)] = &[(
-    "xdp_arm_timer",
-    "bpfvet explores the timer callback's path once more (32 insns, 3 states vs 26, 2)",
-)];
+const KNOWN: &[(&str, &str)] = &[];
 
 struct Row {
     object: String,

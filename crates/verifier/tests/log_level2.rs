@@ -51,6 +51,7 @@ const MUST_MATCH: &[&str] = &[
 /// Programs whose level-1 logs must be identical to the kernel's.
 const MUST_MATCH_LEVEL1: &[&str] = &[
     "atomics/xdp_atomics",
+    "callbacks/xdp_arm_timer",
     "callbacks/xdp_for_each",
     "cgroup_skb/cgroup_egress_filter",
     "flow_dissector/dissect",
@@ -64,6 +65,7 @@ const MUST_MATCH_LEVEL1: &[&str] = &[
     "map_in_map/xdp_map_in_map",
     "maps_misc/xdp_map_types",
     "reject_bad_return/cgroup_bad_return",
+    "reject_callback_stack/xdp_callback_stack",
     "reject_combined_stack/xdp_combined_stack",
     "reject_ctx_bad_offset/xdp_bad_ctx_offset",
     "reject_helper_prog_type/sock_store_bytes",
@@ -74,6 +76,7 @@ const MUST_MATCH_LEVEL1: &[&str] = &[
     "reject_pkt_oob/xdp_no_bounds_check",
     "reject_ringbuf_leak/xdp_ringbuf_leak",
     "reject_rodata_write/xdp_rodata_write",
+    "reject_timer_callback_return/xdp_timer_callback_return",
     "reject_uninit_reg/xdp_uninit_reg",
     "reject_use_after_submit/xdp_use_after_submit",
     "ringbuf/xdp_ringbuf_sample",
@@ -87,6 +90,7 @@ const MUST_MATCH_LEVEL1: &[&str] = &[
     "tail_call/handle_ipv6",
     "tail_call/xdp_dispatch",
     "tc_classifier/tc_classify",
+    "timer_rearm/xdp_timer_rearm",
     "tracing/kprobe_openat2",
     "tracing/kretprobe_openat2",
     "tracing/tp_sys_enter",
