@@ -85,12 +85,13 @@ const MIN_ELEM_ALIGN: usize = if std::mem::align_of::<ElemHdr>() > 8 {
     8
 };
 
-/// Elements up to a cache line are aligned to their power-of-two size, so
-/// none spans two lines (as the kernel's size-class allocations do); a
-/// lookup then misses once per element, not sometimes twice.
+/// Elements take the allocator's plain alignment: aligning them to their
+/// power-of-two size (so none spans two cache lines) went through the
+/// allocator's aligned path, which spreads elements out and made lookups
+/// of 16- and 32-byte keys and in-place updates slower on the quiet-machine
+/// benchmark (bench/maps/RESULTS.md).
 fn elem_layout(size: usize) -> Option<Layout> {
-    let align = size.next_power_of_two().clamp(MIN_ELEM_ALIGN, 64);
-    Layout::from_size_align(size, align).ok()
+    Layout::from_size_align(size, MIN_ELEM_ALIGN).ok()
 }
 
 fn hdr<'a>(e: usize) -> &'a ElemHdr {
