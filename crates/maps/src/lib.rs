@@ -95,14 +95,26 @@ pub trait Map: Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 
     // ---- syscall side ----
+    // An operation a map type does not define answers ENOTSUPP, as the
+    // kernel does for a missing map op (ring buffers define none of the
+    // element operations): the defaults below.
 
     /// BPF_MAP_LOOKUP_ELEM: copy the value out (`flags`: 0 or BPF_F_LOCK).
-    fn lookup(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()>;
+    fn lookup(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
+        let _ = (key, value, flags);
+        Err(MapError::NotSupp)
+    }
     /// BPF_MAP_UPDATE_ELEM with BPF_ANY / BPF_NOEXIST / BPF_EXIST, optionally
     /// | BPF_F_LOCK.
-    fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()>;
+    fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()> {
+        let _ = (key, value, flags);
+        Err(MapError::NotSupp)
+    }
     /// BPF_MAP_DELETE_ELEM.
-    fn delete(&self, key: &[u8]) -> Result<()>;
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        let _ = key;
+        Err(MapError::NotSupp)
+    }
     /// BPF_MAP_LOOKUP_AND_DELETE_ELEM (pop for queue/stack).
     fn lookup_and_delete(&self, key: &[u8], value: &mut [u8], flags: u64) -> Result<()> {
         let _ = (key, value);
@@ -115,7 +127,10 @@ pub trait Map: Send + Sync + 'static {
         Err(MapError::NotSupp)
     }
     /// BPF_MAP_GET_NEXT_KEY: `None` asks for the first key.
-    fn get_next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> Result<()>;
+    fn get_next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> Result<()> {
+        let _ = (key, next);
+        Err(MapError::NotSupp)
+    }
     /// BPF_MAP_FREEZE: no more syscall-side writes.
     fn freeze(&self) -> Result<()>;
 
@@ -123,9 +138,15 @@ pub trait Map: Send + Sync + 'static {
 
     /// bpf_map_lookup_elem: a pointer to the value (of `cpu` for per-CPU
     /// maps), valid while `guard` is held.
-    fn lookup_elem(&self, key: &[u8], cpu: u32, guard: &Guard) -> Option<NonNull<u8>>;
+    fn lookup_elem(&self, key: &[u8], cpu: u32, guard: &Guard) -> Option<NonNull<u8>> {
+        let _ = (key, cpu, guard);
+        None
+    }
     /// bpf_map_update_elem (per-CPU maps: only `cpu`'s value is written).
-    fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()>;
+    fn update_elem(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<()> {
+        let _ = (key, value, flags, cpu);
+        Err(MapError::NotSupp)
+    }
     /// [`Map::update_elem`] for a caller that already holds a pinned guard
     /// (a program run, as the kernel's helper runs inside the program's RCU
     /// section): the hash maps then skip pinning again per update.
@@ -141,7 +162,10 @@ pub trait Map: Send + Sync + 'static {
         self.update_elem(key, value, flags, cpu)
     }
     /// bpf_map_delete_elem.
-    fn delete_elem(&self, key: &[u8]) -> Result<()>;
+    fn delete_elem(&self, key: &[u8]) -> Result<()> {
+        let _ = key;
+        Err(MapError::NotSupp)
+    }
     /// bpf_for_each_map_elem: calls `f(key, value)` until it returns false;
     /// returns the number of calls. Each element is visited at most once per
     /// bucket pass, so it always ends.
@@ -150,7 +174,10 @@ pub trait Map: Send + Sync + 'static {
         cpu: u32,
         guard: &Guard,
         f: &mut dyn FnMut(&[u8], NonNull<u8>) -> bool,
-    ) -> Result<u32>;
+    ) -> Result<u32> {
+        let _ = (cpu, guard, f);
+        Err(MapError::NotSupp)
+    }
     /// bpf_map_push_elem (queue/stack).
     fn push_elem(&self, value: &[u8], flags: u64) -> Result<()> {
         let _ = (value, flags);

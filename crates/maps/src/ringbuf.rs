@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use bpfvet_isa::uapi;
 
 use crate::value::{load_bytes, store_bytes, Slab};
-use crate::{Common, Guard, Map, MapAttr, MapError, Result};
+use crate::{Common, Map, MapAttr, MapError, Result};
 
 pub const BUSY_BIT: u32 = 1 << 31;
 pub const DISCARD_BIT: u32 = 1 << 30;
@@ -208,37 +208,8 @@ impl Map for RingBuf {
     fn as_any(&self) -> &dyn Any {
         self
     }
-    fn lookup(&self, _k: &[u8], _v: &mut [u8], _f: u64) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn update(&self, _k: &[u8], _v: &[u8], _f: u64) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn delete(&self, _k: &[u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn get_next_key(&self, _k: Option<&[u8]>, _n: &mut [u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
     fn freeze(&self) -> Result<()> {
         self.common.freeze()
-    }
-    fn lookup_elem(&self, _k: &[u8], _c: u32, _g: &Guard) -> Option<NonNull<u8>> {
-        None
-    }
-    fn update_elem(&self, _k: &[u8], _v: &[u8], _f: u64, _c: u32) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn delete_elem(&self, _k: &[u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn for_each(
-        &self,
-        _c: u32,
-        _g: &Guard,
-        _f: &mut dyn FnMut(&[u8], NonNull<u8>) -> bool,
-    ) -> Result<u32> {
-        Err(MapError::NotSupp)
     }
 }
 

@@ -19,7 +19,7 @@ use bpfvet_isa::uapi;
 
 use crate::ringbuf::{BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, BUSY_BIT, DISCARD_BIT, HDR_SZ};
 use crate::value::Slab;
-use crate::{Common, Guard, Map, MapAttr, MapError, Result};
+use crate::{Common, Map, MapAttr, MapError, Result};
 
 const PAGE_SIZE: u32 = 4096;
 /// As for RINGBUF: larger rings are refused with ENOMEM.
@@ -247,37 +247,8 @@ impl Map for UserRingBuf {
     fn as_any(&self) -> &dyn Any {
         self
     }
-    fn lookup(&self, _k: &[u8], _v: &mut [u8], _f: u64) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn update(&self, _k: &[u8], _v: &[u8], _f: u64) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn delete(&self, _k: &[u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn get_next_key(&self, _k: Option<&[u8]>, _n: &mut [u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
     fn freeze(&self) -> Result<()> {
         self.common.freeze()
-    }
-    fn lookup_elem(&self, _k: &[u8], _c: u32, _g: &Guard) -> Option<NonNull<u8>> {
-        None
-    }
-    fn update_elem(&self, _k: &[u8], _v: &[u8], _f: u64, _c: u32) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn delete_elem(&self, _k: &[u8]) -> Result<()> {
-        Err(MapError::NotSupp)
-    }
-    fn for_each(
-        &self,
-        _c: u32,
-        _g: &Guard,
-        _f: &mut dyn FnMut(&[u8], NonNull<u8>) -> bool,
-    ) -> Result<u32> {
-        Err(MapError::NotSupp)
     }
 }
 
