@@ -5,7 +5,7 @@
 
 use bpfvet_isa::insns_from_bytes;
 use bpfvet_isa::uapi::{MapType, ProgType};
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
+use bpfvet_object::{MapDef, Object};
 use bpfvet_verifier::{verify, Options};
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
@@ -22,24 +22,8 @@ const PROG_TYPES: [ProgType; 6] = [
 /// One program and one ARRAY map, so map references can resolve.
 fn object(prog_type: ProgType, insns: Vec<bpfvet_isa::Insn>) -> Object {
     let mut obj = Object::single_program("fuzz", prog_type, insns);
-    obj.maps.push(MapDef {
-        name: "array".into(),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: 16,
-        max_entries: 4,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    });
+    obj.maps
+        .push(MapDef::new("array", MapType::ARRAY, 4, 16, 4));
     obj
 }
 

@@ -54,24 +54,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
 }
 
 fn map(name: &str, map_type: MapType, key: u32, value: u32, entries: u32) -> MapDef {
-    MapDef {
-        name: name.into(),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type,
-        key_size: key,
-        value_size: value,
-        max_entries: entries,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    }
+    MapDef::new(name, map_type, key, value, entries)
 }
 
 fn object(maps: Vec<MapDef>, programs: Vec<Program>) -> Object {

@@ -76,22 +76,9 @@ pub fn internal_map_name(obj_name: &str, sec_name: &str) -> String {
 
 fn blank(name: String, section: &str, origin: MapOrigin) -> MapDef {
     MapDef {
-        name,
         section: section.to_owned(),
         origin,
-        map_type: MapType::UNSPEC,
-        key_size: 0,
-        value_size: 0,
-        max_entries: 0,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
+        ..MapDef::new(&name, MapType::UNSPEC, 0, 0, 0)
     }
 }
 

@@ -99,6 +99,37 @@ pub struct MapDef {
     pub frozen: bool,
 }
 
+impl MapDef {
+    /// A map as a BTF `.maps` definition of this type and these sizes, with
+    /// no flags, BTF ids or initial contents: for objects built by hand.
+    pub fn new(
+        name: &str,
+        map_type: MapType,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> MapDef {
+        MapDef {
+            name: name.to_owned(),
+            section: ".maps".to_owned(),
+            origin: MapOrigin::BtfMaps,
+            map_type,
+            key_size,
+            value_size,
+            max_entries,
+            map_flags: 0,
+            map_extra: 0,
+            numa_node: 0,
+            pinning: 0,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            inner: None,
+            init: MapInit::None,
+            frozen: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum MapInit {
     #[default]

@@ -21,7 +21,7 @@
 
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{oracle, Errno};
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
+use bpfvet_object::{MapDef, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
 use std::path::PathBuf;
 
@@ -80,24 +80,13 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         "map: <type> <key> <value> [<entries>, default 16], got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
-    MapDef {
-        name: format!("map{index}"),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type: MapType::from_name(f[0]).expect("known map type"),
-        key_size: num(f[1]),
-        value_size: num(f[2]),
-        max_entries: f.get(3).map_or(16, |n| num(n)),
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    }
+    MapDef::new(
+        &format!("map{index}"),
+        MapType::from_name(f[0]).expect("known map type"),
+        num(f[1]),
+        num(f[2]),
+        f.get(3).map_or(16, |n| num(n)),
+    )
 }
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;

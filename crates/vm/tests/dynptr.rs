@@ -116,7 +116,7 @@ fn reserve_dynptr_program(size: i32, flags: i32) -> Vm {
     use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
     use bpfvet_isa::uapi::{MapType, ProgType};
     use bpfvet_isa::Insn;
-    use bpfvet_object::{MapDef, MapInit, MapOrigin};
+    use bpfvet_object::MapDef;
     let insns = vec![
         Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &ring
         Insn::new(0, 0, 0, 0, 0),
@@ -134,24 +134,7 @@ fn reserve_dynptr_program(size: i32, flags: i32) -> Vm {
         Insn::new(0x95, 0, 0, 0, 0),     // exit
     ];
     let mut obj = Object::single_program("prog", ProgType::XDP, insns);
-    obj.maps = vec![MapDef {
-        name: "ring".into(),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type: MapType::RINGBUF,
-        key_size: 0,
-        value_size: 0,
-        max_entries: 4096,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    }];
+    obj.maps = vec![MapDef::new("ring", MapType::RINGBUF, 0, 0, 4096)];
     Vm::load(&obj).unwrap()
 }
 

@@ -5,27 +5,13 @@
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_isa::Insn;
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object};
+use bpfvet_object::{MapDef, MapInit, Object};
 use bpfvet_vm::{test_run, TestRunInput, Vm, MAX_TAIL_CALLS};
 
 fn map(name: &str, map_type: MapType, value_size: u32, init: MapInit) -> MapDef {
     MapDef {
-        name: name.into(),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type,
-        key_size: 4,
-        value_size,
-        max_entries: 1,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
         init,
-        frozen: false,
+        ..MapDef::new(name, map_type, 4, value_size, 1)
     }
 }
 

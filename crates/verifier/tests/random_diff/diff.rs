@@ -4,7 +4,7 @@
 use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
-use bpfvet_object::{MapDef, MapInit, MapOrigin, Object, Program};
+use bpfvet_object::{MapDef, Object, Program};
 use bpfvet_verifier::{verify, Limit, Options, Verdict};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -91,24 +91,7 @@ pub struct Result {
 }
 
 fn map(name: &str, map_type: MapType, key: i32, value: i32) -> MapDef {
-    MapDef {
-        name: name.into(),
-        section: ".maps".into(),
-        origin: MapOrigin::BtfMaps,
-        map_type,
-        key_size: key as u32,
-        value_size: value as u32,
-        max_entries: 16,
-        map_flags: 0,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
-        init: MapInit::None,
-        frozen: false,
-    }
+    MapDef::new(name, map_type, key as u32, value as u32, 16)
 }
 
 /// An object with the generator's two maps and the given programs.
