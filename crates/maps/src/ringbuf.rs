@@ -40,24 +40,30 @@ pub struct RingBuf {
     cons_pos: AtomicU64,
 }
 
+/// The data size of a RINGBUF or USER_RINGBUF from its attributes, checked
+/// as the kernel's shared ring buffer allocation checks them.
+pub(crate) fn ring_size(attr: &MapAttr) -> Result<u64> {
+    if attr.map_flags & !uapi::BPF_F_NUMA_NODE != 0 {
+        return Err(MapError::Invalid("unknown ringbuf flags"));
+    }
+    if attr.key_size != 0
+        || attr.value_size != 0
+        || !attr.max_entries.is_power_of_two()
+        || !attr.max_entries.is_multiple_of(PAGE_SIZE)
+    {
+        return Err(MapError::Invalid(
+            "ringbuf size must be a power of two of pages",
+        ));
+    }
+    if attr.max_entries > MAX_RING {
+        return Err(MapError::NoMem);
+    }
+    Ok(attr.max_entries as u64)
+}
+
 impl RingBuf {
     pub fn new(attr: MapAttr) -> Result<RingBuf> {
-        if attr.map_flags & !uapi::BPF_F_NUMA_NODE != 0 {
-            return Err(MapError::Invalid("unknown ringbuf flags"));
-        }
-        if attr.key_size != 0
-            || attr.value_size != 0
-            || !attr.max_entries.is_power_of_two()
-            || !attr.max_entries.is_multiple_of(PAGE_SIZE)
-        {
-            return Err(MapError::Invalid(
-                "ringbuf size must be a power of two of pages",
-            ));
-        }
-        if attr.max_entries > MAX_RING {
-            return Err(MapError::NoMem);
-        }
-        let size = attr.max_entries as u64;
+        let size = ring_size(&attr)?;
         Ok(RingBuf {
             data: Slab::new_zeroed(2 * size as usize)?,
             common: Common::new(attr),

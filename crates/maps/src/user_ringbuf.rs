@@ -15,15 +15,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use bpfvet_isa::uapi;
-
 use crate::ringbuf::{BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, BUSY_BIT, DISCARD_BIT, HDR_SZ};
 use crate::value::Slab;
 use crate::{Common, Map, MapAttr, MapError, Result};
 
-const PAGE_SIZE: u32 = 4096;
-/// As for RINGBUF: larger rings are refused with ENOMEM.
-const MAX_RING: u32 = 1 << 30;
 /// The kernel's cap on samples one bpf_user_ringbuf_drain call hands out.
 pub const MAX_DRAIN_SAMPLES: i64 = 128 * 1024;
 /// A sample must fit a dynptr (24-bit size).
@@ -55,22 +50,7 @@ enum Peek {
 
 impl UserRingBuf {
     pub fn new(attr: MapAttr) -> Result<UserRingBuf> {
-        if attr.map_flags & !uapi::BPF_F_NUMA_NODE != 0 {
-            return Err(MapError::Invalid("unknown user ringbuf flags"));
-        }
-        if attr.key_size != 0
-            || attr.value_size != 0
-            || !attr.max_entries.is_power_of_two()
-            || !attr.max_entries.is_multiple_of(PAGE_SIZE)
-        {
-            return Err(MapError::Invalid(
-                "user ringbuf size must be a power of two of pages",
-            ));
-        }
-        if attr.max_entries > MAX_RING {
-            return Err(MapError::NoMem);
-        }
-        let size = attr.max_entries as u64;
+        let size = crate::ringbuf::ring_size(&attr)?;
         Ok(UserRingBuf {
             data: Slab::new_zeroed(2 * size as usize)?,
             common: Common::new(attr),

@@ -121,23 +121,9 @@ fn main() {
             let Some(rep) = session.load_program(i, &Default::default()) else {
                 continue;
             };
-            let last = rep
-                .log
-                .lines()
-                .rfind(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("processed ")
-                        && !l.starts_with("verification time")
-                        && !l.starts_with("stack depth")
-                        && !l.starts_with("; ")
-                })
+            let last = bpfvet_kernel::report::last_error_line(&rep.log)
                 .unwrap_or("")
                 .to_string();
-            // A message printed without a newline runs into the stats line.
-            let last = match last.find("verification time") {
-                Some(i) => last[..i].to_string(),
-                None => last,
-            };
             let (kv, ke) = match &rep.verdict {
                 KVerdict::Accepted => ("accepted", String::new()),
                 KVerdict::Rejected => ("rejected", last),

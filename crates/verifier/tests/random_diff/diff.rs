@@ -175,24 +175,9 @@ pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
 
 /// The kernel's error: the last log line that is not statistics.
 pub fn last_error_line(log: &str) -> String {
-    let last = log
-        .lines()
-        .rfind(|l| {
-            !l.is_empty()
-                && !l.starts_with("processed ")
-                && !l.starts_with("verification time")
-                && !l.starts_with("stack depth")
-                // The state dumps that follow "infinite loop detected".
-                && !l.starts_with("cur state:")
-                && !l.starts_with("old state:")
-        })
+    bpfvet_kernel::report::last_error_line(log)
         .unwrap_or("")
-        .to_string();
-    // A message printed without a newline runs into the stats line.
-    match last.find("verification time") {
-        Some(i) => last[..i].to_string(),
-        None => last,
-    }
+        .to_string()
 }
 
 /// Cap on the kernel's level-1 log: programs that run into the complexity
