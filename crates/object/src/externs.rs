@@ -253,22 +253,18 @@ pub fn kconfig_map(ext: &Externs, obj_name: &str) -> Option<MapDef> {
         }
     }
     Some(MapDef {
-        name: crate::maps::internal_map_name(obj_name, ".kconfig"),
         section: ".kconfig".into(),
         origin: MapOrigin::Kconfig,
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: size,
-        max_entries: 1,
         map_flags: uapi::BPF_F_RDONLY_PROG | uapi::BPF_F_MMAPABLE,
-        map_extra: 0,
-        numa_node: 0,
-        pinning: 0,
-        btf_key_type_id: 0,
-        btf_value_type_id: 0,
-        inner: None,
         init: MapInit::Data(data),
         frozen: true,
+        ..MapDef::new(
+            &crate::maps::internal_map_name(obj_name, ".kconfig"),
+            MapType::ARRAY,
+            4,
+            size,
+            1,
+        )
     })
 }
 
