@@ -279,14 +279,7 @@ impl<'a> Run<'a> {
             self.add_region(addr, len as usize, true);
             let r = execute(self, prog, cb, [slot_addr, cb_ctx, 0, 0, 0], depth + 1);
             self.regions.truncate(base);
-            match r {
-                Ok(0) => true,
-                Ok(_) => false,
-                Err(e) => {
-                    failure = Some(e);
-                    false
-                }
-            }
+            crate::interp::callback_continues(r, &mut failure)
         });
         match failure {
             Some(e) => Err(e),

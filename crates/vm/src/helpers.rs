@@ -401,14 +401,7 @@ impl<'a> Run<'a> {
                     let args = [a1, key.as_ptr() as u64, val.as_ptr() as u64, a3, 0];
                     let r = execute(self, prog, cb, args, depth + 1);
                     self.regions.truncate(base);
-                    match r {
-                        Ok(0) => true,
-                        Ok(_) => false,
-                        Err(e) => {
-                            failure = Some(e);
-                            false
-                        }
-                    }
+                    crate::interp::callback_continues(r, &mut failure)
                 });
                 if let Some(e) = failure {
                     return Err(e);

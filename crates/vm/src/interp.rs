@@ -89,6 +89,19 @@ fn smod32(d: u32, s: u32) -> u32 {
     }
 }
 
+/// Whether a callback driver goes on after one call: on 0; it stops on any
+/// other return value, and on an error, which it keeps in `failure`.
+pub(crate) fn callback_continues(r: Result<u64>, failure: &mut Option<VmError>) -> bool {
+    match r {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => {
+            *failure = Some(e);
+            false
+        }
+    }
+}
+
 /// The interpreter proper. Recursion happens only for callbacks (bpf_loop,
 /// for_each_map_elem), each at a deeper frame.
 pub fn execute(
