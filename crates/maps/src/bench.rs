@@ -85,6 +85,23 @@ fn keys(n: usize, ks: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// `n` keys of `ks` bytes as the seed's lookup bench makes them: `i + 1`
+/// (little-endian u32) first, then bytes that are random but the same in
+/// every key.
+fn seed_keys(n: usize, ks: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    let tail: Vec<u8> = (0..ks.saturating_sub(4))
+        .map(|_| rng.next() as u8)
+        .collect();
+    let mut out = Vec::with_capacity(n * ks);
+    for i in 0..n {
+        let id = (i as u32 + 1).to_le_bytes();
+        out.extend_from_slice(&id[..ks.min(4)]);
+        out.extend_from_slice(&tail);
+    }
+    out
+}
+
 fn order(n: usize, ops: usize, seed: u64) -> Vec<u32> {
     let mut rng = Rng(seed | 1);
     (0..ops).map(|_| (rng.next() % n as u64) as u32).collect()
@@ -264,13 +281,12 @@ fn peers_update<const K: usize>(keys: &[u8], idx: &[u32], o: &Options) -> (f64, 
     (papaya_rate, dash_rate)
 }
 
-fn peers_by_size(ks: usize, keys: &[u8], idx: &[u32], o: &Options, update: bool) -> (f64, f64) {
-    match (ks, update) {
-        (4, false) => peers_lookup::<4>(keys, idx, o),
-        (8, false) => peers_lookup::<8>(keys, idx, o),
-        (16, false) => peers_lookup::<16>(keys, idx, o),
-        (32, false) => peers_lookup::<32>(keys, idx, o),
-        (8, true) => peers_update::<8>(keys, idx, o),
+fn peers_lookup_by_size(ks: usize, keys: &[u8], idx: &[u32], o: &Options) -> (f64, f64) {
+    match ks {
+        4 => peers_lookup::<4>(keys, idx, o),
+        8 => peers_lookup::<8>(keys, idx, o),
+        16 => peers_lookup::<16>(keys, idx, o),
+        32 => peers_lookup::<32>(keys, idx, o),
         _ => (f64::NAN, f64::NAN),
     }
 }
@@ -295,6 +311,11 @@ pub const LOOKUP_POINTS: [(usize, usize, usize); 6] = [
     (32, 1_000_000, 700_000),
 ];
 
+/// The seed's lookup workload (the kernel's `bpf_hashmap_lookup` bench):
+/// key `i` holds `i + 1` in its first four bytes and the same random bytes
+/// after them; the map holds keys 0..entries and is looked up in that order,
+/// round and round. HASH and RHASH exist side by side and are timed
+/// alternately, so a change in the machine's load hits both columns alike.
 pub fn lookup_table(o: &Options) -> Vec<LookupRow> {
     let ops = o.scale(2_000_000);
     LOOKUP_POINTS
@@ -305,18 +326,26 @@ pub fn lookup_table(o: &Options) -> Vec<LookupRow> {
             } else {
                 (max, n)
             };
-            let keys = keys(n, ks, 0x5eed + ks as u64);
-            let idx = order(n, ops, 42);
-            let ours = |t| {
+            let keys = seed_keys(n, ks, 0x5eed + ks as u64);
+            let idx: Vec<u32> = (0..ops).map(|r| (r % n) as u32).collect();
+            let [hash_map, rhash_map] = [MapType::HASH, MapType::RHASH].map(|t| {
                 let m = new_map(t, ks, 8, max);
                 fill(&*m, &keys, ks, 8);
-                rate(o, ops, || {
-                    black_box(lookups_ours(&*m, &keys, ks, &idx));
-                })
-            };
-            let hash = ours(MapType::HASH);
-            let rhash = ours(MapType::RHASH);
-            let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o, false);
+                settle(&*m);
+                m
+            });
+            let (hash, rhash) = rates_interleaved(
+                o,
+                ops,
+                || {
+                    black_box(lookups_ours(&*hash_map, &keys, ks, &idx));
+                },
+                || {
+                    black_box(lookups_ours(&*rhash_map, &keys, ks, &idx));
+                },
+            );
+            drop((hash_map, rhash_map));
+            let (papaya, dashmap) = peers_lookup_by_size(ks, &keys, &idx, o);
             LookupRow {
                 key_size: ks,
                 max_entries: max,
@@ -330,6 +359,14 @@ pub fn lookup_table(o: &Options) -> Vec<LookupRow> {
         .collect()
 }
 
+/// Finish the grow a fill started, as the kernel's resize worker would,
+/// rather than inside the timed operations.
+fn settle(m: &dyn Map) {
+    if let Some(r) = m.as_any().downcast_ref::<crate::rhash::RHashMap>() {
+        r.rehash_step(usize::MAX);
+    }
+}
+
 pub struct UpdateRow {
     pub what: &'static str,
     pub hash: f64,
@@ -338,62 +375,93 @@ pub struct UpdateRow {
     pub dashmap: f64,
 }
 
-/// Full-map updates: of absent keys (E2BIG each time) and in place.
+/// Entries of the seed's full-update map (the kernel's
+/// `bpf_hashmap_full_update` bench: u32 keys 0..1000, u64 values).
+pub const FULL_UPDATE_ENTRIES: usize = 1_000;
+/// Entries of the larger in-place row, updated in random order.
+pub const LARGE_UPDATE_ENTRIES: usize = 100_000;
+
+/// Full-map updates. The seed's workload: a full map of 1,000 u32 keys
+/// where one key is updated over and over, first an absent one (E2BIG each
+/// time) and then an existing one (in place). Beyond the seed: in-place
+/// updates of 100,000 8-byte keys in random order, where cache misses
+/// rather than the update path dominate.
 pub fn update_table(o: &Options) -> Vec<UpdateRow> {
-    let (ks, vs) = (8usize, 8usize);
-    let n = o.scale(100_000);
     let ops = o.scale(2_000_000);
-    let keys = keys(n, ks, 7);
-    let absent = self::keys(n, ks, 99)
-        .iter()
-        .map(|b| b ^ 0x80)
-        .collect::<Vec<u8>>();
-    let idx = order(n, ops, 3);
+    let v = [2u8; 8];
     let mut rows = Vec::new();
+
+    let n = FULL_UPDATE_ENTRIES;
+    let keys: Vec<u8> = (0..n as u32).flat_map(|i| i.to_ne_bytes()).collect();
     let maps = [MapType::HASH, MapType::RHASH].map(|t| {
-        let m = new_map(t, ks, vs, n);
-        fill(&*m, &keys, ks, vs);
-        if let Some(r) = m.as_any().downcast_ref::<crate::rhash::RHashMap>() {
-            // Finish the grow the fill started, as the kernel's resize
-            // worker would, rather than inside the timed updates.
-            r.rehash_step(usize::MAX);
-        }
+        let m = new_map(t, 4, 8, n);
+        fill(&*m, &keys, 4, 8);
+        settle(&*m);
         m
     });
-    let v = [2u8; 8];
-    // HASH and RHASH alternate run by run, so a change in the machine's
-    // load hits both columns alike.
-    let timed = |keys: &[u8]| {
-        rates_interleaved(
-            o,
-            ops,
-            || {
-                black_box(updates_ours(&*maps[0], keys, ks, &idx, &v));
-            },
-            || {
-                black_box(updates_ours(&*maps[1], keys, ks, &idx, &v));
-            },
-        )
-    };
-    let absent_rates = timed(&absent);
-    let inplace_rates = timed(&keys);
+    let absent = (n as u32).to_ne_bytes();
+    let same_key = vec![0u32; ops];
+    let absent_rates = update_rates(o, &maps, &absent, 4, &same_key, &v);
+    let present_rates = update_rates(o, &maps, &keys, 4, &same_key, &v);
     drop(maps);
     rows.push(UpdateRow {
-        what: "absent key, full map (E2BIG)",
+        what: "1,000 u32 keys: absent key, full map (E2BIG)",
         hash: absent_rates.0,
         rhash: absent_rates.1,
         papaya: f64::NAN,
         dashmap: f64::NAN,
     });
-    let (papaya, dashmap) = peers_by_size(ks, &keys, &idx, o, true);
+    let (papaya, dashmap) = peers_update::<4>(&keys, &same_key, o);
     rows.push(UpdateRow {
-        what: "existing key (in-place / replace)",
-        hash: inplace_rates.0,
-        rhash: inplace_rates.1,
+        what: "1,000 u32 keys: existing key (in place / replace)",
+        hash: present_rates.0,
+        rhash: present_rates.1,
+        papaya,
+        dashmap,
+    });
+
+    let n = o.scale(LARGE_UPDATE_ENTRIES);
+    let keys = self::keys(n, 8, 7);
+    let idx = order(n, ops, 3);
+    let maps = [MapType::HASH, MapType::RHASH].map(|t| {
+        let m = new_map(t, 8, 8, n);
+        fill(&*m, &keys, 8, 8);
+        settle(&*m);
+        m
+    });
+    let random_rates = update_rates(o, &maps, &keys, 8, &idx, &v);
+    drop(maps);
+    let (papaya, dashmap) = peers_update::<8>(&keys, &idx, o);
+    rows.push(UpdateRow {
+        what: "100,000 8-byte keys, random order: existing key",
+        hash: random_rates.0,
+        rhash: random_rates.1,
         papaya,
         dashmap,
     });
     rows
+}
+
+/// BPF_ANY updates of `keys[idx]` on HASH (`maps[0]`) and RHASH
+/// (`maps[1]`), timed alternately.
+fn update_rates(
+    o: &Options,
+    maps: &[Arc<dyn Map>; 2],
+    keys: &[u8],
+    ks: usize,
+    idx: &[u32],
+    v: &[u8],
+) -> (f64, f64) {
+    rates_interleaved(
+        o,
+        idx.len(),
+        || {
+            black_box(updates_ours(&*maps[0], keys, ks, idx, v));
+        },
+        || {
+            black_box(updates_ours(&*maps[1], keys, ks, idx, v));
+        },
+    )
 }
 
 pub struct OverwriteRow {
@@ -490,7 +558,7 @@ fn h_xxh64(k: &[u8], seed: u32) -> u32 {
     xxhash_rust::xxh64::xxh64(k, seed as u64) as u32
 }
 fn h_xxh3(k: &[u8], seed: u32) -> u32 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(k, seed as u64) as u32
+    crate::hash::xxh3_32(k, seed)
 }
 fn h_siphash13(k: &[u8], seed: u32) -> u32 {
     use std::hash::Hasher;
@@ -620,8 +688,7 @@ pub fn report(o: &Options) -> String {
     if o.wants("update") {
         let _ = writeln!(
             s,
-            "### Full-map updates/s (key 8 B, value 8 B, {} entries = max_entries; one thread)\n",
-            o.scale(100_000)
+            "### Full-map updates/s (value 8 B, entries = max_entries; one thread)\n"
         );
         let _ = writeln!(
             s,
@@ -710,7 +777,10 @@ mod tests {
             cpu_time: true,
         };
         let r = report(&o);
-        assert!(r.contains("| absent key, full map (E2BIG) |"), "{r}");
+        assert!(
+            r.contains("| 1,000 u32 keys: absent key, full map (E2BIG) |"),
+            "{r}"
+        );
         assert!(r.contains("| xxh3 | 256 |"), "{r}");
         assert!(!r.contains("Lookups/s"));
     }

@@ -1,6 +1,8 @@
 //! Hash functions: Bob Jenkins' lookup3 ("jhash", what the kernel's htab
-//! uses), written from the algorithm's published description, and a cheap
-//! multiply-fold hash for 8-byte keys (RHASH's specialised path).
+//! uses), written from the algorithm's published description; a cheap
+//! multiply-fold hash for 8-byte keys (RHASH's specialised path); and
+//! xxh3 (the `xxhash-rust` crate) folded to 32 bits, RHASH's hash for
+//! every other key size.
 
 const JHASH_INITVAL: u32 = 0xdead_beef;
 
@@ -84,6 +86,18 @@ pub fn hash_u64(key: u64, seed: u32) -> u32 {
     let m = ((key ^ seed as u64) as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15u128);
     let folded = (m as u64) ^ ((m >> 64) as u64);
     (folded ^ (folded >> 32)) as u32
+}
+
+/// xxh3, seeded, folded to 32 bits. RHASH hashes keys other than 8 bytes
+/// with it rather than jhash: it takes a third to a half of jhash's
+/// instructions at 4-32 bytes, and a lookup that misses the cache twice is
+/// bound by how many lookups the CPU keeps in flight, which a shorter hash
+/// raises (bench/maps/RESULTS.md: 16- and 32-byte lookups on a 1M map went
+/// from par with HASH to about twice it).
+#[inline(always)]
+pub fn xxh3_32(key: &[u8], seed: u32) -> u32 {
+    let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, seed as u64);
+    (h ^ (h >> 32)) as u32
 }
 
 /// A per-map random seed (the kernel seeds each htab randomly unless
