@@ -126,7 +126,7 @@ fn cases() -> u32 {
     std::env::var("BPFVET_DIFF_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1000)
+        .unwrap_or(3000)
 }
 
 fn errno<T>(r: Result<T, bpfvet_maps::MapError>) -> i32 {

@@ -141,7 +141,7 @@ fn rhash_agrees_with_model_and_hash() {
     let cases = std::env::var("BPFVET_DIFF_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
+        .unwrap_or(3000);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
