@@ -1,0 +1,223 @@
+//! The state compiled code shares with the runtime: a `#[repr(C)]` block
+//! whose fields the generated code reads at fixed offsets, and the
+//! `extern "C"` shims through which it reaches the interpreter's own
+//! memory checks, helpers and kfuncs (so their semantics cannot drift).
+
+use std::mem::offset_of;
+
+use crate::error::VmError;
+use crate::run::{Run, MAX_FRAMES, STACK_PER_FRAME};
+
+/// How a compiled function ended, in [`Env::status`].
+pub(super) const RUNNING: u64 = 0;
+/// A shim failed; the error is in [`Env::fault`].
+pub(super) const FAULTED: u64 = 1;
+/// LD_ABS/LD_IND left the packet: the program returns 0.
+pub(super) const ENDED_ZERO: u64 = 2;
+/// bpf_tail_call found a target, in [`Env::tail_target`]; r0..r9 are in
+/// [`Env::regs`].
+pub(super) const TAIL_CALLED: u64 = 3;
+
+/// Words per saved frame: r6..r9 and the return site's number.
+pub(super) const FRAME_WORDS: usize = 5;
+
+#[repr(C)]
+pub(super) struct Env {
+    /// Registers handed across a shim call (helper arguments, atomics, tail
+    /// calls) and the entry registers.
+    pub regs: [u64; 16],
+    pub stack_lo: u64,
+    /// The packet's [meta, data_end), refreshed after every helper call.
+    pub pkt_lo: u64,
+    pub pkt_len: u64,
+    pub may_goto_left: u64,
+    /// Backward jumps left before the run is stopped (the interpreter
+    /// counts every instruction; compiled code counts loop iterations).
+    pub budget: u64,
+    pub status: u64,
+    pub base_depth: u64,
+    pub frames: [[u64; FRAME_WORDS]; MAX_FRAMES],
+    pub run: *mut Run<'static>,
+    pub prog: usize,
+    pub fault: Option<VmError>,
+    pub tail_target: usize,
+}
+
+pub(super) const OFF_REGS: i32 = offset_of!(Env, regs) as i32;
+pub(super) const OFF_STACK_LO: i32 = offset_of!(Env, stack_lo) as i32;
+pub(super) const OFF_PKT_LO: i32 = offset_of!(Env, pkt_lo) as i32;
+pub(super) const OFF_PKT_LEN: i32 = offset_of!(Env, pkt_len) as i32;
+pub(super) const OFF_MAY_GOTO: i32 = offset_of!(Env, may_goto_left) as i32;
+pub(super) const OFF_BUDGET: i32 = offset_of!(Env, budget) as i32;
+pub(super) const OFF_STATUS: i32 = offset_of!(Env, status) as i32;
+pub(super) const OFF_BASE_DEPTH: i32 = offset_of!(Env, base_depth) as i32;
+pub(super) const OFF_FRAMES: i32 = offset_of!(Env, frames) as i32;
+pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
+
+impl Env {
+    pub fn new(run: &mut Run<'_>, prog: usize, depth: usize) -> Env {
+        let mut env = Env {
+            regs: [0; 16],
+            stack_lo: run.frame_pointer(0) - STACK_PER_FRAME as u64,
+            pkt_lo: 0,
+            pkt_len: 0,
+            may_goto_left: run.may_goto_left,
+            budget: run.insn_budget,
+            status: RUNNING,
+            base_depth: depth as u64,
+            frames: [[0; FRAME_WORDS]; MAX_FRAMES],
+            run: run as *mut Run<'_> as *mut Run<'static>,
+            prog,
+            fault: None,
+            tail_target: 0,
+        };
+        env.refresh_packet(run);
+        env
+    }
+
+    fn refresh_packet(&mut self, run: &Run<'_>) {
+        (self.pkt_lo, self.pkt_len) = match run.ctx.packet() {
+            Some(p) => (p.addr(p.meta), (p.data_end - p.meta) as u64),
+            None => (0, 0),
+        };
+    }
+
+    fn fail(&mut self, e: VmError) {
+        self.fault = Some(e);
+        self.status = FAULTED;
+    }
+}
+
+/// # Safety
+/// `env` is the live `Env` the compiled function was called with; its
+/// `run` points at the run that called the function and nothing else
+/// borrows that run during the call.
+unsafe fn parts<'e>(env: *mut Env) -> (&'e mut Env, &'e mut Run<'static>) {
+    // SAFETY: per this function's contract.
+    unsafe {
+        let env = &mut *env;
+        let run = &mut *env.run;
+        (env, run)
+    }
+}
+
+/// Loads outside the inline stack / packet fast path (context, map values,
+/// helper memory), with the interpreter's checks.
+pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.load(addr, size as u32, pc as usize) {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
+}
+
+pub(super) extern "C" fn store(env: *mut Env, addr: u64, size: u64, v: u64, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    if let Err(e) = run.store(addr, size as u32, v, pc as usize) {
+        env.fail(e);
+    }
+}
+
+/// Helper `id` with r1..r5 in `env.regs`; returns r0.
+pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    // Callbacks (bpf_loop, for_each_map_elem) run in the interpreter and
+    // share the run's may_goto budget.
+    run.may_goto_left = env.may_goto_left;
+    let r = run.helper(
+        id as i32,
+        &mut env.regs,
+        env.prog,
+        pc as usize,
+        depth as usize,
+    );
+    env.may_goto_left = run.may_goto_left;
+    run.refresh_packet_bounds();
+    env.refresh_packet(run);
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
+}
+
+pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.kfunc(id as i32, &mut env.regs, pc as usize) {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
+}
+
+/// The atomic at `pc`, with every register in `env.regs`.
+pub(super) extern "C" fn atomic(env: *mut Env, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let vm = run.vm;
+    let op = vm.programs[env.prog].ops[pc as usize];
+    let size = bpfvet_isa::opcode::size_bytes(op.code);
+    if let Err(e) = run.atomic(&mut env.regs, op, size, pc as usize) {
+        env.fail(e);
+    }
+}
+
+pub(super) extern "C" fn ld_abs(env: *mut Env, off: i64, size: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.ld_abs(off, size as u32) {
+        Some(v) => v,
+        None => {
+            env.status = ENDED_ZERO;
+            0
+        }
+    }
+}
+
+/// bpf_tail_call with r0..r9 in `env.regs`: on a target, sets
+/// TAIL_CALLED and the compiled function returns to the driver.
+pub(super) extern "C" fn tail_call(env: *mut Env, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.tail_call_target(env.regs[2], env.regs[3], pc as usize) {
+        Ok(Some(t)) => {
+            env.tail_target = t;
+            env.status = TAIL_CALLED;
+        }
+        Ok(None) => {}
+        Err(e) => env.fail(e),
+    }
+}
+
+/// Faults the generated code detects itself.
+pub(super) const FAULT_CALL_DEPTH: u64 = 0;
+pub(super) const FAULT_BUDGET: u64 = 1;
+pub(super) const FAULT_FELL_OFF: u64 = 2;
+
+pub(super) extern "C" fn fault(env: *mut Env, kind: u64, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let pc = pc as usize;
+    env.fail(match kind {
+        FAULT_CALL_DEPTH => VmError::CallDepth {
+            pc,
+            max: MAX_FRAMES,
+        },
+        FAULT_BUDGET => VmError::InsnLimit(run.insn_budget),
+        _ => VmError::BadInsn {
+            pc,
+            what: "execution fell off the end of the program".into(),
+        },
+    });
+}

@@ -1,0 +1,179 @@
+//! A JIT for verified programs: each program of a [`Vm`] is translated to
+//! Cranelift IR ([`translate`]) and compiled to native code once. Compiled
+//! code keeps the interpreter's semantics by calling the interpreter's own
+//! memory checks, helpers and kfuncs through `extern "C"` shims ([`env`]).
+//! A program the translation does not cover is declined with a
+//! [`Decline`] and runs on the interpreter instead, as do callbacks and
+//! runs that start mid-program.
+
+mod env;
+mod translate;
+
+use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+
+use crate::error::{Result, VmError};
+use crate::interp::{Engine, Interpreter};
+use crate::run::Run;
+use crate::vm::Vm;
+use env::Env;
+
+/// Why a program runs on the interpreter instead of native code.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Decline {
+    #[error("insn {pc}: opcode {code:#04x} is not compiled")]
+    Opcode { pc: usize, code: u8 },
+    #[error("insn {pc}: writes r10 (compiled code keeps r10 the frame pointer)")]
+    WritesFramePointer { pc: usize },
+    #[error("insn {pc}: jumps into the second slot of an LD_IMM64")]
+    JumpIntoImm64 { pc: usize },
+    #[error("bpf_tail_call in a program with bpf-to-bpf calls")]
+    TailCallWithSubprograms,
+    #[error("no native code generator for this host: {0}")]
+    Host(String),
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+}
+
+type NativeFn = unsafe extern "C" fn(*mut Env) -> u64;
+
+struct Native {
+    /// Owns the executable memory `entry` points into.
+    module: Option<JITModule>,
+    entry: NativeFn,
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: `entry` is only called through `&self`, so no call is
+            // running, and it is dropped with the memory.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// The compiled programs of one [`Vm`]; an [`Engine`].
+pub struct Jit {
+    /// Which VM the code was compiled for (map addresses are baked in).
+    vm: *const Vm,
+    programs: Vec<std::result::Result<Native, Decline>>,
+}
+
+impl Jit {
+    /// Compiles every program of `vm`. Programs the JIT declines run on the
+    /// interpreter; [`Jit::declined`] says which and why.
+    pub fn compile(vm: &Vm) -> Jit {
+        Jit {
+            vm: vm as *const Vm,
+            programs: vm.programs.iter().map(|p| compile(&p.ops)).collect(),
+        }
+    }
+
+    /// Why program `prog` is not compiled, or None when it is.
+    pub fn declined(&self, prog: usize) -> Option<&Decline> {
+        self.programs.get(prog)?.as_ref().err()
+    }
+
+    fn native(&self, run: &Run<'_>, prog: usize) -> Option<NativeFn> {
+        if !std::ptr::eq(run.vm, self.vm) {
+            return None;
+        }
+        self.programs.get(prog)?.as_ref().ok().map(|n| n.entry)
+    }
+}
+
+impl Engine for Jit {
+    fn execute(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        pc: usize,
+        args: [u64; 5],
+        depth: usize,
+    ) -> Result<u64> {
+        let native = match self.native(run, prog) {
+            Some(f) if pc == 0 => f,
+            _ => return Interpreter.execute(run, prog, pc, args, depth),
+        };
+        let mut env = Env::new(run, prog, depth);
+        env.regs[1..6].copy_from_slice(&args);
+        let mut entry = native;
+        loop {
+            // SAFETY: `entry` was compiled for this VM (checked by `native`)
+            // from a program `translate::check` accepted; `env` lives across
+            // the call and `run` is reached only through it meanwhile.
+            let r0 = unsafe { entry(&mut env) };
+            run.may_goto_left = env.may_goto_left;
+            match env.status {
+                env::RUNNING => return Ok(r0),
+                env::ENDED_ZERO => return Ok(0),
+                env::TAIL_CALLED => {
+                    let target = env.tail_target;
+                    let Some(f) = self.native(run, target) else {
+                        let a: [u64; 5] = env.regs[1..6].try_into().expect("5 registers");
+                        return Interpreter.execute(run, target, 0, a, depth);
+                    };
+                    env.prog = target;
+                    env.status = env::RUNNING;
+                    entry = f;
+                }
+                _ => {
+                    return Err(env.fault.take().unwrap_or(VmError::BadInsn {
+                        pc: 0,
+                        what: "compiled code stopped without a reason".into(),
+                    }))
+                }
+            }
+        }
+    }
+}
+
+fn compile(ops: &[crate::code::Op]) -> std::result::Result<Native, Decline> {
+    translate::check(ops)?;
+    let mut flags = settings::builder();
+    let set = |f: &mut settings::Builder, k, v| {
+        f.set(k, v)
+            .map_err(|e| Decline::Host(format!("setting {k}: {e}")))
+    };
+    set(&mut flags, "opt_level", "speed")?;
+    set(&mut flags, "is_pic", "false")?;
+    let isa = cranelift_native::builder()
+        .map_err(|e| Decline::Host(e.to_string()))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| Decline::Host(e.to_string()))?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut ctx = module.make_context();
+    let ptr = module.target_config().pointer_type();
+    ctx.func.signature.params.push(AbiParam::new(ptr));
+    ctx.func.signature.returns.push(AbiParam::new(types::I64));
+    let call_conv = ctx.func.signature.call_conv;
+    let id = module
+        .declare_function("bpf_prog", Linkage::Local, &ctx.func.signature)
+        .map_err(|e| Decline::Codegen(e.to_string()))?;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        translate::build(&mut b, call_conv, ops)?;
+        b.finalize();
+    }
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
+    module.clear_context(&mut ctx);
+    module
+        .finalize_definitions()
+        .map_err(|e| Decline::Codegen(e.to_string()))?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: the function was declared with this signature: one pointer
+    // argument, one i64 result, the host's default calling convention.
+    let entry = unsafe { std::mem::transmute::<*const u8, NativeFn>(code) };
+    Ok(Native {
+        module: Some(module),
+        entry,
+    })
+}

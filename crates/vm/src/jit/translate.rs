@@ -1,0 +1,927 @@
+//! BPF instructions to Cranelift IR, one function per program. Registers
+//! are SSA variables; bpf-to-bpf calls stay inside the function on an
+//! explicit frame stack (as the interpreter keeps them), with the return
+//! sites reached through a jump table. Memory accesses through r10 at a
+//! constant in-frame offset go straight to the stack; every other access
+//! tries the stack and the packet inline and otherwise calls the
+//! interpreter's checked load/store.
+
+use std::collections::BTreeSet;
+
+use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use super::env;
+use super::Decline;
+use crate::code::Op;
+use crate::run::{MAX_FRAMES, STACK_PER_FRAME};
+
+const TAIL_CALL: i32 = 12;
+const STACK_TOTAL: i64 = (STACK_PER_FRAME * MAX_FRAMES) as i64;
+
+/// Whether `code` is one the interpreter runs (its dispatch `match`).
+fn known(code: u8) -> bool {
+    matches!(
+        code,
+        0x07 | 0x0f
+            | 0x17
+            | 0x1f
+            | 0x27
+            | 0x2f
+            | 0x37
+            | 0x3f
+            | 0x47
+            | 0x4f
+            | 0x57
+            | 0x5f
+            | 0x67
+            | 0x6f
+            | 0x77
+            | 0x7f
+            | 0x87
+            | 0x97
+            | 0x9f
+            | 0xa7
+            | 0xaf
+            | 0xb7
+            | 0xbf
+            | 0xc7
+            | 0xcf
+            | 0xd7
+            | 0x04
+            | 0x0c
+            | 0x14
+            | 0x1c
+            | 0x24
+            | 0x2c
+            | 0x34
+            | 0x3c
+            | 0x44
+            | 0x4c
+            | 0x54
+            | 0x5c
+            | 0x64
+            | 0x6c
+            | 0x74
+            | 0x7c
+            | 0x84
+            | 0x94
+            | 0x9c
+            | 0xa4
+            | 0xac
+            | 0xb4
+            | 0xbc
+            | 0xc4
+            | 0xcc
+            | 0xd4
+            | 0xdc
+            | 0x05
+            | 0x06
+            | 0x15
+            | 0x1d
+            | 0x25
+            | 0x2d
+            | 0x35
+            | 0x3d
+            | 0x45
+            | 0x4d
+            | 0x55
+            | 0x5d
+            | 0x65
+            | 0x6d
+            | 0x75
+            | 0x7d
+            | 0xa5
+            | 0xad
+            | 0xb5
+            | 0xbd
+            | 0xc5
+            | 0xcd
+            | 0xd5
+            | 0xdd
+            | 0x16
+            | 0x1e
+            | 0x26
+            | 0x2e
+            | 0x36
+            | 0x3e
+            | 0x46
+            | 0x4e
+            | 0x56
+            | 0x5e
+            | 0x66
+            | 0x6e
+            | 0x76
+            | 0x7e
+            | 0xa6
+            | 0xae
+            | 0xb6
+            | 0xbe
+            | 0xc6
+            | 0xce
+            | 0xd6
+            | 0xde
+            | 0xe5
+            | 0x85
+            | 0x95
+            | 0x61
+            | 0x69
+            | 0x71
+            | 0x79
+            | 0x81
+            | 0x89
+            | 0x91
+            | 0x62
+            | 0x6a
+            | 0x72
+            | 0x7a
+            | 0x63
+            | 0x6b
+            | 0x73
+            | 0x7b
+            | 0xc3
+            | 0xdb
+            | 0xd3
+            | 0xcb
+            | 0x18
+            | 0x20
+            | 0x28
+            | 0x30
+            | 0x40
+            | 0x48
+            | 0x50
+    )
+}
+
+fn is_cond_jump(code: u8) -> bool {
+    let class = code & 7;
+    (class == 5 || class == 6) && !matches!(code & 0xf0, 0x00 | 0x80 | 0x90 | 0xe0)
+}
+
+/// Where control can go from `pc` besides the next slot.
+fn targets(ops: &[Op], pc: usize) -> Option<usize> {
+    let op = ops[pc];
+    let rel = |d: i64| (pc as i64 + 1 + d) as usize;
+    match op.code {
+        0x05 | 0xe5 => Some(rel(op.off as i64)),
+        0x06 => Some(rel(op.imm as i64)),
+        0x85 if op.src == BPF_PSEUDO_CALL => Some(rel(op.imm as i64)),
+        c if is_cond_jump(c) => Some(rel(op.off as i64)),
+        _ => None,
+    }
+}
+
+/// Checks what the translation relies on, before any IR is built.
+pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
+    let n = ops.len() - 1;
+    let mut second_slots = BTreeSet::new();
+    let mut has_call = false;
+    let mut has_tail_call = false;
+    let mut pc = 0;
+    while pc < n {
+        let op = ops[pc];
+        if !known(op.code) {
+            return Err(Decline::Opcode { pc, code: op.code });
+        }
+        let class = op.code & 7;
+        // r10 stays the frame pointer, so r10-relative accesses need no check.
+        let writes_dst = matches!(class, 4 | 7 | 1) || op.code == 0x18;
+        let atomic = matches!(op.code, 0xc3 | 0xdb | 0xd3 | 0xcb);
+        let fetch_src = atomic && op.imm & 1 != 0;
+        let load_acquire = atomic && op.imm == bpfvet_isa::opcode::BPF_LOAD_ACQ;
+        if (writes_dst || load_acquire) && op.dst == 10 || fetch_src && op.src == 10 {
+            return Err(Decline::WritesFramePointer { pc });
+        }
+        if op.code == 0x85 {
+            has_call |= op.src == BPF_PSEUDO_CALL;
+            has_tail_call |= op.src == 0 && op.imm == TAIL_CALL;
+        }
+        if op.code == 0x18 {
+            second_slots.insert(pc + 1);
+            pc += 2;
+        } else {
+            pc += 1;
+        }
+    }
+    if has_call && has_tail_call {
+        return Err(Decline::TailCallWithSubprograms);
+    }
+    for pc in 0..n {
+        if let Some(t) = targets(ops, pc) {
+            if second_slots.contains(&t) {
+                return Err(Decline::JumpIntoImm64 { pc });
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Shims {
+    load: cranelift_codegen::ir::SigRef,
+    store: cranelift_codegen::ir::SigRef,
+    call3: cranelift_codegen::ir::SigRef,
+    call2: cranelift_codegen::ir::SigRef,
+    void2: cranelift_codegen::ir::SigRef,
+    void3: cranelift_codegen::ir::SigRef,
+}
+
+fn sig(call_conv: cranelift_codegen::isa::CallConv, params: usize, ret: bool) -> Signature {
+    let mut s = Signature::new(call_conv);
+    for _ in 0..params {
+        s.params.push(AbiParam::new(types::I64));
+    }
+    if ret {
+        s.returns.push(AbiParam::new(types::I64));
+    }
+    s
+}
+
+struct Tx<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    env: Value,
+    regs: [Variable; 11],
+    shims: Shims,
+    /// Returns 0 to the driver, which reads `Env::status`.
+    bail: Block,
+    flags: MemFlags,
+}
+
+impl Tx<'_, '_> {
+    fn reg(&mut self, r: u8) -> Value {
+        self.b.use_var(self.regs[(r & 15) as usize])
+    }
+    fn set(&mut self, r: u8, v: Value) {
+        self.b.def_var(self.regs[(r & 15) as usize], v);
+    }
+    fn k64(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(types::I64, v)
+    }
+    fn env_load(&mut self, off: i32) -> Value {
+        self.b
+            .ins()
+            .load(types::I64, MemFlags::trusted(), self.env, off)
+    }
+    fn env_store(&mut self, v: Value, off: i32) {
+        self.b.ins().store(MemFlags::trusted(), v, self.env, off);
+    }
+    fn src64(&mut self, op: &Op) -> Value {
+        if op.code & 8 != 0 {
+            self.reg(op.src)
+        } else {
+            self.k64(op.imm as i64)
+        }
+    }
+    fn src32(&mut self, op: &Op) -> Value {
+        if op.code & 8 != 0 {
+            let r = self.reg(op.src);
+            self.b.ins().ireduce(types::I32, r)
+        } else {
+            self.b.ins().iconst(types::I32, op.imm as u32 as i64)
+        }
+    }
+    fn dst32(&mut self, r: u8) -> Value {
+        let v = self.reg(r);
+        self.b.ins().ireduce(types::I32, v)
+    }
+
+    fn call(
+        &mut self,
+        sig: cranelift_codegen::ir::SigRef,
+        f: usize,
+        args: &[Value],
+    ) -> Option<Value> {
+        let callee = self.b.ins().iconst(types::I64, f as i64);
+        let mut all = vec![self.env];
+        all.extend_from_slice(args);
+        let inst = self.b.ins().call_indirect(sig, callee, &all);
+        self.b.inst_results(inst).first().copied()
+    }
+
+    /// After a shim that may fail: leave unless the status is still RUNNING.
+    fn check_status(&mut self) {
+        let st = self.env_load(env::OFF_STATUS);
+        let go = self.b.create_block();
+        self.b.ins().brif(st, self.bail, &[], go, &[]);
+        self.b.switch_to_block(go);
+    }
+
+    fn spill(&mut self, regs: std::ops::RangeInclusive<u8>) {
+        for r in regs {
+            let v = self.reg(r);
+            self.env_store(v, env::OFF_REGS + 8 * r as i32);
+        }
+    }
+
+    fn fault(&mut self, kind: u64, pc: usize) {
+        let (k, p) = (self.k64(kind as i64), self.k64(pc as i64));
+        self.call(self.shims.void3, env::fault as *const () as usize, &[k, p]);
+        self.b.ins().jump(self.bail, &[]);
+    }
+
+    fn ty(size: u32) -> Type {
+        match size {
+            1 => types::I8,
+            2 => types::I16,
+            4 => types::I32,
+            _ => types::I64,
+        }
+    }
+
+    /// Whether `[base + off, +size)` is inside the current frame when base
+    /// is r10.
+    fn in_frame(base: u8, off: i16, size: u32) -> bool {
+        base == 10 && (off as i64) >= -(STACK_PER_FRAME as i64) && off as i64 + size as i64 <= 0
+    }
+
+    /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
+    fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
+        let lo = self.env_load(env::OFF_STACK_LO);
+        let rel = self.b.ins().isub(addr, lo);
+        let in_stack = self.b.ins().icmp_imm(
+            IntCC::UnsignedLessThanOrEqual,
+            rel,
+            STACK_TOTAL - size as i64,
+        );
+        let pkt = self.b.create_block();
+        self.b.ins().brif(in_stack, fast, &[], pkt, &[]);
+        self.b.switch_to_block(pkt);
+        let plo = self.env_load(env::OFF_PKT_LO);
+        let plen = self.env_load(env::OFF_PKT_LEN);
+        let off = self.b.ins().isub(addr, plo);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, plen);
+        let left = self.b.ins().isub(plen, off);
+        let fits = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, size as i64);
+        let ok = self.b.ins().band(inside, fits);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+    }
+
+    fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
+        let b0 = self.reg(base);
+        let addr = self.b.ins().iadd_imm(b0, off as i64);
+        let ty = Self::ty(size);
+        let widen = |b: &mut FunctionBuilder<'_>, v: Value| {
+            if ty == types::I64 {
+                v
+            } else {
+                b.ins().uextend(types::I64, v)
+            }
+        };
+        if Self::in_frame(base, off, size) {
+            let v = self.b.ins().load(ty, self.flags, addr, 0);
+            return widen(self.b, v);
+        }
+        let (fast, slow, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.append_block_param(join, types::I64);
+        self.route(addr, size, fast, slow);
+        self.b.switch_to_block(fast);
+        let v = self.b.ins().load(ty, self.flags, addr, 0);
+        let v = widen(self.b, v);
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(slow);
+        let (s, p) = (self.k64(size as i64), self.k64(pc as i64));
+        let v = self
+            .call(
+                self.shims.load,
+                env::load as *const () as usize,
+                &[addr, s, p],
+            )
+            .expect("load returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    fn store(&mut self, base: u8, off: i16, size: u32, v: Value, pc: usize) {
+        let b0 = self.reg(base);
+        let addr = self.b.ins().iadd_imm(b0, off as i64);
+        let ty = Self::ty(size);
+        let narrow = if ty == types::I64 {
+            v
+        } else {
+            self.b.ins().ireduce(ty, v)
+        };
+        if Self::in_frame(base, off, size) {
+            self.b.ins().store(self.flags, narrow, addr, 0);
+            return;
+        }
+        let (fast, slow, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.route(addr, size, fast, slow);
+        self.b.switch_to_block(fast);
+        self.b.ins().store(self.flags, narrow, addr, 0);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(slow);
+        let (s, p) = (self.k64(size as i64), self.k64(pc as i64));
+        self.call(
+            self.shims.store,
+            env::store as *const () as usize,
+            &[addr, s, v, p],
+        );
+        let st = self.env_load(env::OFF_STATUS);
+        self.b.ins().brif(st, self.bail, &[], join, &[]);
+        self.b.switch_to_block(join);
+    }
+
+    /// BPF division and modulo: x/0 = 0, x%0 = x, INT_MIN/-1 wraps.
+    fn divmod(&mut self, ty: Type, d: Value, s: Value, signed: bool, modulo: bool) -> Value {
+        let zero = self.b.ins().icmp_imm(IntCC::Equal, s, 0);
+        let one = self.b.ins().iconst(ty, 1);
+        let zero_v = self.b.ins().iconst(ty, 0);
+        let on_zero = if modulo { d } else { zero_v };
+        if !signed {
+            let safe = self.b.ins().select(zero, one, s);
+            let q = if modulo {
+                self.b.ins().urem(d, safe)
+            } else {
+                self.b.ins().udiv(d, safe)
+            };
+            return self.b.ins().select(zero, on_zero, q);
+        }
+        let minus1 = self.b.ins().icmp_imm(IntCC::Equal, s, -1);
+        let bad = self.b.ins().bor(zero, minus1);
+        let safe = self.b.ins().select(bad, one, s);
+        let q = if modulo {
+            self.b.ins().srem(d, safe)
+        } else {
+            self.b.ins().sdiv(d, safe)
+        };
+        let on_minus1 = if modulo { zero_v } else { self.b.ins().ineg(d) };
+        let r = self.b.ins().select(minus1, on_minus1, q);
+        self.b.ins().select(zero, on_zero, r)
+    }
+
+    /// The value ALU op `code & 0xf0` computes on `d` and `s` of type `ty`.
+    fn alu(&mut self, ty: Type, op: &Op, d: Value, s: Value) -> Value {
+        match op.code & 0xf0 {
+            0x30 => return self.divmod(ty, d, s, op.off == 1, false),
+            0x90 => return self.divmod(ty, d, s, op.off == 1, true),
+            _ => {}
+        }
+        let i = self.b.ins();
+        match op.code & 0xf0 {
+            0x00 => i.iadd(d, s),
+            0x10 => i.isub(d, s),
+            0x20 => i.imul(d, s),
+            0x40 => i.bor(d, s),
+            0x50 => i.band(d, s),
+            // Cranelift masks shift amounts to the type's width, as BPF does.
+            0x60 => i.ishl(d, s),
+            0x70 => i.ushr(d, s),
+            0x80 => i.ineg(d),
+            0xa0 => i.bxor(d, s),
+            _ => i.sshr(d, s),
+        }
+    }
+
+    fn cond(&mut self, op: &Op) -> Value {
+        let wide = op.code & 7 == 5;
+        let (d, s) = if wide {
+            (self.reg(op.dst), self.src64(op))
+        } else {
+            (self.dst32(op.dst), self.src32(op))
+        };
+        let cc = match op.code & 0xf0 {
+            0x10 => IntCC::Equal,
+            0x20 => IntCC::UnsignedGreaterThan,
+            0x30 => IntCC::UnsignedGreaterThanOrEqual,
+            0x40 => {
+                let a = self.b.ins().band(d, s);
+                return self.b.ins().icmp_imm(IntCC::NotEqual, a, 0);
+            }
+            0x50 => IntCC::NotEqual,
+            0x60 => IntCC::SignedGreaterThan,
+            0x70 => IntCC::SignedGreaterThanOrEqual,
+            0xa0 => IntCC::UnsignedLessThan,
+            0xb0 => IntCC::UnsignedLessThanOrEqual,
+            0xc0 => IntCC::SignedLessThan,
+            _ => IntCC::SignedLessThanOrEqual,
+        };
+        self.b.ins().icmp(cc, d, s)
+    }
+
+    /// r10 for call depth `depth`.
+    fn frame_pointer(&mut self, depth: Value) -> Value {
+        let lo = self.env_load(env::OFF_STACK_LO);
+        let d1 = self.b.ins().iadd_imm(depth, 1);
+        let bytes = self.b.ins().imul_imm(d1, env::STACK_FRAME);
+        self.b.ins().iadd(lo, bytes)
+    }
+
+    /// Address of the saved-frame slot for the call made at `depth`.
+    fn frame_slot(&mut self, depth: Value) -> Value {
+        let base = self.env_load(env::OFF_BASE_DEPTH);
+        let rel = self.b.ins().isub(depth, base);
+        let bytes = self.b.ins().imul_imm(rel, (env::FRAME_WORDS * 8) as i64);
+        let at = self.b.ins().iadd(self.env, bytes);
+        self.b.ins().iadd_imm(at, env::OFF_FRAMES as i64)
+    }
+
+    /// A backward jump costs one unit of the budget, so no loop runs forever.
+    fn tick(&mut self, pc: usize) {
+        let left = self.env_load(env::OFF_BUDGET);
+        let (go, out) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(left, go, &[], out, &[]);
+        self.b.switch_to_block(out);
+        self.fault(env::FAULT_BUDGET, pc);
+        self.b.switch_to_block(go);
+        let next = self.b.ins().iadd_imm(left, -1);
+        self.env_store(next, env::OFF_BUDGET);
+    }
+}
+
+/// Builds the body of `fn(env: *mut Env) -> u64` for `ops` into `b`.
+pub(super) fn build(
+    b: &mut FunctionBuilder<'_>,
+    call_conv: cranelift_codegen::isa::CallConv,
+    ops: &[Op],
+) -> Result<(), Decline> {
+    check(ops)?;
+    let n = ops.len() - 1;
+    // Blocks start at jump targets, return sites and after every jump.
+    let mut leaders = BTreeSet::new();
+    let mut return_sites = Vec::new();
+    let mut pc = 0;
+    while pc < n {
+        let op = ops[pc];
+        let next = if op.code == 0x18 { pc + 2 } else { pc + 1 };
+        if let Some(t) = targets(ops, pc) {
+            leaders.insert(t);
+            leaders.insert(next);
+        }
+        if op.code == 0x85 && op.src == BPF_PSEUDO_CALL {
+            return_sites.push(next);
+        }
+        if op.code == 0x95 {
+            leaders.insert(next);
+        }
+        pc = next;
+    }
+    let blocks: std::collections::HashMap<usize, Block> =
+        leaders.iter().map(|&pc| (pc, b.create_block())).collect();
+
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let env_v = b.block_params(entry)[0];
+    let regs: [Variable; 11] = std::array::from_fn(|i| Variable::from_u32(i as u32));
+    for &v in &regs {
+        b.declare_var(v, types::I64);
+    }
+    let depth = Variable::from_u32(11);
+    b.declare_var(depth, types::I64);
+    let shims = Shims {
+        load: b.import_signature(sig(call_conv, 4, true)),
+        store: b.import_signature(sig(call_conv, 5, false)),
+        call3: b.import_signature(sig(call_conv, 4, true)),
+        call2: b.import_signature(sig(call_conv, 3, true)),
+        void2: b.import_signature(sig(call_conv, 2, false)),
+        void3: b.import_signature(sig(call_conv, 3, false)),
+    };
+    let bail = b.create_block();
+    let mut t = Tx {
+        b,
+        env: env_v,
+        regs,
+        shims,
+        bail,
+        flags: MemFlags::new(),
+    };
+    for r in 0..10u8 {
+        let v = t.env_load(env::OFF_REGS + 8 * r as i32);
+        t.set(r, v);
+    }
+    let base = t.env_load(env::OFF_BASE_DEPTH);
+    t.b.def_var(depth, base);
+    let fp = t.frame_pointer(base);
+    t.set(10, fp);
+
+    let mut open = true;
+    let mut pc = 0;
+    while pc <= n {
+        if let Some(&blk) = blocks.get(&pc) {
+            if open {
+                t.b.ins().jump(blk, &[]);
+            }
+            t.b.switch_to_block(blk);
+            open = true;
+        }
+        if !open {
+            pc += 1;
+            continue;
+        }
+        if pc == n {
+            t.fault(env::FAULT_FELL_OFF, pc);
+            open = false;
+            break;
+        }
+        let op = ops[pc];
+        let code = op.code;
+        let mut next = pc + 1;
+        match code & 7 {
+            // ALU64
+            7 => {
+                let v = match code {
+                    0xb7 => t.k64(op.imm as i64),
+                    0xbf => {
+                        let s = t.reg(op.src);
+                        match op.off {
+                            8 | 16 | 32 => {
+                                let nt = Tx::ty((op.off / 8) as u32);
+                                let r = t.b.ins().ireduce(nt, s);
+                                t.b.ins().sextend(types::I64, r)
+                            }
+                            _ => s,
+                        }
+                    }
+                    0xd7 => {
+                        let d = t.reg(op.dst);
+                        bswap(t.b, d, op.imm)
+                    }
+                    _ => {
+                        let d = t.reg(op.dst);
+                        let s = t.src64(&op);
+                        t.alu(types::I64, &op, d, s)
+                    }
+                };
+                t.set(op.dst, v);
+            }
+            // ALU (32-bit, zero-extended)
+            4 => {
+                let v = match code {
+                    0xb4 => t.k64(op.imm as u32 as i64),
+                    0xbc => {
+                        let s = t.reg(op.src);
+                        match op.off {
+                            8 | 16 => {
+                                let nt = Tx::ty((op.off / 8) as u32);
+                                let r = t.b.ins().ireduce(nt, s);
+                                let r = t.b.ins().sextend(types::I32, r);
+                                t.b.ins().uextend(types::I64, r)
+                            }
+                            _ => {
+                                let r = t.b.ins().ireduce(types::I32, s);
+                                t.b.ins().uextend(types::I64, r)
+                            }
+                        }
+                    }
+                    0xd4 => {
+                        let d = t.reg(op.dst);
+                        match op.imm {
+                            16 | 32 => {
+                                let r = t.b.ins().ireduce(Tx::ty(op.imm as u32 / 8), d);
+                                t.b.ins().uextend(types::I64, r)
+                            }
+                            _ => d,
+                        }
+                    }
+                    0xdc => {
+                        let d = t.reg(op.dst);
+                        bswap(t.b, d, op.imm)
+                    }
+                    _ => {
+                        let d = t.dst32(op.dst);
+                        let s = t.src32(&op);
+                        let r = t.alu(types::I32, &op, d, s);
+                        t.b.ins().uextend(types::I64, r)
+                    }
+                };
+                t.set(op.dst, v);
+            }
+            // LDX (plain and sign-extending)
+            1 => {
+                let size = bpfvet_isa::opcode::size_bytes(code);
+                let v = t.load(op.src, op.off, size, pc);
+                let v = if code & 0xe0 == 0x80 {
+                    let r = t.b.ins().ireduce(Tx::ty(size), v);
+                    t.b.ins().sextend(types::I64, r)
+                } else {
+                    v
+                };
+                t.set(op.dst, v);
+            }
+            // ST
+            2 => {
+                let size = bpfvet_isa::opcode::size_bytes(code);
+                let v = t.k64(op.imm as i64);
+                t.store(op.dst, op.off, size, v, pc);
+            }
+            // STX and atomics
+            3 if code & 0xe0 == 0xc0 => {
+                t.spill(0..=10);
+                let p = t.k64(pc as i64);
+                t.call(t.shims.void2, env::atomic as *const () as usize, &[p]);
+                t.check_status();
+                for r in [0, op.src, op.dst] {
+                    let v = t.env_load(env::OFF_REGS + 8 * (r & 15) as i32);
+                    t.set(r, v);
+                }
+            }
+            3 => {
+                let size = bpfvet_isa::opcode::size_bytes(code);
+                let v = t.reg(op.src);
+                t.store(op.dst, op.off, size, v, pc);
+            }
+            // LD: LD_IMM64 and the legacy packet loads
+            0 => {
+                if code == 0x18 {
+                    let v = t.k64(op.imm64 as i64);
+                    t.set(op.dst, v);
+                    next = pc + 2;
+                } else {
+                    let size = bpfvet_isa::opcode::size_bytes(code);
+                    let mut off = t.k64(op.imm as i64);
+                    if code & 0x40 != 0 {
+                        let s = t.reg(op.src);
+                        let s32 = t.b.ins().ireduce(types::I32, s);
+                        let s64 = t.b.ins().sextend(types::I64, s32);
+                        off = t.b.ins().iadd(off, s64);
+                    }
+                    let sz = t.k64(size as i64);
+                    let v = t
+                        .call(t.shims.call2, env::ld_abs as *const () as usize, &[off, sz])
+                        .expect("ld_abs returns");
+                    t.check_status();
+                    t.set(0, v);
+                }
+            }
+            // JMP / JMP32
+            _ => {
+                let target = targets(ops, pc);
+                match code {
+                    0x05 | 0x06 => {
+                        let tgt = target.expect("ja has a target");
+                        if tgt <= pc {
+                            t.tick(pc);
+                        }
+                        t.b.ins().jump(blocks[&tgt], &[]);
+                        open = false;
+                    }
+                    0xe5 => {
+                        let left = t.env_load(env::OFF_MAY_GOTO);
+                        let dec = t.b.create_block();
+                        let tgt = blocks[&target.expect("may_goto has a target")];
+                        t.b.ins().brif(left, dec, &[], tgt, &[]);
+                        t.b.switch_to_block(dec);
+                        let l1 = t.b.ins().iadd_imm(left, -1);
+                        t.env_store(l1, env::OFF_MAY_GOTO);
+                        t.b.ins().jump(blocks[&next], &[]);
+                        open = false;
+                    }
+                    0x85 if op.src == BPF_PSEUDO_CALL => {
+                        let d = t.b.use_var(depth);
+                        let too_deep = t.b.ins().icmp_imm(
+                            IntCC::SignedGreaterThanOrEqual,
+                            d,
+                            MAX_FRAMES as i64 - 1,
+                        );
+                        let (ok, deep) = (t.b.create_block(), t.b.create_block());
+                        t.b.ins().brif(too_deep, deep, &[], ok, &[]);
+                        t.b.switch_to_block(deep);
+                        t.fault(env::FAULT_CALL_DEPTH, pc);
+                        t.b.switch_to_block(ok);
+                        let slot = t.frame_slot(d);
+                        for (i, r) in (6..=9u8).enumerate() {
+                            let v = t.reg(r);
+                            t.b.ins().store(MemFlags::trusted(), v, slot, 8 * i as i32);
+                        }
+                        let site = return_sites
+                            .iter()
+                            .position(|&s| s == next)
+                            .expect("return site");
+                        let sv = t.k64(site as i64);
+                        t.b.ins().store(MemFlags::trusted(), sv, slot, 32);
+                        let d1 = t.b.ins().iadd_imm(d, 1);
+                        t.b.def_var(depth, d1);
+                        let fp = t.frame_pointer(d1);
+                        t.set(10, fp);
+                        t.b.ins().jump(blocks[&target.expect("call target")], &[]);
+                        open = false;
+                    }
+                    0x85 if op.src == BPF_PSEUDO_KFUNC_CALL || op.src != 0 => {
+                        t.spill(1..=5);
+                        let (id, p) = (t.k64(op.imm as i64), t.k64(pc as i64));
+                        let v = t
+                            .call(t.shims.call2, env::kfunc as *const () as usize, &[id, p])
+                            .expect("kfunc returns");
+                        t.check_status();
+                        t.set(0, v);
+                    }
+                    0x85 if op.imm == TAIL_CALL => {
+                        t.spill(0..=9);
+                        let p = t.k64(pc as i64);
+                        t.call(t.shims.void2, env::tail_call as *const () as usize, &[p]);
+                        t.check_status();
+                    }
+                    0x85 => {
+                        t.spill(1..=5);
+                        let (id, p) = (t.k64(op.imm as i64), t.k64(pc as i64));
+                        let d = t.b.use_var(depth);
+                        let v = t
+                            .call(
+                                t.shims.call3,
+                                env::helper as *const () as usize,
+                                &[id, p, d],
+                            )
+                            .expect("helper returns");
+                        t.check_status();
+                        t.set(0, v);
+                    }
+                    0x95 => {
+                        let d = t.b.use_var(depth);
+                        let base = t.env_load(env::OFF_BASE_DEPTH);
+                        let at_base = t.b.ins().icmp(IntCC::Equal, d, base);
+                        let (done, back) = (t.b.create_block(), t.b.create_block());
+                        t.b.ins().brif(at_base, done, &[], back, &[]);
+                        t.b.switch_to_block(done);
+                        let r0 = t.reg(0);
+                        t.b.ins().return_(&[r0]);
+                        t.b.switch_to_block(back);
+                        if return_sites.is_empty() {
+                            t.b.ins().jump(t.bail, &[]);
+                        } else {
+                            let d0 = t.b.ins().iadd_imm(d, -1);
+                            t.b.def_var(depth, d0);
+                            let slot = t.frame_slot(d0);
+                            for (i, r) in (6..=9u8).enumerate() {
+                                let v = t.b.ins().load(
+                                    types::I64,
+                                    MemFlags::trusted(),
+                                    slot,
+                                    8 * i as i32,
+                                );
+                                t.set(r, v);
+                            }
+                            let fp = t.frame_pointer(d0);
+                            t.set(10, fp);
+                            let site = t.b.ins().load(types::I64, MemFlags::trusted(), slot, 32);
+                            let site32 = t.b.ins().ireduce(types::I32, site);
+                            let no_args: [BlockArg; 0] = [];
+                            let calls: Vec<_> = return_sites
+                                .iter()
+                                .map(|s| t.b.func.dfg.block_call(blocks[s], &no_args))
+                                .collect();
+                            // Each BlockCall is its own value list: the SSA
+                            // builder appends arguments to it in place.
+                            let default = t.b.func.dfg.block_call(t.bail, &no_args);
+                            let jt = t.b.create_jump_table(JumpTableData::new(default, &calls));
+                            t.b.ins().br_table(site32, jt);
+                        }
+                        open = false;
+                    }
+                    _ => {
+                        let c = t.cond(&op);
+                        let tgt = target.expect("conditional jump has a target");
+                        if tgt <= pc {
+                            let (taken, fall) = (t.b.create_block(), blocks[&next]);
+                            t.b.ins().brif(c, taken, &[], fall, &[]);
+                            t.b.switch_to_block(taken);
+                            t.tick(pc);
+                            t.b.ins().jump(blocks[&tgt], &[]);
+                        } else {
+                            t.b.ins().brif(c, blocks[&tgt], &[], blocks[&next], &[]);
+                        }
+                        open = false;
+                    }
+                }
+            }
+        }
+        pc = next;
+    }
+    if open {
+        t.b.ins().jump(t.bail, &[]);
+    }
+    t.b.switch_to_block(bail);
+    let z = t.k64(0);
+    t.b.ins().return_(&[z]);
+    t.b.seal_all_blocks();
+    Ok(())
+}
+
+fn bswap(b: &mut FunctionBuilder<'_>, d: Value, width: i32) -> Value {
+    match width {
+        16 | 32 => {
+            let nt = Tx::ty(width as u32 / 8);
+            let r = b.ins().ireduce(nt, d);
+            let r = b.ins().bswap(r);
+            b.ins().uextend(types::I64, r)
+        }
+        _ => b.ins().bswap(d),
+    }
+}
