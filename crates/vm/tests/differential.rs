@@ -1,15 +1,16 @@
 //! Differential test against the host kernel's BPF_PROG_TEST_RUN: every
 //! packet-driven program of tests/progs on every frame of
 //! tests/progs/packets, comparing the return value (or the EINVAL refusal),
-//! the output frame, and the maps' contents after all frames. Needs root
-//! and the bpf() syscall; prints SKIP otherwise.
+//! the output frame, and the maps' contents after all frames, for the
+//! interpreter and for the JIT (each on its own copy of the maps). Needs
+//! root and the bpf() syscall; prints SKIP otherwise.
 
 use std::path::{Path, PathBuf};
 
 use bpfvet_isa::uapi::MapType;
 use bpfvet_kernel::{Kernel, LoadOptions, TestRunInput as KInput};
 use bpfvet_object::{LoadOptions as ObjectOptions, MapInit, Object};
-use bpfvet_vm::{test_run, TestRunInput, Vm, VmError};
+use bpfvet_vm::{test_run, test_run_with, Jit, TestRunInput, Vm, VmError};
 
 fn progs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs")
@@ -122,13 +123,17 @@ fn programs_agree_with_kernel_test_run() {
                 }
             }
         }
-        let vm = match Vm::load(&obj) {
-            Ok(vm) => vm,
-            Err(e) => {
+        let (vm, jit_vm) = match (Vm::load(&obj), Vm::load(&obj)) {
+            (Ok(vm), Ok(jit_vm)) => (vm, jit_vm),
+            (Err(e), _) | (_, Err(e)) => {
                 failures.push(format!("{prog_name}: load: {e}"));
                 continue;
             }
         };
+        let jit = Jit::compile(&jit_vm);
+        if let Some(why) = jit.declined(idx) {
+            println!("{prog_name}: JIT declines ({why}); the interpreter runs it");
+        }
         for (name, data) in &frames {
             // The kernel's may_goto budget is a time limit on x86-64; these
             // frames run until it is spent (EXPECTED.md).
@@ -143,16 +148,26 @@ fn programs_agree_with_kernel_test_run() {
                 repeat: 1,
                 ..Default::default()
             });
-            let v = test_run(
-                &vm,
-                idx,
-                &TestRunInput {
-                    data,
-                    ctx: None,
-                    repeat: 1,
-                },
-            );
+            let input = TestRunInput {
+                data,
+                ctx: None,
+                repeat: 1,
+            };
+            let v = test_run(&vm, idx, &input);
+            let j = test_run_with(&jit, &jit_vm, idx, &input);
             compared += 1;
+            let same = match (&v, &j) {
+                (Ok(v), Ok(j)) => v.retval == j.retval && v.data_out == j.data_out,
+                (Err(v), Err(j)) => v.to_string() == j.to_string(),
+                _ => false,
+            };
+            if !same {
+                failures.push(format!(
+                    "{prog_name} {name}: interpreter {:?} jit {:?}",
+                    v.as_ref().map(|o| o.retval),
+                    j.as_ref().map(|o| o.retval)
+                ));
+            }
             match (k, v) {
                 (Ok(k), Ok(v)) => {
                     if k.retval != v.retval {
@@ -195,50 +210,51 @@ fn programs_agree_with_kernel_test_run() {
             let Some(Ok(km)) = session.map(mi) else {
                 continue;
             };
-            let ours = &vm.maps[mi];
-            let percpu = ours.attr().is_percpu();
-            let cpus = ours.attr().nr_cpus as usize;
-            let mut key: Option<Vec<u8>> = None;
-            let mut n = 0;
-            while let Ok(Some(next)) = km.next_key(key.as_deref()) {
-                n += 1;
-                let kv = km.lookup(&next).unwrap().unwrap_or_default();
-                let mut ov = vec![0u8; ours.attr().syscall_value_size()];
-                match ours.lookup(&next, &mut ov, 0) {
-                    Ok(()) => {
-                        let (kv, ov) = if percpu {
-                            let vs = def.value_size as usize;
-                            (
-                                fold_percpu(&kv, vs, km_cpus(&kv, vs).min(cpus)),
-                                fold_percpu(&ov, vs, cpus),
-                            )
-                        } else {
-                            (kv[..ov.len().min(kv.len())].to_vec(), ov)
-                        };
-                        if kv != ov {
-                            failures.push(format!("{prog_name}: map {} key {next:02x?}: kernel {kv:02x?} vm {ov:02x?}", def.name));
+            for (engine, ours) in [("vm", &vm.maps[mi]), ("jit", &jit_vm.maps[mi])] {
+                let percpu = ours.attr().is_percpu();
+                let cpus = ours.attr().nr_cpus as usize;
+                let mut key: Option<Vec<u8>> = None;
+                let mut n = 0;
+                while let Ok(Some(next)) = km.next_key(key.as_deref()) {
+                    n += 1;
+                    let kv = km.lookup(&next).unwrap().unwrap_or_default();
+                    let mut ov = vec![0u8; ours.attr().syscall_value_size()];
+                    match ours.lookup(&next, &mut ov, 0) {
+                        Ok(()) => {
+                            let (kv, ov) = if percpu {
+                                let vs = def.value_size as usize;
+                                (
+                                    fold_percpu(&kv, vs, km_cpus(&kv, vs).min(cpus)),
+                                    fold_percpu(&ov, vs, cpus),
+                                )
+                            } else {
+                                (kv[..ov.len().min(kv.len())].to_vec(), ov)
+                            };
+                            if kv != ov {
+                                failures.push(format!("{prog_name}: map {} key {next:02x?}: kernel {kv:02x?} {engine} {ov:02x?}", def.name));
+                            }
                         }
+                        Err(e) => failures.push(format!(
+                            "{prog_name}: map {} key {next:02x?} missing in the {engine}: {e}",
+                            def.name
+                        )),
                     }
-                    Err(e) => failures.push(format!(
-                        "{prog_name}: map {} key {next:02x?} missing in vm: {e}",
-                        def.name
-                    )),
+                    key = Some(next);
                 }
-                key = Some(next);
-            }
-            // The vm holds no keys the kernel lacks.
-            let mut ours_n = 0;
-            let mut k2: Option<Vec<u8>> = None;
-            let mut buf = vec![0u8; def.key_size as usize];
-            while ours.get_next_key(k2.as_deref(), &mut buf).is_ok() {
-                ours_n += 1;
-                k2 = Some(buf.clone());
-            }
-            if ours_n != n {
-                failures.push(format!(
-                    "{prog_name}: map {} has {n} keys in the kernel, {ours_n} in the vm",
-                    def.name
-                ));
+                // The vm holds no keys the kernel lacks.
+                let mut ours_n = 0;
+                let mut k2: Option<Vec<u8>> = None;
+                let mut buf = vec![0u8; def.key_size as usize];
+                while ours.get_next_key(k2.as_deref(), &mut buf).is_ok() {
+                    ours_n += 1;
+                    k2 = Some(buf.clone());
+                }
+                if ours_n != n {
+                    failures.push(format!(
+                        "{prog_name}: map {} has {n} keys in the kernel, {ours_n} in the {engine}",
+                        def.name
+                    ));
+                }
             }
         }
         drop(keep);
