@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bpfvet_isa::uapi::ProgType;
-use bpfvet_vm::{test_run, TestRunInput, Vm};
+use bpfvet_vm::{test_run_with, Engine, Interpreter, Jit, TestRunInput, Vm};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,6 +33,10 @@ pub struct Args {
     /// Skip verification by bpfvet's verifier before running.
     #[arg(long)]
     pub no_verify: bool,
+    /// Run native code from the JIT (a program it declines runs on the
+    /// interpreter, with a note saying why).
+    #[arg(long)]
+    pub jit: bool,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -83,7 +87,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let vm = Vm::load(&obj)?;
-    let out = test_run(
+    let jit = args.jit.then(|| Jit::compile(&vm));
+    let engine: &dyn Engine = match &jit {
+        Some(jit) => {
+            match jit.declined(idx) {
+                Some(why) => eprintln!("note: the JIT declines {}: {why}; interpreting", args.prog),
+                None => eprintln!("note: running native code from the JIT"),
+            }
+            jit
+        }
+        None => &Interpreter,
+    };
+    let out = test_run_with(
+        engine,
         &vm,
         idx,
         &TestRunInput {
