@@ -1,5 +1,6 @@
-//! ns per run of the interpreter against the kernel JIT's BPF_PROG_TEST_RUN
-//! duration, on the same program and frame, measured in one process:
+//! ns per run of the interpreter and of bpfvet's JIT against the kernel
+//! JIT's BPF_PROG_TEST_RUN duration, on the same program and frame,
+//! measured in one process:
 //! `cargo bench -p bpfvet-vm` prints a markdown table (bench/vm/run.sh
 //! writes it to bench/vm/RESULTS.md). Without root the kernel column says
 //! so.
@@ -8,7 +9,7 @@ use std::path::Path;
 
 use bpfvet_kernel::{Kernel, LoadOptions, TestRunInput as KInput};
 use bpfvet_object::Object;
-use bpfvet_vm::{test_run, TestRunInput, Vm};
+use bpfvet_vm::{test_run, test_run_with, Jit, TestRunInput, Vm};
 
 /// (object, program, frame, what it shows)
 const CASES: &[(&str, &str, &str, &str)] = &[
@@ -36,6 +37,24 @@ const CASES: &[(&str, &str, &str, &str)] = &[
         "raw_collatz27.bin",
         "loop-heavy (Collatz of 27)",
     ),
+    (
+        "tc_classifier.bpf.o",
+        "tc_classify",
+        "v4_tcp80.bin",
+        "tc: skb fields, helpers",
+    ),
+    (
+        "calls.bpf.o",
+        "xdp_calls",
+        "v4_tcp80.bin",
+        "bpf-to-bpf calls",
+    ),
+    (
+        "atomics.bpf.o",
+        "xdp_atomics",
+        "v4_tcp80.bin",
+        "atomics on a map value",
+    ),
 ];
 
 const BATCHES: usize = 15;
@@ -52,8 +71,10 @@ fn main() {
     if let Err(e) = &kernel {
         eprintln!("SKIP kernel column: {e}");
     }
-    println!("| program | frame | interpreter ns/run | kernel JIT ns/run | ratio |");
-    println!("|---|---|---:|---:|---:|");
+    println!(
+        "| program | frame | interpreter ns/run | bpfvet JIT ns/run | kernel JIT ns/run | interpreter / kernel | bpfvet JIT / kernel | JIT compile µs (whole object) |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for &(file, prog, frame, what) in CASES {
         let obj = Object::from_file(dir.join(file), &Default::default()).expect("object");
         let idx = obj
@@ -73,6 +94,20 @@ fn main() {
                 .map(|_| test_run(&vm, idx, &input).expect("vm run").duration_ns as f64)
                 .collect(),
         );
+        let jit_vm = Vm::load(&obj).expect("vm load");
+        let t0 = std::time::Instant::now();
+        let jit = Jit::compile(&jit_vm);
+        let compile_us = t0.elapsed().as_secs_f64() * 1e6;
+        assert_eq!(jit.declined(idx), None, "{prog} compiles");
+        let native = median(
+            (0..BATCHES)
+                .map(|_| {
+                    test_run_with(&jit, &jit_vm, idx, &input)
+                        .expect("jit run")
+                        .duration_ns as f64
+                })
+                .collect(),
+        );
         let theirs = kernel.as_ref().ok().and_then(|k| {
             let session = k.open_object(&obj);
             let loaded = session.load_program(idx, &LoadOptions::default())?.loaded?;
@@ -90,12 +125,15 @@ fn main() {
                 .collect();
             (!v.is_empty()).then(|| median(v))
         });
-        match theirs {
-            Some(k) => println!(
-                "| {prog} ({what}) | {frame} | {ours:.0} | {k:.0} | {:.1}x |",
-                ours / k.max(1.0)
-            ),
-            None => println!("| {prog} ({what}) | {frame} | {ours:.0} | n/a | n/a |"),
-        }
+        let ratio = |x: f64| match theirs {
+            Some(k) => format!("{:.1}x", x / k.max(1.0)),
+            None => "n/a".into(),
+        };
+        let k = theirs.map_or("n/a".into(), |k| format!("{k:.0}"));
+        println!(
+            "| {prog} ({what}) | {frame} | {ours:.0} | {native:.0} | {k} | {} | {} | {compile_us:.0} |",
+            ratio(ours),
+            ratio(native)
+        );
     }
 }

@@ -270,3 +270,38 @@ proptest! {
         prop_assert_eq!(interp_r0(&insns, &mut []).unwrap(), jit_r0(&insns, &mut []).unwrap());
     }
 }
+
+/// Every program of tests/progs: compiled, or declined for a reason listed
+/// here (crates/vm/src/jit/README.md lists the same).
+#[test]
+fn test_progs_compile_or_decline_as_documented() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/progs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".bpf.o"))
+        .collect();
+    files.sort();
+    let (mut compiled, mut declined) = (0, Vec::new());
+    for f in &files {
+        let obj = bpfvet_object::Object::from_file(f, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let vm = match Vm::load(&obj) {
+            Ok(vm) => vm,
+            Err(e) => {
+                println!("{}: the runtime does not load it: {e}", f.display());
+                continue;
+            }
+        };
+        let jit = Jit::compile(&vm);
+        for (i, p) in vm.programs.iter().enumerate() {
+            match jit.declined(i) {
+                None => compiled += 1,
+                Some(why) => declined.push(format!("{}: {why}", p.name)),
+            }
+        }
+    }
+    println!("compiled {compiled}; declined: {declined:#?}");
+    assert!(compiled > 50, "most programs compile ({compiled})");
+    assert_eq!(declined, Vec::<String>::new());
+}
