@@ -66,7 +66,7 @@ impl Env {
             status: RUNNING,
             base_depth: depth as u64,
             frames: [[0; FRAME_WORDS]; MAX_FRAMES],
-            run: run as *mut Run<'_> as *mut Run<'static>,
+            run: std::ptr::from_mut(run).cast(),
             prog,
             fault: None,
             tail_target: 0,

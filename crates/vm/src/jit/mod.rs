@@ -17,7 +17,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 
 use crate::error::{Result, VmError};
 use crate::interp::{Engine, Interpreter};
-use crate::run::Run;
+use crate::run::{Run, MAX_FRAMES};
 use crate::vm::Vm;
 use env::Env;
 
@@ -56,19 +56,19 @@ impl Drop for Native {
     }
 }
 
-/// The compiled programs of one [`Vm`]; an [`Engine`].
-pub struct Jit {
-    /// Which VM the code was compiled for (map addresses are baked in).
-    vm: *const Vm,
+/// The compiled programs of one [`Vm`]; an [`Engine`]. It borrows the VM
+/// because the code has the VM's map addresses baked in.
+pub struct Jit<'vm> {
+    vm: &'vm Vm,
     programs: Vec<std::result::Result<Native, Decline>>,
 }
 
-impl Jit {
+impl<'vm> Jit<'vm> {
     /// Compiles every program of `vm`. Programs the JIT declines run on the
     /// interpreter; [`Jit::declined`] says which and why.
-    pub fn compile(vm: &Vm) -> Jit {
+    pub fn compile(vm: &'vm Vm) -> Jit<'vm> {
         Jit {
-            vm: vm as *const Vm,
+            vm,
             programs: vm.programs.iter().map(|p| compile(&p.ops)).collect(),
         }
     }
@@ -86,7 +86,7 @@ impl Jit {
     }
 }
 
-impl Engine for Jit {
+impl Engine for Jit<'_> {
     fn execute(
         &self,
         run: &mut Run<'_>,
@@ -95,8 +95,10 @@ impl Engine for Jit {
         args: [u64; 5],
         depth: usize,
     ) -> Result<u64> {
+        // Compiled code addresses r10 without checks, so its frames must
+        // lie inside the run's stack.
         let native = match self.native(run, prog) {
-            Some(f) if pc == 0 => f,
+            Some(f) if pc == 0 && depth < MAX_FRAMES => f,
             _ => return Interpreter.execute(run, prog, pc, args, depth),
         };
         let mut env = Env::new(run, prog, depth);
