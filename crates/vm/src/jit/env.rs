@@ -173,6 +173,31 @@ pub(super) extern "C" fn atomic(env: *mut Env, pc: u64) {
     }
 }
 
+/// The host address for an atomic read-modify-write of `size` bytes at
+/// `addr`, with `Run::atomic`'s checks (alignment, then a writable region);
+/// compiled code then does the operation itself.
+pub(super) extern "C" fn atomic_addr(env: *mut Env, addr: u64, size: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let pc = pc as usize;
+    if !addr.is_multiple_of(size) {
+        env.fail(VmError::Misaligned { pc, addr });
+        return 0;
+    }
+    match run.check(addr, size, true) {
+        Some(p) => p as u64,
+        None => {
+            env.fail(VmError::OutOfBounds {
+                pc,
+                kind: "atomic",
+                addr,
+                size: size as u32,
+            });
+            0
+        }
+    }
+}
+
 pub(super) extern "C" fn ld_abs(env: *mut Env, off: i64, size: u64) -> u64 {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };

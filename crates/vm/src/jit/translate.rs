@@ -8,10 +8,14 @@
 
 use std::collections::BTreeSet;
 
-use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL};
+use bpfvet_isa::opcode::{
+    BPF_CMPXCHG, BPF_FETCH, BPF_LOAD_ACQ, BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL, BPF_STORE_REL,
+    BPF_XCHG,
+};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
+    types, AbiParam, AtomicRmwOp, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, Signature,
+    Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
@@ -533,6 +537,55 @@ impl Tx<'_, '_> {
         self.b.ins().iadd_imm(at, env::OFF_FRAMES as i64)
     }
 
+    /// A 32- or 64-bit atomic: the shim checks the address as
+    /// `Run::atomic` does, the operation is a native atomic instruction.
+    fn atomic_rmw(&mut self, op: &Op, pc: usize) {
+        let size = bpfvet_isa::opcode::size_bytes(op.code);
+        let ty = Self::ty(size);
+        let base = self.reg(op.dst);
+        let addr = self.b.ins().iadd_imm(base, op.off as i64);
+        let (sz, p) = (self.k64(size as i64), self.k64(pc as i64));
+        let ptr = self
+            .call(
+                self.shims.call3,
+                env::atomic_addr as *const () as usize,
+                &[addr, sz, p],
+            )
+            .expect("atomic_addr returns");
+        self.check_status();
+        let narrow = |t: &mut Self, v: Value| {
+            if ty == types::I64 {
+                v
+            } else {
+                t.b.ins().ireduce(ty, v)
+            }
+        };
+        let s = self.reg(op.src);
+        let s = narrow(self, s);
+        let flags = MemFlags::trusted();
+        let old = match op.imm {
+            BPF_CMPXCHG => {
+                let r0 = self.reg(0);
+                let expected = narrow(self, r0);
+                self.b.ins().atomic_cas(flags, ptr, expected, s)
+            }
+            imm => {
+                let rmw = rmw_op(imm).expect("checked by the caller");
+                self.b.ins().atomic_rmw(ty, flags, rmw, ptr, s)
+            }
+        };
+        let old = if ty == types::I64 {
+            old
+        } else {
+            self.b.ins().uextend(types::I64, old)
+        };
+        if op.imm == BPF_CMPXCHG {
+            self.set(0, old);
+        } else if op.imm & BPF_FETCH != 0 {
+            self.set(op.src, old);
+        }
+    }
+
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
         let left = self.env_load(env::OFF_BUDGET);
@@ -722,7 +775,22 @@ pub(super) fn build(
                 let v = t.k64(op.imm as i64);
                 t.store(op.dst, op.off, size, v, pc);
             }
-            // STX and atomics
+            // Load-acquire and store-release are plain accesses here, as in
+            // the interpreter.
+            3 if code & 0xe0 == 0xc0 && op.imm == BPF_LOAD_ACQ => {
+                let size = bpfvet_isa::opcode::size_bytes(code);
+                let v = t.load(op.src, op.off, size, pc);
+                t.set(op.dst, v);
+            }
+            3 if code & 0xe0 == 0xc0 && op.imm == BPF_STORE_REL => {
+                let size = bpfvet_isa::opcode::size_bytes(code);
+                let v = t.reg(op.src);
+                t.store(op.dst, op.off, size, v, pc);
+            }
+            3 if matches!(code, 0xc3 | 0xdb) && rmw_op(op.imm).is_some() => {
+                t.atomic_rmw(&op, pc);
+            }
+            // Atomics the interpreter refuses: its error, through the shim.
             3 if code & 0xe0 == 0xc0 => {
                 t.spill(0..=10);
                 let p = t.k64(pc as i64);
@@ -912,6 +980,22 @@ pub(super) fn build(
     t.b.ins().return_(&[z]);
     t.b.seal_all_blocks();
     Ok(())
+}
+
+/// The read-modify-write an atomic's imm asks for (with or without
+/// BPF_FETCH), or None for one the interpreter refuses. CMPXCHG maps to
+/// Xchg only to say it is valid; it is emitted as a compare-and-swap.
+fn rmw_op(imm: i32) -> Option<AtomicRmwOp> {
+    Some(match imm {
+        BPF_XCHG | BPF_CMPXCHG => AtomicRmwOp::Xchg,
+        _ => match imm & !BPF_FETCH {
+            0x00 => AtomicRmwOp::Add,
+            0x40 => AtomicRmwOp::Or,
+            0x50 => AtomicRmwOp::And,
+            0xa0 => AtomicRmwOp::Xor,
+            _ => return None,
+        },
+    })
 }
 
 fn bswap(b: &mut FunctionBuilder<'_>, d: Value, width: i32) -> Value {
