@@ -1,10 +1,11 @@
 //! Arbitrary instruction streams and memory never panic, never touch
 //! memory outside the run, and end within the instruction budget: the
-//! result is r0 or a typed error.
+//! result is r0 or a typed error. The JIT gives the interpreter's result
+//! on the same streams (compiled or declined).
 
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
-use bpfvet_vm::{Ctx, Engine, Interpreter, Run, Vm};
+use bpfvet_vm::{Ctx, Engine, Interpreter, Jit, Run, Vm, VmError};
 use proptest::prelude::*;
 
 /// Opcodes of every class, so the streams reach each arm often.
@@ -33,18 +34,59 @@ proptest! {
         mut memory in prop::collection::vec(any::<u8>(), 0..64),
     ) {
         let Ok(vm) = Vm::from_insns(&insns, ProgType::SOCKET_FILTER) else { return Ok(()) };
-        let mut run = Run::new(&vm, Ctx::Bytes);
-        run.insn_budget = 20_000;
-        let addr = memory.as_mut_ptr() as u64;
-        if !memory.is_empty() {
-            run.set_bytes_ctx(addr, memory.len(), true);
-        }
-        let r = Interpreter.execute(&mut run, 0, 0, [addr, memory.len() as u64, 0, 0, 0], 0);
+        let mut jit_memory = memory.clone();
+        let r = run_on(&Interpreter, &vm, &mut memory);
         // Errors are typed and name an instruction inside the program or
         // the budget.
-        if let Err(e) = r {
+        if let Err(e) = &r {
             let text = e.to_string();
             prop_assert!(text.starts_with("insn ") || text.contains("budget"), "{text}");
+        }
+        let j = run_on(&Jit::compile(&vm), &vm, &mut jit_memory);
+        // The budgets count differently (every instruction / backward
+        // jumps), so a run the interpreter stops may go further compiled.
+        if !matches!(r, Err(VmError::InsnLimit(_))) {
+            prop_assert_eq!(outcome(&r), outcome(&j));
+            prop_assert_eq!(memory, jit_memory);
+        }
+    }
+}
+
+fn run_on(engine: &dyn Engine, vm: &Vm, memory: &mut [u8]) -> Result<u64, VmError> {
+    let mut run = Run::new(vm, Ctx::Bytes);
+    run.insn_budget = 20_000;
+    let addr = memory.as_mut_ptr() as u64;
+    if !memory.is_empty() {
+        run.set_bytes_ctx(addr, memory.len(), true);
+    }
+    engine.execute(&mut run, 0, 0, [addr, memory.len() as u64, 0, 0, 0], 0)
+}
+
+/// r0, or the error's kind and instruction (addresses differ between the
+/// two runs' memory).
+fn outcome(r: &Result<u64, VmError>) -> String {
+    match r {
+        Ok(v) => v.to_string(),
+        Err(e) => {
+            let pc = match e {
+                VmError::OutOfBounds { pc, .. }
+                | VmError::ReadOnly { pc, .. }
+                | VmError::Misaligned { pc, .. }
+                | VmError::CtxAccess { pc, .. }
+                | VmError::BadInsn { pc, .. }
+                | VmError::UnsupportedHelper { pc, .. }
+                | VmError::HelperFault { pc, .. }
+                | VmError::UnsupportedKfunc { pc, .. }
+                | VmError::CallDepth { pc, .. } => Some(*pc),
+                _ => None,
+            };
+            let kind = format!("{e:?}");
+            let kind = kind
+                .split([' ', '('])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            format!("{kind} at {pc:?}")
         }
     }
 }

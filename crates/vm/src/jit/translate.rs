@@ -256,7 +256,12 @@ struct Tx<'a, 'b> {
 
 impl Tx<'_, '_> {
     fn reg(&mut self, r: u8) -> Value {
-        self.b.use_var(self.regs[(r & 15) as usize])
+        match self.regs.get(r as usize) {
+            Some(&v) => self.b.use_var(v),
+            // LD-class source fields may name r11..r15, which the
+            // interpreter keeps at zero.
+            None => self.b.ins().iconst(types::I64, 0),
+        }
     }
     fn set(&mut self, r: u8, v: Value) {
         self.b.def_var(self.regs[(r & 15) as usize], v);
