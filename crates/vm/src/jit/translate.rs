@@ -14,8 +14,8 @@ use bpfvet_isa::opcode::{
 };
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, AtomicRmwOp, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, Signature,
-    Type, Value,
+    types, AbiParam, AtomicRmwOp, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, SigRef,
+    Signature, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
@@ -224,13 +224,14 @@ pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
     Ok(())
 }
 
+/// Shim signatures by shape: `env` plus N i64 arguments, with or without
+/// an i64 result.
 struct Shims {
-    load: cranelift_codegen::ir::SigRef,
-    store: cranelift_codegen::ir::SigRef,
-    call3: cranelift_codegen::ir::SigRef,
-    call2: cranelift_codegen::ir::SigRef,
-    void2: cranelift_codegen::ir::SigRef,
-    void3: cranelift_codegen::ir::SigRef,
+    call3: SigRef,
+    call2: SigRef,
+    void4: SigRef,
+    void2: SigRef,
+    void3: SigRef,
 }
 
 fn sig(call_conv: cranelift_codegen::isa::CallConv, params: usize, ret: bool) -> Signature {
@@ -297,12 +298,7 @@ impl Tx<'_, '_> {
         self.b.ins().ireduce(types::I32, v)
     }
 
-    fn call(
-        &mut self,
-        sig: cranelift_codegen::ir::SigRef,
-        f: usize,
-        args: &[Value],
-    ) -> Option<Value> {
+    fn call(&mut self, sig: SigRef, f: usize, args: &[Value]) -> Option<Value> {
         let callee = self.b.ins().iconst(types::I64, f as i64);
         let mut all = vec![self.env];
         all.extend_from_slice(args);
@@ -401,7 +397,7 @@ impl Tx<'_, '_> {
         let (s, p) = (self.k64(size as i64), self.k64(pc as i64));
         let v = self
             .call(
-                self.shims.load,
+                self.shims.call3,
                 env::load as *const () as usize,
                 &[addr, s, p],
             )
@@ -439,7 +435,7 @@ impl Tx<'_, '_> {
         self.b.switch_to_block(slow);
         let (s, p) = (self.k64(size as i64), self.k64(pc as i64));
         self.call(
-            self.shims.store,
+            self.shims.void4,
             env::store as *const () as usize,
             &[addr, s, v, p],
         );
@@ -645,8 +641,7 @@ pub(super) fn build(
     let depth = Variable::from_u32(11);
     b.declare_var(depth, types::I64);
     let shims = Shims {
-        load: b.import_signature(sig(call_conv, 4, true)),
-        store: b.import_signature(sig(call_conv, 5, false)),
+        void4: b.import_signature(sig(call_conv, 5, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
         call2: b.import_signature(sig(call_conv, 3, true)),
         void2: b.import_signature(sig(call_conv, 2, false)),
