@@ -148,8 +148,7 @@ impl<'a> Run<'a> {
             HelperId::MAP_LOOKUP_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
-                let guard = bpfvet_maps::pin();
-                match m.lookup_elem(key, 0, &guard) {
+                match m.lookup_elem(key, 0, &self.guard) {
                     None => 0,
                     Some(p) => {
                         let addr = p.as_ptr() as u64;
@@ -171,7 +170,7 @@ impl<'a> Run<'a> {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
-                match m.update_elem(key, val, a4, 0) {
+                match m.update_elem_guarded(key, val, a4, 0, &self.guard) {
                     Ok(()) => 0,
                     Err(e) => errno(&e),
                 }

@@ -60,7 +60,9 @@ pub struct Run<'a> {
     pkt_len: u64,
     /// Locks taken by bpf_spin_lock and not yet released.
     pub(crate) held_locks: Vec<u64>,
-    _guard: bpfvet_maps::Guard,
+    /// Pinned for the whole run: map values handed to the program stay
+    /// valid until it ends, and map operations reuse the pin.
+    pub(crate) guard: bpfvet_maps::Guard,
 }
 
 fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
@@ -97,7 +99,7 @@ impl<'a> Run<'a> {
             held_locks: Vec::new(),
             pkt_lo: 0,
             pkt_len: 0,
-            _guard: bpfvet_maps::pin(),
+            guard: bpfvet_maps::pin(),
         };
         run.refresh_packet_bounds();
         run
