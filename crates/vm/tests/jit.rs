@@ -496,3 +496,54 @@ proptest! {
         }
     }
 }
+
+/// main calls a subprogram that tail-calls slot 0 of a PROG_ARRAY and
+/// would return 7 on fall-through; main adds 100 to what the call returns.
+/// The target returns 5.
+fn tail_call_from_subprogram(slot_filled: bool) -> Vm {
+    let i = |code, dst, src, off, imm| Insn {
+        code,
+        dst,
+        src,
+        off,
+        imm,
+    };
+    let main = [
+        i(0xbf, 6, 1, 0, 0),   // r6 = r1
+        i(0x85, 0, 1, 0, 2),   // call pc+2 (the subprogram at 4)
+        i(0x07, 0, 0, 0, 100), // r0 += 100
+        exit(),
+        i(0xbf, 1, 6, 0, 0),                                      // r1 = r6
+        i(0x18, 2, bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX, 0, 0), // r2 = map 0
+        i(0, 0, 0, 0, 0),
+        i(0xb7, 3, 0, 0, 0),  // r3 = 0
+        i(0x85, 0, 0, 0, 12), // bpf_tail_call
+        i(0xb7, 0, 0, 0, 7),
+        exit(),
+    ];
+    let mut vm = Vm::from_insns(&main, ProgType::SOCKET_FILTER).unwrap();
+    let mut target =
+        Vm::from_insns(&[i(0xb7, 0, 0, 0, 5), exit()], ProgType::SOCKET_FILTER).unwrap();
+    vm.programs.push(target.programs.remove(0));
+    let attr = bpfvet_maps::MapAttr::new(bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 4);
+    let m = bpfvet_maps::create(attr).unwrap();
+    if slot_filled {
+        let pa = m.as_any().downcast_ref::<bpfvet_maps::ProgArray>().unwrap();
+        pa.set(0, 1, 0).unwrap();
+    }
+    vm.maps.push(m);
+    vm
+}
+
+#[test]
+fn tail_call_in_a_subprogram_returns_to_the_caller() {
+    // The target replaces the subprogram's frame: its r0 (5) comes back to
+    // main's call site, 105; an empty slot falls through to 7, 107.
+    for (filled, want) in [(true, 105), (false, 107)] {
+        let vm = tail_call_from_subprogram(filled);
+        let jit = Jit::compile(&vm);
+        assert_eq!(jit.declined(0), None);
+        assert_eq!(run_with(&Interpreter, &vm, &mut []).unwrap(), want);
+        assert_eq!(run_with(&jit, &vm, &mut []).unwrap(), want);
+    }
+}

@@ -5,6 +5,7 @@
 
 use std::mem::offset_of;
 
+use super::{Jit, Outcome};
 use crate::error::VmError;
 use crate::run::{Run, MAX_FRAMES, STACK_PER_FRAME};
 
@@ -41,6 +42,8 @@ pub(super) struct Env {
     pub prog: usize,
     pub fault: Option<VmError>,
     pub tail_target: usize,
+    /// The engine, for tail calls run nested (`Jit<'_>` behind the pointer).
+    pub jit: *const (),
 }
 
 pub(super) const OFF_REGS: i32 = offset_of!(Env, regs) as i32;
@@ -55,7 +58,7 @@ pub(super) const OFF_FRAMES: i32 = offset_of!(Env, frames) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
-    pub fn new(run: &mut Run<'_>, prog: usize, depth: usize) -> Env {
+    pub fn new(run: &mut Run<'_>, prog: usize, depth: usize, jit: &Jit<'_>) -> Env {
         let mut env = Env {
             regs: [0; 16],
             stack_lo: run.frame_pointer(0) - STACK_PER_FRAME as u64,
@@ -70,6 +73,7 @@ impl Env {
             prog,
             fault: None,
             tail_target: 0,
+            jit: std::ptr::from_ref(jit).cast(),
         };
         env.refresh_packet(run);
         env
@@ -222,6 +226,44 @@ pub(super) extern "C" fn tail_call(env: *mut Env, pc: u64) {
         }
         Ok(None) => {}
         Err(e) => env.fail(e),
+    }
+}
+
+/// bpf_tail_call in a program with bpf-to-bpf calls, r0..r9 in
+/// `env.regs`: the target runs nested at `depth` (frames above it are its
+/// own). Returns 1 with its r0 in `env.regs[0]` when a target ran, 0 when
+/// the call falls through.
+pub(super) extern "C" fn tail_call_nested(env: *mut Env, pc: u64, depth: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let target = match run.tail_call_target(env.regs[2], env.regs[3], pc as usize) {
+        Ok(Some(t)) => t,
+        Ok(None) => return 0,
+        Err(e) => {
+            env.fail(e);
+            return 0;
+        }
+    };
+    run.may_goto_left = env.may_goto_left;
+    // SAFETY: `jit` is the engine whose `drive` called this code; it
+    // outlives the call.
+    let jit = unsafe { &*env.jit.cast::<Jit<'_>>() };
+    let r = jit.drive(run, target, &env.regs, depth as usize);
+    env.may_goto_left = run.may_goto_left;
+    env.refresh_packet(run);
+    match r {
+        Ok(Outcome::Returned(r0)) => {
+            env.regs[0] = r0;
+            1
+        }
+        Ok(Outcome::EndedZero) => {
+            env.status = ENDED_ZERO;
+            0
+        }
+        Err(e) => {
+            env.fail(e);
+            0
+        }
     }
 }
 

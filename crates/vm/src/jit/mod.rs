@@ -30,8 +30,6 @@ pub enum Decline {
     WritesFramePointer { pc: usize },
     #[error("insn {pc}: jumps into the second slot of an LD_IMM64")]
     JumpIntoImm64 { pc: usize },
-    #[error("bpf_tail_call in a program with bpf-to-bpf calls")]
-    TailCallWithSubprograms,
     #[error("no native code generator for this host: {0}")]
     Host(String),
     #[error("code generation failed: {0}")]
@@ -86,23 +84,36 @@ impl<'vm> Jit<'vm> {
     }
 }
 
-impl Engine for Jit<'_> {
-    fn execute(
+/// How a driven program ended.
+pub(super) enum Outcome {
+    Returned(u64),
+    /// LD_ABS/LD_IND left the packet: the whole run returns 0.
+    EndedZero,
+}
+
+impl Jit<'_> {
+    /// Runs program `prog` natively from its start at `depth` with r0..r9 =
+    /// `regs`, following tail calls made at its base depth.
+    pub(super) fn drive(
         &self,
         run: &mut Run<'_>,
         prog: usize,
-        pc: usize,
-        args: [u64; 5],
+        regs: &[u64; 16],
         depth: usize,
-    ) -> Result<u64> {
+    ) -> Result<Outcome> {
         // Compiled code addresses r10 without checks, so its frames must
         // lie inside the run's stack.
         let native = match self.native(run, prog) {
-            Some(f) if pc == 0 && depth < MAX_FRAMES => f,
-            _ => return Interpreter.execute(run, prog, pc, args, depth),
+            Some(f) if depth < MAX_FRAMES => f,
+            _ => {
+                let args: [u64; 5] = regs[1..6].try_into().expect("5 registers");
+                return Interpreter
+                    .execute(run, prog, 0, args, depth)
+                    .map(Outcome::Returned);
+            }
         };
-        let mut env = Env::new(run, prog, depth);
-        env.regs[1..6].copy_from_slice(&args);
+        let mut env = Env::new(run, prog, depth, self);
+        env.regs = *regs;
         let mut entry = native;
         loop {
             // SAFETY: `entry` was compiled for this VM (checked by `native`)
@@ -111,13 +122,15 @@ impl Engine for Jit<'_> {
             let r0 = unsafe { entry(&mut env) };
             run.may_goto_left = env.may_goto_left;
             match env.status {
-                env::RUNNING => return Ok(r0),
-                env::ENDED_ZERO => return Ok(0),
+                env::RUNNING => return Ok(Outcome::Returned(r0)),
+                env::ENDED_ZERO => return Ok(Outcome::EndedZero),
                 env::TAIL_CALLED => {
                     let target = env.tail_target;
                     let Some(f) = self.native(run, target) else {
                         let a: [u64; 5] = env.regs[1..6].try_into().expect("5 registers");
-                        return Interpreter.execute(run, target, 0, a, depth);
+                        return Interpreter
+                            .execute(run, target, 0, a, depth)
+                            .map(Outcome::Returned);
                     };
                     env.prog = target;
                     env.status = env::RUNNING;
@@ -131,6 +144,27 @@ impl Engine for Jit<'_> {
                 }
             }
         }
+    }
+}
+
+impl Engine for Jit<'_> {
+    fn execute(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        pc: usize,
+        args: [u64; 5],
+        depth: usize,
+    ) -> Result<u64> {
+        if pc != 0 {
+            return Interpreter.execute(run, prog, pc, args, depth);
+        }
+        let mut regs = [0; 16];
+        regs[1..6].copy_from_slice(&args);
+        Ok(match self.drive(run, prog, &regs, depth)? {
+            Outcome::Returned(r0) => r0,
+            Outcome::EndedZero => 0,
+        })
     }
 }
 

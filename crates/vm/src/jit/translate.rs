@@ -183,8 +183,6 @@ fn targets(ops: &[Op], pc: usize) -> Option<usize> {
 pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
     let n = ops.len() - 1;
     let mut second_slots = BTreeSet::new();
-    let mut has_call = false;
-    let mut has_tail_call = false;
     let mut pc = 0;
     while pc < n {
         let op = ops[pc];
@@ -200,19 +198,12 @@ pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
         if (writes_dst || load_acquire) && op.dst == 10 || fetch_src && op.src == 10 {
             return Err(Decline::WritesFramePointer { pc });
         }
-        if op.code == 0x85 {
-            has_call |= op.src == BPF_PSEUDO_CALL;
-            has_tail_call |= op.src == 0 && op.imm == TAIL_CALL;
-        }
         if op.code == 0x18 {
             second_slots.insert(pc + 1);
             pc += 2;
         } else {
             pc += 1;
         }
-    }
-    if has_call && has_tail_call {
-        return Err(Decline::TailCallWithSubprograms);
     }
     for pc in 0..n {
         if let Some(t) = targets(ops, pc) {
@@ -891,6 +882,30 @@ pub(super) fn build(
                         t.check_status();
                         t.set(0, v);
                     }
+                    // With subprograms, a tail call may happen in a callee:
+                    // the target then runs nested at this depth and this
+                    // frame exits with its r0, as the interpreter's frame
+                    // stack does.
+                    0x85 if op.imm == TAIL_CALL && !return_sites.is_empty() => {
+                        t.spill(0..=9);
+                        let p = t.k64(pc as i64);
+                        let d = t.b.use_var(depth);
+                        let taken = t
+                            .call(
+                                t.shims.call2,
+                                env::tail_call_nested as *const () as usize,
+                                &[p, d],
+                            )
+                            .expect("tail_call_nested returns");
+                        t.check_status();
+                        let (exit, go) = (t.b.create_block(), t.b.create_block());
+                        t.b.ins().brif(taken, exit, &[], go, &[]);
+                        t.b.switch_to_block(exit);
+                        let r0 = t.env_load(env::OFF_REGS);
+                        t.set(0, r0);
+                        emit_exit(&mut t, depth, &return_sites, &blocks);
+                        t.b.switch_to_block(go);
+                    }
                     0x85 if op.imm == TAIL_CALL => {
                         t.spill(0..=9);
                         let p = t.k64(pc as i64);
@@ -912,45 +927,7 @@ pub(super) fn build(
                         t.set(0, v);
                     }
                     0x95 => {
-                        let d = t.b.use_var(depth);
-                        let base = t.env_load(env::OFF_BASE_DEPTH);
-                        let at_base = t.b.ins().icmp(IntCC::Equal, d, base);
-                        let (done, back) = (t.b.create_block(), t.b.create_block());
-                        t.b.ins().brif(at_base, done, &[], back, &[]);
-                        t.b.switch_to_block(done);
-                        let r0 = t.reg(0);
-                        t.b.ins().return_(&[r0]);
-                        t.b.switch_to_block(back);
-                        if return_sites.is_empty() {
-                            t.b.ins().jump(t.bail, &[]);
-                        } else {
-                            let d0 = t.b.ins().iadd_imm(d, -1);
-                            t.b.def_var(depth, d0);
-                            let slot = t.frame_slot(d0);
-                            for (i, r) in (6..=9u8).enumerate() {
-                                let v = t.b.ins().load(
-                                    types::I64,
-                                    MemFlags::trusted(),
-                                    slot,
-                                    8 * i as i32,
-                                );
-                                t.set(r, v);
-                            }
-                            let fp = t.frame_pointer(d0);
-                            t.set(10, fp);
-                            let site = t.b.ins().load(types::I64, MemFlags::trusted(), slot, 32);
-                            let site32 = t.b.ins().ireduce(types::I32, site);
-                            let no_args: [BlockArg; 0] = [];
-                            let calls: Vec<_> = return_sites
-                                .iter()
-                                .map(|s| t.b.func.dfg.block_call(blocks[s], &no_args))
-                                .collect();
-                            // Each BlockCall is its own value list: the SSA
-                            // builder appends arguments to it in place.
-                            let default = t.b.func.dfg.block_call(t.bail, &no_args);
-                            let jt = t.b.create_jump_table(JumpTableData::new(default, &calls));
-                            t.b.ins().br_table(site32, jt);
-                        }
+                        emit_exit(&mut t, depth, &return_sites, &blocks);
                         open = false;
                     }
                     _ => {
@@ -996,6 +973,52 @@ fn rmw_op(imm: i32) -> Option<AtomicRmwOp> {
             _ => return None,
         },
     })
+}
+
+/// `exit`: return r0 at the base depth, else restore the caller's r6..r9
+/// and r10 and jump to its return site.
+fn emit_exit(
+    t: &mut Tx<'_, '_>,
+    depth: Variable,
+    return_sites: &[usize],
+    blocks: &std::collections::HashMap<usize, Block>,
+) {
+    let d = t.b.use_var(depth);
+    let base = t.env_load(env::OFF_BASE_DEPTH);
+    let at_base = t.b.ins().icmp(IntCC::Equal, d, base);
+    let (done, back) = (t.b.create_block(), t.b.create_block());
+    t.b.ins().brif(at_base, done, &[], back, &[]);
+    t.b.switch_to_block(done);
+    let r0 = t.reg(0);
+    t.b.ins().return_(&[r0]);
+    t.b.switch_to_block(back);
+    if return_sites.is_empty() {
+        t.b.ins().jump(t.bail, &[]);
+        return;
+    }
+    let d0 = t.b.ins().iadd_imm(d, -1);
+    t.b.def_var(depth, d0);
+    let slot = t.frame_slot(d0);
+    for (i, r) in (6..=9u8).enumerate() {
+        let v =
+            t.b.ins()
+                .load(types::I64, MemFlags::trusted(), slot, 8 * i as i32);
+        t.set(r, v);
+    }
+    let fp = t.frame_pointer(d0);
+    t.set(10, fp);
+    let site = t.b.ins().load(types::I64, MemFlags::trusted(), slot, 32);
+    let site32 = t.b.ins().ireduce(types::I32, site);
+    let no_args: [BlockArg; 0] = [];
+    let calls: Vec<_> = return_sites
+        .iter()
+        .map(|s| t.b.func.dfg.block_call(blocks[s], &no_args))
+        .collect();
+    // Each BlockCall is its own value list: the SSA builder appends
+    // arguments to it in place.
+    let default = t.b.func.dfg.block_call(t.bail, &no_args);
+    let jt = t.b.create_jump_table(JumpTableData::new(default, &calls));
+    t.b.ins().br_table(site32, jt);
 }
 
 fn bswap(b: &mut FunctionBuilder<'_>, d: Value, width: i32) -> Value {
