@@ -301,6 +301,17 @@ impl<'a> Run<'a> {
             let a = regs[d].wrapping_add(op.off as i64 as u64);
             return self.store(a, size, regs[s], pc);
         }
+        if size != 4 && size != 8 {
+            // Read-modify-write atomics exist for words and double words
+            // only; byte and half-word forms are load-acquire/store-release.
+            return Err(VmError::BadInsn {
+                pc,
+                what: format!(
+                    "atomic operation {:#x} on {size} bytes (read-modify-write atomics take 4 or 8)",
+                    op.imm
+                ),
+            });
+        }
         let a = regs[d].wrapping_add(op.off as i64 as u64);
         if !a.is_multiple_of(size as u64) {
             return Err(VmError::Misaligned { pc, addr: a });

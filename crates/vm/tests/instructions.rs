@@ -224,3 +224,24 @@ fn unsupported_helper_is_named() {
     let e = run_on_memory(&insns, &mut []).unwrap_err();
     assert!(e.to_string().contains("bpf_get_current_task"), "{e}");
 }
+
+#[test]
+fn byte_and_half_word_read_modify_write_atomics_are_refused() {
+    use bpfvet_isa::Insn;
+    // Only load-acquire/store-release exist at 1 and 2 bytes; an atomic add
+    // there must not run (a 4-byte operation would pass the checked byte).
+    for code in [0xd3u8, 0xcb] {
+        let insns = [
+            Insn::new(0xb7, 2, 0, 0, 1),   // r2 = 1
+            Insn::new(0x7b, 10, 2, -8, 0), // *(u64 *)(r10 -8) = r2
+            Insn::new(code, 10, 2, -8, 0), // atomic add, 1 or 2 bytes
+            Insn::new(0xb7, 0, 0, 0, 0),   // r0 = 0
+            Insn::new(0x95, 0, 0, 0, 0),   // exit
+        ];
+        let e = run_on_memory(&insns, &mut []).unwrap_err();
+        assert!(
+            matches!(e, VmError::BadInsn { pc: 2, .. }),
+            "{code:#x}: {e}"
+        );
+    }
+}
