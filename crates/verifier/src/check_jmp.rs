@@ -6,7 +6,7 @@ use crate::explore::Env;
 use crate::linked_regs::{member, LinkedRegs, Member};
 use crate::prune::ADD_CONST;
 use crate::regs::{flag, Reg, RegType};
-use crate::scalar::{self, AluOp, JmpOp};
+use crate::scalar::{self, sync_linked, JmpOp, Link};
 use crate::state::State;
 use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
@@ -261,24 +261,19 @@ impl Env<'_> {
 /// Copies what is known about `known` to every scalar with the same id,
 /// shifted by the constant delta of linked-with-offset registers.
 fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &LinkedRegs) {
-    let base = known.id & !ADD_CONST;
-    let kv = known.v;
-    let koff = known.off;
+    let known_link = Link::from_reg(known.id, known.off);
     for &m in linked.members() {
         if m == known_at {
             continue;
         }
         let r = member(st, m);
-        if r.ty != RegType::Scalar || r.id & !ADD_CONST != base || r.id == 0 {
+        if r.ty != RegType::Scalar || r.id == 0 || r.id & !ADD_CONST != known_link.id {
             continue;
         }
-        if r.off == koff && (r.id & ADD_CONST) == (known.id & ADD_CONST) {
-            r.v = kv;
-        } else {
-            let delta = (r.off as i64).wrapping_sub(koff as i64) as u64;
-            let mut v = kv;
-            let _ = v.alu(AluOp::Add, &scalar::Scalar::constant(delta), false);
+        if let Some((v, link)) = sync_linked(&known.v, known_link, Link::from_reg(r.id, r.off)) {
             r.v = v;
+            r.id = link.reg_id();
+            r.off = link.off;
         }
     }
 }

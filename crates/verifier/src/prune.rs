@@ -15,8 +15,7 @@ pub enum Exact {
     Identical,
 }
 
-/// Mark in a scalar id meaning "linked with a constant delta".
-pub const ADD_CONST: u32 = 1 << 31;
+pub use crate::scalar::ADD_CONST;
 
 const ID_MAP_SIZE: usize = 8 * (11 + 64);
 
@@ -143,10 +142,9 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             if !old.precise && exact == Exact::Loose {
                 return true;
             }
-            if old.id & ADD_CONST != 0 && cur.id & ADD_CONST == 0 {
-                return false;
-            }
-            if old.id != 0 && old.id & ADD_CONST == 0 && cur.id & ADD_CONST != 0 {
+            // A 32-bit and a 64-bit delta link mean different things
+            // (the 32-bit one zero-extends), so the marks must be equal.
+            if old.id != 0 && old.id & ADD_CONST != cur.id & ADD_CONST {
                 return false;
             }
             if old.id & ADD_CONST != 0 && old.off != cur.off {

@@ -22,6 +22,12 @@ pub enum LinkKind {
     Add32,
 }
 
+/// Marks in a scalar's id (the kernel's encoding): linked with a constant
+/// delta by a 64-bit or a 32-bit add/sub. The delta is the register's off.
+pub const ADD_CONST64: u32 = 1 << 31;
+pub const ADD_CONST32: u32 = 1 << 30;
+pub const ADD_CONST: u32 = ADD_CONST64 | ADD_CONST32;
+
 /// A register's link: base id (0 = none), kind and constant offset.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Link {
@@ -36,6 +42,31 @@ impl Link {
         kind: LinkKind::Copy,
         off: 0,
     };
+
+    /// The link a scalar register's `id` and `off` encode.
+    pub fn from_reg(id: u32, off: i32) -> Link {
+        let kind = if id & ADD_CONST64 != 0 {
+            LinkKind::Add64
+        } else if id & ADD_CONST32 != 0 {
+            LinkKind::Add32
+        } else {
+            LinkKind::Copy
+        };
+        Link {
+            id: id & !ADD_CONST,
+            kind,
+            off: if kind == LinkKind::Copy { 0 } else { off },
+        }
+    }
+
+    /// The register `id` encoding this link (base id plus its mark).
+    pub fn reg_id(self) -> u32 {
+        match self.kind {
+            LinkKind::Copy => self.id,
+            LinkKind::Add64 => self.id | ADD_CONST64,
+            LinkKind::Add32 => self.id | ADD_CONST32,
+        }
+    }
 
     /// The offset printed after the id in the log (`id=2+14`), if any.
     pub fn log_off(&self) -> Option<i32> {

@@ -39,7 +39,7 @@ pub use branch::{
     is_branch_taken, refine_cond_op, refine_cond_op_same, set_min_max, set_min_max_same, JmpOp,
     Refined,
 };
-pub use link::{sync_linked, Link, LinkKind};
+pub use link::{sync_linked, Link, LinkKind, ADD_CONST, ADD_CONST32, ADD_CONST64};
 pub use print::{write_reg_scalar, ScalarLogInfo};
 
 use crate::tnum::Tnum;
