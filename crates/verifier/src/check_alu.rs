@@ -60,7 +60,7 @@ impl Env<'_> {
 
     /// Gives an unlinked scalar an id before it is copied, so the copies
     /// stay linked (assign_scalar_id_before_mov).
-    fn link_before_mov(&mut self, src: u8) {
+    pub(crate) fn link_before_mov(&mut self, src: u8) {
         let r = self.cur.reg(src);
         if r.ty == RegType::Scalar && r.id & ADD_CONST != 0 {
             // A copy of a linked-with-offset value starts a new link.

@@ -714,12 +714,11 @@ impl Env<'_> {
                 let fits = r.v.width() <= 8 * size;
                 let mut r = r;
                 if fits {
-                    if r.id == 0 && !r.v.is_const() {
-                        let id = self.new_id();
-                        r.id = id;
-                        if let Some(v) = value {
-                            self.cur.reg_mut(v).id = id;
-                        }
+                    // The spill and the register stay linked, as a copy
+                    // would (a link with a delta is replaced by a new id).
+                    if let Some(v) = value {
+                        self.link_before_mov(v);
+                        r = *self.cur.reg(v);
                     }
                 } else {
                     r.id = 0;
