@@ -26,8 +26,9 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// EPERM with an empty log: the kernel is locked down against this
-    /// program type (fentry/fexit/fmod_ret/lsm here) or we lack a capability.
-    #[error("refused with EPERM and an empty log (kernel lockdown or missing capability)")]
+    /// program type, we lack a capability, or (fentry/fexit/fmod_ret/lsm)
+    /// the kernel cannot build BPF trampolines; bpftool fails the same way.
+    #[error("refused with EPERM and an empty log (kernel lockdown, missing capability, or no BPF trampoline support)")]
     PermissionDenied,
     /// The attach target named by the section is not in vmlinux BTF.
     #[error("attach target '{target}' not found in /sys/kernel/btf/vmlinux")]
