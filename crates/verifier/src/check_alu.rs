@@ -261,23 +261,14 @@ impl Env<'_> {
             return self.err(format!("invalid BPF_ALU opcode {:x}", o));
         };
         let src_v = src.v;
-        let is_add_const = o == BPF_ADD && alu64 && dst.id != 0 && src_v.is_const();
+        let dst_umax_before = dst.v.umax;
         let r = self.cur.reg_mut(d);
         let fork = r.v.alu(aop, &src_v, !alu64);
-        if is_add_const {
-            let val = src_v.const_value() as i64;
-            let new_off = (r.off as i64).checked_add(val);
-            if r.id & ADD_CONST != 0 || new_off.is_none_or(|x| x != x as i32 as i64) {
-                r.id = 0;
-                r.off = 0;
-            } else {
-                r.id |= ADD_CONST;
-                r.off = new_off.unwrap_or(0) as i32;
-            }
-        } else {
-            r.id = 0;
-            r.off = 0;
-        }
+        let src_is_dst = source(insn.code) == BPF_X && s == d;
+        let link = dst
+            .link()
+            .after_alu(aop, &src_v, src_is_dst, !alu64, dst_umax_before);
+        r.set_link(link);
         if let Some(other) = fork {
             let idx = self.insn_idx;
             let st = self.push_stack(idx, idx)?;

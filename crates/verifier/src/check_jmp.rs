@@ -6,7 +6,7 @@ use crate::explore::Env;
 use crate::linked_regs::{member, LinkedRegs, Member};
 use crate::prune::ADD_CONST;
 use crate::regs::{flag, Reg, RegType};
-use crate::scalar::{self, AluOp, JmpOp};
+use crate::scalar::{self, JmpOp};
 use crate::state::State;
 use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
@@ -258,12 +258,11 @@ impl Env<'_> {
     }
 }
 
-/// Copies what is known about `known` to every scalar with the same id,
-/// shifted by the constant delta of linked-with-offset registers.
+/// Copies what is known about `known` to every scalar with the same base
+/// id, shifted by the constant delta of linked-with-offset registers
+/// (links of different ADD_CONST widths are left alone).
 fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &LinkedRegs) {
     let base = known.id & !ADD_CONST;
-    let kv = known.v;
-    let koff = known.off;
     for &m in linked.members() {
         if m == known_at {
             continue;
@@ -272,13 +271,9 @@ fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &Link
         if r.ty != RegType::Scalar || r.id & !ADD_CONST != base || r.id == 0 {
             continue;
         }
-        if r.off == koff && (r.id & ADD_CONST) == (known.id & ADD_CONST) {
-            r.v = kv;
-        } else {
-            let delta = (r.off as i64).wrapping_sub(koff as i64) as u64;
-            let mut v = kv;
-            let _ = v.alu(AluOp::Add, &scalar::Scalar::constant(delta), false);
+        if let Some((v, link)) = scalar::sync_linked(&known.v, known.link(), r.link()) {
             r.v = v;
+            r.set_link(link);
         }
     }
 }

@@ -5,9 +5,37 @@
 //! into the jump history so that precision backtracking marks all of them
 //! when one must be precise, and only its members learn the jump's facts.
 
-use crate::prune::ADD_CONST;
+use crate::prune::{ADD_CONST, ADD_CONST32, ADD_CONST64};
 use crate::regs::{Reg, RegType};
+use crate::scalar::{Link, LinkKind};
 use crate::state::State;
+
+impl Reg {
+    /// The scalar's link, from the id's ADD_CONST marks and `off`.
+    pub fn link(&self) -> Link {
+        let kind = match self.id & ADD_CONST {
+            0 => LinkKind::Copy,
+            ADD_CONST32 => LinkKind::Add32,
+            _ => LinkKind::Add64,
+        };
+        Link {
+            id: self.id & !ADD_CONST,
+            kind,
+            off: if kind == LinkKind::Copy { 0 } else { self.off },
+        }
+    }
+
+    /// Stores `l` as the id's marks and `off`.
+    pub fn set_link(&mut self, l: Link) {
+        let mark = match l.kind {
+            LinkKind::Copy => 0,
+            LinkKind::Add32 => ADD_CONST32,
+            LinkKind::Add64 => ADD_CONST64,
+        };
+        self.id = if l.id == 0 { 0 } else { l.id | mark };
+        self.off = if l.id == 0 { 0 } else { l.off };
+    }
+}
 
 const MAX: usize = 6;
 

@@ -15,8 +15,13 @@ pub enum Exact {
     Identical,
 }
 
-/// Mark in a scalar id meaning "linked with a constant delta".
-pub const ADD_CONST: u32 = 1 << 31;
+/// Marks in a scalar id meaning "linked with a constant delta", made by a
+/// 64-bit or a 32-bit add/sub (BPF_ADD_CONST64 / BPF_ADD_CONST32); links
+/// of different widths are not synced, and ids compare with the marks.
+pub const ADD_CONST64: u32 = 1 << 31;
+pub const ADD_CONST32: u32 = 1 << 30;
+/// Either mark.
+pub const ADD_CONST: u32 = ADD_CONST64 | ADD_CONST32;
 
 const ID_MAP_SIZE: usize = 8 * (11 + 64);
 
