@@ -60,16 +60,14 @@ impl Env<'_> {
 
     /// Gives an unlinked scalar an id before it is copied, so the copies
     /// stay linked (assign_scalar_id_before_mov).
-    fn link_before_mov(&mut self, src: u8) {
-        let r = self.cur.reg(src);
+    pub(crate) fn link_before_mov(&mut self, src: u8) {
+        let r = self.cur.reg_mut(src);
         if r.ty == RegType::Scalar && r.id & ADD_CONST != 0 {
             // A copy of a linked-with-offset value starts a new link.
-            let id = self.new_id();
-            let r = self.cur.reg_mut(src);
-            r.id = id;
+            r.id = 0;
             r.off = 0;
-            return;
         }
+        let r = self.cur.reg(src);
         if r.ty == RegType::Scalar && r.id == 0 && !r.v.is_const() {
             let id = self.new_id();
             self.cur.reg_mut(src).id = id;

@@ -714,12 +714,10 @@ impl Env<'_> {
                 let fits = r.v.width() <= 8 * size;
                 let mut r = r;
                 if fits {
-                    if r.id == 0 && !r.v.is_const() {
-                        let id = self.new_id();
-                        r.id = id;
-                        if let Some(v) = value {
-                            self.cur.reg_mut(v).id = id;
-                        }
+                    // A spill links like a copy (6.18 check_stack_write_fixed_off).
+                    if let Some(v) = value {
+                        self.link_before_mov(v);
+                        r = *self.cur.reg(v);
                     }
                 } else {
                     r.id = 0;
