@@ -583,6 +583,13 @@ impl Env<'_> {
         if let Some(sub) = meta.callback {
             let sync = crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm);
             if func_id == id::LOOP {
+                let flags = self.cur.reg(4);
+                let flags_zero =
+                    flags.is_scalar() && flags.v.is_const() && flags.v.const_value() == 0;
+                let site = &mut self.aux[self.insn_idx].loop_inline;
+                *site = Some(crate::rewrite_stack::LoopInline::visit(
+                    *site, flags_zero, sub,
+                ));
                 // The iteration count decides when the loop is done.
                 self.mark_chain_precision(1)?;
                 let limit = self.cur.reg(1).v.umax;
