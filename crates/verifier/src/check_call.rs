@@ -583,6 +583,7 @@ impl Env<'_> {
         if let Some(sub) = meta.callback {
             let sync = crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm);
             if func_id == id::LOOP {
+                self.update_loop_inline(sub)?;
                 // The iteration count decides when the loop is done.
                 self.mark_chain_precision(1)?;
                 let limit = self.cur.reg(1).v.umax;
@@ -994,6 +995,25 @@ pub fn license_is_gpl(l: &str) -> bool {
 }
 
 impl Env<'_> {
+    /// update_loop_inline_state: whether this bpf_loop call site can be
+    /// inlined. Zero flags are only looked at while the site still fits,
+    /// and then become precise (the inlining depends on them).
+    fn update_loop_inline(&mut self, callback: u32) -> VResult<()> {
+        let site = self.aux[self.insn_idx].loop_inline;
+        if site.is_some_and(|s| !s.fit) {
+            return Ok(());
+        }
+        let flags = self.cur.reg(4);
+        let flags_zero = flags.is_scalar() && flags.v.is_const() && flags.v.const_value() == 0;
+        if flags_zero {
+            self.mark_chain_precision(4)?;
+        }
+        self.aux[self.insn_idx].loop_inline = Some(crate::rewrite_stack::LoopInline::visit(
+            site, flags_zero, callback,
+        ));
+        Ok(())
+    }
+
     /// The deepest chain of calls must fit in 512 bytes of stack
     /// (check_max_stack_depth). Global functions and callbacks count as
     /// calls (a callback is entered where its address is taken); an async

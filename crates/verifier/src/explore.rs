@@ -35,6 +35,8 @@ pub struct InsnAux {
     /// Pointer type a load/store dereferenced first (mixing is an error).
     pub ptr_type: Option<RegType>,
     pub seen: bool,
+    /// At a bpf_loop call: whether the kernel will inline it.
+    pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
 }
 
 pub struct Env<'a> {

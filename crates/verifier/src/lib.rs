@@ -27,6 +27,7 @@ mod pool;
 mod precision;
 mod prune;
 mod regs;
+mod rewrite_stack;
 pub mod scalar;
 mod scc;
 mod state;
@@ -174,6 +175,14 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();
     stats.stack_depth = env.subprog_stack.clone();
+    if res.is_ok() {
+        rewrite_stack::add_rewrite_stack(
+            &mut stats.stack_depth,
+            &env.cfg.subprogs,
+            env.insns,
+            &env.aux,
+        );
+    }
     stats.idmap_resets = env.idmap.resets;
     stats.idmap_pairs_scanned = env.idmap.pairs_scanned;
     stats.state_nodes_from_pool = env.pool.from_pool;

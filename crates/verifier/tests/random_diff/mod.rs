@@ -202,9 +202,11 @@ fn insns_section(run: &Run, out: &mut String) {
         let r = &run.results[i];
         let _ = writeln!(
             out,
-            "- #{i}: kernel {}, bpfvet {}",
+            "- #{i} ({}): kernel {}, bpfvet {}\n\n```\n{}```",
+            diff::prog_type_name(run.programs[i].prog_type),
             theirs_text(&r.theirs),
-            ours_text(&r.ours)
+            ours_text(&r.ours),
+            listing(&run.programs[i])
         );
     }
 }
