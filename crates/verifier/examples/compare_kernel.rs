@@ -117,6 +117,7 @@ fn main() {
                 Verdict::Accepted => ("accepted", String::new()),
                 Verdict::Rejected { error, .. } => ("rejected", error.clone()),
                 Verdict::LimitExceeded { error, .. } => ("rejected", error.clone()),
+                Verdict::Unsupported { what, .. } => ("refused", what.clone()),
             };
             let Some(rep) = session.load_program(i, &Default::default()) else {
                 continue;

@@ -46,6 +46,7 @@ fn main() {
                     ("rejected", format!("{error} (insn {insn:?})"))
                 }
                 Verdict::LimitExceeded { error, .. } => ("limit", error.clone()),
+                Verdict::Unsupported { what, .. } => ("refused", what.clone()),
             };
             println!(
                 "{f},{},{v},{},{},{},{:?},{e}",

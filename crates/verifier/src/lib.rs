@@ -103,6 +103,12 @@ pub enum Verdict {
         error: String,
         insn: Option<usize>,
     },
+    /// bpfvet does not model something the program needs (`what` names it)
+    /// and refuses to give a verdict under semantics it does not have.
+    Unsupported {
+        what: String,
+        insn: Option<usize>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -142,7 +148,9 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             iter_next: false,
         }
     };
-    let result = precheck(&prog.insns).and_then(|()| cfg::analyze(&prog.insns, &calls));
+    let result = unmodelled_prog_type(prog)
+        .and_then(|()| precheck(&prog.insns))
+        .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
@@ -191,7 +199,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     let verdict = match res {
         Ok(()) => Verdict::Accepted,
         Err(e) => {
-            if log.level > 0 && e.limit.is_none() {
+            if log.level > 0 && e.limit.is_none() && !e.unsupported {
                 log.lines_before_error();
                 log.line(&e.msg);
                 log.error_details();
@@ -220,6 +228,12 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
 }
 
 fn rejected(prog: &bpfvet_object::Program, e: error::VerifyError) -> Verdict {
+    if e.unsupported {
+        return Verdict::Unsupported {
+            what: e.msg,
+            insn: e.insn,
+        };
+    }
     let source = e.insn.and_then(|i| source_line(prog, i));
     match e.limit {
         Some(limit) => Verdict::LimitExceeded {
@@ -244,6 +258,24 @@ fn source_line(prog: &bpfvet_object::Program, insn: usize) -> Option<String> {
     let l = &prog.line_info[i];
     let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
     Some(format!("{}:{}: {}", file, l.line, l.line_text.trim()))
+}
+
+/// Program types whose verification depends on something bpfvet does not
+/// resolve: they are refused by name rather than verified as something else.
+fn unmodelled_prog_type(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::uapi::ProgType as Pt;
+    let what = match prog.prog_type {
+        Pt::UNSPEC => format!(
+            "no program type: section '{}' names none (give one with --prog-type)",
+            prog.section
+        ),
+        Pt::STRUCT_OPS => "struct_ops programs (the struct_ops member a program implements \
+                           decides its arguments, return value and allowed kfuncs)"
+            .to_string(),
+        Pt::EXT => "freplace programs (verified against the program they replace)".to_string(),
+        _ => return Ok(()),
+    };
+    Err(error::VerifyError::unsupported(None, what))
 }
 
 /// Checks the kernel makes on the raw stream before building the CFG

@@ -87,9 +87,9 @@ fn verifier_figures_match_expected_md() {
         let out = verify(obj, idx, &Options::default());
         let (accepted, error) = match &out.verdict {
             Verdict::Accepted => (true, None),
-            Verdict::Rejected { error, .. } | Verdict::LimitExceeded { error, .. } => {
-                (false, Some(error.clone()))
-            }
+            Verdict::Rejected { error, .. }
+            | Verdict::LimitExceeded { error, .. }
+            | Verdict::Unsupported { what: error, .. } => (false, Some(error.clone())),
         };
         let s = &out.stats;
         let got = (accepted, s.processed_insns, s.total_states, s.peak_states);

@@ -225,6 +225,12 @@ impl Backend for BpfvetBackend {
                             source: source.clone(),
                         });
                     }
+                    bpfvet_verifier::Verdict::Unsupported { what, insn } => {
+                        row.reason = Some(match insn {
+                            Some(i) => format!("refused: insn {i}: not modelled by bpfvet: {what}"),
+                            None => format!("refused: not modelled by bpfvet: {what}"),
+                        });
+                    }
                     bpfvet_verifier::Verdict::Accepted => {}
                 }
                 if opts.keep_log {

@@ -164,6 +164,9 @@ pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
                 ..
             } => Ours::Timeout,
             Verdict::LimitExceeded { error, .. } => Ours::Rejected(error),
+            // A refusal is never an accept; it shows as a rejection whose
+            // text cannot match the kernel's.
+            Verdict::Unsupported { what, .. } => Ours::Rejected(format!("refused: {what}")),
         },
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Ours::Panic("verify panicked (see the panic message above)".into())
