@@ -352,6 +352,17 @@ impl<'a> ObjectSession<'a> {
                 "freplace programs need a target program to replace".into(),
             ));
         }
+        // The kernel verifies a struct_ops program against the member of the
+        // struct_ops type it implements (attach_btf_id + member index), which
+        // only the struct_ops map that holds it names; without them the
+        // kernel rejects it before looking at an instruction.
+        if prog.prog_type == ProgType::STRUCT_OPS {
+            return Err(Refusal::NeedsTarget(
+                "struct_ops programs need the struct_ops type and member they implement, \
+                 which this backend does not resolve"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
