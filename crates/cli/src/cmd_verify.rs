@@ -2,12 +2,12 @@
 //! bpfvet verifier, the host kernel, or both side by side; `-C` compares
 //! two CSV files and `-R` replays one.
 
-mod backend;
+pub(crate) mod backend;
 mod compare;
 mod csv_io;
 mod fields;
-mod filter;
-mod input;
+pub(crate) mod filter;
+pub(crate) mod input;
 mod output;
 mod row;
 mod sort;
@@ -69,6 +69,11 @@ pub struct Args {
     /// numbered tc sections): libbpf's name, such as sched_cls or xdp.
     #[arg(long = "prog-type", value_parser = parse_prog_type)]
     prog_type: Option<ProgType>,
+    /// BPF_PROG_LOAD prog_flags added to every program, for both backends:
+    /// UAPI names or numbers joined by `|` (BPF_F_TEST_STATE_FREQ|0x2).
+    /// bpfvet refuses programs whose flags it does not model.
+    #[arg(long = "prog-flags", value_parser = bpfvet_isa::uapi::parse_prog_flags)]
+    prog_flags: Option<u32>,
     /// Initial verifier log buffer size in bytes.
     #[arg(long = "log-size")]
     log_size: Option<u32>,
@@ -372,6 +377,11 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             }
         };
         files_done += 1;
+        if let Some(flags) = args.prog_flags {
+            for p in &mut obj.programs {
+                p.prog_flags |= flags;
+            }
+        }
         if let Some(t) = args.prog_type {
             for p in obj
                 .programs

@@ -149,6 +149,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         }
     };
     let result = unmodelled_prog_type(prog)
+        .and_then(|()| unmodelled_prog_flags(prog))
         .and_then(|()| precheck(&prog.insns))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
@@ -274,6 +275,28 @@ fn unmodelled_prog_type(prog: &bpfvet_object::Program) -> Result<(), error::Veri
             .to_string(),
         Pt::EXT => "freplace programs (verified against the program they replace)".to_string(),
         _ => return Ok(()),
+    };
+    Err(error::VerifyError::unsupported(None, what))
+}
+
+/// Program flags that change verification in ways bpfvet does not model.
+/// The others are modelled (BPF_F_TEST_STATE_FREQ), or change nothing the
+/// verifier decides for a root loader on x86-64 (which has efficient
+/// unaligned access: BPF_F_ANY_ALIGNMENT; BPF_F_TEST_RND_HI32 only changes
+/// the rewritten program).
+fn unmodelled_prog_flags(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::uapi::*;
+    let flags = prog.prog_flags;
+    let what = if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
+        "program flag BPF_F_STRICT_ALIGNMENT (strict pointer alignment checks)".to_string()
+    } else if flags & BPF_F_TEST_REG_INVARIANTS != 0 {
+        "program flag BPF_F_TEST_REG_INVARIANTS (bounds invariant violations as errors)".to_string()
+    } else {
+        let known = PROG_FLAGS.iter().fold(0, |all, (_, bit)| all | bit);
+        if flags & !known == 0 {
+            return Ok(());
+        }
+        format!("program flags {:#x}", flags & !known)
     };
     Err(error::VerifyError::unsupported(None, what))
 }
