@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """REPORT.md from report.py's classifications of the two selftest sets.
 
-usage: render.py VERIFIER.json OTHER.json BUILD_FAILURES.txt KERNEL_RELEASE
+usage: render.py VERIFIER.json OTHER.json BUILD_FAILURES.txt KERNEL_RELEASE ANNOTATIONS.json
 """
 import collections, json, re, sys
 
 sets = [json.load(open(p)) for p in sys.argv[1:3]]
 build_failures = [l for l in open(sys.argv[3]).read().splitlines() if l]
 kernel = sys.argv[4]
+annotations = json.load(open(sys.argv[5]))
 
 def pct(a, b):
     return f"{100.0 * a / b:.1f}%" if b else "-"
@@ -44,6 +45,26 @@ for d in sets:
         for path, why in d["open_failures"]:
             print(f"- `{path.rsplit('/', 1)[-1]}`: {why}")
         print()
+
+a, b, k = annotations["bpfvet"], annotations["kernel"], annotations["bpfvet_vs_kernel"]
+print("## The verifier_* tests' own annotations (`bpfvet test --backend both`)\n")
+print("Each program of a `verifier_*.c` object is a test; its `__success` / `__failure`")
+print("annotation is 6.12's expectation, which the 6.18 host kernel does not always meet.")
+print(f"{annotations['tests']:,} privileged x86-64 tests ({annotations['unpriv_skipped']} "
+      "unprivileged variants not run: both backends load as root).\n")
+print("| | tests decided | verdict as annotated | all checks pass | refused |")
+print("|---|---:|---:|---:|---:|")
+for name, s_ in (("bpfvet", a), ("kernel " + kernel, b)):
+    print(f"| {name} | {s_['decided']:,} | {s_['verdict_agrees']:,} "
+          f"({pct(s_['verdict_agrees'], s_['decided'])}) | {s_['passed']:,} | {s_['refused']} |")
+print(f"\nbpfvet's verdict equals the kernel's on {k['same_verdict']:,} of the "
+      f"{k['both_decided']:,} tests both decide ({pct(k['same_verdict'], k['both_decided'])}).\n")
+print(f"### Tests whose bpfvet verdict is not the annotated one: "
+      f"{len(annotations['bpfvet_disagrees'])}\n")
+print("| test | bpfvet | kernel |\n|---|---|---|")
+for t in annotations["bpfvet_disagrees"]:
+    print(f"| {cell(t['test'])} | {cell(t['bpfvet'])} | {cell(t['kernel'])} |")
+print()
 
 sections = [
     ("unsound_list", "bpfvet accepts, the kernel rejects"),

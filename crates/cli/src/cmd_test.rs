@@ -281,7 +281,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let obj = match Object::parse(&bytes, path, &Default::default()) {
             Ok(o) => o,
             Err(e) => {
-                eprintln!("bpfvet: {}: {e}", path.display());
+                // The error names the file.
+                eprintln!("bpfvet: {e}");
                 load_errors += 1;
                 continue;
             }
