@@ -85,7 +85,8 @@ for d in sets:
             for u in items:
                 print(f"| {u['prog']} | {u['insns_bpfvet']} | {u['insns_kernel']} |")
         elif key == "bpfvet_refused_list":
-            by_reason = collections.Counter(u["bpfvet"] for u in items)
+            by_reason = collections.Counter(re.sub(r"^insn \d+: ", "", u["bpfvet"])
+                                            for u in items)
             print("| refusal | programs |\n|---|---:|")
             for why, n in by_reason.most_common():
                 print(f"| {cell(why)} | {n} |")
