@@ -32,6 +32,9 @@ pub enum ExternValue {
         btf_id: u32,
     },
     Unresolved,
+    /// An extern the loader cannot handle at all (no BTF describes it):
+    /// the programs that use it are refused with this reason.
+    Bad(String),
 }
 
 #[derive(Clone, Debug)]
@@ -128,11 +131,20 @@ pub fn collect(
         if !s.is_extern() {
             continue;
         }
+        let bad = |why: String| Extern {
+            name: s.name.clone(),
+            sym_idx,
+            weak: s.bind == object::elf::STB_WEAK,
+            value: ExternValue::Bad(why),
+            kcfg: None,
+            btf_var: 0,
+        };
         let Some(btf) = btf else {
-            return Err(ext_err(format!(
+            list.push(bad(format!(
                 "extern '{}' needs BTF, which the object lacks",
                 s.name
             )));
+            continue;
         };
         let var = btf.ids().find(|&id| {
             let t = btf.type_by_id(id).expect("id in range");
@@ -141,7 +153,8 @@ pub fn collect(
                     || (t.kind == Kind::Func && t.linkage() == BTF_FUNC_EXTERN))
         });
         let Some(var) = var else {
-            return Err(ext_err(format!("no BTF for extern '{}'", s.name)));
+            list.push(bad(format!("no BTF for extern '{}'", s.name)));
+            continue;
         };
         let t = btf.type_by_id(var).expect("found id");
         let weak = s.bind == object::elf::STB_WEAK;
