@@ -9,7 +9,7 @@ use crate::btf::{
     BTF_VAR_GLOBAL_EXTERN,
 };
 use crate::elf::ElfFile;
-use crate::error::{ErrorKind, LResult, Located};
+use crate::error::LResult;
 use crate::load::LoadOptions;
 use crate::types::{MapDef, MapInit, MapOrigin};
 
@@ -60,13 +60,6 @@ impl Externs {
 
 pub fn any(elf: &ElfFile) -> bool {
     elf.symbols.iter().any(|s| s.is_extern())
-}
-
-fn ext_err(msg: String) -> Located {
-    Located {
-        section: Some(".symtab".into()),
-        kind: ErrorKind::Extern(msg),
-    }
 }
 
 /// Which extern DATASEC (".kconfig" / ".ksyms") lists type `id`.
@@ -171,8 +164,11 @@ pub fn collect(
             let size = btf
                 .resolve_size(t.size_or_type)
                 .ok()
-                .and_then(|s| u32::try_from(s).ok())
-                .ok_or_else(|| ext_err(format!("kconfig extern '{}' has no size", s.name)))?;
+                .and_then(|s| u32::try_from(s).ok());
+            let Some(size) = size else {
+                list.push(bad(format!("kconfig extern '{}' has no size", s.name)));
+                continue;
+            };
             let align = kcfg_align(btf, t.size_or_type);
             let mut value = known_kconfig(&s.name, size, opts);
             if value.is_none() && s.name.starts_with("CONFIG_") {
