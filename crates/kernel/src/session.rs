@@ -329,6 +329,9 @@ impl<'a> ObjectSession<'a> {
     }
 
     fn check_preconditions(&self, prog: &Program) -> Result<(), Refusal> {
+        if let Some(why) = &prog.refused {
+            return Err(Refusal::Loader(why.clone()));
+        }
         if prog.prog_type == ProgType::UNSPEC {
             return Err(Refusal::UnknownProgType {
                 section: prog.section.clone(),

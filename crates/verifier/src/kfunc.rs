@@ -77,6 +77,13 @@ pub fn kfunc_arg_count(insn: &Insn) -> usize {
         .map_or(5, |(_, proto)| proto.vlen as usize)
 }
 
+/// Whether the call is one of the BPF arena's kfuncs (bpf_arena_*).
+pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()

@@ -148,8 +148,10 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             iter_next: false,
         }
     };
-    let result = unmodelled_prog_type(prog)
+    let result = loader_refusal(prog)
+        .and_then(|()| unmodelled_prog_type(prog))
         .and_then(|()| unmodelled_prog_flags(prog))
+        .and_then(|()| unmodelled_maps(obj, prog))
         .and_then(|()| precheck(&prog.insns))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
@@ -299,6 +301,56 @@ fn unmodelled_prog_flags(prog: &bpfvet_object::Program) -> Result<(), error::Ver
         format!("program flags {:#x}", flags & !known)
     };
     Err(error::VerifyError::unsupported(None, what))
+}
+
+/// A program the object loader could not prepare has no instruction
+/// stream to verify.
+fn loader_refusal(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
+    match &prog.refused {
+        Some(why) => Err(error::VerifyError::unsupported(
+            None,
+            format!("the object loader refused this program: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Map types whose verification bpfvet does not model: a program that
+/// references one is refused by name.
+fn unmodelled_maps(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+    use bpfvet_isa::uapi::MapType;
+    let what = "BPF arenas (arena maps, pointers into an arena, addr_space_cast)";
+    let mut i = 0;
+    while i < prog.insns.len() {
+        let insn = prog.insns[i];
+        let is_kfunc_call = insn.code == bpfvet_isa::opcode::BPF_JMP | bpfvet_isa::opcode::BPF_CALL
+            && insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
+        if is_kfunc_call && kfunc::is_arena_kfunc_call(&insn) {
+            return Err(error::VerifyError::unsupported(
+                Some(i),
+                format!("{what}: arena kfunc call"),
+            ));
+        }
+        if insn.is_ld_imm64() {
+            let is_map = insn.src == BPF_PSEUDO_MAP_IDX || insn.src == BPF_PSEUDO_MAP_IDX_VALUE;
+            let map = is_map
+                .then(|| obj.maps.get(insn.imm as u32 as usize))
+                .flatten();
+            if let Some(m) = map.filter(|m| m.map_type == MapType::ARENA) {
+                return Err(error::VerifyError::unsupported(
+                    Some(i),
+                    format!("{what}: arena map '{}'", m.name),
+                ));
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Checks the kernel makes on the raw stream before building the CFG

@@ -145,7 +145,13 @@ impl Vm {
             programs.push(Program {
                 name: p.name.clone(),
                 prog_type: p.prog_type,
-                ops: predecode(&p.insns, &Values(&maps))?,
+                // A program the object loader refused has no code; the
+                // object's other programs still run.
+                ops: if p.refused.is_some() {
+                    Vec::new()
+                } else {
+                    predecode(&p.insns, &Values(&maps))?
+                },
             });
         }
         Ok(Vm {
