@@ -23,6 +23,7 @@ mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod map_refs;
 mod pool;
 mod precision;
 mod prune;
@@ -150,6 +151,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     };
     let result = unmodelled_prog_type(prog)
         .and_then(|()| precheck(&prog.insns))
+        .and_then(|()| map_refs::resolve_map_refs(obj, prog))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,
