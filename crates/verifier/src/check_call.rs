@@ -497,6 +497,23 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// A map programs may only read (BPF_F_RDONLY_PROG) cannot be changed
+    /// through the generic map helpers either (record_func_map).
+    fn check_map_writes_allowed(&self, meta: &ArgMeta, func_id: u32) -> VResult<()> {
+        let changes_map = matches!(
+            func_id,
+            id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::MAP_PUSH_ELEM | id::MAP_POP_ELEM
+        );
+        let rdonly = meta
+            .map
+            .and_then(|m| self.map_def(m))
+            .is_some_and(|m| m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0);
+        if changes_map && rdonly {
+            return self.err("write into map forbidden");
+        }
+        Ok(())
+    }
+
     /// Releases a reference: every register holding it becomes invalid.
     pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
         let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
@@ -533,7 +550,15 @@ impl Env<'_> {
             }
             self.check_arg(proto, i, &mut meta)?;
         }
+        self.check_map_writes_allowed(&meta, func_id)?;
         match func_id {
+            id::GET_LOCAL_STORAGE => {
+                // The helper cannot fail, so it takes no flags.
+                if !self.cur.reg(2).is_null_const() {
+                    return self.err("get_local_storage() doesn't support non-zero flags");
+                }
+                self.mark_chain_precision(2)?;
+            }
             id::SPIN_LOCK => {
                 if self.cur.active_locks > 0 {
                     return self.err("Locking two bpf_spin_locks are not allowed");
@@ -602,6 +627,14 @@ impl Env<'_> {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
         self.set_return(proto, &meta, func_id)?;
+        if let Some(m) = meta.map.and_then(|m| self.map_def(m)) {
+            let caller = helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type);
+            if let Err(e) =
+                helpers::map_compat::check_map_func_compatibility(m.map_type, func_id, &caller)
+            {
+                return self.err(e.to_string());
+            }
+        }
         if CHANGES_PKT_DATA.contains(&func_id) {
             self.cur.for_each_reg_mut(|r| {
                 if matches!(
