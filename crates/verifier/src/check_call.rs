@@ -135,13 +135,22 @@ impl Env<'_> {
                 if size > u32::MAX as u64 {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
-                let sz = size as u32;
-                let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
+                let (sz, a) = (size as u32, access);
+                match r.ty {
+                    RegType::MapKey if a == Access::Write => {
+                        return self.err(format!("R{regno} cannot write into map_key"));
+                    }
+                    RegType::Mem if a == Access::Write && r.flags & flag::RDONLY != 0 => {
+                        return self.err(format!("R{regno} cannot write into {}", r.type_str()));
+                    }
+                    RegType::MapValue => self.check_map_access_type(r.map, r.off, sz, a)?,
+                    _ => {}
+                }
                 if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
-                self.check_span(regno, sz, a)
+                self.check_span(regno, sz)
             }
             RegType::Scalar if r.is_null_const() => {
                 self.err(format!("R{regno} type=scalar expected=fp"))
@@ -153,59 +162,12 @@ impl Env<'_> {
         }
     }
 
-    fn check_span(&mut self, regno: u8, size: u32, access: Access) -> VResult<()> {
-        // Reuse the load/store rules with a scratch destination: r0 is
-        // about to be overwritten by the call anyway.
-        let saved = *self.cur.reg(0);
-        let r = *self.cur.reg(regno);
-        let res = if matches!(
-            r.ty,
-            RegType::Packet
-                | RegType::PacketMeta
-                | RegType::MapValue
-                | RegType::MapKey
-                | RegType::Mem
-        ) {
-            let mut rr = r;
-            rr.off = 0;
-            let _ = rr;
-            let value = if access == Access::Read {
-                Some(0u8)
-            } else {
-                None
-            };
-            let mut res = Ok(());
-            if size > 0 {
-                res = self.check_mem_access_span(regno, size, access, value);
-            }
-            res
-        } else {
-            Ok(())
-        };
-        *self.cur.reg_mut(0) = saved;
-        res
-    }
-
-    fn check_mem_access_span(
-        &mut self,
-        regno: u8,
-        size: u32,
-        access: Access,
-        value: Option<u8>,
-    ) -> VResult<()> {
-        // A span access is one access of `size` bytes at the pointer.
-        let r = *self.cur.reg(regno);
-        if matches!(r.ty, RegType::MapValue)
-            && access == Access::Write
-            && r.flags & flag::RDONLY != 0
-        {
-            return self.err("write into map forbidden");
+    /// The bounds of a helper's access of `size` bytes at a packet, map or
+    /// memory pointer: those of one load or store of that size.
+    fn check_span(&mut self, regno: u8, size: u32) -> VResult<()> {
+        if size == 0 {
+            return Ok(());
         }
-        self.check_region_span(regno, size, value)
-    }
-
-    fn check_region_span(&mut self, regno: u8, size: u32, value: Option<u8>) -> VResult<()> {
-        let _ = value;
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
             RegType::MapValue => self.map_def(r.map).map_or(0, |m| m.value_size) as i64,

@@ -20,6 +20,18 @@ pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
         || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
 }
 
+/// What programs may do with a map's values (bpf_map_flags_to_cap):
+/// (read, write).
+fn map_prog_caps(m: &bpfvet_object::MapDef) -> (bool, bool) {
+    if map_is_rdonly_prog(m) {
+        (true, false)
+    } else if m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0 {
+        (false, true)
+    } else {
+        (true, true)
+    }
+}
+
 /// Pointers offsets and variable ranges are kept below 2^29.
 const MAX_VAR_OFF: u64 = 1 << 29;
 
@@ -199,6 +211,30 @@ impl Env<'_> {
         ))
     }
 
+    /// A read or write of `size` bytes at `off` into a value of `map` must
+    /// be one the map allows programs (check_map_access_type).
+    pub(crate) fn check_map_access_type(
+        &self,
+        map: u32,
+        off: i32,
+        size: u32,
+        access: Access,
+    ) -> VResult<()> {
+        let Some(m) = self.map_def(map) else {
+            return Ok(());
+        };
+        let (can_read, can_write) = map_prog_caps(m);
+        let what = match access {
+            Access::Write if !can_write => "write into",
+            Access::Read if !can_read => "read from",
+            _ => return Ok(()),
+        };
+        self.err(format!(
+            "{what} map forbidden, value_size={} off={off} size={size}",
+            m.value_size
+        ))
+    }
+
     pub fn check_ld_imm(&mut self, insn: &Insn) -> VResult<()> {
         if insn.code != BPF_LD | BPF_IMM | BPF_DW {
             return self.err("invalid BPF_LD_IMM insn");
@@ -321,14 +357,7 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog)
-                {
-                    let m = self.map_def(reg.map).expect("map of a map value");
-                    return self.err(format!(
-                        "write into map forbidden, value_size={} off={} size={}",
-                        m.value_size, off, size
-                    ));
-                }
+                self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
                 if access == Access::Read {
@@ -342,6 +371,9 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
+                if access == Access::Write {
+                    return self.err(format!("write to change key R{regno} not allowed"));
+                }
                 let ks = self.map_def(reg.map).map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
