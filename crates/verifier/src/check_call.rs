@@ -261,7 +261,7 @@ impl Env<'_> {
 
     fn check_arg(&mut self, proto: &HelperProto, i: usize, meta: &mut ArgMeta) -> VResult<()> {
         let regno = (i + 1) as u8;
-        let at = proto.args[i];
+        let mut at = proto.args[i];
         self.check_read(regno)?;
         let r = *self.cur.reg(regno);
         // Only helpers marked pkt_access may see packet pointers
@@ -272,6 +272,9 @@ impl Env<'_> {
             && self.prog_type != bpfvet_isa::uapi::ProgType::CGROUP_SOCKOPT
         {
             return self.err("helper access to the packet is not allowed");
+        }
+        if at.base == ArgBase::PtrToMapValue {
+            at = self.resolve_map_arg_type(proto.id, at, meta)?;
         }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
@@ -385,14 +388,15 @@ impl Env<'_> {
                 self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
-                if !r.ty.is_sock() && r.ty != RegType::BtfId {
-                    return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
-                }
-                if r.maybe_null() {
-                    return self.err(format!(
-                        "R{regno} type={} expected=sock_common, sock, tcp_sock, xdp_sock, ptr_",
-                        r.type_str()
-                    ));
+                // The BTF-id variant also takes kernel socket pointers.
+                let btf = at.base == ArgBase::PtrToBtfIdSockCommon;
+                let expected = if btf {
+                    "sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_"
+                } else {
+                    "sock_common, sock, tcp_sock, xdp_sock"
+                };
+                if !(r.ty.is_sock() || btf && r.ty == RegType::BtfId) || r.maybe_null() {
+                    return self.arg_type_err(regno, expected);
                 }
             }
             ArgBase::PtrToSocket => {
@@ -457,6 +461,36 @@ impl Env<'_> {
             meta.ref_obj_id = Some(r.ref_obj_id);
         }
         Ok(())
+    }
+
+    /// The value argument of a map helper as the map type reads it
+    /// (resolve_map_arg_type): a sockmap or sockhash takes a socket, a
+    /// bloom filter's peek only reads the value it compares.
+    fn resolve_map_arg_type(
+        &self,
+        func_id: u32,
+        at: helpers::ArgType,
+        meta: &ArgMeta,
+    ) -> VResult<helpers::ArgType> {
+        let Some(m) = meta.map.and_then(|m| self.map_def(m)) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        match m.map_type {
+            MapType::SOCKMAP | MapType::SOCKHASH => {
+                if at.flags != TypeFlags::default() {
+                    return self.err("invalid arg_type for sockmap/sockhash");
+                }
+                Ok(helpers::ArgType {
+                    base: ArgBase::PtrToBtfIdSockCommon,
+                    flags: TypeFlags::default(),
+                })
+            }
+            MapType::BLOOM_FILTER if func_id == id::MAP_PEEK_ELEM => Ok(helpers::ArgType {
+                base: ArgBase::PtrToMapValue,
+                flags: TypeFlags::default(),
+            }),
+            _ => Ok(at),
+        }
     }
 
     /// A map programs may only read (BPF_F_RDONLY_PROG) cannot be changed
@@ -626,18 +660,10 @@ impl Env<'_> {
                 let Some(m) = meta.map else {
                     return self.err("kernel subsystem misconfigured verifier");
                 };
-                let is_outer = self.map_def(m).is_some_and(|d| {
-                    matches!(d.map_type, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
-                });
-                let mut r = if is_outer {
-                    let mut r = Reg::pointer(RegType::MapPtr);
-                    r.map = m | crate::explore::INNER_MAP;
-                    r
-                } else {
-                    let mut r = Reg::pointer(RegType::MapValue);
-                    r.map = m;
-                    r
-                };
+                // A lookup in a map of maps or of sockets is a map value
+                // until its NULL check says what it points to.
+                let mut r = Reg::pointer(RegType::MapValue);
+                r.map = m;
                 if self.map_def(m).is_some_and(|d| {
                     d.map_type == MapType::PERCPU_ARRAY
                         || d.map_type == MapType::PERCPU_HASH
@@ -678,6 +704,8 @@ impl Env<'_> {
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
+        } else {
+            crate::check_jmp::map_lookup_non_null(self.obj, &mut r0);
         }
         if helpers::classes::is_ptr_cast_function(func_id) {
             // A socket cast is the same object: released with it.
@@ -689,7 +717,12 @@ impl Env<'_> {
             r0.dynptr_id = dynptr_id;
             r0.ref_obj_id = ref_obj_id;
         }
-        if is_acquire(func_id) && r0.is_pointer() {
+        let sock_from_map = func_id == id::MAP_LOOKUP_ELEM
+            && meta
+                .map
+                .and_then(|m| self.map_def(m))
+                .is_some_and(|d| matches!(d.map_type, MapType::SOCKMAP | MapType::SOCKHASH));
+        if (is_acquire(func_id) || sock_from_map) && r0.is_pointer() {
             let rid = self.new_id();
             // One id serves the null check and the release.
             r0.id = rid;
