@@ -181,6 +181,15 @@ impl Env<'_> {
     /// (check_ptr_alignment with strict_alignment_once); the kernel's
     /// message names the region.
     fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+        if self.cur.reg(regno).ty == RegType::Stack {
+            return Ok(()); // stack_access checks it
+        }
+        self.check_strict_alignment(regno, off, size)
+    }
+
+    /// check_ptr_alignment with strict alignment: `size` bytes at `off`
+    /// from the pointer must be aligned to `size`.
+    pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
         let reg = self.cur.reg(regno);
         let (desc, ip_align) = match reg.ty {
             RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
@@ -188,7 +197,7 @@ impl Env<'_> {
             RegType::MapKey => ("key ", None),
             RegType::MapValue => ("value ", None),
             RegType::Ctx => ("context ", None),
-            RegType::Stack => return Ok(()), // stack_access checks it
+            RegType::Stack => ("stack ", None),
             RegType::Sock => ("sock ", None),
             RegType::SockCommon => ("sock_common ", None),
             RegType::TcpSock => ("tcp_sock ", None),
