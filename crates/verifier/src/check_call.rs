@@ -450,6 +450,9 @@ impl Env<'_> {
                 }
             }
         }
+        if !matches!(at.base, ArgBase::Anything | ArgBase::DontCare) {
+            self.check_func_arg_reg_off(regno, &r, at)?;
+        }
         if at.flags.contains(TypeFlags::OBJ_RELEASE) {
             if r.ref_obj_id == 0 {
                 return self.err(format!(
@@ -509,6 +512,37 @@ impl Env<'_> {
             return self.err("write into map forbidden");
         }
         Ok(())
+    }
+
+    /// Which offsets a pointer may carry into a helper
+    /// (check_func_arg_reg_off): none for a pointer being released; any for
+    /// memory; a fixed one for BTF pointers; none for the rest.
+    fn check_func_arg_reg_off(&self, regno: u8, r: &Reg, at: helpers::ArgType) -> VResult<()> {
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            if r.off != 0 {
+                return self.err(format!(
+                    "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
+                ));
+            }
+            return self.check_ptr_off_reg(regno, r, false);
+        }
+        match r.ty {
+            RegType::Stack
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapKey
+            | RegType::MapValue
+            | RegType::Mem
+            | RegType::TpBuffer
+            | RegType::Scalar => Ok(()),
+            RegType::BtfId => {
+                // Untrusted, user and per-CPU BTF pointers get no fixed
+                // offset either.
+                let plain = r.flags & (flag::UNTRUSTED | flag::USER | flag::PERCPU) == 0;
+                self.check_ptr_off_reg(regno, r, plain)
+            }
+            _ => self.check_ptr_off_reg(regno, r, false),
+        }
     }
 
     /// Releases a reference: every register holding it becomes invalid.

@@ -921,24 +921,31 @@ impl Env<'_> {
     }
 
     /// A ctx pointer is dereferenced (or passed to a helper) only as the
-    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// program got it: no fixed and no variable offset.
     /// Arithmetic on it is allowed; this check is what refuses the result.
     pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        self.check_ptr_off_reg(regno, reg, false)
+    }
+
+    /// A pointer used in its original form (__check_ptr_off_reg): never a
+    /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
+        let ty = reg.type_str();
         if reg.off < 0 {
             return self.err(format!(
-                "negative offset ctx ptr R{regno} off={} disallowed",
+                "negative offset {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
-        if reg.off != 0 {
+        if !fixed_off_ok && reg.off != 0 {
             return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
         if !reg.v.is_const() || reg.v.const_value() != 0 {
             return self.err(format!(
-                "variable ctx access var_off={} disallowed",
+                "variable {ty} access var_off={} disallowed",
                 tnum_str(&reg.v)
             ));
         }
