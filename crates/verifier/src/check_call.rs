@@ -563,16 +563,22 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let proto =
-            match helpers::helper_proto(func_id, self.prog_type, self.prog.expected_attach_type) {
-                Ok(p) => p,
-                Err(HelperError::Unknown { .. }) => {
-                    return self.err(format!("invalid func unknown#{}", insn.imm));
-                }
-                Err(e) => return self.err(e.to_string()),
-            };
+        let caller = helpers::CallerProg {
+            sleepable: self.prog.sleepable,
+            ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
+        };
+        let proto = match helpers::helper_proto_for(func_id, &caller) {
+            Ok(p) => p,
+            Err(HelperError::Unknown { .. }) => {
+                return self.err(format!("invalid func unknown#{}", insn.imm));
+            }
+            Err(e) => return self.err(e.to_string()),
+        };
         if proto.gpl_only && !license_is_gpl(&self.obj.license) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
+        }
+        if proto.might_sleep && !self.cur.in_sleepable {
+            return self.err("helper call might sleep in a non-sleepable prog");
         }
         let mut meta = ArgMeta::default();
         for i in 0..5 {
@@ -659,7 +665,6 @@ impl Env<'_> {
         }
         self.set_return(proto, &meta, func_id)?;
         if let Some(m) = meta.map.and_then(|m| self.map_def(m)) {
-            let caller = helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type);
             if let Err(e) =
                 helpers::map_compat::check_map_func_compatibility(m.map_type, func_id, &caller)
             {
