@@ -436,13 +436,10 @@ impl Env<'_> {
                 return Ok(());
             }
             ArgBase::PtrToConstStr => {
-                if r.ty != RegType::MapValue
-                    || !self
-                        .map_def(r.map)
-                        .is_some_and(crate::check_mem::map_is_rdonly_prog)
-                {
-                    return self.err(format!("R{regno} does not point to a readonly map'"));
+                if r.ty != RegType::MapValue {
+                    return self.arg_type_err(regno, "map_value");
                 }
+                self.check_reg_const_str(regno, &r)?;
             }
             _ => {
                 if r.ty == RegType::Scalar {
@@ -510,6 +507,48 @@ impl Env<'_> {
             .is_some_and(|m| m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0);
         if changes_map && rdonly {
             return self.err("write into map forbidden");
+        }
+        Ok(())
+    }
+
+    /// A constant string argument (check_reg_const_str): a constant
+    /// address in a frozen read-only array whose bytes hold a NUL before
+    /// the value ends.
+    fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        let Some(m) = self.map_def(r.map) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        let rdonly = m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0 && m.frozen;
+        if !rdonly {
+            return self.err(format!("R{regno} does not point to a readonly map'"));
+        }
+        if !r.v.is_const() {
+            return self.err(format!("R{regno} is not a constant address'"));
+        }
+        if m.map_type != MapType::ARRAY {
+            return self.err("no direct value access support for this map type");
+        }
+        let rest = m.value_size.saturating_sub(r.off.max(0) as u32);
+        self.check_region(
+            regno,
+            r,
+            r.off,
+            rest,
+            m.value_size,
+            "map value",
+            "value_size",
+        )?;
+        let start = (r.off as i64 + r.v.const_value() as i64).max(0) as usize;
+        let end = m.value_size as usize;
+        // Bytes past the initial contents are zero.
+        let terminated = match &m.init {
+            bpfvet_object::MapInit::Data(bytes) => {
+                (start..end).any(|i| bytes.get(i).copied().unwrap_or(0) == 0)
+            }
+            _ => start < end,
+        };
+        if !terminated {
+            return self.err("string is not zero-terminated");
         }
         Ok(())
     }
