@@ -115,7 +115,35 @@ pub fn map_prog_incompatibility(
     if map.map_type == MapType::STRUCT_OPS {
         return Some("bpf_struct_ops map cannot be used in prog");
     }
+    if prog.sleepable && !sleepable_map_type(map.map_type) {
+        return Some("Sleepable programs can only use array, hash, ringbuf and local storage maps");
+    }
     None
+}
+
+/// Map types a sleepable program may use: those whose operations are safe
+/// outside an RCU read section.
+fn sleepable_map_type(t: MapType) -> bool {
+    matches!(
+        t,
+        MapType::HASH
+            | MapType::LRU_HASH
+            | MapType::ARRAY
+            | MapType::PERCPU_HASH
+            | MapType::PERCPU_ARRAY
+            | MapType::LRU_PERCPU_HASH
+            | MapType::ARRAY_OF_MAPS
+            | MapType::HASH_OF_MAPS
+            | MapType::RINGBUF
+            | MapType::USER_RINGBUF
+            | MapType::INODE_STORAGE
+            | MapType::SK_STORAGE
+            | MapType::TASK_STORAGE
+            | MapType::CGRP_STORAGE
+            | MapType::QUEUE
+            | MapType::STACK
+            | MapType::ARENA
+    )
 }
 
 /// Every map reference of `prog`, in instruction order. A reference by fd
@@ -233,5 +261,21 @@ mod tests {
         let mut tc = prog.clone();
         tc.prog_type = ProgType::SCHED_CLS;
         assert_eq!(map_prog_incompatibility(&obj, &map, &tc), None);
+    }
+
+    #[test]
+    fn sleepable_programs_take_only_some_map_types() {
+        let obj = Object::single_program("p", ProgType::TRACING, Vec::new());
+        let mut prog = obj.programs[0].clone();
+        prog.sleepable = true;
+        let hash = MapDef::new("h", MapType::HASH, 4, 8, 4);
+        assert_eq!(map_prog_incompatibility(&obj, &hash, &prog), None);
+        let perf = MapDef::new("p", MapType::PERF_EVENT_ARRAY, 4, 4, 4);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &perf, &prog),
+            Some("Sleepable programs can only use array, hash, ringbuf and local storage maps")
+        );
+        prog.sleepable = false;
+        assert_eq!(map_prog_incompatibility(&obj, &perf, &prog), None);
     }
 }
