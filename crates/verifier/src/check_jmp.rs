@@ -9,6 +9,7 @@ use crate::regs::{flag, Reg, RegType};
 use crate::scalar::{self, sync_linked, JmpOp, Link};
 use crate::state::State;
 use bpfvet_isa::opcode::*;
+use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
 const MAX_PACKET_OFF: u64 = 0xffff;
@@ -155,8 +156,8 @@ impl Env<'_> {
             let eq = jop == JmpOp::Eq;
             let id = dst.id;
             let rid = dst.ref_obj_id;
-            mark_ptr_or_null(&mut self.cur, id, rid, !eq);
-            mark_ptr_or_null(&mut self.pending[other_i].st, id, rid, eq);
+            mark_ptr_or_null(self.obj, &mut self.cur, id, rid, !eq);
+            mark_ptr_or_null(self.obj, &mut self.pending[other_i].st, id, rid, eq);
         } else if source(insn.code) == BPF_X && !is32 {
             self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
         }
@@ -278,7 +279,36 @@ fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &Link
     }
 }
 
-fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
+/// What a map lookup's result points to once it is known not NULL: the
+/// inner map of a map of maps, the socket of a sockmap or sockhash, else
+/// the value itself.
+pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
+    if r.ty != RegType::MapValue || r.map & crate::explore::INNER_MAP != 0 {
+        return;
+    }
+    let Some(m) = obj.maps.get(r.map as usize) else {
+        return;
+    };
+    match m.map_type {
+        MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS => {
+            r.ty = RegType::MapPtr;
+            r.map |= crate::explore::INNER_MAP;
+        }
+        MapType::SOCKMAP | MapType::SOCKHASH => {
+            r.ty = RegType::Sock;
+            r.map = u32::MAX;
+        }
+        _ => {}
+    }
+}
+
+fn mark_ptr_or_null(
+    obj: &bpfvet_object::Object,
+    st: &mut State,
+    id: u32,
+    ref_obj_id: u32,
+    is_null: bool,
+) {
     if id == 0 {
         return;
     }
@@ -292,6 +322,7 @@ fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
             // The id only served the null check.
             r.flags &= !flag::MAYBE_NULL;
             r.id = 0;
+            map_lookup_non_null(obj, r);
         }
     });
     // Only a pointer that is itself the reference (not a slice or cast of

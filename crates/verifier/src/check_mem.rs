@@ -20,6 +20,18 @@ pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
         || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
 }
 
+/// What programs may do with a map's values (bpf_map_flags_to_cap):
+/// (read, write).
+fn map_prog_caps(m: &bpfvet_object::MapDef) -> (bool, bool) {
+    if map_is_rdonly_prog(m) {
+        (true, false)
+    } else if m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0 {
+        (false, true)
+    } else {
+        (true, true)
+    }
+}
+
 /// Pointers offsets and variable ranges are kept below 2^29.
 const MAX_VAR_OFF: u64 = 1 << 29;
 
@@ -169,6 +181,15 @@ impl Env<'_> {
     /// (check_ptr_alignment with strict_alignment_once); the kernel's
     /// message names the region.
     fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+        if self.cur.reg(regno).ty == RegType::Stack {
+            return Ok(()); // stack_access checks it
+        }
+        self.check_strict_alignment(regno, off, size)
+    }
+
+    /// check_ptr_alignment with strict alignment: `size` bytes at `off`
+    /// from the pointer must be aligned to `size`.
+    pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
         let reg = self.cur.reg(regno);
         let (desc, ip_align) = match reg.ty {
             RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
@@ -176,7 +197,7 @@ impl Env<'_> {
             RegType::MapKey => ("key ", None),
             RegType::MapValue => ("value ", None),
             RegType::Ctx => ("context ", None),
-            RegType::Stack => return Ok(()), // stack_access checks it
+            RegType::Stack => ("stack ", None),
             RegType::Sock => ("sock ", None),
             RegType::SockCommon => ("sock_common ", None),
             RegType::TcpSock => ("tcp_sock ", None),
@@ -196,6 +217,30 @@ impl Env<'_> {
             var_off_str(&reg.v),
             reg.off,
             off
+        ))
+    }
+
+    /// A read or write of `size` bytes at `off` into a value of `map` must
+    /// be one the map allows programs (check_map_access_type).
+    pub(crate) fn check_map_access_type(
+        &self,
+        map: u32,
+        off: i32,
+        size: u32,
+        access: Access,
+    ) -> VResult<()> {
+        let Some(m) = self.map_def(map) else {
+            return Ok(());
+        };
+        let (can_read, can_write) = map_prog_caps(m);
+        let what = match access {
+            Access::Write if !can_write => "write into",
+            Access::Read if !can_read => "read from",
+            _ => return Ok(()),
+        };
+        self.err(format!(
+            "{what} map forbidden, value_size={} off={off} size={size}",
+            m.value_size
         ))
     }
 
@@ -321,14 +366,7 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog)
-                {
-                    let m = self.map_def(reg.map).expect("map of a map value");
-                    return self.err(format!(
-                        "write into map forbidden, value_size={} off={} size={}",
-                        m.value_size, off, size
-                    ));
-                }
+                self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
                 if access == Access::Read {
@@ -342,6 +380,9 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
+                if access == Access::Write {
+                    return self.err(format!("write to change key R{regno} not allowed"));
+                }
                 let ks = self.map_def(reg.map).map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
@@ -880,24 +921,31 @@ impl Env<'_> {
     }
 
     /// A ctx pointer is dereferenced (or passed to a helper) only as the
-    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// program got it: no fixed and no variable offset.
     /// Arithmetic on it is allowed; this check is what refuses the result.
     pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        self.check_ptr_off_reg(regno, reg, false)
+    }
+
+    /// A pointer used in its original form (__check_ptr_off_reg): never a
+    /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
+        let ty = reg.type_str();
         if reg.off < 0 {
             return self.err(format!(
-                "negative offset ctx ptr R{regno} off={} disallowed",
+                "negative offset {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
-        if reg.off != 0 {
+        if !fixed_off_ok && reg.off != 0 {
             return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
         if !reg.v.is_const() || reg.v.const_value() != 0 {
             return self.err(format!(
-                "variable ctx access var_off={} disallowed",
+                "variable {ty} access var_off={} disallowed",
                 tnum_str(&reg.v)
             ));
         }

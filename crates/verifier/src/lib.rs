@@ -23,6 +23,7 @@ mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod map_refs;
 mod pool;
 mod precision;
 mod prune;
@@ -153,6 +154,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         .and_then(|()| unmodelled_prog_flags(prog))
         .and_then(|()| unmodelled_maps(obj, prog))
         .and_then(|()| precheck(&prog.insns))
+        .and_then(|()| map_refs::resolve_map_refs(obj, prog))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,

@@ -11,7 +11,8 @@
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
-//!                                   (default 16))
+//!                                   (default 16), then optional map flags:
+//!                                   rdonly_prog, wronly_prog)
 //! # peak: 0                        (optional: peak_states)
 //! ```
 //!
@@ -76,17 +77,25 @@ fn parse(name: &str, src: &str) -> Case {
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
     assert!(
-        f.len() == 3 || f.len() == 4,
-        "map: <type> <key> <value> [<entries>, default 16], got {spec:?}"
+        (3..=5).contains(&f.len()),
+        "map: <type> <key> <value> [<entries>, default 16] [<flag>...], got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
-    MapDef::new(
+    let mut m = MapDef::new(
         &format!("map{index}"),
         MapType::from_name(f[0]).expect("known map type"),
         num(f[1]),
         num(f[2]),
         f.get(3).map_or(16, |n| num(n)),
-    )
+    );
+    for flag in f.iter().skip(4).flat_map(|s| s.split(',')) {
+        m.map_flags |= match flag {
+            "rdonly_prog" => bpfvet_isa::uapi::BPF_F_RDONLY_PROG,
+            "wronly_prog" => bpfvet_isa::uapi::BPF_F_WRONLY_PROG,
+            other => panic!("unknown map flag {other:?}"),
+        };
+    }
+    m
 }
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
