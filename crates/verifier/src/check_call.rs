@@ -616,6 +616,19 @@ impl Env<'_> {
         if proto.gpl_only && !license_is_gpl(&self.obj.license) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
         }
+        if let Some(rule) = proto.allowed {
+            let target = self.prog.attach_target.as_deref();
+            match rule.decide(self.prog_type, self.prog.expected_attach_type, target) {
+                helpers::Allowed::Yes => {}
+                helpers::Allowed::No => return self.err("helper call is not allowed in probe"),
+                helpers::Allowed::Unmodelled(what) => {
+                    return self.unsupported(format!(
+                        "{what}, which decide where helper {} may be called",
+                        proto.variant
+                    ));
+                }
+            }
+        }
         if proto.might_sleep && !self.cur.in_sleepable {
             return self.err("helper call might sleep in a non-sleepable prog");
         }
