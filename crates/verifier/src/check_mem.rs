@@ -3,6 +3,7 @@
 //! destination register or stack slot.
 
 use crate::check_alu::tnum_str;
+use crate::ctx::{sock_ptr_load_ok, SockPtr};
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::precision::encode_stack;
@@ -403,7 +404,17 @@ impl Env<'_> {
                         tnum_str(&reg.v)
                     ));
                 }
-                if off < 0 {
+                if reg.v.smin < 0 {
+                    return self.err(format!(
+                        "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+                    ));
+                }
+                let kind = match reg.ty {
+                    RegType::Sock => SockPtr::Sock,
+                    RegType::SockCommon => SockPtr::SockCommon,
+                    _ => SockPtr::TcpSock,
+                };
+                if !sock_ptr_load_ok(kind, off, size) {
                     return self.err(format!(
                         "R{regno} invalid {} access off={off} size={size}",
                         reg.ty.name()

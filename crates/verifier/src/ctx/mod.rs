@@ -19,6 +19,7 @@ mod sock;
 mod tracing;
 
 pub use retval::{return_range, return_rule, ReturnRule};
+pub use sock::{sock_ptr_load_ok, SockPtr};
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
 
