@@ -277,6 +277,9 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
+        if self.cur.frames.iter().skip(1).any(|f| f.in_callback_fn) {
+            return self.err("cannot use BPF_LD_[ABS|IND] within callback");
+        }
         if insn.dst != 0
             || insn.off != 0
             || size_bytes(insn.code) == 8
@@ -285,12 +288,16 @@ impl Env<'_> {
             return self.err("BPF_LD_[ABS|IND] uses reserved fields");
         }
         self.check_read(6)?;
-        if mode(insn.code) == BPF_IND {
-            self.check_read(insn.src)?;
-        }
+        // The load may end the program (see below).
+        self.check_resource_leak(true, "BPF_LD_[ABS|IND]")?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
         }
+        if mode(insn.code) == BPF_IND {
+            self.check_read(insn.src)?;
+        }
+        let r6 = *self.cur.reg(6);
+        self.check_ctx_ptr_off(6, &r6)?;
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
@@ -298,6 +305,18 @@ impl Env<'_> {
         let sz = size_bytes(insn.code);
         if sz < 8 {
             self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
+        }
+        // A failed load returns 0 from the whole function: in a subprogram
+        // the loaded value continues on a queued branch and this path
+        // returns 0 to the caller.
+        if self.cur.curframe() > 0 {
+            let idx = self.insn_idx;
+            self.push_stack(idx + 1, idx)?;
+            *self.cur.reg_mut(0) = Reg::known(0);
+            self.update_live_stack();
+            self.prepare_func_exit()?;
+            // The caller's loop steps past the call site.
+            self.insn_idx -= 1;
         }
         Ok(())
     }
