@@ -137,7 +137,13 @@ impl Env<'_> {
                 }
                 let sz = size as u32;
                 let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
-                if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
+                if r.ty == RegType::Ctx {
+                    if crate::ctx::ctx_access_rewritten(self.prog_type) {
+                        return self.err(format!("R{regno} type=ctx expected=fp"));
+                    }
+                    return self.check_mem_access(regno, sz as i32 - 1, 1, a, None, false);
+                }
+                if r.ty == RegType::BtfId {
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
