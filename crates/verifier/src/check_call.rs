@@ -1053,9 +1053,9 @@ impl Env<'_> {
                 .next_multiple_of(16)
         };
         // Depth-first over call chains from each root, async callbacks
-        // first (highest index first, as the kernel walks them); recursion
-        // is impossible (checked by the exploration's frame limit), but cap
-        // the walk anyway.
+        // first (highest index first, as the kernel walks them). The walk
+        // is static: a recursive function, even one the exploration saw
+        // end, runs into the frame limit.
         let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
         for root in roots {
             self.walk_stack_depth(root, &callees, &frame)?;
@@ -1071,16 +1071,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
+            if calls > MAX_CALL_FRAMES as u32 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
+                ));
+            }
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("combined stack size of {calls} calls is {depth}. Too large"),
                 ));
             }
-            if calls > 8 {
-                continue;
-            }
-            for &c in &callees[k] {
+            // Reversed so that calls are walked in instruction order.
+            for &c in callees[k].iter().rev() {
                 stack.push((c, depth + frame(c), calls + 1));
             }
         }
