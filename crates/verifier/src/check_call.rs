@@ -12,11 +12,6 @@ use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
 use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
-/// Helpers after which every packet pointer is invalid.
-const CHANGES_PKT_DATA: [u32; 24] = [
-    9, 10, 11, 13, 18, 19, 31, 32, 38, 39, 43, 44, 50, 54, 65, 73, 74, 75, 76, 77, 89, 90, 91, 136,
-];
-
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
 
@@ -608,17 +603,25 @@ impl Env<'_> {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
         self.set_return(proto, &meta, func_id)?;
-        if CHANGES_PKT_DATA.contains(&func_id) {
-            self.cur.for_each_reg_mut(|r| {
-                if matches!(
-                    r.ty,
-                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-                ) {
-                    *r = Reg::unknown_scalar();
-                }
-            });
+        // A tail call that returns did not run anything: the host kernel
+        // keeps the caller's packet pointers (a global function holding
+        // one still loses them, see check_func_call).
+        if helpers::classes::changes_pkt_data(func_id) && func_id != id::TAIL_CALL {
+            self.clear_all_pkt_pointers();
         }
         Ok(None)
+    }
+
+    /// After packet data may have moved, no packet pointer is valid.
+    fn clear_all_pkt_pointers(&mut self) {
+        self.cur.for_each_reg_mut(|r| {
+            if matches!(
+                r.ty,
+                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+            ) {
+                *r = Reg::unknown_scalar();
+            }
+        });
     }
 
     fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
@@ -843,6 +846,9 @@ impl Env<'_> {
                 self.log.line(&format!(
                     "Func#{sub} ('{name}') is global and assumed valid."
                 ));
+            }
+            if self.cfg.subprogs[sub].changes_pkt_data {
+                self.clear_all_pkt_pointers();
             }
             self.called_global[sub] = true;
             for r in 1..=5 {
