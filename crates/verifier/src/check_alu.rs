@@ -343,6 +343,11 @@ impl Env<'_> {
             BPF_SUB if off_is_dst => {
                 return self.err(format!("R{d} tried to subtract pointer from scalar"));
             }
+            // JITs may not cope with a frame pointer moved by subtraction;
+            // `r += -8` is the allowed form.
+            BPF_SUB if ptr.ty == RegType::Stack => {
+                return self.err(format!("R{d} subtraction from stack pointer prohibited"));
+            }
             BPF_SUB => {}
             BPF_AND | BPF_OR | BPF_XOR => {
                 return self.err(format!(
