@@ -376,6 +376,21 @@ impl Env<'_> {
                 }
                 if reg.ty == RegType::Mem {
                     self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                } else {
+                    // The buffer's size is checked when the program is
+                    // attached; loading only wants a constant, non-negative
+                    // offset (check_tp_buffer_access).
+                    if off < 0 {
+                        return self.err(format!(
+                            "R{regno} invalid tracepoint buffer access: off={off}, size={size}"
+                        ));
+                    }
+                    if !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                            tnum_str(&reg.v)
+                        ));
+                    }
                 }
                 if access == Access::Read {
                     if let Some(d) = value {
