@@ -10,7 +10,7 @@ use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
 
 /// The kernel's BPF_MAX_VAR_OFF: pointer offsets are kept below 2^29.
-const MAX_VAR_OFF: i64 = 1 << 29;
+pub(crate) const MAX_VAR_OFF: i64 = 1 << 29;
 
 fn op_name(op: u8) -> &'static str {
     match op {

@@ -58,19 +58,27 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
-        if size == 0 && zero_ok {
+        // Even an empty stack range must lie in the frame, and a variable
+        // one must be initialised over the offsets it may start at.
+        if size == 0 && zero_ok && r.ty != RegType::Stack {
             return Ok(());
         }
         match r.ty {
             RegType::Stack => {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
-                if off < -512 || max + size as i64 > 0 || size > 512 {
-                    // Helpers name the direction of their access (6.18).
-                    let what = match access {
-                        Access::Read => "read from",
-                        Access::Write => "write to",
-                    };
+                // Helpers name the direction of their access (6.18).
+                let what = match access {
+                    Access::Read => "read from",
+                    Access::Write => "write to",
+                };
+                if !r.v.is_const() && (r.v.smax >= crate::check_alu::MAX_VAR_OFF
+                        || r.v.smin <= -crate::check_alu::MAX_VAR_OFF) {
+                    return self.err(format!(
+                        "invalid unbounded variable-offset {what} stack R{regno}"
+                    ));
+                }
+                if off < -512 || off >= 0 || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"
