@@ -352,11 +352,9 @@ impl Env<'_> {
                 } else {
                     Access::Read
                 };
-                let prev_reg = *self.cur.reg(regno - 1);
                 let raw = prev.flags.contains(TypeFlags::MEM_UNINIT) && r.v.is_const();
-                if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
-                }
+                // A NULL memory argument passes only with a size of 0.
+                self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
             }
             ArgBase::ConstMapPtr => {
                 if r.ty != RegType::MapPtr {
