@@ -609,13 +609,32 @@ impl Env<'_> {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
         self.set_return(proto, &meta, func_id)?;
-        // A tail call that returns did not run anything: the host kernel
-        // keeps the caller's packet pointers (a global function holding
-        // one still loses them, see check_func_call).
-        if helpers::classes::changes_pkt_data(func_id) && func_id != id::TAIL_CALL {
+        if func_id == id::TAIL_CALL {
+            // A tail call that returns ran nothing: the path after it keeps
+            // its packet pointers. In a subprogram a successful one returns
+            // the tail-called program's value to the caller.
+            if self.cur.curframe() > 0 {
+                self.tail_call_returns_to_caller()?;
+            }
+        } else if helpers::classes::changes_pkt_data(func_id) {
             self.clear_all_pkt_pointers();
         }
         Ok(None)
+    }
+
+    /// The hidden exit of a tail call in a subprogram: the failed call's
+    /// path is queued, this one returns an unknown R0 to the caller with
+    /// packet pointers gone.
+    fn tail_call_returns_to_caller(&mut self) -> VResult<()> {
+        let idx = self.insn_idx;
+        self.push_stack(idx + 1, idx)?;
+        self.clear_all_pkt_pointers();
+        self.set_unknown(0);
+        self.update_live_stack();
+        self.prepare_func_exit()?;
+        // The caller's loop steps past the call site.
+        self.insn_idx -= 1;
+        Ok(())
     }
 
     /// After packet data may have moved, no packet pointer is valid.
