@@ -124,7 +124,63 @@ impl Env<'_> {
         }
     }
 
+    /// btf_prepare_func_args: what makes a global function's signature
+    /// unusable (a non-scalar return, an untagged pointer argument whose
+    /// pointee has no size, an argument neither scalar nor pointer).
+    /// Arguments carrying `arg:` tags are left to the argument checks.
+    fn global_signature_error(&self, subprog: usize) -> Option<String> {
+        let btf = self.obj.btf.as_ref()?;
+        let fi = self.prog.func_info.get(subprog)?;
+        let func = btf.type_by_id(fi.type_id)?;
+        let proto = btf.type_by_id(func.size_or_type)?;
+        let name = btf.name(func);
+        let scalar = |k: Kind| matches!(k, Kind::Int | Kind::Enum | Kind::Enum64);
+        let (ret_id, ret) = btf.skip_mods_and_typedefs(proto.size_or_type)?;
+        if ret_id == 0 || !scalar(ret.kind) {
+            return Some(format!(
+                "Global function {name}() doesn't return scalar. Only those are supported."
+            ));
+        }
+        let tagged = |i: usize| {
+            (1..btf.len() as u32).any(|id| {
+                btf.type_by_id(id).is_some_and(|t| {
+                    t.kind == Kind::DeclTag
+                        && t.size_or_type == fi.type_id
+                        && t.decl_tag_component() == Some(i as i32)
+                        && btf.name(t).starts_with("arg:")
+                })
+            })
+        };
+        for (i, p) in btf.params(proto).iter().enumerate() {
+            if tagged(i) {
+                continue;
+            }
+            let (id, t) = btf.skip_mods_and_typedefs(p.type_id)?;
+            if id != 0 && scalar(t.kind) {
+                continue;
+            }
+            if t.kind != Kind::Ptr || id == 0 {
+                return Some(format!(
+                    "Arg#{i} type {} in {name}() is not supported yet.",
+                    t.kind.name()
+                ));
+            }
+            let (pid, pt) = btf.skip_mods_and_typedefs(t.size_or_type)?;
+            if pid == 0 || btf.resolve_size(pid).is_err() {
+                let kind = if pid == 0 { "UNKNOWN" } else { pt.kind.name() };
+                return Some(format!(
+                    "arg#{i} reference type('{kind} {}') size cannot be determined: -22",
+                    btf.name(pt)
+                ));
+            }
+        }
+        None
+    }
+
     fn global_args_mismatch(&mut self, subprog: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(subprog) {
+            return self.err(msg);
+        }
         for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
             let regno = (i + 1) as u8;
             self.check_read(regno)?;
