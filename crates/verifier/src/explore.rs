@@ -379,10 +379,9 @@ impl<'a> Env<'a> {
                         {
                             return self.err("BPF_CALL uses reserved fields");
                         }
-                        if self.cur.active_locks > 0
-                            && (insn.src != 0 || insn.imm != 94)
-                            && insn.src != BPF_PSEUDO_KFUNC_CALL
-                        {
+                        // Static subprograms may run under the lock (global
+                        // ones are refused at the call).
+                        if self.cur.active_locks > 0 && insn.src == 0 && insn.imm != 94 {
                             return self.err("function calls are not allowed while holding a lock");
                         }
                         if insn.src == BPF_PSEUDO_CALL {

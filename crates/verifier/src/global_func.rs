@@ -107,6 +107,11 @@ impl Env<'_> {
     /// rejected as a whole.
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
         let mismatch = self.global_args_mismatch(subprog);
+        if self.cur.active_locks > 0 {
+            self.log
+                .line("global function calls are not allowed while holding a lock,");
+            return self.err("use static function instead");
+        }
         if self.cur.active_preempt_locks > 0 {
             self.log
                 .line("global function calls are not allowed with preemption disabled,");
