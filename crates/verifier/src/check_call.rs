@@ -430,14 +430,13 @@ impl Env<'_> {
                 self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
-                if !r.ty.is_sock() && r.ty != RegType::BtfId {
-                    return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
-                }
-                if r.maybe_null() {
-                    return self.err(format!(
-                        "R{regno} type={} expected=sock_common, sock, tcp_sock, xdp_sock, ptr_",
-                        r.type_str()
-                    ));
+                // Only the BTF variant takes BTF pointers (sock_types vs
+                // btf_id_sock_common_types).
+                let btf_ok = at.base == ArgBase::PtrToBtfIdSockCommon;
+                let fits = r.ty.is_sock() || (btf_ok && r.ty == RegType::BtfId);
+                if !fits || r.maybe_null() {
+                    let expected = at.base.expected_reg_types().unwrap_or_default();
+                    return self.arg_type_err(regno, expected);
                 }
             }
             ArgBase::PtrToSocket => {
