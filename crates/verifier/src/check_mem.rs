@@ -316,7 +316,7 @@ impl Env<'_> {
             self.update_live_stack();
             self.prepare_func_exit()?;
             // The caller's loop steps past the call site.
-            self.insn_idx -= 1;
+            self.insn_idx = self.insn_idx.wrapping_sub(1);
         }
         Ok(())
     }

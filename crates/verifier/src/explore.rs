@@ -470,7 +470,8 @@ impl<'a> Env<'a> {
                 }
             }
             self.live_end_insn();
-            self.insn_idx += 1;
+            // Wrapping: a hidden exit may have stepped back from index 0.
+            self.insn_idx = self.insn_idx.wrapping_add(1);
         }
     }
 
