@@ -157,26 +157,29 @@ impl Env<'_> {
             })
         };
         for (i, p) in btf.params(proto).iter().enumerate() {
-            if tagged(i) {
-                continue;
-            }
             let (id, t) = btf.skip_mods_and_typedefs(p.type_id)?;
             if id != 0 && scalar(t.kind) {
                 continue;
             }
-            if t.kind != Kind::Ptr || id == 0 {
-                return Some(format!(
+            let problem = if t.kind != Kind::Ptr || id == 0 {
+                format!(
                     "Arg#{i} type {} in {name}() is not supported yet.",
                     t.kind.name()
-                ));
-            }
-            let (pid, pt) = btf.skip_mods_and_typedefs(t.size_or_type)?;
-            if pid == 0 || btf.resolve_size(pid).is_err() {
+                )
+            } else {
+                let (pid, pt) = btf.skip_mods_and_typedefs(t.size_or_type)?;
+                if pid != 0 && btf.resolve_size(pid).is_ok() {
+                    continue;
+                }
                 let kind = if pid == 0 { "UNKNOWN" } else { pt.kind.name() };
-                return Some(format!(
+                format!(
                     "arg#{i} reference type('{kind} {}') size cannot be determined: -22",
                     btf.name(pt)
-                ));
+                )
+            };
+            // Scanned only for a suspect argument: tags are rare.
+            if !tagged(i) {
+                return Some(problem);
             }
         }
         None
