@@ -146,25 +146,25 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
 /// A caller changes packet data when a function it calls does (the
 /// kernel merges the marks along its CFG walk; a fixpoint gives the same).
 fn merge_callee_effects(insns: &[Insn], subs: &mut [Subprog]) {
+    // (caller, callee) for every bpf-to-bpf call.
+    let mut edges = Vec::new();
+    for (k, sp) in subs.iter().enumerate() {
+        for (i, ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
+            if !is_pseudo_call(ins) {
+                continue;
+            }
+            let t = i as i64 + ins.imm as i64 + 1;
+            if let Ok(c) = subs.binary_search_by(|s| (s.start as i64).cmp(&t)) {
+                edges.push((k, c));
+            }
+        }
+    }
     let mut changed = true;
     while changed {
         changed = false;
-        for k in 0..subs.len() {
-            if subs[k].changes_pkt_data {
-                continue;
-            }
-            let calls_changer = (subs[k].start..subs[k].end).any(|i| {
-                let ins = insns[i];
-                if !is_pseudo_call(&ins) {
-                    return false;
-                }
-                let t = i as i64 + ins.imm as i64 + 1;
-                subs.iter()
-                    .find(|s| s.start as i64 == t)
-                    .is_some_and(|s| s.changes_pkt_data)
-            });
-            if calls_changer {
-                subs[k].changes_pkt_data = true;
+        for &(caller, callee) in &edges {
+            if subs[callee].changes_pkt_data && !subs[caller].changes_pkt_data {
+                subs[caller].changes_pkt_data = true;
                 changed = true;
             }
         }
