@@ -12,11 +12,6 @@ use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
 use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
-/// Helpers after which every packet pointer is invalid.
-const CHANGES_PKT_DATA: [u32; 24] = [
-    9, 10, 11, 13, 18, 19, 31, 32, 38, 39, 43, 44, 50, 54, 65, 73, 74, 75, 76, 77, 89, 90, 91, 136,
-];
-
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
 
@@ -63,19 +58,27 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
-        if size == 0 && zero_ok {
+        // Even an empty stack range must lie in the frame, and a variable
+        // one must be initialised over the offsets it may start at.
+        if size == 0 && zero_ok && r.ty != RegType::Stack {
             return Ok(());
         }
         match r.ty {
             RegType::Stack => {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
-                if off < -512 || max + size as i64 > 0 || size > 512 {
-                    // Helpers name the direction of their access (6.18).
-                    let what = match access {
-                        Access::Read => "read from",
-                        Access::Write => "write to",
-                    };
+                // Helpers name the direction of their access (6.18).
+                let what = match access {
+                    Access::Read => "read from",
+                    Access::Write => "write to",
+                };
+                if !r.v.is_const() && (r.v.smax >= crate::check_alu::MAX_VAR_OFF
+                        || r.v.smin <= -crate::check_alu::MAX_VAR_OFF) {
+                    return self.err(format!(
+                        "invalid unbounded variable-offset {what} stack R{regno}"
+                    ));
+                }
+                if off < -512 || off >= 0 || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"
@@ -135,18 +138,24 @@ impl Env<'_> {
                 if size > u32::MAX as u64 {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
-                let (sz, a) = (size as u32, access);
+                let sz = size as u32;
                 match r.ty {
-                    RegType::MapKey if a == Access::Write => {
+                    RegType::MapKey if access == Access::Write => {
                         return self.err(format!("R{regno} cannot write into map_key"));
                     }
-                    RegType::Mem if a == Access::Write && r.flags & flag::RDONLY != 0 => {
+                    RegType::Mem if access == Access::Write && r.flags & flag::RDONLY != 0 => {
                         return self.err(format!("R{regno} cannot write into {}", r.type_str()));
                     }
-                    RegType::MapValue => self.check_map_access_type(r.map, r.off, sz, a)?,
+                    RegType::MapValue => self.check_map_access_type(r.map, r.off, sz, access)?,
                     _ => {}
                 }
-                if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
+                if r.ty == RegType::Ctx {
+                    if crate::ctx::ctx_access_rewritten(self.prog_type) {
+                        return self.err(format!("R{regno} type=ctx expected=fp"));
+                    }
+                    return self.check_mem_access(regno, sz as i32 - 1, 1, access, None, false);
+                }
+                if r.ty == RegType::BtfId {
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
@@ -389,14 +398,12 @@ impl Env<'_> {
                 self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
-                // The BTF-id variant also takes kernel socket pointers.
-                let btf = at.base == ArgBase::PtrToBtfIdSockCommon;
-                let expected = if btf {
-                    "sock_common, sock, tcp_sock, xdp_sock, ptr_, trusted_ptr_"
-                } else {
-                    "sock_common, sock, tcp_sock, xdp_sock"
-                };
-                if !(r.ty.is_sock() || btf && r.ty == RegType::BtfId) || r.maybe_null() {
+                // Only the BTF variant takes BTF pointers (sock_types vs
+                // btf_id_sock_common_types).
+                let btf_ok = at.base == ArgBase::PtrToBtfIdSockCommon;
+                let fits = r.ty.is_sock() || (btf_ok && r.ty == RegType::BtfId);
+                if !fits || r.maybe_null() {
+                    let expected = at.base.expected_reg_types().unwrap_or_default();
                     return self.arg_type_err(regno, expected);
                 }
             }
@@ -723,17 +730,44 @@ impl Env<'_> {
                 return self.err(e.to_string());
             }
         }
-        if CHANGES_PKT_DATA.contains(&func_id) {
-            self.cur.for_each_reg_mut(|r| {
-                if matches!(
-                    r.ty,
-                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-                ) {
-                    *r = Reg::unknown_scalar();
-                }
-            });
+        if func_id == id::TAIL_CALL {
+            // A tail call that returns ran nothing: the path after it keeps
+            // its packet pointers. In a subprogram a successful one returns
+            // the tail-called program's value to the caller.
+            if self.cur.curframe() > 0 {
+                self.tail_call_returns_to_caller()?;
+            }
+        } else if helpers::classes::changes_pkt_data(func_id) {
+            self.clear_all_pkt_pointers();
         }
         Ok(None)
+    }
+
+    /// The hidden exit of a tail call in a subprogram: the failed call's
+    /// path is queued, this one returns an unknown R0 to the caller with
+    /// packet pointers gone.
+    fn tail_call_returns_to_caller(&mut self) -> VResult<()> {
+        let idx = self.insn_idx;
+        self.push_stack(idx + 1, idx)?;
+        self.clear_all_pkt_pointers();
+        self.set_unknown(0);
+        self.update_live_stack();
+        self.prepare_func_exit()?;
+        // The caller's loop steps past the call site.
+        self.insn_idx = self.insn_idx.wrapping_sub(1);
+        Ok(())
+    }
+
+    /// After packet data may have moved, no packet pointer is valid.
+    fn clear_all_pkt_pointers(&mut self) {
+        self.cur.for_each_reg_mut(|r| {
+            if matches!(
+                r.ty,
+                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+            ) {
+                *r = Reg::unknown_scalar();
+            }
+        });
     }
 
     fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
@@ -958,6 +992,9 @@ impl Env<'_> {
                     "Func#{sub} ('{name}') is global and assumed valid."
                 ));
             }
+            if self.cfg.subprogs[sub].changes_pkt_data {
+                self.clear_all_pkt_pointers();
+            }
             self.called_global[sub] = true;
             for r in 1..=5 {
                 *self.cur.reg_mut(r) = Reg::not_init();
@@ -1167,9 +1204,9 @@ impl Env<'_> {
                 .next_multiple_of(16)
         };
         // Depth-first over call chains from each root, async callbacks
-        // first (highest index first, as the kernel walks them); recursion
-        // is impossible (checked by the exploration's frame limit), but cap
-        // the walk anyway.
+        // first (highest index first, as the kernel walks them). The walk
+        // is static: a recursive function, even one the exploration saw
+        // end, runs into the frame limit.
         let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
         for root in roots {
             self.walk_stack_depth(root, &callees, &frame)?;
@@ -1185,16 +1222,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
+            if calls > MAX_CALL_FRAMES as u32 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
+                ));
+            }
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("combined stack size of {calls} calls is {depth}. Too large"),
                 ));
             }
-            if calls > 8 {
-                continue;
-            }
-            for &c in &callees[k] {
+            // Reversed so that calls are walked in instruction order.
+            for &c in callees[k].iter().rev() {
                 stack.push((c, depth + frame(c), calls + 1));
             }
         }

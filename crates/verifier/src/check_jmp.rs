@@ -195,9 +195,18 @@ impl Env<'_> {
         src: &Reg,
         other_i: usize,
     ) {
+        // Packet data bounds the metadata only from its very start
+        // (reg_is_init_pkt_pointer).
+        let pkt_start = |b: &Reg| {
+            b.ty == RegType::Packet
+                && b.id == 0
+                && b.off == 0
+                && b.v.is_const()
+                && b.v.const_value() == 0
+        };
         let pair = |a: &Reg, b: &Reg| {
             (a.ty == RegType::Packet && b.ty == RegType::PacketEnd)
-                || (a.ty == RegType::PacketMeta && b.ty == RegType::Packet)
+                || (a.ty == RegType::PacketMeta && pkt_start(b))
         };
         // (pointer register, its value, whether it is on the left)
         let (preg, p, left) = if pair(dst, src) {

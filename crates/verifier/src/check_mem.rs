@@ -3,6 +3,7 @@
 //! destination register or stack slot.
 
 use crate::check_alu::tnum_str;
+use crate::ctx::{sock_ptr_load_ok, SockPtr};
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::precision::encode_stack;
@@ -321,6 +322,9 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
+        if self.cur.frames.iter().skip(1).any(|f| f.in_callback_fn) {
+            return self.err("cannot use BPF_LD_[ABS|IND] within callback");
+        }
         if insn.dst != 0
             || insn.off != 0
             || size_bytes(insn.code) == 8
@@ -329,12 +333,16 @@ impl Env<'_> {
             return self.err("BPF_LD_[ABS|IND] uses reserved fields");
         }
         self.check_read(6)?;
-        if mode(insn.code) == BPF_IND {
-            self.check_read(insn.src)?;
-        }
+        // The load may end the program (see below).
+        self.check_resource_leak(true, "BPF_LD_[ABS|IND]")?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
         }
+        if mode(insn.code) == BPF_IND {
+            self.check_read(insn.src)?;
+        }
+        let r6 = *self.cur.reg(6);
+        self.check_ctx_ptr_off(6, &r6)?;
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
@@ -342,6 +350,18 @@ impl Env<'_> {
         let sz = size_bytes(insn.code);
         if sz < 8 {
             self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
+        }
+        // A failed load returns 0 from the whole function: in a subprogram
+        // the loaded value continues on a queued branch and this path
+        // returns 0 to the caller.
+        if self.cur.curframe() > 0 {
+            let idx = self.insn_idx;
+            self.push_stack(idx + 1, idx)?;
+            *self.cur.reg_mut(0) = Reg::known(0);
+            self.update_live_stack();
+            self.prepare_func_exit()?;
+            // The caller's loop steps past the call site.
+            self.insn_idx = self.insn_idx.wrapping_sub(1);
         }
         Ok(())
     }
@@ -397,6 +417,21 @@ impl Env<'_> {
                 }
                 if reg.ty == RegType::Mem {
                     self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                } else {
+                    // The buffer's size is checked when the program is
+                    // attached; loading only wants a constant, non-negative
+                    // offset (check_tp_buffer_access).
+                    if off < 0 {
+                        return self.err(format!(
+                            "R{regno} invalid tracepoint buffer access: off={off}, size={size}"
+                        ));
+                    }
+                    if !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                            tnum_str(&reg.v)
+                        ));
+                    }
                 }
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -444,7 +479,17 @@ impl Env<'_> {
                         tnum_str(&reg.v)
                     ));
                 }
-                if off < 0 {
+                if reg.v.smin < 0 {
+                    return self.err(format!(
+                        "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+                    ));
+                }
+                let kind = match reg.ty {
+                    RegType::Sock => SockPtr::Sock,
+                    RegType::SockCommon => SockPtr::SockCommon,
+                    _ => SockPtr::TcpSock,
+                };
+                if !sock_ptr_load_ok(kind, off, size) {
                     return self.err(format!(
                         "R{regno} invalid {} access off={off} size={size}",
                         reg.ty.name()

@@ -385,10 +385,9 @@ impl<'a> Env<'a> {
                         {
                             return self.err("BPF_CALL uses reserved fields");
                         }
-                        if self.cur.active_locks > 0
-                            && (insn.src != 0 || insn.imm != 94)
-                            && insn.src != BPF_PSEUDO_KFUNC_CALL
-                        {
+                        // Static subprograms may run under the lock (global
+                        // ones are refused at the call).
+                        if self.cur.active_locks > 0 && insn.src == 0 && insn.imm != 94 {
                             return self.err("function calls are not allowed while holding a lock");
                         }
                         if insn.src == BPF_PSEUDO_CALL {
@@ -477,7 +476,8 @@ impl<'a> Env<'a> {
                 }
             }
             self.live_end_insn();
-            self.insn_idx += 1;
+            // Wrapping: a hidden exit may have stepped back from index 0.
+            self.insn_idx = self.insn_idx.wrapping_add(1);
         }
     }
 
@@ -493,34 +493,40 @@ impl<'a> Env<'a> {
 
     pub fn check_exit_locks(&mut self) -> VResult<()> {
         let main = self.cur.curframe() == 0;
-        if self.cur.active_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region",
-            );
+        self.check_resource_leak(main, "BPF_EXIT instruction in main prog")
+    }
+
+    /// 6.18's check_resource_leak: an instruction that may leave the
+    /// program (exit, LD_ABS/IND) must not hold a lock (when `check_lock`),
+    /// references, nor an RCU or preemption region.
+    pub fn check_resource_leak(&mut self, check_lock: bool, prefix: &str) -> VResult<()> {
+        if check_lock && self.cur.active_locks > 0 {
+            return self.err(format!(
+                "{prefix} cannot be used inside bpf_spin_lock-ed region"
+            ));
         }
-        self.check_reference_leak()?;
-        // 6.18's check_resource_leak: locks, references, then RCU and
-        // preemption regions.
-        if self.cur.active_rcu_lock && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region",
-            );
+        if self.leaked_reference() {
+            return self.err(format!("{prefix} would lead to reference leak"));
         }
-        if self.cur.active_preempt_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region",
-            );
+        if check_lock && self.cur.active_rcu_lock {
+            return self.err(format!(
+                "{prefix} cannot be used inside bpf_rcu_read_lock-ed region"
+            ));
+        }
+        if check_lock && self.cur.active_preempt_locks > 0 {
+            return self.err(format!(
+                "{prefix} cannot be used inside bpf_preempt_disable-ed region"
+            ));
         }
         Ok(())
     }
 
-    pub fn check_reference_leak(&mut self) -> VResult<()> {
-        let frame = self.cur.curframe();
-        if frame > 0 && self.cur.frame().in_callback_fn {
-            return Ok(());
-        }
-        if frame > 0 {
-            return Ok(());
+    /// check_reference_leak: references still held where the main program
+    /// would end (subprogram exits hand them back to the caller); each one
+    /// is logged.
+    fn leaked_reference(&mut self) -> bool {
+        if self.cur.curframe() > 0 {
+            return false;
         }
         if let Some(r) = self
             .cur
@@ -530,8 +536,8 @@ impl<'a> Env<'a> {
         {
             let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
             self.log.line(&msg);
-            return self.err("BPF_EXIT instruction in main prog would lead to reference leak");
+            return true;
         }
-        Ok(())
+        false
     }
 }

@@ -155,7 +155,8 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         .and_then(|()| unmodelled_maps(obj, prog))
         .and_then(|()| precheck(&prog.insns))
         .and_then(|()| map_refs::resolve_map_refs(obj, prog))
-        .and_then(|()| cfg::analyze(&prog.insns, &calls));
+        .and_then(|()| cfg::analyze(&prog.insns, &calls))
+        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
@@ -351,6 +352,47 @@ fn unmodelled_maps(
             i += 1;
         }
         i += 1;
+    }
+    Ok(())
+}
+
+/// LD_ABS/IND and tail calls can leave a subprogram with a hidden
+/// `return 0` (check_btf_func, check_abnormal_return): only subprograms
+/// whose BTF says they return an integer may contain them.
+fn check_abnormal_returns(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+    subprogs: &[cfg::Subprog],
+) -> Result<(), error::VerifyError> {
+    let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
+    let btf = obj.btf.as_ref().filter(|_| !prog.func_info.is_empty());
+    for (i, sp) in subprogs.iter().enumerate().skip(1) {
+        let Some(btf) = btf else {
+            if sp.has_ld_abs {
+                return fail("LD_ABS is not allowed in subprogs without BTF");
+            }
+            if sp.has_tail_call {
+                return fail("tail_call is not allowed in subprogs without BTF");
+            }
+            continue;
+        };
+        let returns_int = prog
+            .func_info
+            .get(i)
+            .and_then(|fi| btf.type_by_id(fi.type_id))
+            .and_then(|func| btf.type_by_id(func.size_or_type))
+            .and_then(|proto| btf.skip_mods_and_typedefs(proto.size_or_type))
+            .is_some_and(|(id, t)| {
+                id != 0
+                    && ((t.kind == bpfvet_object::btf::Kind::Int && t.size_or_type <= 8)
+                        || t.kind.is_enum())
+            });
+        if !returns_int && sp.has_ld_abs {
+            return fail("LD_ABS is only allowed in functions that return 'int'.");
+        }
+        if !returns_int && sp.has_tail_call {
+            return fail("tail_call is only allowed in functions that return 'int'.");
+        }
     }
     Ok(())
 }

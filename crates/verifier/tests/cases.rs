@@ -14,6 +14,11 @@
 //!                                   (default 16), then optional map flags:
 //!                                   rdonly_prog, wronly_prog)
 //! # peak: 0                        (optional: peak_states)
+//! # func: 0 main global int int*    (optional, repeatable, one per function
+//!                                   in order: start insn, name, static |
+//!                                   global, return int | void, arguments
+//!                                   int | int* | ctx (struct __sk_buff *);
+//!                                   gives the program BTF and func_info)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
@@ -35,6 +40,7 @@ struct Case {
     states: Option<u64>,
     maps: Vec<MapDef>,
     peak: Option<u64>,
+    funcs: Vec<String>,
     text: String,
 }
 
@@ -48,6 +54,7 @@ fn parse(name: &str, src: &str) -> Case {
         states: None,
         maps: Vec::new(),
         peak: None,
+        funcs: Vec::new(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -62,6 +69,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "states" => c.states = Some(v.parse().expect("number")),
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
                     "peak" => c.peak = Some(v.parse().expect("number")),
+                    "func" => c.funcs.push(v.to_string()),
                     _ => {}
                 }
                 continue;
@@ -131,7 +139,85 @@ fn object(c: &Case) -> Object {
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.maps = c.maps.clone();
+    if !c.funcs.is_empty() {
+        let (raw, infos) = func_btf(&c.funcs);
+        obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
+        obj.btf_raw = Some(raw);
+        obj.programs[0].func_info = infos;
+    }
     obj
+}
+
+/// BTF for `# func:` lines: `int` is type 1, `int *` type 2, then a
+/// FUNC_PROTO and a FUNC per function.
+fn func_btf(funcs: &[String]) -> (Vec<u8>, Vec<bpfvet_object::FuncInfo>) {
+    let mut types: Vec<u32> = Vec::new();
+    let mut strings: Vec<u8> = vec![0];
+    let mut name = |strings: &mut Vec<u8>, n: &str| {
+        let off = strings.len() as u32;
+        strings.extend_from_slice(n.as_bytes());
+        strings.push(0);
+        off
+    };
+    let int = name(&mut strings, "int");
+    types.extend([int, 1 << 24, 4, (1 << 24) | 32]); // [1] INT int, signed 32 bits
+    types.extend([0, 2 << 24, 1]); // [2] PTR -> int
+    let skb = name(&mut strings, "__sk_buff");
+    types.extend([skb, 4 << 24, 0]); // [3] STRUCT __sk_buff, opaque
+    types.extend([0, 2 << 24, 3]); // [4] PTR -> struct __sk_buff
+    let mut next_id = 5;
+    let mut infos = Vec::new();
+    for f in funcs {
+        let w: Vec<&str> = f.split_whitespace().collect();
+        assert!(
+            w.len() >= 4,
+            "func: <insn> <name> <static|global> <int|void> [int|int*|ctx]..."
+        );
+        let ret = match w[3] {
+            "int" => 1,
+            "void" => 0,
+            other => panic!("func return {other}"),
+        };
+        let args = &w[4..];
+        types.extend([0, (13 << 24) | args.len() as u32, ret]); // FUNC_PROTO
+        for (i, a) in args.iter().enumerate() {
+            let arg_name = name(&mut strings, &format!("a{i}"));
+            let ty = match *a {
+                "int" => 1,
+                "int*" => 2,
+                "ctx" => 4,
+                other => panic!("func argument {other}"),
+            };
+            types.extend([arg_name, ty]);
+        }
+        let proto = next_id;
+        let linkage = u32::from(w[2] == "global");
+        let fname = name(&mut strings, w[1]);
+        types.extend([fname, (12 << 24) | linkage, proto]); // FUNC
+        infos.push(bpfvet_object::FuncInfo {
+            insn_off: w[0].parse().expect("func insn"),
+            type_id: proto + 1,
+            name: w[1].to_string(),
+            linkage,
+        });
+        next_id += 2;
+    }
+    let type_bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+    raw.extend_from_slice(&[1, 0]);
+    for h in [
+        24u32,
+        0,
+        type_bytes.len() as u32,
+        type_bytes.len() as u32,
+        strings.len() as u32,
+    ] {
+        raw.extend_from_slice(&h.to_le_bytes());
+    }
+    raw.extend_from_slice(&type_bytes);
+    raw.extend_from_slice(&strings);
+    (raw, infos)
 }
 
 /// The kernel's error: the log's last line that is not a statistic.
@@ -257,7 +343,7 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        let kernel = if c.maps.is_empty() {
+        let kernel = if c.maps.is_empty() && c.funcs.is_empty() {
             kernel_load(&obj)
         } else {
             kernel_load_with_maps(&obj)
