@@ -224,7 +224,11 @@ impl Env<'_> {
             RegType::MapKey => ("map key", "key_size"),
             _ => ("memory", "mem_size"),
         };
-        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)
+        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
+        if r.ty == RegType::MapValue {
+            self.check_map_fields(&r, r.off, size)?;
+        }
+        Ok(())
     }
 
     /// The key a stack pointer points at, when it is a known constant of
@@ -453,6 +457,9 @@ impl Env<'_> {
                 if r.ty != RegType::MapValue {
                     return self.arg_type_err(regno, "map_value");
                 }
+                if at.base == ArgBase::PtrToSpinLock {
+                    self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
+                }
             }
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
@@ -497,6 +504,54 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// process_spin_lock for a map value: the argument must point exactly
+    /// at the value's lock; the lock held is known by its map and by the
+    /// register id of the value (0 for a global variable's).
+    fn process_spin_lock(&mut self, regno: u8, r: &Reg, is_lock: bool) -> VResult<()> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
+            ));
+        }
+        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
+        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
+            return self.err(format!(
+                "map '{}' has to have BTF in order to use bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        }
+        let Some(lock) = crate::map_record::spin_lock(self.map_fields(r.map)).copied() else {
+            return self.err(format!(
+                "map '{}' has no valid bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        };
+        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
+        if off != lock.off as i64 {
+            return self.err(format!(
+                "off {off} doesn't point to 'struct bpf_spin_lock' that is at {}",
+                lock.off
+            ));
+        }
+        if is_lock {
+            if self.cur.active_locks > 0 {
+                return self.err("Locking two bpf_spin_locks are not allowed");
+            }
+            self.cur.active_locks = 1;
+            self.cur.lock = (r.map, r.id);
+        } else {
+            if self.cur.active_locks == 0 {
+                return self.err("bpf_spin_unlock without taking a lock");
+            }
+            if self.cur.lock != (r.map, r.id) {
+                return self.err("bpf_spin_unlock of different lock");
+            }
+            self.cur.active_locks = 0;
+            self.cur.lock = (0, 0);
+        }
+        Ok(())
+    }
+
     /// Releases a reference: every register holding it becomes invalid.
     pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
         let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
@@ -534,18 +589,6 @@ impl Env<'_> {
             self.check_arg(proto, i, &mut meta)?;
         }
         match func_id {
-            id::SPIN_LOCK => {
-                if self.cur.active_locks > 0 {
-                    return self.err("Locking two bpf_spin_locks are not allowed");
-                }
-                self.cur.active_locks += 1;
-            }
-            x if x == id::SPIN_LOCK + 1 => {
-                if self.cur.active_locks == 0 {
-                    return self.err("bpf_spin_unlock without taking a lock");
-                }
-                self.cur.active_locks -= 1;
-            }
             id::TAIL_CALL => {
                 let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
@@ -682,6 +725,11 @@ impl Env<'_> {
             });
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
+            r0.id = self.new_id();
+        } else if r0.ty == RegType::MapValue
+            && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
+        {
+            // Each looked-up value is a distinct lock.
             r0.id = self.new_id();
         }
         if helpers::classes::is_ptr_cast_function(func_id) {

@@ -276,6 +276,9 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
+        if self.cur.frames[1..].iter().any(|f| f.in_callback_fn) {
+            return self.err("cannot use BPF_LD_[ABS|IND] within callback");
+        }
         if insn.dst != 0
             || insn.off != 0
             || size_bytes(insn.code) == 8
@@ -284,11 +287,13 @@ impl Env<'_> {
             return self.err("BPF_LD_[ABS|IND] uses reserved fields");
         }
         self.check_read(6)?;
-        if mode(insn.code) == BPF_IND {
-            self.check_read(insn.src)?;
-        }
+        // The load may end the program at run time.
+        self.check_resource_leak("BPF_LD_[ABS|IND]", true)?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
+        }
+        if mode(insn.code) == BPF_IND {
+            self.check_read(insn.src)?;
         }
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
@@ -297,6 +302,22 @@ impl Env<'_> {
         let sz = size_bytes(insn.code);
         if sz < 8 {
             self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
+        }
+        Ok(())
+    }
+
+    /// The rest of check_map_access: no load, store or helper access may
+    /// touch any byte of a special field (lock, timer, ...).
+    pub fn check_map_fields(&self, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+        let lo = reg.v.smin as i128 + off as i128;
+        let hi = reg.v.umax as i128 + off as i128 + size as i128;
+        for f in self.map_fields(reg.map) {
+            if lo < (f.off as i128 + f.size as i128) && (f.off as i128) < hi {
+                return self.err(format!(
+                    "{} cannot be accessed directly by load/store",
+                    f.name
+                ));
+            }
         }
         Ok(())
     }
@@ -331,6 +352,7 @@ impl Env<'_> {
                 }
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
+                self.check_map_fields(&reg, off, size)?;
                 if access == Access::Read {
                     if let Some(d) = value {
                         let v = self.direct_map_read(&reg, off, size);

@@ -82,6 +82,8 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
+    /// Special fields of each map's value and of its inner map template.
+    pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
 }
 
 impl<'a> Env<'a> {
@@ -127,6 +129,19 @@ impl<'a> Env<'a> {
             async_cb: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
+            map_fields: obj
+                .maps
+                .iter()
+                .map(|m| {
+                    let btf = obj.btf.as_ref();
+                    [
+                        crate::map_record::map_fields(btf, m),
+                        m.inner
+                            .as_deref()
+                            .map_or_else(Vec::new, |i| crate::map_record::map_fields(btf, i)),
+                    ]
+                })
+                .collect(),
         }
     }
 
@@ -143,6 +158,11 @@ impl<'a> Env<'a> {
         } else {
             obj.maps.get(m as usize)
         }
+    }
+
+    /// The special fields of the value of `map_def(m)`.
+    pub fn map_fields(&self, m: u32) -> &'_ [crate::map_record::Field] {
+        crate::map_record::fields_of(&self.map_fields, m)
     }
 
     pub fn new_id(&mut self) -> u32 {
@@ -487,28 +507,32 @@ impl<'a> Env<'a> {
 
     pub fn check_exit_locks(&mut self) -> VResult<()> {
         let main = self.cur.curframe() == 0;
-        if self.cur.active_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region",
-            );
+        self.check_resource_leak("BPF_EXIT instruction in main prog", main)
+    }
+
+    /// 6.18's check_resource_leak: locks (when `check_lock`), references,
+    /// then RCU and preemption regions, each error naming `what`.
+    pub fn check_resource_leak(&mut self, what: &str, check_lock: bool) -> VResult<()> {
+        if self.cur.active_locks > 0 && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_spin_lock-ed region"
+            ));
         }
-        self.check_reference_leak()?;
-        // 6.18's check_resource_leak: locks, references, then RCU and
-        // preemption regions.
-        if self.cur.active_rcu_lock && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region",
-            );
+        self.check_reference_leak(what)?;
+        if self.cur.active_rcu_lock && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_rcu_read_lock-ed region"
+            ));
         }
-        if self.cur.active_preempt_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region",
-            );
+        if self.cur.active_preempt_locks > 0 && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_preempt_disable-ed region"
+            ));
         }
         Ok(())
     }
 
-    pub fn check_reference_leak(&mut self) -> VResult<()> {
+    pub fn check_reference_leak(&mut self, what: &str) -> VResult<()> {
         let frame = self.cur.curframe();
         if frame > 0 && self.cur.frame().in_callback_fn {
             return Ok(());
@@ -524,7 +548,7 @@ impl<'a> Env<'a> {
         {
             let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
             self.log.line(&msg);
-            return self.err("BPF_EXIT instruction in main prog would lead to reference leak");
+            return self.err(format!("{what} would lead to reference leak"));
         }
         Ok(())
     }

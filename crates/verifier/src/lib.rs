@@ -23,6 +23,7 @@ mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod map_record;
 mod pool;
 mod precision;
 mod prune;

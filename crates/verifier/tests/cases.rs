@@ -11,7 +11,9 @@
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
-//!                                   (default 16))
+//!                                   (default 16)); a fifth word `lock@OFF`
+//!                                   gives the value BTF with a
+//!                                   `struct bpf_spin_lock` at byte OFF
 //! # peak: 0                        (optional: peak_states)
 //! ```
 //!
@@ -72,21 +74,68 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
-/// `<type> <key size> <value size> [<max entries>]` of a `# map:` directive.
+/// `<type> <key size> <value size> [<max entries> [lock@OFF]]` of a
+/// `# map:` directive.
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
     assert!(
-        f.len() == 3 || f.len() == 4,
-        "map: <type> <key> <value> [<entries>, default 16], got {spec:?}"
+        (3..=5).contains(&f.len()),
+        "map: <type> <key> <value> [<entries>, default 16 [lock@OFF]], got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
-    MapDef::new(
+    let mut m = MapDef::new(
         &format!("map{index}"),
         MapType::from_name(f[0]).expect("known map type"),
         num(f[1]),
         num(f[2]),
         f.get(3).map_or(16, |n| num(n)),
-    )
+    );
+    if let Some(w) = f.get(4) {
+        let off = w.strip_prefix("lock@").expect("lock@OFF");
+        // Marks the map for `with_value_btf`, which assigns the type ids.
+        m.btf_value_type_id = u32::MAX - num(off);
+    }
+    m
+}
+
+/// Gives the maps marked by `map_def` a value BTF: a struct of the value's
+/// size holding a `struct bpf_spin_lock` at the given offset (ints as keys
+/// of 4 bytes).
+fn with_value_btf(obj: &mut Object) {
+    let mut types: Vec<u32> = Vec::new();
+    let strings: Vec<u8> = b"\0int\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let (int, lock, val, value, lock_m) = (1u32, 5u32, 19u32, 23u32, 29u32);
+    // [1] int, [2] struct bpf_spin_lock { int val; }
+    types.extend([int, 1 << 24, 4, (1 << 24) | 32]);
+    types.extend([lock, (4 << 24) | 1, 4, val, 1, 0]);
+    let mut next_id = 3;
+    for m in obj.maps.iter_mut().filter(|m| m.btf_value_type_id != 0) {
+        let off = u32::MAX - m.btf_value_type_id;
+        types.extend([value, (4 << 24) | 1, m.value_size, lock_m, 2, off * 8]);
+        m.btf_value_type_id = next_id;
+        m.btf_key_type_id = if m.key_size == 4 { 1 } else { 0 };
+        next_id += 1;
+    }
+    if next_id == 3 {
+        return;
+    }
+    let type_bytes: Vec<u8> = types.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+    raw.extend_from_slice(&[1, 0]);
+    for w in [
+        24u32,
+        0,
+        type_bytes.len() as u32,
+        type_bytes.len() as u32,
+        strings.len() as u32,
+    ] {
+        raw.extend_from_slice(&w.to_le_bytes());
+    }
+    raw.extend_from_slice(&type_bytes);
+    raw.extend_from_slice(&strings);
+    obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
+    obj.btf_raw = Some(raw);
 }
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
@@ -122,6 +171,7 @@ fn object(c: &Case) -> Object {
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.maps = c.maps.clone();
+    with_value_btf(&mut obj);
     obj
 }
 

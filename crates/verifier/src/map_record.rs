@@ -1,0 +1,207 @@
+//! The special fields of a map value (the kernel's `btf_record`, built by
+//! btf_parse_fields from the value's BTF when the map is created): where a
+//! value's `struct bpf_spin_lock`, `bpf_timer`, ... live. Loads and stores
+//! must not touch them, and bpf_spin_lock must be given exactly the lock.
+
+use bpfvet_object::btf::{Btf, Kind, MAX_RESOLVE_DEPTH};
+use bpfvet_object::MapDef;
+
+/// A special struct the kernel finds by name: its name (also the kernel's
+/// name for the field in messages), size and alignment.
+struct SpecialStruct {
+    name: &'static str,
+    size: u32,
+    align: u32,
+}
+
+/// The object kinds a map value may embed that are not kptrs (kptrs have
+/// their own access rules, not modelled here).
+const SPECIAL_STRUCTS: &[SpecialStruct] = &[
+    SpecialStruct {
+        name: "bpf_spin_lock",
+        size: 4,
+        align: 4,
+    },
+    SpecialStruct {
+        name: "bpf_res_spin_lock",
+        size: 8,
+        align: 8,
+    },
+    SpecialStruct {
+        name: "bpf_timer",
+        size: 16,
+        align: 8,
+    },
+    SpecialStruct {
+        name: "bpf_wq",
+        size: 16,
+        align: 8,
+    },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The struct's name, e.g. "bpf_spin_lock".
+    pub name: &'static str,
+    pub off: u32,
+    pub size: u32,
+}
+
+/// The special fields of a map's value; empty without BTF or when the
+/// kernel would not record them.
+pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
+    let (Some(btf), id) = (btf, map.btf_value_type_id) else {
+        return Vec::new();
+    };
+    if id == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let Some((_, t)) = btf.skip_mods_and_typedefs(id) else {
+        return Vec::new();
+    };
+    let ok = match t.kind {
+        Kind::Struct | Kind::Union => struct_fields(btf, t, 0, 0, &mut out),
+        Kind::Datasec => {
+            let mut ok = true;
+            for v in btf.datasec_vars(t) {
+                let Some(var) = btf.type_by_id(v.type_id) else {
+                    continue;
+                };
+                if var.kind != Kind::Var {
+                    continue;
+                }
+                ok &= field_one(btf, var.size_or_type, v.offset, v.size, 0, &mut out);
+            }
+            ok
+        }
+        _ => true,
+    };
+    // Two of a kind (or a malformed record) fail map creation: nothing the
+    // verifier would see; leave the record empty.
+    let dup = out
+        .iter()
+        .enumerate()
+        .any(|(i, f)| out[..i].iter().any(|g| g.name == f.name));
+    if !ok || dup {
+        return Vec::new();
+    }
+    out
+}
+
+fn struct_fields(
+    btf: &Btf,
+    t: &bpfvet_object::btf::BtfType,
+    base: u32,
+    level: usize,
+    out: &mut Vec<Field>,
+) -> bool {
+    let mut ok = true;
+    for m in btf.members(t) {
+        if m.bitfield_size != 0 {
+            continue;
+        }
+        if m.bit_offset % 8 != 0 {
+            return false;
+        }
+        ok &= field_one(btf, m.type_id, base + m.bit_offset / 8, 0, level, out);
+    }
+    ok
+}
+
+/// One member or variable at byte `off`; `expected_size` (non-zero for
+/// DATASEC variables) must match its size for it to count.
+fn field_one(
+    btf: &Btf,
+    type_id: u32,
+    off: u32,
+    expected_size: u32,
+    level: usize,
+    out: &mut Vec<Field>,
+) -> bool {
+    let Some((mut id, mut t)) = btf.skip_mods_and_typedefs(type_id) else {
+        return true;
+    };
+    let mut nelems: u64 = 1;
+    for _ in 0..MAX_RESOLVE_DEPTH {
+        let Some((elem, _, n)) = t.array_info().filter(|_| t.kind == Kind::Array) else {
+            break;
+        };
+        nelems = nelems.saturating_mul(n as u64);
+        match btf.skip_mods_and_typedefs(elem) {
+            Some((i, et)) => (id, t) = (i, et),
+            None => return true,
+        }
+    }
+    let _ = id;
+    if nelems == 0 || !t.kind.is_composite() {
+        return true;
+    }
+    let name = btf.name(t);
+    let special = SPECIAL_STRUCTS.iter().find(|s| s.name == name);
+    if let Some(s) = special.filter(|_| t.kind == Kind::Struct) {
+        if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
+            return true;
+        }
+        if off % s.align != 0 || t.size_or_type != s.size {
+            return true;
+        }
+        if nelems > 1 {
+            // Arrays of these fail map creation.
+            return false;
+        }
+        out.push(Field {
+            name: s.name,
+            off,
+            size: s.size,
+        });
+        return true;
+    }
+    // Nested structs are searched too, each array element in turn.
+    if expected_size != 0 && expected_size as u64 != t.size_or_type as u64 * nelems {
+        return true;
+    }
+    if level + 1 >= MAX_RESOLVE_DEPTH {
+        return false;
+    }
+    let before = out.len();
+    if !struct_fields(btf, t, off, level + 1, out) {
+        return false;
+    }
+    let inner: Vec<Field> = out[before..].to_vec();
+    for k in 1..nelems.min(u32::MAX as u64) {
+        if inner.is_empty() {
+            break;
+        }
+        let step = (t.size_or_type as u64) * k;
+        for f in &inner {
+            out.push(Field {
+                off: (f.off as u64 + step) as u32,
+                ..*f
+            });
+        }
+    }
+    true
+}
+
+/// The value's `struct bpf_spin_lock`, if it has one.
+pub fn spin_lock(fields: &[Field]) -> Option<&Field> {
+    fields.iter().find(|f| f.name == "bpf_spin_lock")
+}
+
+/// A map's name as the kernel holds it (BPF_OBJ_NAME_LEN with its NUL).
+pub fn kernel_map_name(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// The fields of map `m` (a register's `map`, possibly naming an inner
+/// map template) in the per-map table `all`.
+pub fn fields_of(all: &[[Vec<Field>; 2]], m: u32) -> &[Field] {
+    let inner = m & crate::explore::INNER_MAP != 0;
+    all.get((m & !crate::explore::INNER_MAP) as usize)
+        .map_or(&[], |f| &f[inner as usize][..])
+}
