@@ -461,6 +461,19 @@ impl Env<'_> {
                     self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
                 }
             }
+            ArgBase::PtrToPercpuBtfId => {
+                if r.ty != RegType::BtfId {
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+                }
+                if r.flags & flag::PERCPU == 0 {
+                    // bpfvet does not track which BTF pointers are percpu.
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("R{regno}: whether a BTF pointer is percpu"),
+                    ));
+                }
+            }
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
                     return self.arg_type_err(regno, "fp");
