@@ -259,9 +259,8 @@ impl Env<'_> {
                 *self.cur.reg_mut(d) = r;
             }
             BPF_PSEUDO_BTF_ID => {
-                let mut r = Reg::pointer(RegType::Mem);
-                r.flags |= flag::RDONLY;
-                *self.cur.reg_mut(d) = r;
+                *self.cur.reg_mut(d) =
+                    crate::ksym::pseudo_btf_id(self.insn_idx, insn.imm as u32, next.imm)?;
             }
             _ => return self.err("unrecognized bpf_ld_imm64 insn"),
         }

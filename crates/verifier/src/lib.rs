@@ -19,6 +19,7 @@ mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod ksym;
 mod linked_regs;
 mod liveness;
 mod log;
@@ -302,6 +303,9 @@ fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
             }
             if ins.src > 6 {
                 return err(i, "unrecognized bpf_ld_imm64 insn");
+            }
+            if ins.src == BPF_PSEUDO_BTF_ID {
+                ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
             }
             i += 2;
             continue;

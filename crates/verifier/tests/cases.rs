@@ -140,7 +140,8 @@ fn with_value_btf(obj: &mut Object) {
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
 /// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
-/// valid on a kernel build that numbers its types differently.
+/// valid on a kernel build that numbers its types differently; likewise a
+/// variable written `btf_id[name]` in an ldimm64.
 fn resolve_kfunc_ids(text: &str) -> String {
     let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
         .ok()
@@ -159,6 +160,13 @@ fn resolve_kfunc_ids(text: &str) -> String {
                 btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
                     .map(|id| format!("call {name}#{id}"))
             });
+        // `btf_id[name]` names a variable of vmlinux BTF.
+        let resolved = resolved.or_else(|| {
+            let (head, rest) = line.split_once("btf_id[")?;
+            let (name, tail) = rest.split_once(']')?;
+            let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Var)?;
+            Some(format!("{head}btf_id[{id}]{tail}"))
+        });
         out.push_str(resolved.as_deref().unwrap_or(line));
         out.push('\n');
     }
