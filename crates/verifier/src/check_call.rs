@@ -782,6 +782,9 @@ impl Env<'_> {
             return self.err("callback function not static");
         };
         let start = sp.start;
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
+        }
         let idx = self.insn_idx;
         let caller_regs = self.cur.frame().regs;
         let frameno = self.cur.frames.len() as u32;
@@ -838,6 +841,9 @@ impl Env<'_> {
         let start = sp.start;
         if let Some(a) = self.async_cb.get_mut(subprog as usize) {
             *a = true;
+        }
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
         }
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
@@ -1080,6 +1086,7 @@ impl Env<'_> {
     /// calls (a callback is entered where its address is taken); an async
     /// callback runs on a stack of its own, so it starts a chain instead.
     pub fn check_max_stack_depth(&self) -> VResult<()> {
+        self.check_exception_rules()?;
         let subs = &self.cfg.subprogs;
         let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];

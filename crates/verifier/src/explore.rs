@@ -82,6 +82,10 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
+    /// Subprograms entered as callbacks of helpers or timers.
+    pub is_cb: Vec<bool>,
+    /// The exception callback the program names, if any.
+    pub exception_cb: Option<usize>,
     /// Special fields of each map's value and of its inner map template.
     pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
 }
@@ -129,6 +133,8 @@ impl<'a> Env<'a> {
             async_cb: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
+            is_cb: vec![false; nsub],
+            exception_cb: crate::exception::exception_callback(obj.btf.as_ref(), prog),
             map_fields: obj
                 .maps
                 .iter()

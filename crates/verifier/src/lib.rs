@@ -14,6 +14,7 @@ pub mod ctx;
 mod ctx_glue;
 mod dynptr;
 mod error;
+mod exception;
 mod explore;
 mod global_func;
 pub mod helpers;
