@@ -152,7 +152,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         }
     };
     let result = unmodelled_prog_type(prog)
-        .and_then(|()| precheck(&prog.insns))
+        .and_then(|()| precheck(obj, prog))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,
@@ -283,8 +283,12 @@ fn unmodelled_prog_type(prog: &bpfvet_object::Program) -> Result<(), error::Veri
 
 /// Checks the kernel makes on the raw stream before building the CFG
 /// (resolve_pseudo_ldimm64 and the opcode check).
-fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
+fn precheck(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
     use bpfvet_isa::opcode::*;
+    let insns = &prog.insns;
     let err = |i: usize, m: &str| Err(error::VerifyError::new(Some(i), m.to_string()));
     let mut i = 0;
     while i < insns.len() {
@@ -307,6 +311,19 @@ fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
             }
             if ins.src == BPF_PSEUDO_BTF_ID {
                 ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+            }
+            let map_ref = matches!(
+                ins.src,
+                BPF_PSEUDO_MAP_FD
+                    | BPF_PSEUDO_MAP_VALUE
+                    | BPF_PSEUDO_MAP_IDX
+                    | BPF_PSEUDO_MAP_IDX_VALUE
+            );
+            if let Some(map) = obj.maps.get(ins.imm as u32 as usize).filter(|_| map_ref) {
+                let fields = map_record::map_fields(obj.btf.as_ref(), map);
+                if let Some(m) = map_record::prog_compat_error(&fields, prog.prog_type) {
+                    return err(i, m);
+                }
             }
             i += 2;
             continue;
