@@ -225,7 +225,7 @@ impl Env<'_> {
             _ => ("memory", "mem_size"),
         };
         self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
-        if r.ty == RegType::MapValue {
+        if r.ty == RegType::MapValue && !self.in_kfunc_mem_arg {
             self.check_map_fields(&r, r.off, size)?;
         }
         Ok(())

@@ -86,6 +86,11 @@ pub struct Env<'a> {
     pub is_cb: Vec<bool>,
     /// The exception callback the program names, if any.
     pub exception_cb: Option<usize>,
+    /// Set while a kfunc's pointer argument is checked as memory. The
+    /// kernel gives arguments naming a list head, rb root, node or lock
+    /// kinds of their own, which bpfvet checks as memory: the value's
+    /// special fields are not held against them.
+    pub in_kfunc_mem_arg: bool,
     /// Special fields of each map's value and of its inner map template.
     pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
 }
@@ -134,6 +139,7 @@ impl<'a> Env<'a> {
             scc: Default::default(),
             precise_marks: 0,
             is_cb: vec![false; nsub],
+            in_kfunc_mem_arg: false,
             exception_cb: crate::exception::exception_callback(obj.btf.as_ref(), prog),
             map_fields: obj
                 .maps

@@ -12,6 +12,9 @@ struct SpecialStruct {
     name: &'static str,
     size: u32,
     align: u32,
+    /// At most one per value (a second, or an array of them, fails map
+    /// creation); graph roots may repeat.
+    unique: bool,
 }
 
 /// The object kinds a map value may embed that are not kptrs (kptrs have
@@ -21,33 +24,43 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         name: "bpf_spin_lock",
         size: 4,
         align: 4,
+        unique: true,
     },
     SpecialStruct {
         name: "bpf_res_spin_lock",
         size: 8,
         align: 8,
+        unique: true,
     },
     SpecialStruct {
         name: "bpf_timer",
         size: 16,
         align: 8,
+        unique: true,
     },
     SpecialStruct {
         name: "bpf_wq",
         size: 16,
         align: 8,
+        unique: true,
     },
     SpecialStruct {
         name: "bpf_list_head",
         size: 16,
         align: 8,
+        unique: false,
     },
     SpecialStruct {
         name: "bpf_rb_root",
         size: 16,
         align: 8,
+        unique: false,
     },
 ];
+
+/// The kernel's BTF_FIELDS_MAX: a value with more special fields fails
+/// map creation.
+const FIELDS_MAX: usize = 11;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
@@ -71,7 +84,8 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
         return Vec::new();
     };
     let ok = match t.kind {
-        Kind::Struct | Kind::Union => struct_fields(btf, t, 0, 0, &mut out),
+        // Unions are not searched (the kernel's __btf_type_is_struct).
+        Kind::Struct => struct_fields(btf, t, 0, 0, &mut out),
         Kind::Datasec => {
             let mut ok = true;
             for v in btf.datasec_vars(t) {
@@ -92,7 +106,7 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
     let dup = out
         .iter()
         .enumerate()
-        .any(|(i, f)| out[..i].iter().any(|g| g.name == f.name));
+        .any(|(i, f)| is_unique(f.name) && out[..i].iter().any(|g| g.name == f.name));
     if !ok || dup {
         return Vec::new();
     }
@@ -144,27 +158,31 @@ fn field_one(
         }
     }
     let _ = id;
-    if nelems == 0 || !t.kind.is_composite() {
+    if nelems == 0 || t.kind != Kind::Struct {
         return true;
     }
     let name = btf.name(t);
-    let special = SPECIAL_STRUCTS.iter().find(|s| s.name == name);
-    if let Some(s) = special.filter(|_| t.kind == Kind::Struct) {
+    if let Some(s) = SPECIAL_STRUCTS.iter().find(|s| s.name == name) {
         if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
             return true;
         }
         if off % s.align != 0 || t.size_or_type != s.size {
             return true;
         }
-        if nelems > 1 {
+        if nelems > 1 && s.unique {
             // Arrays of these fail map creation.
             return false;
         }
-        out.push(Field {
-            name: s.name,
-            off,
-            size: s.size,
-        });
+        for k in 0..nelems {
+            if out.len() >= FIELDS_MAX {
+                return false;
+            }
+            out.push(Field {
+                name: s.name,
+                off: (off as u64 + k * s.size as u64) as u32,
+                size: s.size,
+            });
+        }
         return true;
     }
     // Nested structs are searched too, each array element in turn.
@@ -184,6 +202,9 @@ fn field_one(
             break;
         }
         let step = (t.size_or_type as u64) * k;
+        if out.len() + inner.len() > FIELDS_MAX {
+            return false;
+        }
         for f in &inner {
             out.push(Field {
                 off: (f.off as u64 + step) as u32,
@@ -192,6 +213,10 @@ fn field_one(
         }
     }
     true
+}
+
+fn is_unique(name: &str) -> bool {
+    SPECIAL_STRUCTS.iter().any(|s| s.name == name && s.unique)
 }
 
 /// The value's `struct bpf_spin_lock`, if it has one.
@@ -247,4 +272,67 @@ pub fn prog_compat_error(
         return Some("tracing progs cannot use bpf_wq yet");
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpfvet_isa::uapi::MapType;
+
+    /// [1] int, [2] bpf_spin_lock, [3] bpf_rb_root, then `values`: structs
+    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union).
+    fn btf(values: &[(u32, &[(u32, u32)])]) -> Btf {
+        let strings = b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0";
+        let (int, lock, root, v, m) = (1u32, 5u32, 19u32, 31u32, 33u32);
+        let mut t: Vec<u32> = Vec::new();
+        t.extend([int, 1 << 24, 4, (1 << 24) | 32]);
+        t.extend([lock, (4 << 24) | 1, 4, m, 1, 0]);
+        t.extend([root, (4 << 24) | 1, 16, m, 1, 0]);
+        for (kind, members) in values {
+            t.extend([v, (kind << 24) | members.len() as u32, 64]);
+            for (ty, off) in *members {
+                t.extend([m, *ty, off * 8]);
+            }
+        }
+        let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        for w in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(&types);
+        raw.extend_from_slice(strings);
+        Btf::from_bytes(&raw).expect("BTF")
+    }
+
+    fn fields(b: &Btf, value_type: u32) -> Vec<Field> {
+        let mut m = MapDef::new("m", MapType::ARRAY, 4, 64, 1);
+        m.btf_value_type_id = value_type;
+        map_fields(Some(b), &m)
+    }
+
+    #[test]
+    fn graph_roots_may_repeat_but_locks_may_not() {
+        let b = btf(&[
+            (4, &[(3, 0), (3, 16), (2, 32)]),
+            (4, &[(2, 0), (2, 8)]),
+            (5, &[(2, 0)]),
+            (4, &[(1, 0), (6, 8)]),
+        ]);
+        let f = fields(&b, 4);
+        assert_eq!(f.len(), 3);
+        assert_eq!(spin_lock(&f).map(|l| l.off), Some(32));
+        // Two locks fail map creation: no record.
+        assert!(fields(&b, 5).is_empty());
+        // A union is not searched, even nested in a struct.
+        assert!(fields(&b, 6).is_empty());
+        assert!(fields(&b, 7).is_empty());
+    }
 }
