@@ -897,6 +897,20 @@ impl Env<'_> {
             ));
         }
         if self.is_global(sub) {
+            // Only static functions may run with a lock held or with
+            // preemption off: a global one is verified without either.
+            let held = if self.cur.active_locks > 0 {
+                Some("while holding a lock")
+            } else if self.cur.active_preempt_locks > 0 {
+                Some("with preemption disabled")
+            } else {
+                None
+            };
+            if let Some(held) = held {
+                self.log
+                    .line(&format!("global function calls are not allowed {held},"));
+                return self.err("use static function instead");
+            }
             // Verified on its own; the caller sees an unknown scalar.
             self.check_global_call_args(sub)?;
             if self.log.level >= 1 {

@@ -411,11 +411,8 @@ impl<'a> Env<'a> {
                         {
                             return self.err("BPF_CALL uses reserved fields");
                         }
-                        if self.cur.active_locks > 0
-                            && (insn.src != 0 || insn.imm != 94)
-                            && insn.src != BPF_PSEUDO_KFUNC_CALL
-                        {
-                            return self.err("function calls are not allowed while holding a lock");
+                        if self.cur.active_locks > 0 {
+                            self.check_call_under_lock(&insn)?;
                         }
                         if insn.src == BPF_PSEUDO_CALL {
                             let depth = self.cur.frames.len();
@@ -515,6 +512,34 @@ impl<'a> Env<'a> {
         self.update_branch_counts(parent)?;
         self.update_live_stack();
         Ok(self.pop_stack())
+    }
+
+    /// While a bpf_spin_lock is held only bpf_spin_unlock, bpf-to-bpf
+    /// calls (global ones are refused at the call) and the kfuncs of
+    /// SPIN_LOCK_ALLOWED may be called.
+    fn check_call_under_lock(&self, insn: &Insn) -> VResult<()> {
+        use crate::helpers::kfuncs::{SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
+        let allowed = match insn.src {
+            0 => insn.imm as u32 == crate::helpers::ids::id::SPIN_LOCK + 1,
+            BPF_PSEUDO_KFUNC_CALL => {
+                let name = crate::btf_walk::vmlinux()
+                    .filter(|_| insn.off == 0)
+                    .map(|b| b.name_of(insn.imm as u32))
+                    .unwrap_or("");
+                if SPIN_LOCK_UNCERTAIN.contains(&name) {
+                    return Err(VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("whether {name} may be called while holding a bpf_spin_lock"),
+                    ));
+                }
+                SPIN_LOCK_ALLOWED.contains(&name)
+            }
+            _ => true,
+        };
+        if allowed {
+            return Ok(());
+        }
+        self.err("function calls are not allowed while holding a lock")
     }
 
     pub fn check_exit_locks(&mut self) -> VResult<()> {
