@@ -980,17 +980,18 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// The program's return value must be a scalar in the type's range.
-    pub fn check_return_code(&mut self) -> VResult<()> {
-        self.check_read(0)?;
-        let r0 = *self.cur.reg(0);
+    /// The program's return value (`regno`: r0 at exit, r1 for the cookie
+    /// of bpf_throw) must be a scalar in the type's range.
+    pub fn check_return_code(&mut self, regno: u8) -> VResult<()> {
+        self.check_read(regno)?;
+        let r0 = *self.cur.reg(regno);
         let frame = self.cur.frame();
         let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
         if frame.subprogno != 0 && async_ret.is_none() {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
-                    "At subprogram exit the register R0 is not a scalar value ({})",
+                    "At subprogram exit the register R{regno} is not a scalar value ({})",
                     r0.type_str()
                 ));
             }
@@ -1018,11 +1019,11 @@ impl Env<'_> {
         };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
-                "{exit_ctx} the register R0 is not a known value ({})",
+                "{exit_ctx} the register R{regno} is not a known value ({})",
                 r0.type_str()
             ));
         }
-        self.mark_chain_precision(0)?;
+        self.mark_chain_precision(regno)?;
         let (smin, smax) = if subreg {
             (r0.v.s32_min as i64, r0.v.s32_max as i64)
         } else {
@@ -1048,7 +1049,7 @@ impl Env<'_> {
             };
             return self.err(crate::ctx::retval::return_range_message(
                 exit_ctx,
-                "R0",
+                &format!("R{regno}"),
                 smin,
                 smax,
                 (lo, hi),

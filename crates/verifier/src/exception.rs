@@ -27,7 +27,7 @@ pub fn exception_callback(btf: Option<&bpfvet_object::btf::Btf>, prog: &Program)
         .filter(|&k| k > 0)
 }
 
-fn is_bpf_throw(ins: &Insn) -> bool {
+pub fn is_bpf_throw(ins: &Insn) -> bool {
     ins.src == BPF_PSEUDO_KFUNC_CALL
         && ins.off == 0
         && crate::btf_walk::vmlinux().is_some_and(|b| b.name_of(ins.imm as u32) == "bpf_throw")

@@ -423,7 +423,25 @@ impl<'a> Env<'a> {
                             }
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
+                            let throw = crate::exception::is_bpf_throw(&insn);
+                            if throw && self.exception_cb.is_none() {
+                                // The default callback returns the cookie
+                                // as the program's return value.
+                                self.check_return_code(1)?;
+                            }
                             self.check_kfunc_call(&insn)?;
+                            if throw {
+                                // The program unwinds: this path ends here,
+                                // holding nothing.
+                                self.check_resource_leak_at("bpf_throw", true, true)?;
+                                self.live_end_insn();
+                                if !self.finish_path()? {
+                                    return Ok(());
+                                }
+                                prev_insn_idx = self.prev_insn_idx;
+                                do_print_state = true;
+                                continue;
+                            }
                         } else {
                             if let Some(next) = self.check_helper_call(&insn)? {
                                 // A callback frame was entered.
@@ -469,7 +487,7 @@ impl<'a> Env<'a> {
                             do_print_state = true;
                             continue;
                         }
-                        self.check_return_code()?;
+                        self.check_return_code(0)?;
                         self.live_end_insn();
                         if !self.finish_path()? {
                             return Ok(());
@@ -550,12 +568,23 @@ impl<'a> Env<'a> {
     /// 6.18's check_resource_leak: locks (when `check_lock`), references,
     /// then RCU and preemption regions, each error naming `what`.
     pub fn check_resource_leak(&mut self, what: &str, check_lock: bool) -> VResult<()> {
+        self.check_resource_leak_at(what, check_lock, false)
+    }
+
+    /// check_resource_leak; an exception exit (bpf_throw) leaves every
+    /// frame, so every frame's references count.
+    pub fn check_resource_leak_at(
+        &mut self,
+        what: &str,
+        check_lock: bool,
+        exception_exit: bool,
+    ) -> VResult<()> {
         if self.cur.active_locks > 0 && check_lock {
             return self.err(format!(
                 "{what} cannot be used inside bpf_spin_lock-ed region"
             ));
         }
-        self.check_reference_leak(what)?;
+        self.check_reference_leak(what, exception_exit)?;
         if self.cur.active_rcu_lock && check_lock {
             return self.err(format!(
                 "{what} cannot be used inside bpf_rcu_read_lock-ed region"
@@ -569,12 +598,8 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
-    pub fn check_reference_leak(&mut self, what: &str) -> VResult<()> {
-        let frame = self.cur.curframe();
-        if frame > 0 && self.cur.frame().in_callback_fn {
-            return Ok(());
-        }
-        if frame > 0 {
+    pub fn check_reference_leak(&mut self, what: &str, exception_exit: bool) -> VResult<()> {
+        if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());
         }
         if let Some(r) = self
