@@ -987,7 +987,9 @@ impl Env<'_> {
         let r0 = *self.cur.reg(regno);
         let frame = self.cur.frame();
         let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
-        if frame.subprogno != 0 && async_ret.is_none() {
+        // The exception callback's return value is the program's.
+        let exception_cb = self.exception_cb == Some(frame.subprogno as usize);
+        if frame.subprogno != 0 && async_ret.is_none() && !exception_cb {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
@@ -1133,7 +1135,9 @@ impl Env<'_> {
         // first (highest index first, as the kernel walks them); recursion
         // is impossible (checked by the exploration's frame limit), but cap
         // the walk anyway.
-        let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
+        let roots = (0..subs.len())
+            .rev()
+            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
         for root in roots {
             self.walk_stack_depth(root, &callees, &frame)?;
         }

@@ -11,20 +11,55 @@ use bpfvet_isa::Insn;
 use bpfvet_object::btf::Kind;
 use bpfvet_object::Program;
 
-/// Subprogram index of the exception callback `prog` names, if any.
-pub fn exception_callback(btf: Option<&bpfvet_object::btf::Btf>, prog: &Program) -> Option<usize> {
-    let btf = btf?;
-    let main = prog.func_info.first()?.type_id;
-    let name = btf.ids().find_map(|id| {
+/// The first instruction of the exception callback `prog` names with an
+/// `exception_callback:<name>` decl tag on its main function, or the
+/// kernel's error (bpf_find_exception_callback_insn_off).
+pub fn exception_callback_insn(
+    btf: Option<&bpfvet_object::btf::Btf>,
+    prog: &Program,
+) -> Result<Option<usize>, VerifyError> {
+    let (Some(btf), Some(main)) = (btf, prog.func_info.first()) else {
+        return Ok(None);
+    };
+    let err = |m: String| Err(VerifyError::new(None, m));
+    if btf.type_by_id(main.type_id).is_none() {
+        return err("invalid btf id for main subprog in func_info".into());
+    }
+    let mut names = btf.ids().filter_map(|id| {
         let t = btf.type_by_id(id)?;
-        (t.kind == Kind::DeclTag && t.size_or_type == main && t.decl_tag_component() == Some(-1))
-            .then(|| btf.name(t).strip_prefix("exception_callback:"))
-            .flatten()
-    })?;
-    prog.func_info
-        .iter()
-        .position(|f| f.name == name)
-        .filter(|&k| k > 0)
+        (t.kind == Kind::DeclTag
+            && t.size_or_type == main.type_id
+            && t.decl_tag_component() == Some(-1))
+        .then(|| btf.name(t).strip_prefix("exception_callback:"))
+        .flatten()
+    });
+    let Some(name) = names.next() else {
+        return Ok(None);
+    };
+    if names.next().is_some() {
+        return err("multiple exception callback tags for main subprog".into());
+    }
+    let Some(id) = btf.find_by_name_kind(name, Kind::Func) else {
+        return err(format!(
+            "exception callback '{name}' could not be found in BTF"
+        ));
+    };
+    if btf.type_by_id(id).map(|t| t.linkage()) != Some(bpfvet_object::btf::BTF_FUNC_GLOBAL) {
+        return err(format!(
+            "exception callback '{name}' must have global linkage"
+        ));
+    }
+    let mut insn = None;
+    for f in prog.func_info.iter().filter(|f| f.type_id == id) {
+        if f.insn_off == 0 {
+            return err("invalid exception callback insn_off in func_info: 0".into());
+        }
+        insn = Some(f.insn_off as usize);
+    }
+    match insn {
+        Some(i) => Ok(Some(i)),
+        None => err("exception callback type id not found in func_info".into()),
+    }
 }
 
 pub fn is_bpf_throw(ins: &Insn) -> bool {
@@ -114,8 +149,8 @@ mod tests {
     use bpfvet_object::btf::{Btf, Kind};
     use bpfvet_object::{FuncInfo, Object};
 
-    /// BTF for `main`, `cb` (static) and `exc_cb` (global), every one
-    /// `int f(void)`, and main naming `exc_cb` its exception callback.
+    /// BTF for `int main(void)`, `static int cb(void)` and
+    /// `int exc_cb(int)`, main naming `exc_cb` its exception callback.
     fn btf() -> (Vec<u8>, [u32; 3]) {
         let strings = b"\0int\0main\0cb\0exc_cb\0exception_callback:exc_cb\0";
         let (int, main, cb, exc, tag) = (1u32, 5u32, 10u32, 13u32, 20u32);
@@ -124,8 +159,9 @@ mod tests {
         t.extend([0, 13 << 24, 1]); // [2] int (void)
         t.extend([main, (12 << 24) | 1, 2]); // [3] global main
         t.extend([cb, 12 << 24, 2]); // [4] static cb
-        t.extend([exc, (12 << 24) | 1, 2]); // [5] global exc_cb
+        t.extend([exc, (12 << 24) | 1, 7]); // [5] global exc_cb
         t.extend([tag, 17 << 24, 3, u32::MAX]); // [6] decl tag on main
+        t.extend([0, (13 << 24) | 1, 1, 0, 1]); // [7] int (int)
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
         let mut raw = Vec::new();
         raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
@@ -179,8 +215,9 @@ mod tests {
     #[test]
     fn bpf_throw_in_a_loop_callback_is_rejected() {
         let text = "r1 = 1\nr2 = func[6]\nr3 = 0\nr4 = 0\ncall bpf_loop#181\nr0 = 0\nexit\n\
-                    r1 = 0\ncall bpf_throw#THROW\nr0 = 0\nexit\n";
-        let Some(e) = error(verify(text, &[(0, 0), (1, 8)])) else {
+                    r1 = 0\ncall bpf_throw#THROW\nr0 = 0\nexit\n\
+                    r0 = r1\nexit\n";
+        let Some(e) = error(verify(text, &[(0, 0), (1, 8), (2, 12)])) else {
             return; // no host vmlinux BTF
         };
         assert_eq!(
@@ -190,11 +227,25 @@ mod tests {
     }
 
     #[test]
-    fn calling_the_exception_callback_is_rejected() {
-        let text = "call pc+2\nr0 = 0\nexit\nr0 = 0\nexit\n";
-        let Some(e) = error(verify(text, &[(0, 0), (2, 3)])) else {
+    fn the_exception_callback_is_verified_with_the_program() {
+        // exc_cb's return value is the program's: a tc program may return
+        // anything, so only reading r1 (the cookie) is checked here.
+        let text = "r0 = 0\nexit\nr0 = r1\nexit\n";
+        let Some(v) = verify(text, &[(0, 0), (2, 2)]) else {
             return;
         };
-        assert_eq!(e, "insn 0 cannot call exception cb directly");
+        assert_eq!(v, crate::Verdict::Accepted);
+        let text = "r0 = 0\nexit\nr0 = r2\nexit\n";
+        let e = error(verify(text, &[(0, 0), (2, 2)])).expect("verified");
+        assert_eq!(e, "R2 !read_ok");
+    }
+
+    #[test]
+    fn calling_the_exception_callback_is_rejected() {
+        let text = "r1 = 0\ncall pc+2\nr0 = 0\nexit\nr0 = r1\nexit\n";
+        let Some(e) = error(verify(text, &[(0, 0), (2, 4)])) else {
+            return;
+        };
+        assert_eq!(e, "insn 1 cannot call exception cb directly");
     }
 }

@@ -99,6 +99,10 @@ impl<'a> Env<'a> {
     pub fn new(obj: &'a Object, prog: &'a Program, opts: &'a Options, cfg: Cfg) -> Env<'a> {
         let n = prog.insns.len();
         let nsub = cfg.subprogs.len();
+        let exception_cb = crate::exception::exception_callback_insn(obj.btf.as_ref(), prog)
+            .ok()
+            .flatten()
+            .and_then(|i| cfg.subprog_at(i));
         Env {
             obj,
             prog,
@@ -140,7 +144,7 @@ impl<'a> Env<'a> {
             precise_marks: 0,
             is_cb: vec![false; nsub],
             in_kfunc_mem_arg: false,
-            exception_cb: crate::exception::exception_callback(obj.btf.as_ref(), prog),
+            exception_cb,
             map_fields: obj
                 .maps
                 .iter()

@@ -124,9 +124,42 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The exception callback returns a scalar and takes one integer (the
+    /// cookie bpf_throw was given).
+    fn check_exception_cb_signature(&self, k: usize, name: &str) -> VResult<()> {
+        let ret_scalar = (|| {
+            let btf = self.obj.btf.as_ref()?;
+            let func = btf.type_by_id(self.prog.func_info.get(k)?.type_id)?;
+            let proto = btf.type_by_id(func.size_or_type)?;
+            let (_, ret) = btf.skip_mods_and_typedefs(proto.size_or_type)?;
+            Some(proto.size_or_type != 0 && (ret.kind == Kind::Int || ret.kind.is_enum()))
+        })();
+        if ret_scalar == Some(false) {
+            return Err(crate::error::VerifyError::new(
+                None,
+                format!(
+                    "Global function {name}() doesn't return scalar. Only those are supported."
+                ),
+            ));
+        }
+        if self.global_args(k) != [ArgKind::Scalar] {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "exception cb only supports single integer argument".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Verifies every global function the main program called, each from
     /// a fresh state.
     pub fn check_global_subprogs(&mut self) -> VResult<()> {
+        // The exception callback is presumed called.
+        if let Some(ex) = self.exception_cb {
+            if let Some(c) = self.called_global.get_mut(ex) {
+                *c = true;
+            }
+        }
         let mut k = 1;
         while k < self.called_global.len() {
             if !self.called_global[k] || self.verified_global[k] {
@@ -159,6 +192,9 @@ impl Env<'_> {
                 self.log.line(&format!("Validating {name}() func#{k}..."));
             }
             self.insn_idx = self.cfg.subprogs[k].start;
+            if self.exception_cb == Some(k) {
+                self.check_exception_cb_signature(k, &name)?;
+            }
             self.do_check()?;
             self.log.pass_verified();
             if self.log.level >= 1 {

@@ -152,8 +152,9 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         }
     };
     let result = unmodelled_prog_type(prog)
-        .and_then(|()| precheck(obj, prog))
-        .and_then(|()| cfg::analyze(&prog.insns, &calls));
+        .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|ex| precheck(obj, prog).map(|()| ex))
+        .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
