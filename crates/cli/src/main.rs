@@ -8,6 +8,7 @@ mod cmd_bench;
 mod cmd_conformance;
 mod cmd_dump;
 mod cmd_run;
+mod cmd_test;
 mod cmd_verify;
 
 #[derive(Parser)]
@@ -27,6 +28,9 @@ enum Command {
     Dump(cmd_dump::Args),
     /// Verify programs (veristat-compatible output, A/B comparison).
     Verify(cmd_verify::Args),
+    /// Check the kernel selftests' annotated tests (__success, __failure,
+    /// __msg, __retval, ...) as their test_loader does.
+    Test(cmd_test::Args),
     /// Run a program with BPF_PROG_TEST_RUN semantics.
     Run(cmd_run::Args),
     /// Benchmarks (maps, runtime).
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => cmd_dump::run(a),
         Command::Verify(a) => cmd_verify::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Test(a) => cmd_test::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::ConformancePlugin(a) => cmd_conformance::run(a),
     };

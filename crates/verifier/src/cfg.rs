@@ -24,6 +24,9 @@ pub struct Subprog {
     pub end: usize,
     pub has_tail_call: bool,
     pub has_ld_abs: bool,
+    /// It, or a function it calls, calls a helper that may move packet
+    /// data: callers of a global one lose their packet pointers.
+    pub changes_pkt_data: bool,
 }
 
 /// Per-instruction marks.
@@ -114,6 +117,9 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
             if class(code) == BPF_LD && (mode(code) == BPF_ABS || mode(code) == BPF_IND) {
                 sp.has_ld_abs = true;
             }
+            if is_helper_call(&ins) && crate::helpers::classes::changes_pkt_data(ins.imm as u32) {
+                sp.changes_pkt_data = true;
+            }
             let is_jmp = class(code) == BPF_JMP || class(code) == BPF_JMP32;
             if is_jmp && op(code) != BPF_EXIT && op(code) != BPF_CALL {
                 let off = if code == BPF_JMP32 | BPF_JA {
@@ -136,6 +142,34 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
         }
     }
     Ok(())
+}
+
+/// A caller changes packet data when a function it calls does (the
+/// kernel merges the marks along its CFG walk; a fixpoint gives the same).
+fn merge_callee_effects(insns: &[Insn], subs: &mut [Subprog]) {
+    // (caller, callee) for every bpf-to-bpf call.
+    let mut edges = Vec::new();
+    for (k, sp) in subs.iter().enumerate() {
+        for (i, ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
+            if !is_pseudo_call(ins) {
+                continue;
+            }
+            let t = i as i64 + ins.imm as i64 + 1;
+            if let Ok(c) = subs.binary_search_by(|s| (s.start as i64).cmp(&t)) {
+                edges.push((k, c));
+            }
+        }
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &(caller, callee) in &edges {
+            if subs[callee].changes_pkt_data && !subs[caller].changes_pkt_data {
+                subs[caller].changes_pkt_data = true;
+                changed = true;
+            }
+        }
+    }
 }
 
 const DISCOVERED: u8 = 0x10;
@@ -284,6 +318,7 @@ pub fn analyze(
     }
     let mut subprogs = find_subprogs(insns, exception_cb)?;
     check_subprogs(insns, &mut subprogs)?;
+    merge_callee_effects(insns, &mut subprogs);
     let n = insns.len();
     let mut w = Walk {
         insns,

@@ -12,11 +12,6 @@ use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
 use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
-/// Helpers after which every packet pointer is invalid.
-const CHANGES_PKT_DATA: [u32; 24] = [
-    9, 10, 11, 13, 18, 19, 31, 32, 38, 39, 43, 44, 50, 54, 65, 73, 74, 75, 76, 77, 89, 90, 91, 136,
-];
-
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
 
@@ -63,19 +58,27 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
-        if size == 0 && zero_ok {
+        // Even an empty stack range must lie in the frame, and a variable
+        // one must be initialised over the offsets it may start at.
+        if size == 0 && zero_ok && r.ty != RegType::Stack {
             return Ok(());
         }
         match r.ty {
             RegType::Stack => {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
-                if off < -512 || max + size as i64 > 0 || size > 512 {
-                    // Helpers name the direction of their access (6.18).
-                    let what = match access {
-                        Access::Read => "read from",
-                        Access::Write => "write to",
-                    };
+                // Helpers name the direction of their access (6.18).
+                let what = match access {
+                    Access::Read => "read from",
+                    Access::Write => "write to",
+                };
+                if !r.v.is_const() && (r.v.smax >= crate::check_alu::MAX_VAR_OFF
+                        || r.v.smin <= -crate::check_alu::MAX_VAR_OFF) {
+                    return self.err(format!(
+                        "invalid unbounded variable-offset {what} stack R{regno}"
+                    ));
+                }
+                if off < -512 || off >= 0 || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"
@@ -136,12 +139,27 @@ impl Env<'_> {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
                 let sz = size as u32;
-                let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
-                if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
+                match r.ty {
+                    RegType::MapKey if access == Access::Write => {
+                        return self.err(format!("R{regno} cannot write into map_key"));
+                    }
+                    RegType::Mem if access == Access::Write && r.flags & flag::RDONLY != 0 => {
+                        return self.err(format!("R{regno} cannot write into {}", r.type_str()));
+                    }
+                    RegType::MapValue => self.check_map_access_type(r.map, r.off, sz, access)?,
+                    _ => {}
+                }
+                if r.ty == RegType::Ctx {
+                    if crate::ctx::ctx_access_rewritten(self.prog_type) {
+                        return self.err(format!("R{regno} type=ctx expected=fp"));
+                    }
+                    return self.check_mem_access(regno, sz as i32 - 1, 1, access, None, false);
+                }
+                if r.ty == RegType::BtfId {
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
-                self.check_span(regno, sz, a)
+                self.check_span(regno, sz)
             }
             RegType::Scalar if r.is_null_const() => {
                 self.err(format!("R{regno} type=scalar expected=fp"))
@@ -153,59 +171,12 @@ impl Env<'_> {
         }
     }
 
-    fn check_span(&mut self, regno: u8, size: u32, access: Access) -> VResult<()> {
-        // Reuse the load/store rules with a scratch destination: r0 is
-        // about to be overwritten by the call anyway.
-        let saved = *self.cur.reg(0);
-        let r = *self.cur.reg(regno);
-        let res = if matches!(
-            r.ty,
-            RegType::Packet
-                | RegType::PacketMeta
-                | RegType::MapValue
-                | RegType::MapKey
-                | RegType::Mem
-        ) {
-            let mut rr = r;
-            rr.off = 0;
-            let _ = rr;
-            let value = if access == Access::Read {
-                Some(0u8)
-            } else {
-                None
-            };
-            let mut res = Ok(());
-            if size > 0 {
-                res = self.check_mem_access_span(regno, size, access, value);
-            }
-            res
-        } else {
-            Ok(())
-        };
-        *self.cur.reg_mut(0) = saved;
-        res
-    }
-
-    fn check_mem_access_span(
-        &mut self,
-        regno: u8,
-        size: u32,
-        access: Access,
-        value: Option<u8>,
-    ) -> VResult<()> {
-        // A span access is one access of `size` bytes at the pointer.
-        let r = *self.cur.reg(regno);
-        if matches!(r.ty, RegType::MapValue)
-            && access == Access::Write
-            && r.flags & flag::RDONLY != 0
-        {
-            return self.err("write into map forbidden");
+    /// The bounds of a helper's access of `size` bytes at a packet, map or
+    /// memory pointer: those of one load or store of that size.
+    fn check_span(&mut self, regno: u8, size: u32) -> VResult<()> {
+        if size == 0 {
+            return Ok(());
         }
-        self.check_region_span(regno, size, value)
-    }
-
-    fn check_region_span(&mut self, regno: u8, size: u32, value: Option<u8>) -> VResult<()> {
-        let _ = value;
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
             RegType::MapValue => self.map_def(r.map).map_or(0, |m| m.value_size) as i64,
@@ -303,7 +274,7 @@ impl Env<'_> {
 
     fn check_arg(&mut self, proto: &HelperProto, i: usize, meta: &mut ArgMeta) -> VResult<()> {
         let regno = (i + 1) as u8;
-        let at = proto.args[i];
+        let mut at = proto.args[i];
         self.check_read(regno)?;
         let r = *self.cur.reg(regno);
         // Only helpers marked pkt_access may see packet pointers
@@ -314,6 +285,9 @@ impl Env<'_> {
             && self.prog_type != bpfvet_isa::uapi::ProgType::CGROUP_SOCKOPT
         {
             return self.err("helper access to the packet is not allowed");
+        }
+        if at.base == ArgBase::PtrToMapValue {
+            at = self.resolve_map_arg_type(proto.id, at, meta)?;
         }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
@@ -347,11 +321,9 @@ impl Env<'_> {
                 } else {
                     Access::Read
                 };
-                let prev_reg = *self.cur.reg(regno - 1);
                 let raw = prev.flags.contains(TypeFlags::MEM_UNINIT) && r.v.is_const();
-                if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
-                }
+                // A NULL memory argument passes only with a size of zero.
+                self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
             }
             ArgBase::ConstMapPtr => {
                 if r.ty != RegType::MapPtr {
@@ -403,6 +375,9 @@ impl Env<'_> {
                     };
                     let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
                     self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, raw)?;
+                    if at.flags.contains(TypeFlags::MEM_ALIGNED) {
+                        self.check_strict_alignment(regno, 0, proto.arg_size[i])?;
+                    }
                 } else if !matches!(
                     r.ty,
                     RegType::Stack
@@ -427,14 +402,13 @@ impl Env<'_> {
                 self.check_ctx_ptr_off(regno, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
-                if !r.ty.is_sock() && r.ty != RegType::BtfId {
-                    return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
-                }
-                if r.maybe_null() {
-                    return self.err(format!(
-                        "R{regno} type={} expected=sock_common, sock, tcp_sock, xdp_sock, ptr_",
-                        r.type_str()
-                    ));
+                // Only the BTF variant takes BTF pointers (sock_types vs
+                // btf_id_sock_common_types).
+                let btf_ok = at.base == ArgBase::PtrToBtfIdSockCommon;
+                let fits = r.ty.is_sock() || (btf_ok && r.ty == RegType::BtfId);
+                if !fits || r.maybe_null() {
+                    let expected = at.base.expected_reg_types().unwrap_or_default();
+                    return self.arg_type_err(regno, expected);
                 }
             }
             ArgBase::PtrToSocket => {
@@ -489,19 +463,19 @@ impl Env<'_> {
                 return Ok(());
             }
             ArgBase::PtrToConstStr => {
-                if r.ty != RegType::MapValue
-                    || !self
-                        .map_def(r.map)
-                        .is_some_and(crate::check_mem::map_is_rdonly_prog)
-                {
-                    return self.err(format!("R{regno} does not point to a readonly map'"));
+                if r.ty != RegType::MapValue {
+                    return self.arg_type_err(regno, "map_value");
                 }
+                self.check_reg_const_str(regno, &r)?;
             }
             _ => {
                 if r.ty == RegType::Scalar {
                     return self.arg_type_err(regno, "ptr_");
                 }
             }
+        }
+        if !matches!(at.base, ArgBase::Anything | ArgBase::DontCare) {
+            self.check_func_arg_reg_off(regno, &r, at)?;
         }
         if at.flags.contains(TypeFlags::OBJ_RELEASE) {
             if r.ref_obj_id == 0 {
@@ -565,6 +539,126 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The value argument of a map helper as the map type reads it
+    /// (resolve_map_arg_type): a sockmap or sockhash takes a socket, a
+    /// bloom filter's peek only reads the value it compares.
+    fn resolve_map_arg_type(
+        &self,
+        func_id: u32,
+        at: helpers::ArgType,
+        meta: &ArgMeta,
+    ) -> VResult<helpers::ArgType> {
+        let Some(m) = meta.map.and_then(|m| self.map_def(m)) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        match m.map_type {
+            MapType::SOCKMAP | MapType::SOCKHASH => {
+                if at.flags != TypeFlags::default() {
+                    return self.err("invalid arg_type for sockmap/sockhash");
+                }
+                Ok(helpers::ArgType {
+                    base: ArgBase::PtrToBtfIdSockCommon,
+                    flags: TypeFlags::default(),
+                })
+            }
+            MapType::BLOOM_FILTER if func_id == id::MAP_PEEK_ELEM => Ok(helpers::ArgType {
+                base: ArgBase::PtrToMapValue,
+                flags: TypeFlags::default(),
+            }),
+            _ => Ok(at),
+        }
+    }
+
+    /// A map programs may only read (BPF_F_RDONLY_PROG) cannot be changed
+    /// through the generic map helpers either (record_func_map).
+    fn check_map_writes_allowed(&self, meta: &ArgMeta, func_id: u32) -> VResult<()> {
+        let changes_map = matches!(
+            func_id,
+            id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::MAP_PUSH_ELEM | id::MAP_POP_ELEM
+        );
+        let rdonly = meta
+            .map
+            .and_then(|m| self.map_def(m))
+            .is_some_and(|m| m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0);
+        if changes_map && rdonly {
+            return self.err("write into map forbidden");
+        }
+        Ok(())
+    }
+
+    /// A constant string argument (check_reg_const_str): a constant
+    /// address in a frozen read-only array whose bytes hold a NUL before
+    /// the value ends.
+    fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        let Some(m) = self.map_def(r.map) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        let rdonly = m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0 && m.frozen;
+        if !rdonly {
+            return self.err(format!("R{regno} does not point to a readonly map'"));
+        }
+        if !r.v.is_const() {
+            return self.err(format!("R{regno} is not a constant address'"));
+        }
+        if m.map_type != MapType::ARRAY {
+            return self.err("no direct value access support for this map type");
+        }
+        let rest = m.value_size.saturating_sub(r.off.max(0) as u32);
+        self.check_region(
+            regno,
+            r,
+            r.off,
+            rest,
+            m.value_size,
+            "map value",
+            "value_size",
+        )?;
+        let start = (r.off as i64 + r.v.const_value() as i64).max(0) as usize;
+        let end = m.value_size as usize;
+        // Bytes past the initial contents are zero.
+        let terminated = match &m.init {
+            bpfvet_object::MapInit::Data(bytes) => {
+                (start..end).any(|i| bytes.get(i).copied().unwrap_or(0) == 0)
+            }
+            _ => start < end,
+        };
+        if !terminated {
+            return self.err("string is not zero-terminated");
+        }
+        Ok(())
+    }
+
+    /// Which offsets a pointer may carry into a helper
+    /// (check_func_arg_reg_off): none for a pointer being released; any for
+    /// memory; a fixed one for BTF pointers; none for the rest.
+    fn check_func_arg_reg_off(&self, regno: u8, r: &Reg, at: helpers::ArgType) -> VResult<()> {
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            if r.off != 0 {
+                return self.err(format!(
+                    "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
+                ));
+            }
+            return self.check_ptr_off_reg(regno, r, false);
+        }
+        match r.ty {
+            RegType::Stack
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapKey
+            | RegType::MapValue
+            | RegType::Mem
+            | RegType::TpBuffer
+            | RegType::Scalar => Ok(()),
+            RegType::BtfId => {
+                // Untrusted, user and per-CPU BTF pointers get no fixed
+                // offset either.
+                let plain = r.flags & (flag::UNTRUSTED | flag::USER | flag::PERCPU) == 0;
+                self.check_ptr_off_reg(regno, r, plain)
+            }
+            _ => self.check_ptr_off_reg(regno, r, false),
+        }
+    }
+
     /// Releases a reference: every register holding it becomes invalid.
     pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
         let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
@@ -583,16 +677,35 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let proto =
-            match helpers::helper_proto(func_id, self.prog_type, self.prog.expected_attach_type) {
-                Ok(p) => p,
-                Err(HelperError::Unknown { .. }) => {
-                    return self.err(format!("invalid func unknown#{}", insn.imm));
-                }
-                Err(e) => return self.err(e.to_string()),
-            };
+        let caller = helpers::CallerProg {
+            sleepable: self.prog.sleepable,
+            ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
+        };
+        let proto = match helpers::helper_proto_for(func_id, &caller) {
+            Ok(p) => p,
+            Err(HelperError::Unknown { .. }) => {
+                return self.err(format!("invalid func unknown#{}", insn.imm));
+            }
+            Err(e) => return self.err(e.to_string()),
+        };
         if proto.gpl_only && !license_is_gpl(&self.obj.license) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
+        }
+        if let Some(rule) = proto.allowed {
+            let target = self.prog.attach_target.as_deref();
+            match rule.decide(self.prog_type, self.prog.expected_attach_type, target) {
+                helpers::Allowed::Yes => {}
+                helpers::Allowed::No => return self.err("helper call is not allowed in probe"),
+                helpers::Allowed::Unmodelled(what) => {
+                    return self.unsupported(format!(
+                        "{what}, which decide where helper {} may be called",
+                        proto.variant
+                    ));
+                }
+            }
+        }
+        if proto.might_sleep && !self.cur.in_sleepable {
+            return self.err("helper call might sleep in a non-sleepable prog");
         }
         let mut meta = ArgMeta::default();
         for i in 0..5 {
@@ -601,7 +714,15 @@ impl Env<'_> {
             }
             self.check_arg(proto, i, &mut meta)?;
         }
+        self.check_map_writes_allowed(&meta, func_id)?;
         match func_id {
+            id::GET_LOCAL_STORAGE => {
+                // The helper cannot fail, so it takes no flags.
+                if !self.cur.reg(2).is_null_const() {
+                    return self.err("get_local_storage() doesn't support non-zero flags");
+                }
+                self.mark_chain_precision(2)?;
+            }
             id::TAIL_CALL => {
                 let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
@@ -658,17 +779,51 @@ impl Env<'_> {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
         self.set_return(proto, &meta, func_id)?;
-        if CHANGES_PKT_DATA.contains(&func_id) {
-            self.cur.for_each_reg_mut(|r| {
-                if matches!(
-                    r.ty,
-                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-                ) {
-                    *r = Reg::unknown_scalar();
-                }
-            });
+        if let Some(m) = meta.map.and_then(|m| self.map_def(m)) {
+            if let Err(e) =
+                helpers::map_compat::check_map_func_compatibility(m.map_type, func_id, &caller)
+            {
+                return self.err(e.to_string());
+            }
+        }
+        if func_id == id::TAIL_CALL {
+            // A tail call that returns ran nothing: the path after it keeps
+            // its packet pointers. In a subprogram a successful one returns
+            // the tail-called program's value to the caller.
+            if self.cur.curframe() > 0 {
+                self.tail_call_returns_to_caller()?;
+            }
+        } else if helpers::classes::changes_pkt_data(func_id) {
+            self.clear_all_pkt_pointers();
         }
         Ok(None)
+    }
+
+    /// The hidden exit of a tail call in a subprogram: the failed call's
+    /// path is queued, this one returns an unknown R0 to the caller with
+    /// packet pointers gone.
+    fn tail_call_returns_to_caller(&mut self) -> VResult<()> {
+        let idx = self.insn_idx;
+        self.push_stack(idx + 1, idx)?;
+        self.clear_all_pkt_pointers();
+        self.set_unknown(0);
+        self.update_live_stack();
+        self.prepare_func_exit()?;
+        // The caller's loop steps past the call site.
+        self.insn_idx = self.insn_idx.wrapping_sub(1);
+        Ok(())
+    }
+
+    /// After packet data may have moved, no packet pointer is valid.
+    fn clear_all_pkt_pointers(&mut self) {
+        self.cur.for_each_reg_mut(|r| {
+            if matches!(
+                r.ty,
+                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+            ) {
+                *r = Reg::unknown_scalar();
+            }
+        });
     }
 
     fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
@@ -687,18 +842,10 @@ impl Env<'_> {
                 let Some(m) = meta.map else {
                     return self.err("kernel subsystem misconfigured verifier");
                 };
-                let is_outer = self.map_def(m).is_some_and(|d| {
-                    matches!(d.map_type, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
-                });
-                let mut r = if is_outer {
-                    let mut r = Reg::pointer(RegType::MapPtr);
-                    r.map = m | crate::explore::INNER_MAP;
-                    r
-                } else {
-                    let mut r = Reg::pointer(RegType::MapValue);
-                    r.map = m;
-                    r
-                };
+                // A lookup in a map of maps or of sockets is a map value
+                // until its NULL check says what it points to.
+                let mut r = Reg::pointer(RegType::MapValue);
+                r.map = m;
                 if self.map_def(m).is_some_and(|d| {
                     d.map_type == MapType::PERCPU_ARRAY
                         || d.map_type == MapType::PERCPU_HASH
@@ -739,11 +886,14 @@ impl Env<'_> {
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
-        } else if r0.ty == RegType::MapValue
-            && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
-        {
-            // Each looked-up value is a distinct lock.
-            r0.id = self.new_id();
+        } else {
+            crate::check_jmp::map_lookup_non_null(self.obj, &mut r0);
+            if r0.ty == RegType::MapValue
+                && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
+            {
+                // Each looked-up value is a distinct lock.
+                r0.id = self.new_id();
+            }
         }
         if helpers::classes::is_ptr_cast_function(func_id) {
             // A socket cast is the same object: released with it.
@@ -755,7 +905,12 @@ impl Env<'_> {
             r0.dynptr_id = dynptr_id;
             r0.ref_obj_id = ref_obj_id;
         }
-        if is_acquire(func_id) && r0.is_pointer() {
+        let sock_from_map = func_id == id::MAP_LOOKUP_ELEM
+            && meta
+                .map
+                .and_then(|m| self.map_def(m))
+                .is_some_and(|d| matches!(d.map_type, MapType::SOCKMAP | MapType::SOCKHASH));
+        if (is_acquire(func_id) || sock_from_map) && r0.is_pointer() {
             let rid = self.new_id();
             // One id serves the null check and the release.
             r0.id = rid;
@@ -897,20 +1052,6 @@ impl Env<'_> {
             ));
         }
         if self.is_global(sub) {
-            // Only static functions may run with a lock held or with
-            // preemption off: a global one is verified without either.
-            let held = if self.cur.active_locks > 0 {
-                Some("while holding a lock")
-            } else if self.cur.active_preempt_locks > 0 {
-                Some("with preemption disabled")
-            } else {
-                None
-            };
-            if let Some(held) = held {
-                self.log
-                    .line(&format!("global function calls are not allowed {held},"));
-                return self.err("use static function instead");
-            }
             // Verified on its own; the caller sees an unknown scalar.
             self.check_global_call_args(sub)?;
             if self.log.level >= 1 {
@@ -918,6 +1059,9 @@ impl Env<'_> {
                 self.log.line(&format!(
                     "Func#{sub} ('{name}') is global and assumed valid."
                 ));
+            }
+            if self.cfg.subprogs[sub].changes_pkt_data {
+                self.clear_all_pkt_pointers();
             }
             self.called_global[sub] = true;
             for r in 1..=5 {
@@ -1131,10 +1275,10 @@ impl Env<'_> {
                 .unwrap_or(0)
                 .next_multiple_of(16)
         };
-        // Depth-first over call chains from each root, async callbacks
-        // first (highest index first, as the kernel walks them); recursion
-        // is impossible (checked by the exploration's frame limit), but cap
-        // the walk anyway.
+        // Depth-first over call chains from each root (main, async
+        // callbacks, the exception callback), highest index first as the
+        // kernel walks them. The walk is static: a recursive function, even
+        // one the exploration saw end, runs into the frame limit.
         let roots = (0..subs.len())
             .rev()
             .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
@@ -1152,16 +1296,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
+            if calls > MAX_CALL_FRAMES as u32 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
+                ));
+            }
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("combined stack size of {calls} calls is {depth}. Too large"),
                 ));
             }
-            if calls > 8 {
-                continue;
-            }
-            for &c in &callees[k] {
+            // Reversed so that calls are walked in instruction order.
+            for &c in callees[k].iter().rev() {
                 stack.push((c, depth + frame(c), calls + 1));
             }
         }

@@ -3,6 +3,7 @@
 //! destination register or stack slot.
 
 use crate::check_alu::tnum_str;
+use crate::ctx::{sock_ptr_load_ok, SockPtr};
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::precision::encode_stack;
@@ -18,6 +19,18 @@ use bpfvet_object::{MapInit, MapOrigin};
 pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
     m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0
         || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
+}
+
+/// What programs may do with a map's values (bpf_map_flags_to_cap):
+/// (read, write).
+fn map_prog_caps(m: &bpfvet_object::MapDef) -> (bool, bool) {
+    if map_is_rdonly_prog(m) {
+        (true, false)
+    } else if m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0 {
+        (false, true)
+    } else {
+        (true, true)
+    }
 }
 
 /// Pointers offsets and variable ranges are kept below 2^29.
@@ -169,6 +182,15 @@ impl Env<'_> {
     /// (check_ptr_alignment with strict_alignment_once); the kernel's
     /// message names the region.
     fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+        if self.cur.reg(regno).ty == RegType::Stack {
+            return Ok(()); // stack_access checks it
+        }
+        self.check_strict_alignment(regno, off, size)
+    }
+
+    /// check_ptr_alignment with strict alignment: `size` bytes at `off`
+    /// from the pointer must be aligned to `size`.
+    pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
         let reg = self.cur.reg(regno);
         let (desc, ip_align) = match reg.ty {
             RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
@@ -176,7 +198,7 @@ impl Env<'_> {
             RegType::MapKey => ("key ", None),
             RegType::MapValue => ("value ", None),
             RegType::Ctx => ("context ", None),
-            RegType::Stack => return Ok(()), // stack_access checks it
+            RegType::Stack => ("stack ", None),
             RegType::Sock => ("sock ", None),
             RegType::SockCommon => ("sock_common ", None),
             RegType::TcpSock => ("tcp_sock ", None),
@@ -196,6 +218,30 @@ impl Env<'_> {
             var_off_str(&reg.v),
             reg.off,
             off
+        ))
+    }
+
+    /// A read or write of `size` bytes at `off` into a value of `map` must
+    /// be one the map allows programs (check_map_access_type).
+    pub(crate) fn check_map_access_type(
+        &self,
+        map: u32,
+        off: i32,
+        size: u32,
+        access: Access,
+    ) -> VResult<()> {
+        let Some(m) = self.map_def(map) else {
+            return Ok(());
+        };
+        let (can_read, can_write) = map_prog_caps(m);
+        let what = match access {
+            Access::Write if !can_write => "write into",
+            Access::Read if !can_read => "read from",
+            _ => return Ok(()),
+        };
+        self.err(format!(
+            "{what} map forbidden, value_size={} off={off} size={size}",
+            m.value_size
         ))
     }
 
@@ -275,7 +321,7 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
-        if self.cur.frames[1..].iter().any(|f| f.in_callback_fn) {
+        if self.cur.frames.iter().skip(1).any(|f| f.in_callback_fn) {
             return self.err("cannot use BPF_LD_[ABS|IND] within callback");
         }
         if insn.dst != 0
@@ -286,7 +332,7 @@ impl Env<'_> {
             return self.err("BPF_LD_[ABS|IND] uses reserved fields");
         }
         self.check_read(6)?;
-        // The load may end the program at run time.
+        // The load may end the program (see below).
         self.check_resource_leak("BPF_LD_[ABS|IND]", true)?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
@@ -294,6 +340,8 @@ impl Env<'_> {
         if mode(insn.code) == BPF_IND {
             self.check_read(insn.src)?;
         }
+        let r6 = *self.cur.reg(6);
+        self.check_ctx_ptr_off(6, &r6)?;
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
@@ -301,6 +349,18 @@ impl Env<'_> {
         let sz = size_bytes(insn.code);
         if sz < 8 {
             self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
+        }
+        // A failed load returns 0 from the whole function: in a subprogram
+        // the loaded value continues on a queued branch and this path
+        // returns 0 to the caller.
+        if self.cur.curframe() > 0 {
+            let idx = self.insn_idx;
+            self.push_stack(idx + 1, idx)?;
+            *self.cur.reg_mut(0) = Reg::known(0);
+            self.update_live_stack();
+            self.prepare_func_exit()?;
+            // The caller's loop steps past the call site.
+            self.insn_idx = self.insn_idx.wrapping_sub(1);
         }
         Ok(())
     }
@@ -341,14 +401,7 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog)
-                {
-                    let m = self.map_def(reg.map).expect("map of a map value");
-                    return self.err(format!(
-                        "write into map forbidden, value_size={} off={} size={}",
-                        m.value_size, off, size
-                    ));
-                }
+                self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
                 self.check_map_fields(&reg, off, size)?;
@@ -363,6 +416,9 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
+                if access == Access::Write {
+                    return self.err(format!("write to change key R{regno} not allowed"));
+                }
                 let ks = self.map_def(reg.map).map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
@@ -377,6 +433,21 @@ impl Env<'_> {
                 }
                 if reg.ty == RegType::Mem {
                     self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                } else {
+                    // The buffer's size is checked when the program is
+                    // attached; loading only wants a constant, non-negative
+                    // offset (check_tp_buffer_access).
+                    if off < 0 {
+                        return self.err(format!(
+                            "R{regno} invalid tracepoint buffer access: off={off}, size={size}"
+                        ));
+                    }
+                    if !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                            tnum_str(&reg.v)
+                        ));
+                    }
                 }
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -424,7 +495,17 @@ impl Env<'_> {
                         tnum_str(&reg.v)
                     ));
                 }
-                if off < 0 {
+                if reg.v.smin < 0 {
+                    return self.err(format!(
+                        "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+                    ));
+                }
+                let kind = match reg.ty {
+                    RegType::Sock => SockPtr::Sock,
+                    RegType::SockCommon => SockPtr::SockCommon,
+                    _ => SockPtr::TcpSock,
+                };
+                if !sock_ptr_load_ok(kind, off, size) {
                     return self.err(format!(
                         "R{regno} invalid {} access off={off} size={size}",
                         reg.ty.name()
@@ -901,24 +982,31 @@ impl Env<'_> {
     }
 
     /// A ctx pointer is dereferenced (or passed to a helper) only as the
-    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// program got it: no fixed and no variable offset.
     /// Arithmetic on it is allowed; this check is what refuses the result.
     pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        self.check_ptr_off_reg(regno, reg, false)
+    }
+
+    /// A pointer used in its original form (__check_ptr_off_reg): never a
+    /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
+        let ty = reg.type_str();
         if reg.off < 0 {
             return self.err(format!(
-                "negative offset ctx ptr R{regno} off={} disallowed",
+                "negative offset {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
-        if reg.off != 0 {
+        if !fixed_off_ok && reg.off != 0 {
             return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
         if !reg.v.is_const() || reg.v.const_value() != 0 {
             return self.err(format!(
-                "variable ctx access var_off={} disallowed",
+                "variable {ty} access var_off={} disallowed",
                 tnum_str(&reg.v)
             ));
         }

@@ -165,6 +165,12 @@ impl<'a> Env<'a> {
         Err(VerifyError::new(Some(self.insn_idx), msg.into()))
     }
 
+    /// Stops verification with a refusal: the program needs `what`, which
+    /// bpfvet does not model.
+    pub fn unsupported<T>(&self, what: impl Into<String>) -> VResult<T> {
+        Err(VerifyError::unsupported(Some(self.insn_idx), what.into()))
+    }
+
     /// The map a register's `map` field names: an index into the object's
     /// maps, or with [`INNER_MAP`] set the inner template of that map.
     pub fn map_def(&self, m: u32) -> Option<&'a bpfvet_object::MapDef> {
@@ -522,7 +528,8 @@ impl<'a> Env<'a> {
                 }
             }
             self.live_end_insn();
-            self.insn_idx += 1;
+            // Wrapping: a hidden exit may have stepped back from index 0.
+            self.insn_idx = self.insn_idx.wrapping_add(1);
         }
     }
 

@@ -3,6 +3,7 @@
 //! unknown scalar at every call site (the kernel's do_check_subprogs and
 //! btf_prepare_func_args / btf_check_subprog_call).
 
+use crate::check_mem::Access;
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
@@ -101,8 +102,95 @@ impl Env<'_> {
             .collect()
     }
 
-    /// The call site's arguments must match the callee's signature.
+    /// The call site's arguments must match the callee's signature
+    /// (btf_check_func_arg_match); the reason is logged and the call
+    /// rejected as a whole. A global function is verified without the
+    /// caller's lock or preemption state, so it may not be called with a
+    /// lock held or preemption disabled (static ones may).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
+        let mismatch = self.global_args_mismatch(subprog);
+        if self.cur.active_locks > 0 {
+            self.log
+                .line("global function calls are not allowed while holding a lock,");
+            return self.err("use static function instead");
+        }
+        if self.cur.active_preempt_locks > 0 {
+            self.log
+                .line("global function calls are not allowed with preemption disabled,");
+            return self.err("use static function instead");
+        }
+        match mismatch {
+            Err(e) if e.limit.is_none() && !e.unsupported => {
+                self.log.line(&e.msg);
+                let name = self.subprog_name(subprog);
+                self.err(format!(
+                    "Caller passes invalid args into func#{subprog} ('{name}')"
+                ))
+            }
+            other => other,
+        }
+    }
+
+    /// btf_prepare_func_args: what makes a global function's signature
+    /// unusable (a non-scalar return, an untagged pointer argument whose
+    /// pointee has no size, an argument neither scalar nor pointer).
+    /// Arguments carrying `arg:` tags are left to the argument checks.
+    fn global_signature_error(&self, subprog: usize) -> Option<String> {
+        let btf = self.obj.btf.as_ref()?;
+        let fi = self.prog.func_info.get(subprog)?;
+        let func = btf.type_by_id(fi.type_id)?;
+        let proto = btf.type_by_id(func.size_or_type)?;
+        let name = btf.name(func);
+        let scalar = |k: Kind| matches!(k, Kind::Int | Kind::Enum | Kind::Enum64);
+        let (ret_id, ret) = btf.skip_mods_and_typedefs(proto.size_or_type)?;
+        if ret_id == 0 || !scalar(ret.kind) {
+            return Some(format!(
+                "Global function {name}() doesn't return scalar. Only those are supported."
+            ));
+        }
+        let tagged = |i: usize| {
+            (1..btf.len() as u32).any(|id| {
+                btf.type_by_id(id).is_some_and(|t| {
+                    t.kind == Kind::DeclTag
+                        && t.size_or_type == fi.type_id
+                        && t.decl_tag_component() == Some(i as i32)
+                        && btf.name(t).starts_with("arg:")
+                })
+            })
+        };
+        for (i, p) in btf.params(proto).iter().enumerate() {
+            let (id, t) = btf.skip_mods_and_typedefs(p.type_id)?;
+            if id != 0 && scalar(t.kind) {
+                continue;
+            }
+            let problem = if t.kind != Kind::Ptr || id == 0 {
+                format!(
+                    "Arg#{i} type {} in {name}() is not supported yet.",
+                    t.kind.name()
+                )
+            } else {
+                let (pid, pt) = btf.skip_mods_and_typedefs(t.size_or_type)?;
+                if pid != 0 && btf.resolve_size(pid).is_ok() {
+                    continue;
+                }
+                let kind = if pid == 0 { "UNKNOWN" } else { pt.kind.name() };
+                format!(
+                    "arg#{i} reference type('{kind} {}') size cannot be determined: -22",
+                    btf.name(pt)
+                )
+            };
+            // Scanned only for a suspect argument: tags are rare.
+            if !tagged(i) {
+                return Some(problem);
+            }
+        }
+        None
+    }
+
+    fn global_args_mismatch(&mut self, subprog: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(subprog) {
+            return self.err(msg);
+        }
         for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
             let regno = (i + 1) as u8;
             self.check_read(regno)?;
@@ -111,11 +199,15 @@ impl Env<'_> {
                 ArgKind::Scalar if r.ty != RegType::Scalar => {
                     return self.err(format!("R{regno} is not a scalar"));
                 }
-                ArgKind::Ctx if r.ty != RegType::Ctx => {
-                    return self.err(format!(
-                        "arg#{i} expected pointer to ctx, but got {}",
-                        r.type_str()
-                    ));
+                ArgKind::Ctx => {
+                    self.check_arg_reg_off(regno, &r)?;
+                    if r.ty != RegType::Ctx {
+                        return self.err(format!("arg#{i} expects pointer to ctx"));
+                    }
+                }
+                ArgKind::Mem(size) => {
+                    self.check_arg_reg_off(regno, &r)?;
+                    self.check_global_mem_arg(regno, size)?;
                 }
                 ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
                 _ => {}
@@ -124,23 +216,12 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// The exception callback returns a scalar and takes one integer (the
-    /// cookie bpf_throw was given).
-    fn check_exception_cb_signature(&self, k: usize, name: &str) -> VResult<()> {
-        let ret_scalar = (|| {
-            let btf = self.obj.btf.as_ref()?;
-            let func = btf.type_by_id(self.prog.func_info.get(k)?.type_id)?;
-            let proto = btf.type_by_id(func.size_or_type)?;
-            let (_, ret) = btf.skip_mods_and_typedefs(proto.size_or_type)?;
-            Some(proto.size_or_type != 0 && (ret.kind == Kind::Int || ret.kind.is_enum()))
-        })();
-        if ret_scalar == Some(false) {
-            return Err(crate::error::VerifyError::new(
-                None,
-                format!(
-                    "Global function {name}() doesn't return scalar. Only those are supported."
-                ),
-            ));
+    /// The exception callback's signature is a global function's
+    /// (btf_prepare_func_args) taking exactly one integer (the cookie
+    /// bpf_throw was given).
+    fn check_exception_cb_signature(&self, k: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(k) {
+            return Err(crate::error::VerifyError::new(None, msg));
         }
         if self.global_args(k) != [ArgKind::Scalar] {
             return Err(crate::error::VerifyError::new(
@@ -149,6 +230,74 @@ impl Env<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// check_func_arg_reg_off for an argument without a type of its own:
+    /// memory pointers may carry any offset, BTF pointers a fixed one,
+    /// other pointers none.
+    fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
+        let fixed_ok = match r.ty {
+            RegType::Stack
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapKey
+            | RegType::MapValue
+            | RegType::Mem
+            | RegType::Scalar => return Ok(()),
+            RegType::BtfId => true,
+            _ => false,
+        };
+        let ty = r.type_str();
+        if !fixed_ok && r.off < 0 {
+            return self.err(format!(
+                "negative offset {ty} ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if !fixed_ok && r.off != 0 {
+            return self.err(format!(
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if !r.v.is_const() || r.v.const_value() != 0 {
+            return self.err(format!(
+                "variable {ty} access var_off={} disallowed",
+                crate::check_alu::tnum_str(&r.v)
+            ));
+        }
+        Ok(())
+    }
+
+    /// check_mem_reg: NULL passes; otherwise the callee may read and write
+    /// all `size` bytes (as if the pointer were not NULL).
+    fn check_global_mem_arg(&mut self, regno: u8, size: u32) -> VResult<()> {
+        let saved = *self.cur.reg(regno);
+        if saved.is_null_const() {
+            return Ok(());
+        }
+        self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
+        let res = self
+            .check_helper_mem(regno, size as u64, Access::Read, true, false)
+            .and_then(|()| self.check_map_writable(&saved, size))
+            .and_then(|()| self.check_helper_mem(regno, size as u64, Access::Write, true, false));
+        *self.cur.reg_mut(regno) = saved;
+        res
+    }
+
+    /// A frozen-for-the-program map value may not be handed out as writable
+    /// memory (check_map_access_type).
+    fn check_map_writable(&self, r: &Reg, size: u32) -> VResult<()> {
+        if r.ty != RegType::MapValue {
+            return Ok(());
+        }
+        match self.map_def(r.map) {
+            Some(m) if crate::check_mem::map_is_rdonly_prog(m) => self.err(format!(
+                "write into map forbidden, value_size={} off={} size={size}",
+                m.value_size, r.off
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Verifies every global function the main program called, each from
@@ -193,7 +342,7 @@ impl Env<'_> {
             }
             self.insn_idx = self.cfg.subprogs[k].start;
             if self.exception_cb == Some(k) {
-                self.check_exception_cb_signature(k, &name)?;
+                self.check_exception_cb_signature(k)?;
             }
             self.do_check()?;
             self.log.pass_verified();

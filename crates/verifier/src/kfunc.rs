@@ -77,6 +77,13 @@ pub fn kfunc_arg_count(insn: &Insn) -> usize {
         .map_or(5, |(_, proto)| proto.vlen as usize)
 }
 
+/// Whether the call is one of the BPF arena's kfuncs (bpf_arena_*).
+pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -137,13 +144,10 @@ impl Env<'_> {
             return self.err("invalid kernel function call not eliminated in verifier pass");
         }
         if insn.off != 0 {
-            return self.err(format!(
-                "bpfvet does not model kfuncs from module BTF (fd index {})",
-                insn.off
-            ));
+            return self.unsupported(format!("kfuncs from module BTF (fd index {})", insn.off));
         }
         let Some(btf) = vmlinux() else {
-            return self.err("kernel BTF is not available to resolve kfunc calls");
+            return self.unsupported("kfunc calls without kernel BTF to resolve them");
         };
         let func_id = insn.imm as u32;
         let (name, proto) = match resolve(btf, func_id) {
@@ -374,10 +378,7 @@ impl Env<'_> {
                     i += 1;
                 }
                 PtrArg::Unmodelled(what) => {
-                    return self.err(format!(
-                        "bpfvet does not model {what} arguments of kfunc {}",
-                        meta.name
-                    ));
+                    return self.unsupported(format!("{what} arguments of kfunc {}", meta.name));
                 }
             }
             i += 1;
@@ -493,9 +494,7 @@ impl Env<'_> {
             "bpf_dynptr_slice",
         ];
         if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
-            return self.err(format!(
-                "bpfvet does not model the return type of kernel function {name}"
-            ));
+            return self.unsupported(format!("the return type of kernel function {name}"));
         }
         let mut r0 = match pointee {
             None => {

@@ -241,39 +241,6 @@ pub fn fields_of(all: &[[Vec<Field>; 2]], m: u32) -> &[Field] {
         .map_or(&[], |f| &f[inner as usize][..])
 }
 
-/// check_map_prog_compatibility's field rules: which program types may not
-/// use a map whose value holds these fields (tracing programs run in any
-/// context, where taking these locks or arming timers is unsafe).
-pub fn prog_compat_error(
-    fields: &[Field],
-    prog_type: bpfvet_isa::uapi::ProgType,
-) -> Option<&'static str> {
-    use bpfvet_isa::uapi::ProgType as P;
-    let tracing = matches!(
-        prog_type,
-        P::KPROBE | P::TRACEPOINT | P::PERF_EVENT | P::RAW_TRACEPOINT | P::RAW_TRACEPOINT_WRITABLE
-    );
-    let has = |name: &str| fields.iter().any(|f| f.name == name);
-    if (has("bpf_list_head") || has("bpf_rb_root")) && tracing {
-        return Some("tracing progs cannot use bpf_{list_head,rb_root} yet");
-    }
-    if has("bpf_spin_lock") || has("bpf_res_spin_lock") {
-        if prog_type == P::SOCKET_FILTER {
-            return Some("socket filter progs cannot use bpf_spin_lock yet");
-        }
-        if tracing {
-            return Some("tracing progs cannot use bpf_spin_lock yet");
-        }
-    }
-    if has("bpf_timer") && tracing {
-        return Some("tracing progs cannot use bpf_timer yet");
-    }
-    if has("bpf_wq") && tracing {
-        return Some("tracing progs cannot use bpf_wq yet");
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,7 +181,9 @@ fn targets(ops: &[Op], pc: usize) -> Option<usize> {
 
 /// Checks what the translation relies on, before any IR is built.
 pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
-    let n = ops.len() - 1;
+    let Some(n) = ops.len().checked_sub(1).filter(|&n| n > 0) else {
+        return Err(Decline::NoCode);
+    };
     let mut second_slots = BTreeSet::new();
     let mut pc = 0;
     while pc < n {
