@@ -576,8 +576,9 @@ impl<'a> Env<'a> {
         self.check_resource_leak("BPF_EXIT instruction in main prog", main)
     }
 
-    /// 6.18's check_resource_leak: locks (when `check_lock`), references,
-    /// then RCU and preemption regions, each error naming `what`.
+    /// 6.18's check_resource_leak: an instruction that may leave the
+    /// program (exit, LD_ABS/IND) must not hold a lock (when `check_lock`),
+    /// references, nor an RCU or preemption region; each error names `what`.
     pub fn check_resource_leak(&mut self, what: &str, check_lock: bool) -> VResult<()> {
         self.check_resource_leak_at(what, check_lock, false)
     }
@@ -609,6 +610,9 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
+    /// check_reference_leak: references still held where the program would
+    /// end (a subprogram's exit hands them back to its caller, an exception
+    /// exit does not); the first one held is logged.
     pub fn check_reference_leak(&mut self, what: &str, exception_exit: bool) -> VResult<()> {
         if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());

@@ -1,7 +1,8 @@
 //! The special fields of a map value (the kernel's `btf_record`, built by
 //! btf_parse_fields from the value's BTF when the map is created): where a
 //! value's `struct bpf_spin_lock`, `bpf_timer`, ... live. Loads and stores
-//! must not touch them, and bpf_spin_lock must be given exactly the lock.
+//! must not touch them, bpf_spin_lock must be given exactly the lock, and
+//! some program types may not use such a map at all (map_refs).
 
 use bpfvet_object::btf::{Btf, Kind, MAX_RESOLVE_DEPTH};
 use bpfvet_object::MapDef;

@@ -95,7 +95,7 @@ fn sleepable_map_type(t: MapType) -> bool {
     )
 }
 
-/// The map reference of the `ld_imm64` at `i`, if it is one. A reference
+/// Checks the map the `ld_imm64` at `i` references, if any. A reference
 /// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
 /// linked against its maps) names no map the loader created.
 pub fn check_map_ref(
