@@ -77,9 +77,10 @@ fn err(idx: usize, msg: String) -> VerifyError {
 
 /// Finds the subprograms: entry, targets of bpf-to-bpf calls and of
 /// callback (ld_imm64 func) references.
-fn find_subprogs(insns: &[Insn]) -> Result<Vec<Subprog>, VerifyError> {
+fn find_subprogs(insns: &[Insn], exception_cb: Option<usize>) -> Result<Vec<Subprog>, VerifyError> {
     let n = insns.len() as i64;
     let mut starts = vec![0usize];
+    starts.extend(exception_cb.filter(|&s| s < insns.len()));
     for (i, ins) in insns.iter().enumerate() {
         if is_pseudo_call(ins) || is_pseudo_func(ins) {
             let t = i as i64 + ins.imm as i64 + 1;
@@ -302,14 +303,20 @@ pub struct CallSummary {
     pub iter_next: bool,
 }
 
-pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<Cfg, VerifyError> {
+/// `exception_cb`: the first instruction of the program's exception
+/// callback, a subprogram nothing calls that the kernel walks after main.
+pub fn analyze(
+    insns: &[Insn],
+    calls: &dyn Fn(&Insn) -> CallSummary,
+    exception_cb: Option<usize>,
+) -> Result<Cfg, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
             "last insn is not an exit or jmp".into(),
         ));
     }
-    let mut subprogs = find_subprogs(insns)?;
+    let mut subprogs = find_subprogs(insns, exception_cb)?;
     check_subprogs(insns, &mut subprogs)?;
     merge_callee_effects(insns, &mut subprogs);
     let n = insns.len();
@@ -320,12 +327,17 @@ pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<C
         stack: Vec::with_capacity(64),
         marks: vec![0; n],
     };
-    w.state[0] = DISCOVERED;
-    w.stack.push(0);
-    while let Some(&t) = w.stack.last() {
-        if let Step::Done = w.visit(t)? {
-            w.state[t] = EXPLORED;
-            w.stack.pop();
+    for entry in std::iter::once(0).chain(exception_cb) {
+        if w.state[entry] != 0 {
+            continue;
+        }
+        w.state[entry] = DISCOVERED;
+        w.stack.push(entry);
+        while let Some(&t) = w.stack.last() {
+            if let Step::Done = w.visit(t)? {
+                w.state[t] = EXPLORED;
+                w.stack.pop();
+            }
         }
     }
     let mut i = 0;
@@ -492,10 +504,14 @@ mod tests {
     use super::*;
 
     fn analyze_all(insns: &[Insn]) -> Result<Cfg, VerifyError> {
-        analyze(insns, &|_| CallSummary {
-            args: 5,
-            iter_next: false,
-        })
+        analyze(
+            insns,
+            &|_| CallSummary {
+                args: 5,
+                iter_next: false,
+            },
+            None,
+        )
     }
 
     fn mov(d: u8, imm: i32) -> Insn {

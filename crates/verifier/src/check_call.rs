@@ -195,7 +195,11 @@ impl Env<'_> {
             RegType::MapKey => ("map key", "key_size"),
             _ => ("memory", "mem_size"),
         };
-        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)
+        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
+        if r.ty == RegType::MapValue && !self.in_kfunc_mem_arg {
+            self.check_map_fields(&r, r.off, size)?;
+        }
+        Ok(())
     }
 
     /// The key a stack pointer points at, when it is a known constant of
@@ -427,6 +431,22 @@ impl Env<'_> {
                 if r.ty != RegType::MapValue {
                     return self.arg_type_err(regno, "map_value");
                 }
+                if at.base == ArgBase::PtrToSpinLock {
+                    self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
+                }
+            }
+            ArgBase::PtrToPercpuBtfId => {
+                if r.ty != RegType::BtfId {
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+                }
+                if r.flags & flag::PERCPU == 0 {
+                    // bpfvet does not track which BTF pointers are percpu.
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("R{regno}: whether a BTF pointer is percpu"),
+                    ));
+                }
             }
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
@@ -467,6 +487,54 @@ impl Env<'_> {
         }
         if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
             meta.ref_obj_id = Some(r.ref_obj_id);
+        }
+        Ok(())
+    }
+
+    /// process_spin_lock for a map value: the argument must point exactly
+    /// at the value's lock; the lock held is known by its map and by the
+    /// register id of the value (0 for a global variable's).
+    fn process_spin_lock(&mut self, regno: u8, r: &Reg, is_lock: bool) -> VResult<()> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
+            ));
+        }
+        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
+        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
+            return self.err(format!(
+                "map '{}' has to have BTF in order to use bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        }
+        let Some(lock) = crate::map_record::spin_lock(self.map_fields(r.map)).copied() else {
+            return self.err(format!(
+                "map '{}' has no valid bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        };
+        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
+        if off != lock.off as i64 {
+            return self.err(format!(
+                "off {off} doesn't point to 'struct bpf_spin_lock' that is at {}",
+                lock.off
+            ));
+        }
+        if is_lock {
+            if self.cur.active_locks > 0 {
+                return self.err("Locking two bpf_spin_locks are not allowed");
+            }
+            self.cur.active_locks = 1;
+            self.cur.lock = (r.map, r.id);
+        } else {
+            if self.cur.active_locks == 0 {
+                return self.err("bpf_spin_unlock without taking a lock");
+            }
+            if self.cur.lock != (r.map, r.id) {
+                return self.err("bpf_spin_unlock of different lock");
+            }
+            self.cur.active_locks = 0;
+            self.cur.lock = (0, 0);
         }
         Ok(())
     }
@@ -655,18 +723,6 @@ impl Env<'_> {
                 }
                 self.mark_chain_precision(2)?;
             }
-            id::SPIN_LOCK => {
-                if self.cur.active_locks > 0 {
-                    return self.err("Locking two bpf_spin_locks are not allowed");
-                }
-                self.cur.active_locks += 1;
-            }
-            x if x == id::SPIN_LOCK + 1 => {
-                if self.cur.active_locks == 0 {
-                    return self.err("bpf_spin_unlock without taking a lock");
-                }
-                self.cur.active_locks -= 1;
-            }
             id::TAIL_CALL => {
                 let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
@@ -832,6 +888,12 @@ impl Env<'_> {
             r0.id = self.new_id();
         } else {
             crate::check_jmp::map_lookup_non_null(self.obj, &mut r0);
+            if r0.ty == RegType::MapValue
+                && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
+            {
+                // Each looked-up value is a distinct lock.
+                r0.id = self.new_id();
+            }
         }
         if helpers::classes::is_ptr_cast_function(func_id) {
             // A socket cast is the same object: released with it.
@@ -875,6 +937,9 @@ impl Env<'_> {
             return self.err("callback function not static");
         };
         let start = sp.start;
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
+        }
         let idx = self.insn_idx;
         let caller_regs = self.cur.frame().regs;
         let frameno = self.cur.frames.len() as u32;
@@ -931,6 +996,9 @@ impl Env<'_> {
         let start = sp.start;
         if let Some(a) = self.async_cb.get_mut(subprog as usize) {
             *a = true;
+        }
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
         }
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
@@ -1056,17 +1124,20 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// The program's return value must be a scalar in the type's range.
-    pub fn check_return_code(&mut self) -> VResult<()> {
-        self.check_read(0)?;
-        let r0 = *self.cur.reg(0);
+    /// The program's return value (`regno`: r0 at exit, r1 for the cookie
+    /// of bpf_throw) must be a scalar in the type's range.
+    pub fn check_return_code(&mut self, regno: u8) -> VResult<()> {
+        self.check_read(regno)?;
+        let r0 = *self.cur.reg(regno);
         let frame = self.cur.frame();
         let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
-        if frame.subprogno != 0 && async_ret.is_none() {
+        // The exception callback's return value is the program's.
+        let exception_cb = self.exception_cb == Some(frame.subprogno as usize);
+        if frame.subprogno != 0 && async_ret.is_none() && !exception_cb {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
-                    "At subprogram exit the register R0 is not a scalar value ({})",
+                    "At subprogram exit the register R{regno} is not a scalar value ({})",
                     r0.type_str()
                 ));
             }
@@ -1094,11 +1165,11 @@ impl Env<'_> {
         };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
-                "{exit_ctx} the register R0 is not a known value ({})",
+                "{exit_ctx} the register R{regno} is not a known value ({})",
                 r0.type_str()
             ));
         }
-        self.mark_chain_precision(0)?;
+        self.mark_chain_precision(regno)?;
         let (smin, smax) = if subreg {
             (r0.v.s32_min as i64, r0.v.s32_max as i64)
         } else {
@@ -1124,7 +1195,7 @@ impl Env<'_> {
             };
             return self.err(crate::ctx::retval::return_range_message(
                 exit_ctx,
-                "R0",
+                &format!("R{regno}"),
                 smin,
                 smax,
                 (lo, hi),
@@ -1176,6 +1247,7 @@ impl Env<'_> {
     /// calls (a callback is entered where its address is taken); an async
     /// callback runs on a stack of its own, so it starts a chain instead.
     pub fn check_max_stack_depth(&self) -> VResult<()> {
+        self.check_exception_rules()?;
         let subs = &self.cfg.subprogs;
         let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
@@ -1203,11 +1275,13 @@ impl Env<'_> {
                 .unwrap_or(0)
                 .next_multiple_of(16)
         };
-        // Depth-first over call chains from each root, async callbacks
-        // first (highest index first, as the kernel walks them). The walk
-        // is static: a recursive function, even one the exploration saw
-        // end, runs into the frame limit.
-        let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
+        // Depth-first over call chains from each root (main, async
+        // callbacks, the exception callback), highest index first as the
+        // kernel walks them. The walk is static: a recursive function, even
+        // one the exploration saw end, runs into the frame limit.
+        let roots = (0..subs.len())
+            .rev()
+            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
         for root in roots {
             self.walk_stack_depth(root, &callees, &frame)?;
         }

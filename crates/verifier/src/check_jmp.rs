@@ -156,8 +156,22 @@ impl Env<'_> {
             let eq = jop == JmpOp::Eq;
             let id = dst.id;
             let rid = dst.ref_obj_id;
-            mark_ptr_or_null(self.obj, &mut self.cur, id, rid, !eq);
-            mark_ptr_or_null(self.obj, &mut self.pending[other_i].st, id, rid, eq);
+            // A map value's id also names its lock: kept when it has one.
+            let fields = &self.map_fields;
+            let keeps_id = |r: &Reg| {
+                r.ty == RegType::MapValue
+                    && crate::map_record::spin_lock(crate::map_record::fields_of(fields, r.map))
+                        .is_some()
+            };
+            mark_ptr_or_null(self.obj, &mut self.cur, id, rid, !eq, &keeps_id);
+            mark_ptr_or_null(
+                self.obj,
+                &mut self.pending[other_i].st,
+                id,
+                rid,
+                eq,
+                &keeps_id,
+            );
         } else if source(insn.code) == BPF_X && !is32 {
             self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
         }
@@ -317,6 +331,7 @@ fn mark_ptr_or_null(
     id: u32,
     ref_obj_id: u32,
     is_null: bool,
+    keeps_id: &dyn Fn(&Reg) -> bool,
 ) {
     if id == 0 {
         return;
@@ -328,10 +343,13 @@ fn mark_ptr_or_null(
         if is_null {
             *r = Reg::known(0);
         } else {
-            // The id only served the null check.
             r.flags &= !flag::MAYBE_NULL;
-            r.id = 0;
             map_lookup_non_null(obj, r);
+            // The id served the null check, unless it also names a map
+            // value's lock.
+            if !keeps_id(r) {
+                r.id = 0;
+            }
         }
     });
     // Only a pointer that is itself the reference (not a slice or cast of

@@ -305,9 +305,8 @@ impl Env<'_> {
                 *self.cur.reg_mut(d) = r;
             }
             BPF_PSEUDO_BTF_ID => {
-                let mut r = Reg::pointer(RegType::Mem);
-                r.flags |= flag::RDONLY;
-                *self.cur.reg_mut(d) = r;
+                *self.cur.reg_mut(d) =
+                    crate::ksym::pseudo_btf_id(self.insn_idx, insn.imm as u32, next.imm)?;
             }
             _ => return self.err("unrecognized bpf_ld_imm64 insn"),
         }
@@ -334,7 +333,7 @@ impl Env<'_> {
         }
         self.check_read(6)?;
         // The load may end the program (see below).
-        self.check_resource_leak(true, "BPF_LD_[ABS|IND]")?;
+        self.check_resource_leak("BPF_LD_[ABS|IND]", true)?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
         }
@@ -366,6 +365,22 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The rest of check_map_access: no load, store or helper access may
+    /// touch any byte of a special field (lock, timer, ...).
+    pub fn check_map_fields(&self, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+        let lo = reg.v.smin as i128 + off as i128;
+        let hi = reg.v.umax as i128 + off as i128 + size as i128;
+        for f in self.map_fields(reg.map) {
+            if lo < (f.off as i128 + f.size as i128) && (f.off as i128) < hi {
+                return self.err(format!(
+                    "{} cannot be accessed directly by load/store",
+                    f.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// check_mem_access: `regno` + `off` dereferenced for `size` bytes.
     /// On a read, `value` receives the loaded value; on a write it is the
     /// stored register (None for BPF_ST, which stores insn.imm).
@@ -389,6 +404,7 @@ impl Env<'_> {
                 self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
+                self.check_map_fields(&reg, off, size)?;
                 if access == Access::Read {
                     if let Some(d) = value {
                         let v = self.direct_map_read(&reg, off, size);

@@ -104,7 +104,9 @@ impl Env<'_> {
 
     /// The call site's arguments must match the callee's signature
     /// (btf_check_func_arg_match); the reason is logged and the call
-    /// rejected as a whole.
+    /// rejected as a whole. A global function is verified without the
+    /// caller's lock or preemption state, so it may not be called with a
+    /// lock held or preemption disabled (static ones may).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
         let mismatch = self.global_args_mismatch(subprog);
         if self.cur.active_locks > 0 {
@@ -214,6 +216,22 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The exception callback's signature is a global function's
+    /// (btf_prepare_func_args) taking exactly one integer (the cookie
+    /// bpf_throw was given).
+    fn check_exception_cb_signature(&self, k: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(k) {
+            return Err(crate::error::VerifyError::new(None, msg));
+        }
+        if self.global_args(k) != [ArgKind::Scalar] {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "exception cb only supports single integer argument".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// check_func_arg_reg_off for an argument without a type of its own:
     /// memory pointers may carry any offset, BTF pointers a fixed one,
     /// other pointers none.
@@ -285,6 +303,12 @@ impl Env<'_> {
     /// Verifies every global function the main program called, each from
     /// a fresh state.
     pub fn check_global_subprogs(&mut self) -> VResult<()> {
+        // The exception callback is presumed called.
+        if let Some(ex) = self.exception_cb {
+            if let Some(c) = self.called_global.get_mut(ex) {
+                *c = true;
+            }
+        }
         let mut k = 1;
         while k < self.called_global.len() {
             if !self.called_global[k] || self.verified_global[k] {
@@ -317,6 +341,9 @@ impl Env<'_> {
                 self.log.line(&format!("Validating {name}() func#{k}..."));
             }
             self.insn_idx = self.cfg.subprogs[k].start;
+            if self.exception_cb == Some(k) {
+                self.check_exception_cb_signature(k)?;
+            }
             self.do_check()?;
             self.log.pass_verified();
             if self.log.level >= 1 {

@@ -400,9 +400,11 @@ impl Env<'_> {
         }
         // Checked as if not NULL: NULL is fine anyway.
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
+        self.in_kfunc_mem_arg = true;
         let res = self
             .check_helper_mem(regno, size, Access::Read, zero_ok, false)
             .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok, false));
+        self.in_kfunc_mem_arg = false;
         *self.cur.reg_mut(regno) = reg;
         res
     }

@@ -14,15 +14,18 @@ pub mod ctx;
 mod ctx_glue;
 mod dynptr;
 mod error;
+mod exception;
 mod explore;
 mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod ksym;
 mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod map_record;
 mod map_refs;
 mod pool;
 mod precision;
@@ -153,9 +156,9 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         .and_then(|()| unmodelled_prog_type(prog))
         .and_then(|()| unmodelled_prog_flags(prog))
         .and_then(|()| unmodelled_maps(obj, prog))
-        .and_then(|()| precheck(&prog.insns))
-        .and_then(|()| map_refs::resolve_map_refs(obj, prog))
-        .and_then(|()| cfg::analyze(&prog.insns, &calls))
+        .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|ex| precheck(obj, prog).map(|()| ex))
+        .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
         .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
@@ -399,8 +402,12 @@ fn check_abnormal_returns(
 
 /// Checks the kernel makes on the raw stream before building the CFG
 /// (resolve_pseudo_ldimm64 and the opcode check).
-fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
+fn precheck(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
     use bpfvet_isa::opcode::*;
+    let insns = &prog.insns;
     let err = |i: usize, m: &str| Err(error::VerifyError::new(Some(i), m.to_string()));
     let mut i = 0;
     while i < insns.len() {
@@ -421,6 +428,10 @@ fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
             if ins.src > 6 {
                 return err(i, "unrecognized bpf_ld_imm64 insn");
             }
+            if ins.src == BPF_PSEUDO_BTF_ID {
+                ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+            }
+            map_refs::check_map_ref(obj, prog, i, &ins)?;
             i += 2;
             continue;
         }

@@ -1,76 +1,34 @@
 //! The maps a program's `ld_imm64` instructions name, resolved before
 //! exploration as the kernel's `resolve_pseudo_ldimm64` does: each must be
-//! a map of the object, and the map's special fields must suit the program
-//! type (`check_map_prog_compatibility`).
+//! a map of the object, and the map must suit the program
+//! (`check_map_prog_compatibility`: its special fields, its type).
 
 use crate::error::VerifyError;
+use crate::map_record::{self, Field};
 use bpfvet_isa::opcode::{
     BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE, BPF_PSEUDO_MAP_VALUE,
 };
 use bpfvet_isa::uapi::{MapType, ProgType};
-use bpfvet_object::btf::{Btf, Kind};
+use bpfvet_isa::Insn;
 use bpfvet_object::{MapDef, Object, Program};
 
-/// The special kernel objects a map value holds (the kinds of the kernel's
-/// `btf_record` fields that decide program compatibility).
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct ValueFields {
-    pub spin_lock: bool,
-    pub timer: bool,
-    pub workqueue: bool,
-    /// `bpf_list_head` or `bpf_rb_root`.
-    pub graph_root: bool,
-}
-
-/// Nesting the kernel follows into structs inside a map value.
-const MAX_FIELD_NESTING: u32 = 32;
-
-impl ValueFields {
-    /// The special fields of `map`'s value, read from its BTF (none for a
-    /// map without BTF, which the kernel also gives no record).
-    pub fn of(obj: &Object, map: &MapDef) -> ValueFields {
-        let mut f = ValueFields::default();
-        if let Some(btf) = obj.btf.as_ref().filter(|_| map.btf_value_type_id != 0) {
-            f.walk(btf, map.btf_value_type_id, 0);
-        }
-        f
+/// The kernel's refusal of `map` in a program of `prog`'s type, if any.
+pub fn map_prog_incompatibility(
+    obj: &Object,
+    map: &MapDef,
+    prog: &Program,
+) -> Option<&'static str> {
+    let fields = map_record::map_fields(obj.btf.as_ref(), map);
+    if let Some(msg) = fields_incompatibility(&fields, prog.prog_type) {
+        return Some(msg);
     }
-
-    /// Structs (not unions) are searched member by member, arrays by their
-    /// element type; a global-data section by its variables.
-    fn walk(&mut self, btf: &Btf, id: u32, depth: u32) {
-        if depth > MAX_FIELD_NESTING {
-            return;
-        }
-        let Some((id, t)) = btf.skip_mods_and_typedefs(id) else {
-            return;
-        };
-        match t.kind {
-            Kind::Struct => match btf.name_of(id) {
-                "bpf_spin_lock" => self.spin_lock = true,
-                "bpf_timer" => self.timer = true,
-                "bpf_wq" => self.workqueue = true,
-                "bpf_list_head" | "bpf_rb_root" => self.graph_root = true,
-                _ => {
-                    for m in btf.members(t) {
-                        self.walk(btf, m.type_id, depth + 1);
-                    }
-                }
-            },
-            Kind::Array => {
-                if let Some((elem, _, _)) = t.array_info() {
-                    self.walk(btf, elem, depth + 1);
-                }
-            }
-            Kind::Var => self.walk(btf, t.size_or_type, depth + 1),
-            Kind::Datasec => {
-                for v in btf.datasec_vars(t) {
-                    self.walk(btf, v.type_id, depth + 1);
-                }
-            }
-            _ => {}
-        }
+    if map.map_type == MapType::STRUCT_OPS {
+        return Some("bpf_struct_ops map cannot be used in prog");
     }
+    if prog.sleepable && !sleepable_map_type(map.map_type) {
+        return Some("Sleepable programs can only use array, hash, ringbuf and local storage maps");
+    }
+    None
 }
 
 /// Program types the kernel counts as tracing for map compatibility
@@ -87,36 +45,27 @@ fn is_tracing_prog_type(t: ProgType) -> bool {
     )
 }
 
-/// The kernel's refusal of `map` in a program of `prog`'s type, if any.
-pub fn map_prog_incompatibility(
-    obj: &Object,
-    map: &MapDef,
-    prog: &Program,
-) -> Option<&'static str> {
-    let f = ValueFields::of(obj, map);
-    let tracing = is_tracing_prog_type(prog.prog_type);
-    if f.graph_root && tracing {
+/// The program types that may not use a map whose value holds these
+/// special fields.
+fn fields_incompatibility(fields: &[Field], prog_type: ProgType) -> Option<&'static str> {
+    let tracing = is_tracing_prog_type(prog_type);
+    let has = |name: &str| fields.iter().any(|f| f.name == name);
+    if (has("bpf_list_head") || has("bpf_rb_root")) && tracing {
         return Some("tracing progs cannot use bpf_{list_head,rb_root} yet");
     }
-    if f.spin_lock {
-        if prog.prog_type == ProgType::SOCKET_FILTER {
+    if has("bpf_spin_lock") || has("bpf_res_spin_lock") {
+        if prog_type == ProgType::SOCKET_FILTER {
             return Some("socket filter progs cannot use bpf_spin_lock yet");
         }
         if tracing {
             return Some("tracing progs cannot use bpf_spin_lock yet");
         }
     }
-    if f.timer && tracing {
+    if has("bpf_timer") && tracing {
         return Some("tracing progs cannot use bpf_timer yet");
     }
-    if f.workqueue && tracing {
+    if has("bpf_wq") && tracing {
         return Some("tracing progs cannot use bpf_wq yet");
-    }
-    if map.map_type == MapType::STRUCT_OPS {
-        return Some("bpf_struct_ops map cannot be used in prog");
-    }
-    if prog.sleepable && !sleepable_map_type(map.map_type) {
-        return Some("Sleepable programs can only use array, hash, ringbuf and local storage maps");
     }
     None
 }
@@ -146,44 +95,41 @@ fn sleepable_map_type(t: MapType) -> bool {
     )
 }
 
-/// Every map reference of `prog`, in instruction order. A reference by fd
-/// (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not linked
-/// against its maps) names no map the loader created.
-pub fn resolve_map_refs(obj: &Object, prog: &Program) -> Result<(), VerifyError> {
-    let insns = &prog.insns;
-    let mut i = 0;
-    while i < insns.len() {
-        let ins = insns[i];
-        if !ins.is_ld_imm64() {
-            i += 1;
-            continue;
+/// Checks the map the `ld_imm64` at `i` references, if any. A reference
+/// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
+/// linked against its maps) names no map the loader created.
+pub fn check_map_ref(
+    obj: &Object,
+    prog: &Program,
+    i: usize,
+    ins: &Insn,
+) -> Result<(), VerifyError> {
+    let err = |msg: String| Err(VerifyError::new(Some(i), msg));
+    match ins.src {
+        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
+            err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
         }
-        let err = |msg: String| Err(VerifyError::new(Some(i), msg));
-        match ins.src {
-            BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
-                return err(format!("fd {} is not pointing to valid bpf_map", ins.imm));
+        BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE => {
+            // A missing index is reported where the load is explored.
+            match obj.maps.get(ins.imm as u32 as usize) {
+                Some(map) => match map_prog_incompatibility(obj, map, prog) {
+                    Some(msg) => err(msg.to_string()),
+                    None => Ok(()),
+                },
+                None => Ok(()),
             }
-            BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE => {
-                // A missing index is reported where the load is explored.
-                if let Some(map) = obj.maps.get(ins.imm as u32 as usize) {
-                    if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
-                        return err(msg.to_string());
-                    }
-                }
-            }
-            _ => {}
         }
-        i += 2;
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bpfvet_object::btf::Btf;
 
     /// Raw BTF: [1] struct bpf_timer {}, [2] struct outer { [1] t; },
-    /// [3] int, [4] [3] array of [2], [5] var v: [4], [6] datasec .bss {[5]}.
+    /// [3] int, [4] [1] array of [2], [5] var v: [4], [6] datasec .bss {[5]}.
     fn btf_with_nested_timer() -> Btf {
         let mut strings = b"\0bpf_timer\0outer\0t\0int\0v\0.bss\0".to_vec();
         let s = |name: &str, strings: &[u8]| {
@@ -214,17 +160,17 @@ mod tests {
             0,
             2,
             3,
-            3,
+            1,
             s("v", &strings),
             info(14, 0),
             4,
             1,
             s(".bss", &strings),
             info(15, 1),
-            48,
+            16,
             5,
             0,
-            48,
+            16,
         ];
         let types: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let mut raw = Vec::new();
@@ -245,14 +191,16 @@ mod tests {
     }
 
     #[test]
-    fn timer_nested_in_global_data_array_is_found() {
+    fn timer_nested_in_global_data_is_found() {
         let mut obj = Object::single_program("p", ProgType::KPROBE, Vec::new());
         obj.btf = Some(btf_with_nested_timer());
-        let mut map = MapDef::new(".bss", MapType::ARRAY, 4, 48, 1);
-        assert_eq!(ValueFields::of(&obj, &map), ValueFields::default());
+        let mut map = MapDef::new(".bss", MapType::ARRAY, 4, 16, 1);
+        let prog = obj.programs[0].clone();
+        assert_eq!(map_prog_incompatibility(&obj, &map, &prog), None);
         map.btf_value_type_id = 6;
-        let f = ValueFields::of(&obj, &map);
-        assert!(f.timer && !f.spin_lock && !f.graph_root);
+        let fields = map_record::map_fields(obj.btf.as_ref(), &map);
+        assert_eq!(fields.len(), 1);
+        assert_eq!(fields[0].name, "bpf_timer");
         let prog = obj.programs[0].clone();
         assert_eq!(
             map_prog_incompatibility(&obj, &map, &prog),
