@@ -22,10 +22,11 @@ pub struct Input {
 /// does not exist is an error.
 pub fn expand_inputs(paths: &[PathBuf]) -> std::io::Result<Vec<Input>> {
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
     for (origin, p) in paths.iter().enumerate() {
         let meta = std::fs::metadata(p).map_err(|e| named_error(p, e))?;
         if meta.is_dir() {
+            // Per named path: a directory named twice is walked twice.
+            let mut seen = HashSet::new();
             walk(p, origin, &mut seen, &mut out).map_err(|e| named_error(p, e))?;
         } else {
             out.push(Input {
