@@ -429,10 +429,12 @@ fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
     let mut obj = match bpfvet_object::Object::parse(&bytes, path, job.object_opts) {
         Ok(o) => o,
         Err(e) => {
-            // The loader's error names the file.
+            // The loader's error starts with the path: say it once.
+            let shown = path.display().to_string();
+            let why = crate::error_text(&e.into());
+            let why = why.strip_prefix(&format!("{shown}: ")).unwrap_or(&why);
             out.messages.push(Message::Error(format!(
-                "bpfvet: {}",
-                crate::error_text(&e.into())
+                "bpfvet: failed to open '{shown}': {why}"
             )));
             out.load_error = true;
             out.skipped = true;
