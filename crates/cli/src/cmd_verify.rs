@@ -560,7 +560,13 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     let report_rows = |rows: &[Row], backend: &str, path: &std::path::Path| {
         for r in rows {
             if let Some(why) = &r.reason {
-                note(format!("bpfvet: {}/{} ({backend}): {why}", r.file, r.prog));
+                let line = format!("bpfvet: {}/{} ({backend}): {why}", r.file, r.prog);
+                // bpfvet's own failure is an error, shown even with -q.
+                if why.starts_with(backend::INTERNAL_ERROR) {
+                    say(line);
+                } else {
+                    note(line);
+                }
             }
             let show_log = args.verbose || (opts.keep_log && !r.succeeded());
             if let (Some(rej), false) = (&r.rejection, show_log) {
