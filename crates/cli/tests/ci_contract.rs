@@ -188,6 +188,12 @@ fn jobs_give_the_output_of_one_job() {
     assert_eq!(run("3"), one);
     let dump = |jobs: &str| text(&bpfvet(&["dump", "-j", jobs, &dir]).stdout);
     assert_eq!(dump("1"), dump("2"));
+    let annotated = fixture("annotated");
+    let test = |jobs: &str| {
+        let o = bpfvet(&["test", "-j", jobs, &annotated, &annotated]);
+        (text(&o.stdout), o.status.code())
+    };
+    assert_eq!(test("1"), test("2"));
 }
 
 #[test]
