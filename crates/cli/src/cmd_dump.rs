@@ -3,10 +3,12 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::cmd_verify::input::{expand_inputs, not_bpf_object_reason, Input};
+use crate::cmd_verify::{job_count, ordered_parallel, thread_pool};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use bpfvet_isa::disasm::{write_log_line, Symbols};
 use bpfvet_isa::Ld64Kind;
 use bpfvet_object::btf::Btf;
@@ -35,6 +37,9 @@ pub struct Args {
     /// Do not resolve CO-RE relocations against any kernel.
     #[arg(long)]
     pub no_core: bool,
+    /// Objects read at once [default: all cores]; the output is the same.
+    #[arg(short = 'j', long)]
+    pub jobs: Option<usize>,
 }
 
 /// What the kernel knows when it prints a loaded program: kfunc names
@@ -57,29 +62,42 @@ impl Symbols for KernelView<'_> {
     }
 }
 
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("reading directory {}", path.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "o") {
-                collect(&e, out)?;
-            }
-        }
-    } else {
-        out.push(path.to_owned());
+/// One file's part of the output, or why it has none.
+enum Dumped {
+    Text(String),
+    Json(Value),
+    Skipped(String),
+    Failed(String),
+}
+
+fn dump_file(args: &Args, input: &Input, opts: &LoadOptions, syms: Option<&KernelView>) -> Dumped {
+    let f = &input.path;
+    let syms = syms.map(|s| s as &dyn Symbols);
+    let bytes = match std::fs::read(f) {
+        Ok(b) => b,
+        Err(e) => return Dumped::Failed(format!("failed to read '{}': {e}", f.display())),
+    };
+    if let Some(why) = not_bpf_object_reason(&bytes) {
+        let msg = format!("'{}' is not a BPF object file: {why}", f.display());
+        return if input.named {
+            Dumped::Failed(msg)
+        } else {
+            Dumped::Skipped(msg)
+        };
     }
-    Ok(())
+    match Object::parse(&bytes, f, opts) {
+        Ok(obj) if args.json => Dumped::Json(object_json(&obj, syms, args.source)),
+        Ok(obj) => {
+            let mut text = String::new();
+            write_object(&mut text, &obj, syms, args.source);
+            Dumped::Text(text)
+        }
+        Err(e) => Dumped::Failed(e.to_string()),
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut files = Vec::new();
-    for p in &args.objects {
-        collect(p, &mut files)?;
-    }
+    let inputs = expand_inputs(&args.objects)?;
     let mut opts = LoadOptions::default();
     if args.no_core {
         opts.target_btf = TargetBtf::None;
@@ -95,39 +113,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let syms = KernelView {
         vmlinux: vmlinux.as_deref(),
     };
+    let syms = disasm.then_some(&syms);
+    let pool = thread_pool(job_count(args.jobs))?;
     let mut failed = false;
+    let mut dumped = vec![false; args.objects.len()];
     let mut docs = Vec::new();
-    let mut text = String::new();
-    for f in &files {
-        match Object::from_file(f, &opts) {
-            Ok(obj) => {
-                if args.json {
-                    docs.push(object_json(&obj, disasm.then_some(&syms), args.source));
-                } else {
-                    write_object(&mut text, &obj, disasm.then_some(&syms), args.source);
+    let mut stdout = std::io::stdout().lock();
+    let mut write_error = None;
+    ordered_parallel(
+        &pool,
+        &inputs,
+        |input| dump_file(&args, input, &opts, syms),
+        |input, out| match out {
+            Dumped::Text(text) => {
+                dumped[input.origin] = true;
+                // A closed pipe (`| head`) is not an error worth a panic.
+                if write_error.is_none() {
+                    write_error = stdout.write_all(text.as_bytes()).err();
                 }
             }
-            Err(e) => {
+            Dumped::Json(doc) => {
+                dumped[input.origin] = true;
+                docs.push(doc);
+            }
+            Dumped::Skipped(why) => eprintln!("bpfvet: skipping {why}"),
+            Dumped::Failed(why) => {
                 failed = true;
+                dumped[input.origin] = true;
                 if args.json {
-                    docs.push(json!({ "path": f.display().to_string(), "error": e.to_string() }));
-                } else {
-                    eprintln!("bpfvet: {e}");
+                    docs.push(json!({ "path": input.path.display().to_string(), "error": why }));
                 }
+                eprintln!("bpfvet: {why}");
             }
+        },
+    );
+    for (path, done) in args.objects.iter().zip(&dumped) {
+        if !done {
+            failed = true;
+            eprintln!("bpfvet: '{}': no BPF object files found", path.display());
         }
     }
     if args.json {
-        text = serde_json::to_string_pretty(&Value::Array(docs))?;
+        let mut text = serde_json::to_string_pretty(&Value::Array(docs))?;
         text.push('\n');
+        write_error = stdout.write_all(text.as_bytes()).err();
     }
-    // A closed pipe (`| head`) is not an error worth a panic.
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+    match write_error {
+        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
     Ok(if failed {
-        ExitCode::from(1)
+        ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })

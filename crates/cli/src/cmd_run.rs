@@ -6,15 +6,16 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bpfvet_isa::uapi::ProgType;
-use bpfvet_vm::{test_run_with, Engine, Interpreter, Jit, TestRunInput, Vm};
+use bpfvet_vm::{test_run_with, Engine, Interpreter, Jit, TestRunInput, Vm, VmError};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The BPF object file.
     pub object: PathBuf,
-    /// Program (function) name.
+    /// Program (function) name; may be left out for an object with one
+    /// program.
     #[arg(long)]
-    pub prog: String,
+    pub prog: Option<String>,
     /// Packet bytes (data_in).
     #[arg(long)]
     pub data_in: Option<PathBuf>,
@@ -60,29 +61,48 @@ fn retval_name(t: ProgType, r: u32) -> &'static str {
     }
 }
 
+/// The program `--prog` names, or the object's only program.
+fn pick_program(obj: &bpfvet_object::Object, wanted: Option<&str>) -> anyhow::Result<usize> {
+    let names = || {
+        obj.programs
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted {
+        Some(w) => obj
+            .programs
+            .iter()
+            .position(|p| p.name == w)
+            .with_context(|| format!("no program {w:?} (programs: {})", names())),
+        None if obj.programs.len() == 1 => Ok(0),
+        None if obj.programs.is_empty() => anyhow::bail!("the object has no programs"),
+        None => anyhow::bail!(
+            "the object has {} programs; choose one with --prog ({})",
+            obj.programs.len(),
+            names()
+        ),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let obj = bpfvet_object::Object::from_file(&args.object, &Default::default())
-        .with_context(|| format!("loading {}", args.object.display()))?;
-    let idx = obj
-        .programs
-        .iter()
-        .position(|p| p.name == args.prog)
-        .with_context(|| {
-            let names: Vec<_> = obj.programs.iter().map(|p| p.name.as_str()).collect();
-            format!(
-                "no program {:?} (programs: {})",
-                args.prog,
-                names.join(", ")
-            )
-        })?;
+    // The loader's errors name the file already.
+    let obj = bpfvet_object::Object::from_file(&args.object, &Default::default())?;
+    let idx = pick_program(&obj, args.prog.as_deref())?;
+    let name = obj.programs[idx].name.clone();
     if let Some(why) = &obj.programs[idx].refused {
-        anyhow::bail!(
-            "{}: the object loader refused this program: {why}",
-            args.prog
-        );
+        anyhow::bail!("{name}: the object loader refused this program: {why}");
     }
     if !args.no_verify {
-        Vm::verify(&obj, idx).context("--no-verify runs it anyway")?;
+        if let Err(e) = Vm::verify(&obj, idx) {
+            // A verdict, not a usage error: exit 1, as `verify` does.
+            eprintln!(
+                "bpfvet: {name} was not run: {e}\n\
+                 (bpfvet runs only programs its verifier accepts; --no-verify runs it unverified)"
+            );
+            return Ok(ExitCode::from(1));
+        }
     }
     let data = match &args.data_in {
         Some(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display()))?,
@@ -97,13 +117,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let engine: &dyn Engine = match &jit {
         Some(jit) => {
             match jit.declined(idx) {
-                Some(why) => eprintln!("note: the JIT declines {}: {why}; interpreting", args.prog),
+                Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
                 None => eprintln!("note: running native code from the JIT"),
             }
             jit
         }
         None => &Interpreter,
     };
+    let t = vm.programs[idx].prog_type;
     let out = test_run_with(
         engine,
         &vm,
@@ -113,8 +134,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ctx: ctx.as_deref(),
             repeat: args.repeat,
         },
-    )?;
-    let t = vm.programs[idx].prog_type;
+    )
+    .map_err(|e| match e {
+        // Without ctx_in, these types' context pointer is NULL.
+        VmError::OutOfBounds { addr, .. }
+            if addr < 0x1000
+                && ctx.is_none()
+                && matches!(t, ProgType::SYSCALL | ProgType::RAW_TRACEPOINT) =>
+        {
+            anyhow::anyhow!(
+                "{name}: {t} programs read their context from --ctx-in, and none was \
+                 given ({e})"
+            )
+        }
+        e => e.into(),
+    })?;
     println!("retval: {} {}", out.retval, retval_name(t, out.retval));
     println!(
         "duration: {} ns per run ({} runs)",

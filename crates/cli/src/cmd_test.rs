@@ -8,7 +8,8 @@ mod spec;
 
 use crate::cmd_verify::backend::BackendKind;
 use crate::cmd_verify::filter::Filters;
-use crate::cmd_verify::input::{display_name, expand_paths, is_bpf_object};
+use crate::cmd_verify::input::{display_name, expand_inputs, not_bpf_object_reason, Input};
+use crate::cmd_verify::{job_count, ordered_parallel, thread_pool};
 use anyhow::Context;
 use bpfvet_object::{Object, Program};
 use spec::{Expect, TestSpec};
@@ -33,6 +34,10 @@ pub struct Args {
     /// Print the verifier log of each failed test.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Objects tested at once with the bpfvet backend [default: all
+    /// cores]; the output is the same. The kernel backend runs one at a time.
+    #[arg(short = 'j', long)]
+    pub jobs: Option<usize>,
 }
 
 /// What one backend made of one test.
@@ -244,6 +249,125 @@ struct Tally {
     skipped: usize,
 }
 
+/// One file's test lines (stdout), errors (stderr) and counts.
+#[derive(Default)]
+struct FileTests {
+    text: String,
+    errors: Vec<String>,
+    annotated: bool,
+    tally: Vec<Tally>,
+}
+
+fn test_file(
+    args: &Args,
+    filters: &Filters,
+    input: &Input,
+    backends: &mut [Box<dyn TestBackend>],
+) -> FileTests {
+    use std::fmt::Write as _;
+    let mut out = FileTests {
+        tally: backends.iter().map(|_| Tally::default()).collect(),
+        ..Default::default()
+    };
+    let path = &input.path;
+    let file = display_name(path);
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            out.errors.push(format!("bpfvet: {}: {e}", path.display()));
+            return out;
+        }
+    };
+    if let Some(why) = not_bpf_object_reason(&bytes) {
+        out.errors.push(format!(
+            "bpfvet: '{}' is not a BPF object file: {why}",
+            path.display()
+        ));
+        return out;
+    }
+    let obj = match Object::parse(&bytes, path, &Default::default()) {
+        Ok(o) => o,
+        Err(e) => {
+            // The error names the file.
+            out.errors.push(format!("bpfvet: {e}"));
+            return out;
+        }
+    };
+    let Some(btf) = obj.btf.as_ref().filter(|b| spec::has_annotations(b)) else {
+        return out;
+    };
+    out.annotated = true;
+    let tally = &mut out.tally;
+    let text = &mut out.text;
+    for idx in 0..obj.programs.len() {
+        let prog = &obj.programs[idx];
+        if !filters.allows_name(&file, Some(&prog.name)) {
+            continue;
+        }
+        let spec = match spec::parse(btf, &prog.name) {
+            Ok(s) => s,
+            Err(e) => {
+                for t in tally.iter_mut() {
+                    t.failed += 1;
+                }
+                let _ = writeln!(text, "FAIL {file}/{}: bad annotations: {e}", prog.name);
+                continue;
+            }
+        };
+        if spec.auxiliary {
+            continue;
+        }
+        let mut obj_flags = obj.clone();
+        let p = &mut obj_flags.programs[idx];
+        p.prog_flags = (p.prog_flags | spec.flags_set) & !spec.flags_cleared;
+        let mut modes: Vec<(&str, Option<&Expect>)> = vec![("", spec.privileged.as_ref())];
+        if spec.unprivileged.is_some() {
+            modes.push((" (unpriv)", None));
+        }
+        for (mode, expect) in modes {
+            let label = format!("{file}/{}{mode}", spec.name);
+            for (b, backend) in backends.iter_mut().enumerate() {
+                let side = if backends_len(args.backend) > 1 {
+                    format!(" [{}]", backend.name())
+                } else {
+                    String::new()
+                };
+                let (outcome, log) = match expect {
+                    Some(e) => run_test(backend.as_mut(), &obj_flags, idx, &spec, e),
+                    None => (
+                        Outcome::Skip(
+                            "unprivileged mode is not run (both backends load as root)".into(),
+                        ),
+                        String::new(),
+                    ),
+                };
+                match &outcome {
+                    Outcome::Pass => {
+                        tally[b].passed += 1;
+                        if !args.quiet {
+                            let _ = writeln!(text, "PASS {label}{side}");
+                        }
+                    }
+                    Outcome::Skip(why) => {
+                        tally[b].skipped += 1;
+                        if !args.quiet {
+                            let _ = writeln!(text, "SKIP {label}{side}: {why}");
+                        }
+                    }
+                    Outcome::Fail(why) => {
+                        tally[b].failed += 1;
+                        let _ = writeln!(text, "FAIL {label}{side}: {why}");
+                        if args.verbose {
+                            let _ = writeln!(text, "{log}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut filters = Filters::default();
     for f in &args.filters {
@@ -259,103 +383,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let kernel = bpfvet_kernel::Kernel::open().context("kernel backend unavailable")?;
         backends.push(Box::new(Host { kernel }));
     }
-    let files = expand_paths(&args.paths).context("reading the named paths")?;
+    let inputs = expand_inputs(&args.paths)?;
     let mut tally: Vec<Tally> = backends.iter().map(|_| Tally::default()).collect();
     let mut load_errors = 0;
     let mut objects = 0;
-    for path in &files {
-        let file = display_name(path);
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("bpfvet: {}: {e}", path.display());
-                load_errors += 1;
-                continue;
-            }
-        };
-        if !is_bpf_object(&bytes) {
-            eprintln!("bpfvet: {}: not a BPF object file", path.display());
-            load_errors += 1;
-            continue;
+    let mut merge = |out: FileTests| {
+        print!("{}", out.text);
+        for m in &out.errors {
+            eprintln!("{m}");
         }
-        let obj = match Object::parse(&bytes, path, &Default::default()) {
-            Ok(o) => o,
-            Err(e) => {
-                // The error names the file.
-                eprintln!("bpfvet: {e}");
-                load_errors += 1;
-                continue;
-            }
-        };
-        let Some(btf) = obj.btf.as_ref().filter(|b| spec::has_annotations(b)) else {
-            continue;
-        };
-        objects += 1;
-        for idx in 0..obj.programs.len() {
-            let prog = &obj.programs[idx];
-            if !filters.allows_name(&file, Some(&prog.name)) {
-                continue;
-            }
-            let spec = match spec::parse(btf, &prog.name) {
-                Ok(s) => s,
-                Err(e) => {
-                    for t in &mut tally {
-                        t.failed += 1;
-                    }
-                    println!("FAIL {file}/{}: bad annotations: {e}", prog.name);
-                    continue;
-                }
-            };
-            if spec.auxiliary {
-                continue;
-            }
-            let mut obj_flags = obj.clone();
-            let p = &mut obj_flags.programs[idx];
-            p.prog_flags = (p.prog_flags | spec.flags_set) & !spec.flags_cleared;
-            let mut modes: Vec<(&str, Option<&Expect>)> = vec![("", spec.privileged.as_ref())];
-            if spec.unprivileged.is_some() {
-                modes.push((" (unpriv)", None));
-            }
-            for (mode, expect) in modes {
-                let label = format!("{file}/{}{mode}", spec.name);
-                for (b, backend) in backends.iter_mut().enumerate() {
-                    let side = if backends_len(args.backend) > 1 {
-                        format!(" [{}]", backend.name())
-                    } else {
-                        String::new()
-                    };
-                    let (outcome, log) = match expect {
-                        Some(e) => run_test(backend.as_mut(), &obj_flags, idx, &spec, e),
-                        None => (
-                            Outcome::Skip(
-                                "unprivileged mode is not run (both backends load as root)".into(),
-                            ),
-                            String::new(),
-                        ),
-                    };
-                    match &outcome {
-                        Outcome::Pass => {
-                            tally[b].passed += 1;
-                            if !args.quiet {
-                                println!("PASS {label}{side}");
-                            }
-                        }
-                        Outcome::Skip(why) => {
-                            tally[b].skipped += 1;
-                            if !args.quiet {
-                                println!("SKIP {label}{side}: {why}");
-                            }
-                        }
-                        Outcome::Fail(why) => {
-                            tally[b].failed += 1;
-                            println!("FAIL {label}{side}: {why}");
-                            if args.verbose {
-                                println!("{log}");
-                            }
-                        }
-                    }
-                }
-            }
+        load_errors += out.errors.len();
+        objects += out.annotated as usize;
+        for (t, o) in tally.iter_mut().zip(&out.tally) {
+            t.passed += o.passed;
+            t.failed += o.failed;
+            t.skipped += o.skipped;
+        }
+    };
+    if args.backend == BackendKind::Bpfvet {
+        // bpfvet's backend holds nothing: one per worker thread.
+        bpfvet_verifier::preload_kernel_btf();
+        let pool = thread_pool(job_count(args.jobs))?;
+        ordered_parallel(
+            &pool,
+            &inputs,
+            |input| {
+                let mut own: Vec<Box<dyn TestBackend>> = vec![Box::new(Bpfvet)];
+                test_file(&args, &filters, input, &mut own)
+            },
+            |_, out| merge(out),
+        );
+    } else {
+        // The kernel backend's syscalls run one at a time.
+        for input in &inputs {
+            merge(test_file(&args, &filters, input, &mut backends));
         }
     }
     for (t, backend) in tally.iter().zip(&backends) {

@@ -56,9 +56,13 @@ pub struct Args {
     /// Print only the first N results.
     #[arg(short = 'n', long = "top-n")]
     top_n: Option<usize>,
-    /// No progress or notes on stderr.
+    /// No progress bar, notes or table footer; errors are still printed.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Objects verified at once [default: all cores]. The output is the
+    /// same for any number. The kernel backend loads one program at a time.
+    #[arg(short = 'j', long)]
+    jobs: Option<usize>,
     /// Print the log of every program (stderr).
     #[arg(short = 'v', long)]
     verbose: bool,
@@ -204,9 +208,18 @@ fn columns_for(plan: &Plan, csv_columns: &[Stat]) -> Vec<Stat> {
     }
 }
 
-fn verify_columns(plan: &Plan) -> Vec<Stat> {
+fn verify_columns(plan: &Plan, kind: BackendKind) -> Vec<Stat> {
     match (&plan.emit, plan.format) {
         (Some(e), _) => e.iter().map(|s| s.stat).collect(),
+        // Side by side, the figures that say whether the two agree.
+        (None, Format::Table) if kind == BackendKind::Both => vec![
+            Stat::File,
+            Stat::Prog,
+            Stat::Verdict,
+            Stat::TotalInsns,
+            Stat::TotalStates,
+            Stat::Duration,
+        ],
         (None, Format::Table) => fields::default_table_stats(),
         (None, _) => fields::default_csv_stats(),
     }
@@ -229,6 +242,7 @@ fn finish_joined(
     mut rows: Vec<Joined>,
     columns: &[Stat],
     sides: &SideNames,
+    layout: output::Layout,
 ) -> anyhow::Result<()> {
     rows.retain(|j| {
         plan.filters.allows_name(&j.file, Some(&j.prog)) && plan.filters.allows_joined(j)
@@ -238,7 +252,7 @@ fn finish_joined(
         rows.truncate(n);
     }
     let mut out = std::io::stdout().lock();
-    output::write_joined(&mut out, plan.format, &rows, columns, sides)?;
+    output::write_joined(&mut out, plan.format, &rows, columns, sides, layout)?;
     out.flush()?;
     Ok(())
 }
@@ -276,6 +290,7 @@ fn run_compare(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         joined,
         &columns_for(plan, &cols_a),
         &output::COMPARE_SIDES,
+        output::Layout::Full,
     )?;
     Ok(ExitCode::from(mismatch as u8))
 }
@@ -283,9 +298,195 @@ fn run_compare(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
 /// bpfvet's own verifier: needs no root and no particular kernel.
 const DEFAULT_BACKEND: BackendKind = BackendKind::Bpfvet;
 
+/// `--jobs`: all cores unless told.
+pub fn job_count(jobs: Option<usize>) -> usize {
+    jobs.filter(|&n| n > 0).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
+/// A pool of `jobs` worker threads.
+pub fn thread_pool(jobs: usize) -> anyhow::Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .thread_name(|i| format!("bpfvet-{i}"))
+        .build()
+        .context("starting worker threads")
+}
+
+/// Runs `work` on every item on `pool` and hands the results to `each` on
+/// this thread in the items' order, as they complete: the output of any
+/// number of jobs is that of one.
+pub fn ordered_parallel<T: Sync, R: Send>(
+    pool: &rayon::ThreadPool,
+    items: &[T],
+    work: impl Fn(&T) -> R + Sync,
+    mut each: impl FnMut(&T, R),
+) {
+    use rayon::iter::{ParallelBridge, ParallelIterator};
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
+    std::thread::scope(|scope| {
+        let work = &work;
+        scope.spawn(move || {
+            pool.install(|| {
+                // par_bridge takes items roughly in order, so few results
+                // wait in `pending` below.
+                items
+                    .iter()
+                    .enumerate()
+                    .par_bridge()
+                    .for_each_with(tx, |tx, (i, item)| {
+                        let _ = tx.send((i, work(item)));
+                    })
+            })
+        });
+        let mut pending = std::collections::BTreeMap::new();
+        let mut next = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&next) {
+                each(&items[next], r);
+                next += 1;
+            }
+        }
+    });
+}
+
+/// A message about one file: printed unless -q, or always (errors).
+enum Message {
+    Note(String),
+    Error(String),
+}
+
+/// What reading (and, for the bpfvet backend, verifying) one file gave.
+#[derive(Default)]
+struct FileOutcome {
+    messages: Vec<Message>,
+    /// Kept for the kernel backend, which runs on the main thread.
+    obj: Option<bpfvet_object::Object>,
+    progs: Vec<usize>,
+    /// The bpfvet backend's rows.
+    rows: Vec<Row>,
+    opened: bool,
+    /// The file counts as yielding programs for its named path (opened
+    /// with programs, or left out by a file filter).
+    yielded: bool,
+    load_error: bool,
+    skipped: bool,
+    progs_skipped: usize,
+}
+
+/// Shared, read-only inputs of `verify_file`.
+struct FileJob<'a> {
+    args: &'a Args,
+    plan: &'a Plan,
+    object_opts: &'a bpfvet_object::LoadOptions,
+    type_rules: &'a [prog_types::ProgTypeRule],
+    opts: &'a RunOptions,
+    bpfvet: bool,
+    kernel: bool,
+}
+
+fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
+    let mut out = FileOutcome::default();
+    let path = &input.path;
+    let name = input::display_name(path);
+    if !job.plan.filters.allows_name(&name, None) {
+        out.skipped = true;
+        out.yielded = true;
+        return out;
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            out.messages.push(Message::Error(format!(
+                "bpfvet: failed to read '{}': {e}",
+                path.display()
+            )));
+            out.load_error = true;
+            out.skipped = true;
+            return out;
+        }
+    };
+    if let Some(why) = input::not_bpf_object_reason(&bytes) {
+        out.skipped = true;
+        if input.named {
+            out.load_error = true;
+            out.messages.push(Message::Error(format!(
+                "bpfvet: '{}' is not a BPF object file: {why}",
+                path.display()
+            )));
+        } else {
+            out.messages.push(Message::Note(format!(
+                "bpfvet: skipping '{}': not a BPF object file: {why}",
+                path.display()
+            )));
+        }
+        return out;
+    }
+    let mut obj = match bpfvet_object::Object::parse(&bytes, path, job.object_opts) {
+        Ok(o) => o,
+        Err(e) => {
+            // The loader's error starts with the path: say it once.
+            let shown = path.display().to_string();
+            let why = crate::error_text(&e.into());
+            let why = why.strip_prefix(&format!("{shown}: ")).unwrap_or(&why);
+            out.messages.push(Message::Error(format!(
+                "bpfvet: failed to open '{shown}': {why}"
+            )));
+            out.load_error = true;
+            out.skipped = true;
+            return out;
+        }
+    };
+    out.opened = true;
+    for w in &obj.warnings {
+        out.messages
+            .push(Message::Note(format!("bpfvet: {name}: warning: {w}")));
+    }
+    if let Some(flags) = job.args.prog_flags {
+        for p in &mut obj.programs {
+            p.prog_flags |= flags;
+        }
+    }
+    if obj.programs.is_empty() {
+        let text = format!(
+            "bpfvet: {name}: no programs: no function is in a program section \
+             (.text functions are subprograms; --prog-type '.text=TYPE' verifies \
+             the global ones of an object without SEC())"
+        );
+        out.messages.push(if input.named {
+            out.load_error = true;
+            Message::Error(text)
+        } else {
+            Message::Note(text)
+        });
+    } else {
+        out.yielded = true;
+    }
+    prog_types::apply(job.type_rules, &mut obj);
+    out.progs = (0..obj.programs.len())
+        .filter(|&i| {
+            job.plan
+                .filters
+                .allows_name(&name, Some(&obj.programs[i].name))
+        })
+        .collect();
+    out.progs_skipped = obj.programs.len() - out.progs.len();
+    if job.bpfvet {
+        out.rows = BpfvetBackend.verify_object(&name, &obj, &out.progs, job.opts);
+    }
+    if job.kernel {
+        out.obj = Some(obj);
+    }
+    out
+}
+
 fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     let kind = args.backend.unwrap_or(DEFAULT_BACKEND);
-    let columns = verify_columns(plan);
+    let columns = verify_columns(plan, kind);
     let opts = RunOptions {
         log_level: args.log_level.unwrap_or(if args.verbose { 1 } else { 0 }),
         log_size: args.log_size,
@@ -295,20 +496,22 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         max_memory: args.max_memory,
     };
     let measure_mem = columns.contains(&Stat::MemPeak);
-    let mut backends: Vec<Box<dyn Backend>> = Vec::new();
-    if matches!(kind, BackendKind::Bpfvet | BackendKind::Both) {
-        backends.push(Box::new(BpfvetBackend));
-    }
-    if matches!(kind, BackendKind::Kernel | BackendKind::Both) {
-        backends.push(Box::new(KernelBackend::open(measure_mem, args.quiet)?));
-    }
+    let use_bpfvet = matches!(kind, BackendKind::Bpfvet | BackendKind::Both);
+    let mut kernel = match kind {
+        BackendKind::Kernel | BackendKind::Both => {
+            Some(KernelBackend::open(measure_mem, args.quiet)?)
+        }
+        BackendKind::Bpfvet => None,
+    };
 
-    let files = input::expand_paths(&args.paths).context("listing input paths")?;
+    let inputs = input::expand_inputs(&args.paths)?;
     let mut type_rules = args.prog_type.clone();
     if let Some(path) = &args.prog_types {
         type_rules.extend(prog_types::read_rules(path)?);
     }
-    // CO-RE relocations resolve against the host's vmlinux BTF, read once.
+    // CO-RE relocations resolve against the host's vmlinux BTF, and the
+    // verifier reads it for kfuncs and BTF-typed contexts: both once, here,
+    // so that no program's duration includes them.
     let mut object_opts = bpfvet_object::LoadOptions {
         text_programs: prog_types::types_text(&type_rules),
         ..Default::default()
@@ -316,12 +519,12 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     object_opts
         .preload_target()
         .context("reading the CO-RE target BTF")?;
-    if files.is_empty() {
-        bail!("no object files found");
+    if use_bpfvet {
+        bpfvet_verifier::preload_kernel_btf();
     }
     let progress =
-        (!args.quiet && files.len() >= 10 && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(files.len() as u64);
+        (!args.quiet && inputs.len() >= 10 && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(inputs.len() as u64);
             bar.set_style(
                 indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {wide_msg}")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -338,112 +541,101 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let mut results: Vec<Vec<Row>> = vec![Vec::new(); backends.len()];
+    let job = FileJob {
+        args,
+        plan,
+        object_opts: &object_opts,
+        type_rules: &type_rules,
+        opts: &opts,
+        bpfvet: use_bpfvet,
+        kernel: kernel.is_some(),
+    };
+    let pool = thread_pool(job_count(args.jobs))?;
+    let mut bpfvet_rows: Vec<Row> = Vec::new();
+    let mut kernel_rows: Vec<Row> = Vec::new();
     let mut load_errors = 0usize;
+    let mut yielded = vec![false; args.paths.len()];
+    let mut errored = vec![false; args.paths.len()];
     let (mut files_done, mut files_skipped, mut progs_skipped) = (0usize, 0usize, 0usize);
-    for path in &files {
-        if let Some(bar) = &progress {
-            bar.set_message(path.display().to_string());
-            bar.inc(1);
-        }
-        let name = input::display_name(path);
-        if !plan.filters.allows_name(&name, None) {
-            files_skipped += 1;
-            continue;
-        }
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                note(format!("bpfvet: failed to read '{}': {e}", path.display()));
-                load_errors += 1;
-                files_skipped += 1;
-                continue;
+    let report_rows = |rows: &[Row], backend: &str, path: &std::path::Path| {
+        for r in rows {
+            if let Some(why) = &r.reason {
+                let line = format!("bpfvet: {}/{} ({backend}): {why}", r.file, r.prog);
+                // bpfvet's own failure is an error, shown even with -q.
+                if why.starts_with(backend::INTERNAL_ERROR) {
+                    say(line);
+                } else {
+                    note(line);
+                }
             }
-        };
-        if !input::is_bpf_object(&bytes) {
-            note(format!(
-                "bpfvet: skipping '{}': not a BPF object file",
-                path.display()
-            ));
-            files_skipped += 1;
-            continue;
-        }
-        let mut obj = match bpfvet_object::Object::from_file(path, &object_opts) {
-            Ok(o) => o,
-            Err(e) => {
+            let show_log = args.verbose || (opts.keep_log && !r.succeeded());
+            if let (Some(rej), false) = (&r.rejection, show_log) {
                 note(format!(
-                    "bpfvet: failed to open '{}': {e:#}",
-                    path.display()
+                    "bpfvet: {}/{} ({backend}): {}",
+                    r.file,
+                    r.prog,
+                    rej.explain()
                 ));
-                load_errors += 1;
-                files_skipped += 1;
-                continue;
             }
-        };
-        files_done += 1;
-        for w in &obj.warnings {
-            note(format!("bpfvet: {name}: warning: {w}"));
-        }
-        if let Some(flags) = args.prog_flags {
-            for p in &mut obj.programs {
-                p.prog_flags |= flags;
+            if let (true, Some(log)) = (show_log, &r.log) {
+                // Asked for with -l/-v, so printed even with -q.
+                say(format!(
+                    "PROCESSING {}/{} ({backend}), VERDICT: {}, VERIFIER LOG:\n{log}",
+                    path.display(),
+                    r.prog,
+                    r.text(Stat::Verdict, "-")
+                ));
             }
         }
-        if obj.programs.is_empty() {
-            note(format!(
-                "bpfvet: {name}: no programs: no function is in a program section \
-                 (.text functions are subprograms; --prog-type '.text=TYPE' verifies \
-                 the global ones of an object without SEC())"
-            ));
-        }
-        prog_types::apply(&type_rules, &mut obj);
-        let progs: Vec<usize> = (0..obj.programs.len())
-            .filter(|&i| plan.filters.allows_name(&name, Some(&obj.programs[i].name)))
-            .collect();
-        progs_skipped += obj.programs.len() - progs.len();
-        for (b, backend) in backends.iter_mut().enumerate() {
-            let rows = backend.verify_object(&name, &obj, &progs, &opts);
-            for r in &rows {
-                if let Some(why) = &r.reason {
-                    note(format!(
-                        "bpfvet: {}/{} ({}): {why}",
-                        r.file,
-                        r.prog,
-                        backend.name()
-                    ));
-                }
-                let show_log = args.verbose || (opts.keep_log && !r.succeeded());
-                if let (Some(rej), false) = (&r.rejection, show_log) {
-                    note(format!(
-                        "bpfvet: {}/{} ({}): {}",
-                        r.file,
-                        r.prog,
-                        backend.name(),
-                        rej.explain()
-                    ));
-                }
-                if let (true, Some(log)) = (show_log, &r.log) {
-                    // Asked for with -l/-v, so printed even with -q.
-                    say(format!(
-                        "PROCESSING {}/{} ({}), VERDICT: {}, VERIFIER LOG:\n{log}",
-                        path.display(),
-                        r.prog,
-                        backend.name(),
-                        r.text(Stat::Verdict, "-")
-                    ));
+    };
+    ordered_parallel(
+        &pool,
+        &inputs,
+        |input| verify_file(&job, input),
+        |input, out| {
+            if let Some(bar) = &progress {
+                bar.set_message(input.path.display().to_string());
+                bar.inc(1);
+            }
+            for m in out.messages {
+                match m {
+                    Message::Note(t) => note(t),
+                    Message::Error(t) => say(t),
                 }
             }
-            results[b].extend(rows);
-        }
-    }
+            files_done += out.opened as usize;
+            files_skipped += out.skipped as usize;
+            progs_skipped += out.progs_skipped;
+            load_errors += out.load_error as usize;
+            yielded[input.origin] |= out.yielded;
+            errored[input.origin] |= out.load_error;
+            report_rows(&out.rows, BpfvetBackend.name(), &input.path);
+            bpfvet_rows.extend(out.rows);
+            if let (Some(k), Some(obj)) = (kernel.as_mut(), &out.obj) {
+                let name = input::display_name(&input.path);
+                let rows = k.verify_object(&name, obj, &out.progs, &opts);
+                report_rows(&rows, k.name(), &input.path);
+                kernel_rows.extend(rows);
+            }
+        },
+    );
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
+    for (i, path) in args.paths.iter().enumerate() {
+        if !yielded[i] && !errored[i] {
+            // A directory without objects, or with objects without programs.
+            eprintln!(
+                "bpfvet: '{}': no BPF programs found (no *.o file with a program)",
+                path.display()
+            );
+            load_errors += 1;
+        }
+    }
 
-    let any_failed = results.iter().flatten().any(|r| !r.succeeded());
-    let internal_errors = results
-        .iter()
-        .flatten()
+    let all = bpfvet_rows.iter().chain(&kernel_rows);
+    let any_failed = all.clone().any(|r| !r.succeeded());
+    let internal_errors = all
         .filter(|r| {
             r.reason
                 .as_deref()
@@ -451,17 +643,20 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         })
         .count();
     if kind == BackendKind::Both {
-        let kernel = results.pop().unwrap_or_default();
-        let bpfvet = results.pop().unwrap_or_default();
         // Both backends saw the same programs in the same order.
-        let joined = compare::zip(bpfvet, kernel);
+        let joined = compare::zip(bpfvet_rows, kernel_rows);
         let summary = both_summary(&joined);
-        finish_joined(plan, joined, &columns, &BOTH_SIDES)?;
+        let layout = if plan.emit.is_some() {
+            output::Layout::Full
+        } else {
+            output::Layout::Compact
+        };
+        finish_joined(plan, joined, &columns, &BOTH_SIDES, layout)?;
         if !args.quiet {
             eprintln!("{summary}");
         }
     } else {
-        let rows = results.pop().unwrap_or_default();
+        let rows = if use_bpfvet { bpfvet_rows } else { kernel_rows };
         let total = rows.len();
         finish_rows(plan, rows, &columns)?;
         if plan.format == Format::Table && !args.quiet {
@@ -481,17 +676,35 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
 const BOTH_SIDES: SideNames = SideNames {
     table: [" (bpfvet)", " (kernel)", " (DIFF)"],
     csv: ["_bpfvet", "_kernel", "_diff"],
-    tagged: &[Stat::TotalInsns],
+    plain_csv_diff: true,
 };
 
-/// The closing lines of `--backend both`.
+/// A total time, readable at any size.
+fn total_time(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.3} s", d.as_secs_f64())
+    } else {
+        format!("{:.3} ms", d.as_secs_f64() * 1e3)
+    }
+}
+
+/// The closing lines of `--backend both`. Programs a side refused are
+/// counted apart: they are neither agreements nor mismatches.
 fn both_summary(joined: &[Joined]) -> String {
     let n = joined.len();
+    let refused_by = |side: fn(&Joined) -> Option<&Row>| {
+        joined
+            .iter()
+            .filter(|j| side(j).is_some_and(Row::refused))
+            .count()
+    };
+    let refused = joined.iter().filter(|j| j.refused()).count();
+    let decided = n - refused;
     let pct = |k: usize| {
-        if n == 0 {
+        if decided == 0 {
             0.0
         } else {
-            k as f64 * 100.0 / n as f64
+            k as f64 * 100.0 / decided as f64
         }
     };
     let verdicts = joined.iter().filter(|j| j.same(Stat::Verdict)).count();
@@ -504,14 +717,16 @@ fn both_summary(joined: &[Joined]) -> String {
             .sum();
         Duration::from_micros(us.max(0) as u64)
     };
-    let bpfvet = total(|j| j.a.as_ref());
-    let kernel = total(|j| j.b.as_ref());
     format!(
-        "Programs: {n}. Verdict agreement: {verdicts}/{n} ({:.1}%). Exact insns agreement: {insns}/{n} ({:.1}%).\n\
-         bpfvet total time: {:.3} s; kernel total verification time: {:.3} s.",
+        "Programs: {n}; refused: {refused} (by bpfvet: {}, by the kernel: {}); both verified: {decided}.\n\
+         Verdict agreement: {verdicts}/{decided} ({:.1}%), mismatches: {}. Exact insns agreement: {insns}/{decided} ({:.1}%).\n\
+         bpfvet total time: {}; kernel total verification time: {}.",
+        refused_by(|j| j.a.as_ref()),
+        refused_by(|j| j.b.as_ref()),
         pct(verdicts),
+        decided - verdicts,
         pct(insns),
-        bpfvet.as_secs_f64(),
-        kernel.as_secs_f64()
+        total_time(total(|j| j.a.as_ref())),
+        total_time(total(|j| j.b.as_ref())),
     )
 }

@@ -22,16 +22,30 @@ struct Cli {
     command: Command,
 }
 
+/// The exit status of every subcommand, for CI.
+const EXIT_CODES: &str = "Exit status:
+  0  every program verified (run: the program ran; dump: every object read)
+  1  a verdict failed: a program was rejected, refused (not verified) or hit
+     a limit; a test failed; with -C, a verdict differs
+  2  usage or load error: a named path that is missing, is not a BPF object
+     (empty, truncated, not ELF, built for another machine), or yields no
+     program; an unreadable file; an internal error
+-q hides only the table footer, progress and notes, never an error.";
+
 #[derive(Subcommand)]
 enum Command {
     /// List the maps and programs of .bpf.o files, optionally disassembled.
+    #[command(after_help = EXIT_CODES)]
     Dump(cmd_dump::Args),
     /// Verify programs (veristat-compatible output, A/B comparison).
+    #[command(after_help = EXIT_CODES)]
     Verify(cmd_verify::Args),
     /// Check the kernel selftests' annotated tests (__success, __failure,
     /// __msg, __retval, ...) as their test_loader does.
+    #[command(after_help = EXIT_CODES)]
     Test(cmd_test::Args),
     /// Run a program with BPF_PROG_TEST_RUN semantics.
+    #[command(after_help = EXIT_CODES)]
     Run(cmd_run::Args),
     /// Benchmarks (maps, runtime).
     Bench(cmd_bench::Args),
@@ -62,10 +76,25 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bpfvet: {e:#}");
+            eprintln!("bpfvet: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes joined by ": ", each cause once: a message that
+/// already quotes its cause (as most of ours do) does not repeat it.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if !text.contains(&cause) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 #[cfg(test)]

@@ -40,6 +40,15 @@ pub mod tnum;
 
 pub use stats::Stats;
 
+/// Reads the host's vmlinux BTF (kfuncs, BTF-typed contexts) and builds its
+/// name index now, so that no program's duration pays for them. Without
+/// it, the first program that needs kernel types does.
+pub fn preload_kernel_btf() {
+    if let Some(btf) = btf_walk::vmlinux() {
+        let _ = btf.ids_by_essential_name("task_struct").next();
+    }
+}
+
 use std::time::Duration;
 
 /// Run-time switches that restore the baseline of each seed mechanism

@@ -94,6 +94,36 @@ impl Joined {
         }
     }
 
+    /// Either side was not verified (see `Row::refused`).
+    pub fn refused(&self) -> bool {
+        self.a.as_ref().is_some_and(Row::refused) || self.b.as_ref().is_some_and(Row::refused)
+    }
+
+    /// B minus A for a numeric stat; None when a side lacks the program or
+    /// the figure, or was refused (a refusal's figures measure nothing
+    /// comparable).
+    pub fn diff_number(&self, stat: Stat) -> Option<i64> {
+        if stat.is_text() || self.refused() {
+            return None;
+        }
+        let (a, b) = (self.a.as_ref()?, self.b.as_ref()?);
+        Some(b.get(stat)? - a.get(stat)?)
+    }
+
+    /// The DIFF of a text stat: MATCH, MISMATCH, or REFUSED for a verdict
+    /// that a side refused to give.
+    pub fn diff_word(&self, stat: Stat) -> Option<&'static str> {
+        let (a, b) = (self.a.as_ref()?, self.b.as_ref()?);
+        if stat == Stat::Verdict && self.refused() {
+            return Some("REFUSED");
+        }
+        Some(if a.text(stat, "") == b.text(stat, "") {
+            "MATCH"
+        } else {
+            "MISMATCH"
+        })
+    }
+
     /// The three cells (A, B, DIFF) of a stat; `missing` is shown for a
     /// value that was not measured.
     pub fn cells(&self, stat: Stat, missing: &str) -> [String; 3] {
@@ -102,19 +132,26 @@ impl Joined {
             None => "N/A".to_string(),
         };
         let (a, b) = (text(&self.a), text(&self.b));
-        let diff = match (&self.a, &self.b) {
-            (Some(ra), Some(rb)) => match (ra.get(stat), rb.get(stat)) {
-                _ if stat.is_text() => if a == b { "MATCH" } else { "MISMATCH" }.to_string(),
-                (Some(x), Some(y)) => format!("{:+} ({:+.2}%)", y - x, pct(x, y)),
+        let diff = if stat.is_text() {
+            self.diff_word(stat).unwrap_or("N/A").to_string()
+        } else {
+            match (self.diff_number(stat), &self.a, &self.b) {
+                (Some(d), Some(ra), _) => {
+                    let x = ra.get(stat).unwrap_or(0);
+                    format!("{d:+} ({:+.2}%)", pct(x, x + d))
+                }
+                (None, Some(_), Some(_)) => missing.to_string(),
                 _ => "N/A".to_string(),
-            },
-            _ => "N/A".to_string(),
+            }
         };
         [a, b, diff]
     }
 
-    /// Both sides present with the same value of `stat`.
+    /// Both sides present, neither refused, with the same value of `stat`.
     pub fn same(&self, stat: Stat) -> bool {
+        if self.refused() {
+            return false;
+        }
         match (&self.a, &self.b) {
             (Some(a), Some(b)) => a.get(stat).is_some() && a.get(stat) == b.get(stat),
             _ => false,

@@ -14,7 +14,7 @@ pub fn write_header(out: &mut impl Write, stats: &[Stat]) -> io::Result<()> {
 }
 
 pub fn write_row(out: &mut impl Write, row: &Row, stats: &[Stat]) -> io::Result<()> {
-    let cells: Vec<String> = stats.iter().map(|&s| row.text(s, "0")).collect();
+    let cells: Vec<String> = stats.iter().map(|&s| row.csv_text(s, "0")).collect();
     writeln!(out, "{}", cells.join(","))
 }
 

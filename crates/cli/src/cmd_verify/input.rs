@@ -3,33 +3,90 @@
 //! relocatable ELF files for BPF (or, from old LLVM, no machine) count,
 //! as veristat checks.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-pub fn expand_paths(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+/// One file to read, and whether the user named it (a named file that is
+/// not a BPF object is an error; one found in a directory is skipped).
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub path: PathBuf,
+    pub named: bool,
+    /// Index of the command-line path it came from.
+    pub origin: usize,
+}
+
+/// The named paths, directories replaced by the `*.o` files under them.
+/// Directory walks follow symlinks but enter each directory and list each
+/// file once (by canonical path), so symlink loops end. A named path that
+/// does not exist is an error.
+pub fn expand_inputs(paths: &[PathBuf]) -> std::io::Result<Vec<Input>> {
     let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut out)?;
+    for (origin, p) in paths.iter().enumerate() {
+        let meta = std::fs::metadata(p).map_err(|e| named_error(p, e))?;
+        if meta.is_dir() {
+            // Per named path: a directory named twice is walked twice.
+            let mut seen = HashSet::new();
+            walk(p, origin, &mut seen, &mut out).map_err(|e| named_error(p, e))?;
         } else {
-            out.push(p.clone());
+            out.push(Input {
+                path: p.clone(),
+                named: true,
+                origin,
+            });
         }
     }
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+fn named_error(p: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("'{}': {e}", p.display()))
+}
+
+fn walk(
+    dir: &Path,
+    origin: usize,
+    seen: &mut HashSet<PathBuf>,
+    out: &mut Vec<Input>,
+) -> std::io::Result<()> {
+    let canonical = std::fs::canonicalize(dir)?;
+    if !seen.insert(canonical) {
+        return Ok(());
+    }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     entries.sort();
     for e in entries {
         if e.is_dir() {
-            walk(&e, out)?;
+            walk(&e, origin, seen, out)?;
         } else if e.extension().is_some_and(|x| x == "o") {
-            out.push(e);
+            // A dangling link has no canonical path: listed, then reported.
+            let key = std::fs::canonicalize(&e).unwrap_or_else(|_| e.clone());
+            if seen.insert(key) {
+                out.push(Input {
+                    path: e,
+                    named: false,
+                    origin,
+                });
+            }
         }
     }
     Ok(())
+}
+
+/// Why `bytes` are not a BPF object, in words for an error message.
+pub fn not_bpf_object_reason(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.is_empty() {
+        return Some("the file is empty");
+    }
+    if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
+        return Some("not an ELF file");
+    }
+    if is_bpf_object(bytes) {
+        return None;
+    }
+    Some("an ELF file, but not a 64-bit relocatable object for BPF (built for another machine?)")
 }
 
 /// ELF64, little or big endian, ET_REL, e_machine EM_BPF (247) or EM_NONE.

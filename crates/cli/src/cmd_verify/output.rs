@@ -2,7 +2,7 @@
 //! gap, dashes under the header and after the last row) or CSV — and as
 //! JSON, for plain results and for compared pairs.
 
-use super::compare::Joined;
+use super::compare::{self, Joined};
 use super::csv_io;
 use super::fields::Stat;
 use super::row::Row;
@@ -159,27 +159,32 @@ fn row_json(row: &Row, stats: &[Stat]) -> Value {
 pub struct SideNames {
     pub table: [&'static str; 3],
     pub csv: [&'static str; 3],
-    /// Numeric stats whose DIFF also says MATCH or MISMATCH.
-    pub tagged: &'static [Stat],
+    /// CSV numeric DIFF cells as a plain signed number (empty when not
+    /// comparable) instead of veristat's `+N (+P%)`.
+    pub plain_csv_diff: bool,
 }
 
 pub const COMPARE_SIDES: SideNames = SideNames {
     table: [" (A)", " (B)", " (DIFF)"],
     csv: ["_base", "_comp", "_diff"],
-    tagged: &[],
+    plain_csv_diff: false,
 };
 
-/// The A, B and DIFF cells, with MATCH/MISMATCH for tagged stats.
-fn cells(j: &Joined, s: Stat, missing: &str, sides: &SideNames) -> [String; 3] {
-    let mut c = j.cells(s, missing);
-    if sides.tagged.contains(&s) && j.a.is_some() && j.b.is_some() {
-        c[2] = if j.same(s) {
-            "MATCH".to_string()
-        } else {
-            format!("MISMATCH {}", c[2])
-        };
+/// Table layout of compared rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A, B and DIFF of every stat.
+    Full,
+    /// A and B side by side; DIFF only for text stats (the verdict).
+    Compact,
+}
+
+fn key_text(j: &Joined, s: Stat) -> String {
+    if s == Stat::File {
+        j.file.clone()
+    } else {
+        j.prog.clone()
     }
-    c
 }
 
 pub fn write_joined(
@@ -188,6 +193,7 @@ pub fn write_joined(
     rows: &[Joined],
     stats: &[Stat],
     sides: &SideNames,
+    layout: Layout,
 ) -> io::Result<()> {
     match fmt {
         Format::Table => {
@@ -198,22 +204,17 @@ pub fn write_joined(
                         header: s.def().header.to_string(),
                         header_left: true,
                         left: true,
-                        cells: rows
-                            .iter()
-                            .map(|j| {
-                                if s == Stat::File {
-                                    j.file.clone()
-                                } else {
-                                    j.prog.clone()
-                                }
-                            })
-                            .collect(),
+                        cells: rows.iter().map(|j| key_text(j, s)).collect(),
                     });
                     continue;
                 }
-                let cells: Vec<[String; 3]> =
-                    rows.iter().map(|j| cells(j, s, MISSING, sides)).collect();
-                for k in 0..3 {
+                let cells: Vec<[String; 3]> = rows.iter().map(|j| j.cells(s, MISSING)).collect();
+                let shown = if layout == Layout::Compact && !s.is_text() {
+                    2
+                } else {
+                    3
+                };
+                for k in 0..shown {
                     cols.push(Column {
                         header: format!("{}{}", s.def().header, sides.table[k]),
                         header_left: true,
@@ -243,9 +244,14 @@ pub fn write_joined(
                 let mut cells = Vec::new();
                 for &s in stats {
                     match s {
-                        Stat::File => cells.push(j.file.clone()),
-                        Stat::Prog => cells.push(j.prog.clone()),
-                        _ => cells.extend(self::cells(j, s, "0", sides)),
+                        Stat::File | Stat::Prog => cells.push(key_text(j, s)),
+                        _ => {
+                            let mut c = j.cells(s, "0");
+                            if sides.plain_csv_diff && !s.is_text() {
+                                c[2] = j.diff_number(s).map_or(String::new(), |d| format!("{d:+}"));
+                            }
+                            cells.extend(c);
+                        }
                     }
                 }
                 writeln!(out, "{}", cells.join(","))?;
@@ -253,6 +259,8 @@ pub fn write_joined(
             Ok(())
         }
         Format::Json => {
+            // The CSV's keys; DIFFs as numbers (null when not comparable),
+            // with the percent change under `<stat>_pct`.
             let list: Vec<Value> = rows
                 .iter()
                 .map(|j| {
@@ -262,15 +270,23 @@ pub fn write_joined(
                     for &s in stats.iter().filter(|s| !s.is_key()) {
                         let side =
                             |r: &Option<Row>| r.as_ref().map_or(Value::Null, |r| stat_json(r, s));
-                        let [_, _, diff] = cells(j, s, MISSING, sides);
-                        m.insert(
-                            s.csv_name().into(),
-                            json!({ "a": side(&j.a), "b": side(&j.b), "diff": diff }),
-                        );
+                        let name = s.csv_name();
+                        m.insert(format!("{name}{}", sides.csv[0]), side(&j.a));
+                        m.insert(format!("{name}{}", sides.csv[1]), side(&j.b));
+                        let diff_key = format!("{name}{}", sides.csv[2]);
+                        if s.is_text() {
+                            m.insert(diff_key, json!(j.diff_word(s)));
+                        } else {
+                            let d = j.diff_number(s);
+                            m.insert(diff_key, json!(d));
+                            let a = j.a.as_ref().and_then(|r| r.get(s));
+                            let p = d.zip(a).map(|(d, a)| compare::pct(a, a + d));
+                            m.insert(format!("{name}_pct"), json!(p));
+                        }
                     }
-                    for (key, side) in [("reason_a", &j.a), ("reason_b", &j.b)] {
+                    for (sfx, side) in [(sides.csv[0], &j.a), (sides.csv[1], &j.b)] {
                         if let Some(r) = side.as_ref().and_then(|r| r.reason.as_ref()) {
-                            m.insert(key.into(), json!(r));
+                            m.insert(format!("reason{sfx}"), json!(r));
                         }
                     }
                     Value::Object(m)
@@ -337,6 +353,7 @@ mod tests {
             &j,
             &[Stat::File, Stat::Prog, Stat::Verdict, Stat::TotalInsns],
             &COMPARE_SIDES,
+            Layout::Full,
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -350,7 +367,8 @@ mod tests {
     #[test]
     fn json_keeps_unmeasured_as_null_and_reason() {
         let mut rows = sample();
-        rows[0].reason = Some("refused".into());
+        rows[0].set(Stat::Verdict, 0);
+        rows[0].reason = Some("refused: not modelled by bpfvet: x".into());
         let mut out = Vec::new();
         write_rows(
             &mut out,
@@ -360,8 +378,8 @@ mod tests {
         )
         .unwrap();
         let v: Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v[0]["verdict"], "success");
+        assert_eq!(v[0]["verdict"], "refused");
         assert_eq!(v[0]["mem_peak"], Value::Null);
-        assert_eq!(v[0]["reason"], "refused");
+        assert_eq!(v[0]["reason"], "refused: not modelled by bpfvet: x");
     }
 }

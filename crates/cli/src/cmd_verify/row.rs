@@ -5,6 +5,10 @@
 use super::fields::{Stat, STAT_COUNT};
 use bpfvet_isa::uapi::{AttachType, ProgType};
 
+/// The verdict of a program that was not verified, and the prefix of its
+/// reason.
+pub const REFUSED: &str = "refused";
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
     pub file: String,
@@ -65,11 +69,29 @@ impl Row {
         self.get(Stat::Verdict) == Some(1)
     }
 
+    /// Not verified at all: the loader, bpfvet (a feature it does not
+    /// model) or the host (e.g. lockdown) declined it. Its verdict value
+    /// is 0, so that it never counts as a pass.
+    pub fn refused(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(REFUSED))
+    }
+
+    /// The value as veristat's CSV has it (a refusal is a failure).
+    pub fn csv_text(&self, stat: Stat, missing: &str) -> String {
+        match (stat, self.get(stat)) {
+            (Stat::Verdict, Some(v)) => value_text(stat, v),
+            _ => self.text(stat, missing),
+        }
+    }
+
     /// The value as veristat prints it; unmeasured numbers as `missing`.
     pub fn text(&self, stat: Stat, missing: &str) -> String {
         match stat {
             Stat::File => self.file.clone(),
             Stat::Prog => self.prog.clone(),
+            Stat::Verdict if self.refused() => REFUSED.to_string(),
             _ => match self.get(stat) {
                 Some(v) => value_text(stat, v),
                 None => missing.to_string(),
@@ -112,7 +134,7 @@ pub fn parse_value(stat: Stat, text: &str) -> Result<i64, ValueError> {
     match stat {
         Stat::Verdict => match text {
             "success" => Ok(1),
-            "failure" => Ok(0),
+            "failure" | REFUSED => Ok(0),
             _ => Err(ValueError::Verdict(text.to_string())),
         },
         Stat::ProgType => ProgType::from_name(text)
