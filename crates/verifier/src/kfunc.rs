@@ -89,9 +89,9 @@ fn is_scalar(t: &BtfType) -> bool {
     matches!(t.kind, Kind::Int | Kind::Enum | Kind::Enum64)
 }
 
-/// The kernel's btf_type_str: the kind in lower case.
+/// The kernel's btf_type_str: the kind's upper-case name.
 fn kind_str(t: &BtfType) -> String {
-    t.kind.name().to_ascii_lowercase()
+    t.kind.name().to_string()
 }
 
 fn param_name<'b>(btf: &'b Btf, p: &Param) -> &'b str {
@@ -150,7 +150,8 @@ impl Env<'_> {
             Ok(x) => x,
             Err(e) => return self.err(e),
         };
-        let allowed = kfunc(name).filter(|k| k.set.allows(self.prog_type));
+        let allowed =
+            kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
         let Some(k) = allowed else {
             return self.err(format!("calling kernel function {name} is not allowed"));
         };
@@ -199,7 +200,8 @@ impl Env<'_> {
                 args.len()
             ));
         }
-        let trusted = meta.has(KfuncFlags::TRUSTED_ARGS);
+        // Release kfuncs take trusted arguments too (is_kfunc_trusted_args).
+        let trusted = meta.has(KfuncFlags::TRUSTED_ARGS) || meta.has(KfuncFlags::RELEASE);
         let rcu = meta.has(KfuncFlags::RCU);
         let release = meta.has(KfuncFlags::RELEASE);
         let mut i = 0;
