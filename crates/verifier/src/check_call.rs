@@ -5,7 +5,7 @@
 use crate::check_mem::Access;
 use crate::error::VResult;
 use crate::explore::Env;
-use crate::helpers::{self, id, ArgBase, HelperError, HelperProto, RetBase, TypeFlags};
+use crate::helpers::{self, id, ArgBase, ArgType, HelperError, HelperProto, RetBase, TypeFlags};
 use crate::regs::{flag, Reg, RegType};
 use crate::scalar::Scalar;
 use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
@@ -137,7 +137,15 @@ impl Env<'_> {
                 }
                 let sz = size as u32;
                 let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
-                if r.ty == RegType::Ctx || r.ty == RegType::BtfId {
+                if r.ty == RegType::BtfId {
+                    // The helper reads the struct: the span must be a
+                    // field as for a load of that size.
+                    let r0 = *self.cur.reg(0);
+                    self.btf_load(regno, &r, r.off, sz, Access::Read)?;
+                    *self.cur.reg_mut(0) = r0;
+                    return Ok(());
+                }
+                if r.ty == RegType::Ctx {
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
@@ -151,6 +159,32 @@ impl Env<'_> {
                 r.type_str()
             )),
         }
+    }
+
+    /// A BTF pointer as a memory argument: only a trusted one, and only
+    /// for memory the helper does not write (check_reg_type).
+    fn check_btf_mem_arg(
+        &mut self,
+        proto: &HelperProto,
+        regno: u8,
+        r: &Reg,
+        at: ArgType,
+    ) -> VResult<()> {
+        let mut flags = r.flags;
+        if at.flags.contains(TypeFlags::MAYBE_NULL) {
+            flags &= !flag::MAYBE_NULL;
+        }
+        if flags != flag::TRUSTED {
+            return self.arg_type_err(regno, ArgBase::PtrToMem.expected_reg_types().unwrap_or(""));
+        }
+        if !at.flags.contains(TypeFlags::MEM_RDONLY) {
+            return self.err(format!(
+                "{}() may write into memory pointed by R{regno} type={}",
+                proto.name(),
+                r.type_str()
+            ));
+        }
+        Ok(())
     }
 
     fn check_span(&mut self, regno: u8, size: u32, access: Access) -> VResult<()> {
@@ -389,6 +423,9 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToMem => {
+                if r.ty == RegType::BtfId {
+                    self.check_btf_mem_arg(proto, regno, &r, at)?;
+                }
                 if at.flags.contains(TypeFlags::MEM_FIXED_SIZE) {
                     let access = if at.flags.contains(TypeFlags::MEM_UNINIT)
                         || at.flags.contains(TypeFlags::MEM_WRITE)

@@ -414,7 +414,7 @@ impl Env<'_> {
                 }
             }
             RegType::BtfId => {
-                let r = self.btf_load(&reg, off, size, access)?;
+                let r = self.btf_load(regno, &reg, off, size, access)?;
                 if let Some(d) = value {
                     *self.cur.reg_mut(d) = r;
                 }
