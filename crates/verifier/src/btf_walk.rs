@@ -194,6 +194,21 @@ fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field, String> {
     Ok(Field::Scalar)
 }
 
+/// btf_struct_ids_match without the strict mode: whether a pointer to
+/// struct `id` at `off` points at a struct `target` nested at that offset.
+pub fn nested_struct_match(btf: &Btf, id: u32, off: u32, target: u32) -> bool {
+    let (mut id, mut off) = (id, off);
+    let mut untrusted = false;
+    for _ in 0..32 {
+        match struct_walk(btf, id, off, 1, &mut untrusted) {
+            Ok(Walk::Struct(sid)) if sid == target => return true,
+            Ok(Walk::Struct(sid)) => (id, off) = (sid, 0),
+            _ => return false,
+        }
+    }
+    false
+}
+
 impl Env<'_> {
     /// The register a BTF-typed context argument loads as.
     pub fn btf_ctx_arg(&self, off: i32, size: u32) -> VResult<Reg> {

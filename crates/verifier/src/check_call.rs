@@ -39,6 +39,8 @@ struct ArgMeta {
     ref_obj_id: Option<u32>,
     /// The largest value of the last size argument (msize_max_value).
     size_max: u64,
+    /// `bpf_kptr_xchg`: the kptr field its destination points to.
+    kptr_field: Option<crate::kptr::SpecialField>,
 }
 
 impl Env<'_> {
@@ -258,7 +260,11 @@ impl Env<'_> {
             RegType::MapKey => ("map key", "key_size"),
             _ => ("memory", "mem_size"),
         };
-        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)
+        self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
+        if r.ty == RegType::MapValue {
+            self.check_map_special_fields(&r, r.off, size, false)?;
+        }
+        Ok(())
     }
 
     /// The key a stack pointer points at, when it is a known constant of
@@ -491,6 +497,29 @@ impl Env<'_> {
                     return self.arg_type_err(regno, "map_value");
                 }
             }
+            ArgBase::KptrXchgDest => {
+                if !matches!(r.ty, RegType::MapValue | RegType::BtfId) {
+                    return self.arg_type_err(regno, "map_value, ptr_");
+                }
+                meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
+            }
+            ArgBase::PtrToBtfId if meta.kptr_field.is_some() => {
+                if r.ty != RegType::BtfId
+                    || r.flags & !(flag::MAYBE_NULL | flag::TRUSTED | flag::RCU) != 0
+                {
+                    return self.arg_type_err(regno, "ptr_, trusted_ptr_, rcu_ptr_");
+                }
+                if r.maybe_null() {
+                    return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+                }
+                let f = meta.kptr_field.clone().expect("checked");
+                self.kptr_match_type(&f, regno)?;
+            }
+            // bpfvet's BTF pointers are never per-CPU ones.
+            ArgBase::PtrToPercpuBtfId if r.ty == RegType::BtfId => {
+                return self
+                    .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+            }
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
                     return self.arg_type_err(regno, "fp");
@@ -707,6 +736,13 @@ impl Env<'_> {
                 let mut r = Reg::pointer(RegType::BtfId);
                 if rt.flags.contains(TypeFlags::PTR_TRUSTED) {
                     r.flags |= flag::TRUSTED;
+                }
+                if let Some(crate::kptr::FieldKind::Kptr {
+                    target: Some(t), ..
+                }) = meta.kptr_field.as_ref().map(|f| &f.kind)
+                {
+                    // What the field held: its pointee type.
+                    r.aux = *t;
                 }
                 r
             }

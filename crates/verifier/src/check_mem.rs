@@ -331,7 +331,9 @@ impl Env<'_> {
                 }
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
-                if access == Access::Read {
+                if let Some(f) = self.check_map_special_fields(&reg, off, size, true)? {
+                    self.check_map_kptr_access(&f, value)?;
+                } else if access == Access::Read {
                     if let Some(d) = value {
                         let v = self.direct_map_read(&reg, off, size);
                         *self.cur.reg_mut(d) = match v {

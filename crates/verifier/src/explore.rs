@@ -82,6 +82,8 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
+    /// Special fields of the maps' values (kptrs, locks, timers).
+    pub records: crate::kptr::MapRecords,
 }
 
 impl<'a> Env<'a> {
@@ -127,6 +129,7 @@ impl<'a> Env<'a> {
             async_cb: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
+            records: crate::kptr::MapRecords::new(obj),
         }
     }
 

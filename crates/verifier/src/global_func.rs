@@ -118,6 +118,20 @@ impl Env<'_> {
                     ));
                 }
                 ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
+                ArgKind::Mem(size) if r.ty == RegType::MapValue => {
+                    // The callee's access is indirect: it may not touch
+                    // special fields of the value.
+                    if let Err(e) = self.check_map_special_fields(&r, r.off, size, false) {
+                        if e.unsupported {
+                            return Err(e);
+                        }
+                        self.log.line(&e.msg);
+                        return self.err(format!(
+                            "Caller passes invalid args into func#{subprog} ('{}')",
+                            self.subprog_name(subprog)
+                        ));
+                    }
+                }
                 _ => {}
             }
         }

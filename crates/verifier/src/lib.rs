@@ -19,6 +19,7 @@ mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod kptr;
 mod linked_regs;
 mod liveness;
 mod log;

@@ -358,6 +358,28 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
 ];
 
+/// Kernel structs with a registered kptr destructor
+/// (register_btf_id_dtor_kfuncs): the only ones a map value may hold as
+/// referenced kptrs.
+pub const KPTR_DTOR_TYPES: &[&str] = &[
+    "task_struct",
+    "cgroup",
+    "bpf_cpumask",
+    "bpf_crypto_ctx",
+    "prog_test_ref_kfunc",
+    "prog_test_member",
+];
+
+/// Kernel structs freed after an RCU grace period (rcu_protected_types):
+/// a referenced kptr to one loads as an RCU pointer inside an RCU section.
+pub const RCU_PROTECTED_KPTR_TYPES: &[&str] = &[
+    "prog_test_ref_kfunc",
+    "cgroup",
+    "bpf_cpumask",
+    "task_struct",
+    "bpf_crypto_ctx",
+];
+
 pub fn kfunc(name: &str) -> Option<&'static Kfunc> {
     KFUNCS.iter().find(|k| k.name == name)
 }
