@@ -24,16 +24,23 @@ pub fn vmlinux() -> Option<&'static Btf> {
 }
 
 /// What a load from a kernel struct gives.
-enum Field {
+enum Field<'b> {
     Scalar,
-    /// A pointer to the struct with this id.
-    Ptr(u32),
+    /// A pointer to the struct with this id, read from member `field`;
+    /// `flags`: what the walk found (a union: untrusted; the pointer's
+    /// `__user`, `__percpu` or `__rcu` tag).
+    Ptr {
+        id: u32,
+        field: &'b str,
+        flags: u16,
+    },
 }
 
 /// One step of the kernel's btf_struct_walk.
-enum Walk {
+enum Walk<'b> {
     Scalar,
-    Ptr(u32),
+    /// Pointee id, member name, flag of the pointer's type tag.
+    Ptr(u32, &'b str, u16),
     /// The access starts at a nested struct: walk on inside it from 0.
     Struct(u32),
 }
@@ -58,13 +65,13 @@ fn member_layout(btf: &Btf, id: u32) -> Option<(u64, u32, u64)> {
 /// One btf_struct_walk of [off, off+size) in struct `id`; walking a union
 /// of several members sets `untrusted`, which lifts the bounds of scalar
 /// members.
-fn struct_walk(
-    btf: &Btf,
+fn struct_walk<'b>(
+    btf: &'b Btf,
     id: u32,
     mut off: u32,
     size: u32,
     untrusted: &mut bool,
-) -> Result<Walk, String> {
+) -> Result<Walk<'b>, String> {
     let Some((_, mut t)) = btf.skip_mods_and_typedefs(id) else {
         return Ok(Walk::Scalar);
     };
@@ -162,9 +169,20 @@ fn struct_walk(
                         "cannot access ptr member {mname} with moff {moff} in struct {tname} with off {off} size {size}"
                     ));
                 }
+                // Only the first type tag counts, and only a plain one.
+                let tag_flag = match btf.type_by_id(mt.size_or_type) {
+                    Some(tag) if tag.kind == Kind::TypeTag && !tag.kind_flag => match btf.name(tag)
+                    {
+                        "user" => flag::USER,
+                        "percpu" => flag::PERCPU,
+                        "rcu" => flag::RCU,
+                        _ => 0,
+                    },
+                    _ => 0,
+                };
                 if let Some((pid, pt)) = btf.skip_mods_and_typedefs(mt.size_or_type) {
                     if matches!(pt.kind, Kind::Struct | Kind::Union) {
-                        return Ok(Walk::Ptr(pid));
+                        return Ok(Walk::Ptr(pid, mname, tag_flag));
                     }
                 }
             }
@@ -181,17 +199,48 @@ fn struct_walk(
 }
 
 /// What [off, off+size) of struct `id` is (btf_struct_access).
-fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field, String> {
+fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String> {
     let mut untrusted = false;
     let (mut id, mut off) = (id, off);
     for _ in 0..32 {
         match struct_walk(btf, id, off, size, &mut untrusted)? {
             Walk::Scalar => return Ok(Field::Scalar),
-            Walk::Ptr(pid) => return Ok(Field::Ptr(pid)),
+            Walk::Ptr(pid, field, tag) => {
+                let flags = tag | if untrusted { flag::UNTRUSTED } else { 0 };
+                return Ok(Field::Ptr {
+                    id: pid,
+                    field,
+                    flags,
+                });
+            }
             Walk::Struct(sid) => (id, off) = (sid, 0),
         }
     }
     Ok(Field::Scalar)
+}
+
+/// btf_nested_type_is_trusted: struct `owner` lists member `field`, a
+/// pointer to `id`, in its `<owner><suffix>` companion type.
+fn safe_member(btf: &Btf, owner: u32, suffix: &str, field: &str, id: u32) -> bool {
+    let Some(t) = btf.type_by_id(owner) else {
+        return false;
+    };
+    let name = format!("{}{suffix}", btf.name(t));
+    let Some(safe) = btf
+        .find_by_name_kind(&name, t.kind)
+        .and_then(|s| btf.type_by_id(s))
+    else {
+        return false;
+    };
+    btf.members(safe).iter().any(|m| {
+        btf.str_at(m.name_off) == Some(field)
+            && btf.type_by_id(m.type_id).is_some_and(|mt| {
+                mt.kind == Kind::Ptr
+                    && btf
+                        .skip_mods_and_typedefs(mt.size_or_type)
+                        .is_some_and(|(pid, _)| pid == id)
+            })
+    })
 }
 
 /// btf_struct_ids_match without the strict mode: whether a pointer to
@@ -272,6 +321,45 @@ impl Env<'_> {
         self.log.line(&msg);
     }
 
+    /// The trust of a pointer loaded from member `field` (pointing to
+    /// `id`) of the struct `reg` points to (check_ptr_to_btf_access):
+    /// walking an untrusted pointer or leaving an RCU section gives an
+    /// untrusted one; members the kernel lists as safe (the
+    /// `<struct>__safe_*` types in vmlinux BTF) stay trusted or RCU.
+    fn walked_ptr_flags(&self, btf: &Btf, reg: &Reg, field: &str, id: u32, walked: u16) -> u16 {
+        let mut fl = walked;
+        let trusted_reg = reg.ref_obj_id != 0
+            || (reg.flags & flag::TRUSTED != 0 && reg.flags & !flag::TRUSTED == 0);
+        let rcu_reg = reg.flags & flag::RCU != 0;
+        let listed = |suffix: &str| safe_member(btf, reg.aux, suffix, field, id);
+        if reg.flags & flag::UNTRUSTED != 0 {
+            fl = flag::UNTRUSTED;
+        } else if trusted_reg || rcu_reg {
+            if listed("__safe_trusted") {
+                fl |= flag::TRUSTED;
+            } else if listed("__safe_trusted_or_null") {
+                fl |= flag::TRUSTED | flag::MAYBE_NULL;
+            } else if self.in_rcu_cs() && !reg.maybe_null() {
+                let rcu_or_null = listed("__safe_rcu_or_null");
+                if listed("__safe_rcu") {
+                    fl |= flag::RCU;
+                } else if fl & flag::RCU != 0 || rcu_or_null {
+                    fl |= flag::RCU | flag::MAYBE_NULL;
+                    if rcu_or_null {
+                        fl &= !flag::UNTRUSTED;
+                    }
+                } else if fl & (flag::PERCPU | flag::USER) == 0 {
+                    fl &= !(flag::TRUSTED | flag::RCU);
+                }
+            } else {
+                fl = flag::UNTRUSTED;
+            }
+        } else {
+            fl &= !(flag::TRUSTED | flag::RCU);
+        }
+        fl
+    }
+
     /// A load through a PTR_TO_BTF_ID in `regno`: bounds of the struct and
     /// the type of the field read (check_ptr_to_btf_access).
     pub fn btf_load(
@@ -300,14 +388,25 @@ impl Env<'_> {
                 crate::check_alu::tnum_str(&reg.v)
             ));
         }
+        if reg.flags & flag::USER != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} access user memory: off={off}"
+            ));
+        }
+        if reg.flags & flag::PERCPU != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} access percpu memory: off={off}"
+            ));
+        }
         if access == Access::Write {
             return self.err("only read is supported");
         }
         match field_at(btf, reg.aux, off as u32, size) {
             Ok(Field::Scalar) => Ok(Reg::unknown_scalar()),
-            Ok(Field::Ptr(id)) => {
+            Ok(Field::Ptr { id, field, flags }) => {
                 let mut r = Reg::pointer(RegType::BtfId);
                 r.aux = id;
+                r.flags = self.walked_ptr_flags(btf, reg, field, id, flags);
                 Ok(r)
             }
             Err(e) => self.err(e),

@@ -163,6 +163,51 @@ impl Env<'_> {
         }
     }
 
+    /// A BTF pointer argument (check_reg_type): a plain, trusted or RCU
+    /// pointer (socket arguments: not RCU), of the prototype's struct or
+    /// one that starts with it.
+    fn check_btf_id_arg(&mut self, proto: &HelperProto, i: usize, r: &Reg) -> VResult<()> {
+        let regno = (i + 1) as u8;
+        let at = proto.args[i];
+        let expected = at.base.expected_reg_types().unwrap_or("");
+        let mut flags = r.flags;
+        if at.flags.contains(TypeFlags::MAYBE_NULL) {
+            flags &= !flag::MAYBE_NULL;
+        }
+        let rcu_ok = at.base == ArgBase::PtrToBtfId;
+        let compatible = r.ty == RegType::BtfId
+            && (flags == 0 || flags == flag::TRUSTED || (rcu_ok && flags == flag::RCU));
+        if !compatible {
+            return self.arg_type_err(regno, expected);
+        }
+        let release = at.flags.contains(TypeFlags::OBJ_RELEASE);
+        if r.maybe_null() && (!at.flags.contains(TypeFlags::MAYBE_NULL) || release) {
+            return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+        }
+        let need = match (at.base, proto.arg_btf[i]) {
+            (ArgBase::PtrToBtfIdSockCommon, _) => "sock_common",
+            (_, Some(helpers::BtfRef::Struct(name))) if name != "POISON" => name,
+            _ => return Ok(()),
+        };
+        let need_id = vmlinux_struct(need);
+        // A pointer bpfvet could not type is left unchecked.
+        let (Some(btf), true, true) = (crate::btf_walk::vmlinux(), r.aux != 0, need_id != 0) else {
+            return Ok(());
+        };
+        let strict = release && proto.id != id::SK_RELEASE;
+        let matched = (r.off == 0 && r.aux == need_id)
+            || (!strict
+                && r.off >= 0
+                && crate::btf_walk::nested_struct_match(btf, r.aux, r.off as u32, need_id));
+        if !matched {
+            return self.err(format!(
+                "R{regno} is of type {} but {need} is expected",
+                btf.name_of(r.aux)
+            ));
+        }
+        Ok(())
+    }
+
     /// A BTF pointer as a memory argument: only a trusted one, and only
     /// for memory the helper does not write (check_reg_type).
     fn check_btf_mem_arg(
@@ -465,6 +510,9 @@ impl Env<'_> {
                 }
                 self.check_ctx_ptr_off(regno, &r)?;
             }
+            ArgBase::PtrToBtfIdSockCommon if r.ty == RegType::BtfId => {
+                self.check_btf_id_arg(proto, i, &r)?;
+            }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
                 if !r.ty.is_sock() && r.ty != RegType::BtfId {
                     return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
@@ -515,6 +563,7 @@ impl Env<'_> {
                 let f = meta.kptr_field.clone().expect("checked");
                 self.kptr_match_type(&f, regno)?;
             }
+            ArgBase::PtrToBtfId => self.check_btf_id_arg(proto, i, &r)?,
             // bpfvet's BTF pointers are never per-CPU ones.
             ArgBase::PtrToPercpuBtfId if r.ty == RegType::BtfId => {
                 return self
@@ -591,6 +640,24 @@ impl Env<'_> {
             };
         if proto.gpl_only && !license_is_gpl(&self.obj.license) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
+        }
+        if proto.might_sleep {
+            if !self.cur.in_sleepable {
+                return self.err("helper call might sleep in a non-sleepable prog");
+            }
+            let region = if self.cur.active_rcu_lock {
+                Some("rcu_read_lock")
+            } else if self.cur.active_preempt_locks > 0 {
+                Some("non-preemptible")
+            } else {
+                None
+            };
+            if let Some(region) = region {
+                return self.err(format!(
+                    "sleepable helper {}#{func_id} in {region} region",
+                    proto.name()
+                ));
+            }
         }
         let mut meta = ArgMeta::default();
         for i in 0..5 {
@@ -736,6 +803,9 @@ impl Env<'_> {
                 let mut r = Reg::pointer(RegType::BtfId);
                 if rt.flags.contains(TypeFlags::PTR_TRUSTED) {
                     r.flags |= flag::TRUSTED;
+                }
+                if let Some(helpers::BtfRef::Struct(name)) = proto.ret_btf {
+                    r.aux = vmlinux_struct(name);
                 }
                 if let Some(crate::kptr::FieldKind::Kptr {
                     target: Some(t), ..
@@ -1052,6 +1122,13 @@ impl Env<'_> {
 
 fn is_acquire(func_id: u32) -> bool {
     matches!(func_id, 84 | 85 | 99 | 131 | 194)
+}
+
+/// The id of vmlinux struct `name`, 0 if unknown.
+fn vmlinux_struct(name: &str) -> u32 {
+    crate::btf_walk::vmlinux()
+        .and_then(|btf| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Struct))
+        .unwrap_or(0)
 }
 
 /// The kernel's license_is_gpl_compatible.

@@ -416,7 +416,10 @@ impl Env<'_> {
                 }
             }
             RegType::BtfId => {
-                let r = self.btf_load(regno, &reg, off, size, access)?;
+                let mut r = self.btf_load(regno, &reg, off, size, access)?;
+                if r.maybe_null() {
+                    r.id = self.new_id();
+                }
                 if let Some(d) = value {
                     *self.cur.reg_mut(d) = r;
                 }

@@ -344,6 +344,7 @@ impl Env<'_> {
                             }
                         }
                     }
+                    self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {
                     let Ok(size) = btf.resolve_size(ref_id) else {
@@ -391,6 +392,44 @@ impl Env<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// The struct a BTF pointer argument points to must be the parameter's
+    /// (process_kf_arg_ptr_to_btf_id): the same type, one that starts with
+    /// it, or the kernel type of a context projection (`__sk_buff`).
+    fn check_kfunc_btf_type(
+        &self,
+        btf: &Btf,
+        meta: &KfuncMeta,
+        i: usize,
+        reg: &Reg,
+        need: u32,
+        need_t: &BtfType,
+    ) -> VResult<()> {
+        if reg.ty != RegType::BtfId || reg.aux == 0 {
+            return Ok(());
+        }
+        let strict = meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0;
+        let same = (reg.off == 0 && reg.aux == need)
+            || (!strict
+                && reg.off >= 0
+                && crate::btf_walk::nested_struct_match(btf, reg.aux, reg.off as u32, need));
+        let need_name = btf.name(need_t);
+        let reg_name = btf.name_of(reg.aux);
+        let projection = matches!(
+            (need_name, reg_name),
+            ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
+        );
+        if same || projection {
+            return Ok(());
+        }
+        let reg_kind = btf.type_by_id(reg.aux).map_or(String::new(), kind_str);
+        self.err(format!(
+            "kernel function {} args#{i} expected pointer to {} {need_name} but R{} has a pointer to {reg_kind} {reg_name}",
+            meta.name,
+            kind_str(need_t),
+            i + 1
+        ))
     }
 
     /// Memory a kfunc may both read and write (check_mem_reg); NULL passes.
