@@ -564,8 +564,9 @@ impl Env<'_> {
                 self.kptr_match_type(&f, regno)?;
             }
             ArgBase::PtrToBtfId => self.check_btf_id_arg(proto, i, &r)?,
-            // bpfvet's BTF pointers are never per-CPU ones.
-            ArgBase::PtrToPercpuBtfId if r.ty == RegType::BtfId => {
+            // bpfvet's BTF pointers are never per-CPU ones; a per-CPU
+            // ksym is read-only memory to bpfvet.
+            ArgBase::PtrToPercpuBtfId if r.ty != RegType::Mem => {
                 return self
                     .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
             }

@@ -18,8 +18,9 @@ use crate::explore::Env;
 use crate::helpers::kfuncs::{KPTR_DTOR_TYPES, RCU_PROTECTED_KPTR_TYPES};
 use crate::regs::{flag, Reg, RegType};
 use bpfvet_isa::opcode::{BPF_LDX, BPF_MEM, BPF_ST, BPF_STX};
+use bpfvet_isa::uapi::ProgType;
 use bpfvet_object::btf::{Btf, BtfType, Kind};
-use bpfvet_object::{MapDef, Object};
+use bpfvet_object::{MapDef, Object, Program};
 
 /// How many special fields a value may have (BTF_FIELDS_MAX).
 const FIELDS_MAX: usize = 11;
@@ -333,6 +334,71 @@ pub fn map_record(obj: &Object, m: &MapDef) -> Record {
         return Record::new();
     }
     fields
+}
+
+/// Program types the kernel counts as tracing (is_tracing_prog_type).
+fn is_tracing_prog_type(t: ProgType) -> bool {
+    matches!(
+        t,
+        ProgType::KPROBE
+            | ProgType::TRACEPOINT
+            | ProgType::PERF_EVENT
+            | ProgType::RAW_TRACEPOINT
+            | ProgType::RAW_TRACEPOINT_WRITABLE
+    )
+}
+
+/// check_map_prog_compatibility, for each map the program loads (the
+/// kernel checks them before verifying): special fields some program
+/// types cannot use yet.
+pub fn check_map_prog_compatibility(obj: &Object, prog: &Program) -> Result<(), VerifyError> {
+    use bpfvet_isa::opcode::{
+        BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE, BPF_PSEUDO_MAP_VALUE,
+    };
+    let tracing = is_tracing_prog_type(prog.prog_type);
+    let mut i = 0;
+    while i < prog.insns.len() {
+        let insn = prog.insns[i];
+        if !insn.is_ld_imm64() {
+            i += 1;
+            continue;
+        }
+        let loads_map = matches!(
+            insn.src,
+            BPF_PSEUDO_MAP_FD
+                | BPF_PSEUDO_MAP_VALUE
+                | BPF_PSEUDO_MAP_IDX
+                | BPF_PSEUDO_MAP_IDX_VALUE
+        );
+        if let Some(m) = obj.maps.get(insn.imm as u32 as usize).filter(|_| loads_map) {
+            let rec = map_record(obj, m);
+            let has = |name: &str| {
+                rec.iter().any(|f| {
+                    matches!(f.kind, FieldKind::Opaque(n) | FieldKind::GraphRoot(n) if n == name)
+                })
+            };
+            let err = |msg: &str| Err(VerifyError::new(Some(i), msg.to_string()));
+            if tracing && (has("bpf_list_head") || has("bpf_rb_root")) {
+                return err("tracing progs cannot use bpf_{list_head,rb_root} yet");
+            }
+            if has("bpf_spin_lock") || has("bpf_res_spin_lock") {
+                if prog.prog_type == ProgType::SOCKET_FILTER {
+                    return err("socket filter progs cannot use bpf_spin_lock yet");
+                }
+                if tracing {
+                    return err("tracing progs cannot use bpf_spin_lock yet");
+                }
+            }
+            if tracing && has("bpf_timer") {
+                return err("tracing progs cannot use bpf_timer yet");
+            }
+            if tracing && has("bpf_wq") {
+                return err("tracing progs cannot use bpf_wq yet");
+            }
+        }
+        i += 2;
+    }
+    Ok(())
 }
 
 /// Records of an object's maps and of their inner-map templates.

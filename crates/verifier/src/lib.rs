@@ -151,6 +151,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     };
     let result = unmodelled_prog_type(prog)
         .and_then(|()| precheck(&prog.insns))
+        .and_then(|()| kptr::check_map_prog_compatibility(obj, prog))
         .and_then(|()| cfg::analyze(&prog.insns, &calls));
     let cfg = match result {
         Ok(c) => c,

@@ -53,7 +53,10 @@ impl Builder {
 /// `struct val { long buf; struct task_struct __kptr *ref;
 /// struct task_struct __kptr_untrusted *unref; }` in an array map.
 fn object(prog_type: ProgType, text: &str) -> Object {
-    let mut b = Builder::new();
+    with_value(prog_type, text, kptr_value)
+}
+
+fn kptr_value(b: &mut Builder) -> (u32, u32, u32) {
     b.rec("long", 1, 0, 8, &[(1 << 24) | 64]); // [1]
     b.rec("task_struct", 4, 0, 0, &[]); // [2]
     b.rec("kptr", 18, 0, 2, &[]); // [3]
@@ -63,12 +66,34 @@ fn object(prog_type: ProgType, text: &str) -> Object {
     let (buf, r, u) = (b.s("buf"), b.s("ref"), b.s("unref"));
     b.rec("val", 4, 3, 24, &[buf, 1, 0, r, 4, 64, u, 6, 128]); // [7]
     b.rec("int", 1, 0, 4, &[32]); // [8]
+    (8, 7, 24)
+}
+
+/// `struct val { struct bpf_spin_lock lock; int x; }`.
+fn lock_value(b: &mut Builder) -> (u32, u32, u32) {
+    b.rec("int", 1, 0, 4, &[32]); // [1]
+    let v = b.s("val");
+    b.rec("bpf_spin_lock", 4, 1, 4, &[v, 1, 0]); // [2]
+    let (l, x) = (b.s("lock"), b.s("x"));
+    b.rec("val", 4, 2, 8, &[l, 2, 0, x, 1, 32]); // [3]
+    (1, 3, 8)
+}
+
+/// An object with one program and an array map whose value type `value`
+/// adds to the BTF (it returns key id, value id, value size).
+fn with_value(
+    prog_type: ProgType,
+    text: &str,
+    value: fn(&mut Builder) -> (u32, u32, u32),
+) -> Object {
+    let mut b = Builder::new();
+    let (key_id, value_id, value_size) = value(&mut b);
     let raw = b.build();
     let insns = bpfvet_isa::asm::assemble_insns(text).expect("assembles");
     let mut obj = Object::single_program("kptr", prog_type, insns);
-    let mut m = MapDef::new("kptr_map", MapType::ARRAY, 4, 24, 1);
-    m.btf_key_type_id = 8;
-    m.btf_value_type_id = 7;
+    let mut m = MapDef::new("kptr_map", MapType::ARRAY, 4, value_size, 1);
+    m.btf_key_type_id = key_id;
+    m.btf_value_type_id = value_id;
     obj.maps = vec![m];
     obj.btf = Some(Btf::from_bytes(&raw).expect("valid BTF"));
     obj.btf_raw = Some(raw);
@@ -93,7 +118,11 @@ fn program(body: &str) -> String {
 }
 
 fn check(name: &str, body: &str, want: Option<&str>) -> Vec<String> {
-    let obj = object(ProgType::SCHED_CLS, &program(body));
+    check_obj(name, &object(ProgType::SCHED_CLS, &program(body)), want)
+}
+
+fn check_obj(name: &str, obj: &Object, want: Option<&str>) -> Vec<String> {
+    let obj = obj.clone();
     let mut failures = Vec::new();
     let out = verify(&obj, 0, &Options::default());
     match (&out.verdict, want) {
@@ -175,5 +204,33 @@ fn kptr_field_rules() {
     for (name, body, want) in cases {
         failures.extend(check(name, body, *want));
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn spin_lock_field_rules() {
+    let mut failures = Vec::new();
+    let load = with_value(
+        ProgType::SCHED_CLS,
+        &program("r1 = *(u32 *)(r6 +0)\n"),
+        lock_value,
+    );
+    failures.extend(check_obj(
+        "load of the lock",
+        &load,
+        Some("bpf_spin_lock cannot be accessed directly by load/store"),
+    ));
+    let other = with_value(
+        ProgType::SCHED_CLS,
+        &program("r1 = *(u32 *)(r6 +4)\n"),
+        lock_value,
+    );
+    failures.extend(check_obj("load next to the lock", &other, None));
+    let tracing = with_value(ProgType::KPROBE, &program(""), lock_value);
+    failures.extend(check_obj(
+        "lock map in a kprobe",
+        &tracing,
+        Some("tracing progs cannot use bpf_spin_lock yet"),
+    ));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
