@@ -138,6 +138,9 @@ impl Env<'_> {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
                 let sz = size as u32;
+                if r.ty == RegType::MapValue {
+                    self.check_map_access_type(&r, sz, access)?;
+                }
                 let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
                 if r.ty == RegType::BtfId {
                     // The helper reads the struct: the span must be a
@@ -161,6 +164,23 @@ impl Env<'_> {
                 r.type_str()
             )),
         }
+    }
+
+    /// check_map_access_type: a helper's access must be one the map lets
+    /// programs make (BPF_F_RDONLY_PROG / BPF_F_WRONLY_PROG).
+    fn check_map_access_type(&self, r: &Reg, size: u32, access: Access) -> VResult<()> {
+        let Some(m) = self.map_def(r.map) else {
+            return Ok(());
+        };
+        let what = match access {
+            Access::Write if crate::check_mem::map_is_rdonly_prog(m) => "write into",
+            Access::Read if crate::check_mem::map_is_wronly_prog(m) => "read from",
+            _ => return Ok(()),
+        };
+        self.err(format!(
+            "{what} map forbidden, value_size={} off={} size={size}",
+            m.value_size, r.off
+        ))
     }
 
     /// A BTF pointer argument (check_reg_type): a plain, trusted or RCU
@@ -666,6 +686,19 @@ impl Env<'_> {
                 break;
             }
             self.check_arg(proto, i, &mut meta)?;
+        }
+        // record_func_map: helpers that change a map the program may only read.
+        let changes_map = matches!(
+            func_id,
+            id::MAP_DELETE_ELEM | id::MAP_UPDATE_ELEM | id::MAP_PUSH_ELEM | id::MAP_POP_ELEM
+        );
+        if changes_map
+            && meta
+                .map
+                .and_then(|m| self.map_def(m))
+                .is_some_and(crate::check_mem::map_is_rdonly_prog)
+        {
+            return self.err("write into map forbidden");
         }
         match func_id {
             id::SPIN_LOCK => {

@@ -20,6 +20,11 @@ pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
         || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
 }
 
+/// Programs may only write the map (BPF_F_WRONLY_PROG).
+pub fn map_is_wronly_prog(m: &bpfvet_object::MapDef) -> bool {
+    m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0
+}
+
 /// Pointers offsets and variable ranges are kept below 2^29.
 const MAX_VAR_OFF: u64 = 1 << 29;
 
@@ -327,6 +332,12 @@ impl Env<'_> {
                     return self.err(format!(
                         "write into map forbidden, value_size={} off={} size={}",
                         m.value_size, off, size
+                    ));
+                }
+                if access == Access::Read && self.map_def(reg.map).is_some_and(map_is_wronly_prog) {
+                    let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
+                    return self.err(format!(
+                        "read from map forbidden, value_size={vs} off={off} size={size}"
                     ));
                 }
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);

@@ -101,39 +101,89 @@ impl Env<'_> {
             .collect()
     }
 
-    /// The call site's arguments must match the callee's signature.
+    /// The call site's arguments must match the callee's signature; a
+    /// mismatch ends in "Caller passes invalid args" (btf_check_subprog_call).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
         for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
             let regno = (i + 1) as u8;
             self.check_read(regno)?;
-            let r = *self.cur.reg(regno);
+            if let Err(e) = self.check_global_call_arg(i, k) {
+                if e.unsupported || e.limit.is_some() {
+                    return Err(e);
+                }
+                self.log.line(&e.msg);
+                return self.err(format!(
+                    "Caller passes invalid args into func#{subprog} ('{}')",
+                    self.subprog_name(subprog)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One argument of a global call (btf_check_func_arg_match).
+    fn check_global_call_arg(&mut self, i: usize, k: ArgKind) -> VResult<()> {
+        let regno = (i + 1) as u8;
+        let r = *self.cur.reg(regno);
+        {
             match k {
                 ArgKind::Scalar if r.ty != RegType::Scalar => {
                     return self.err(format!("R{regno} is not a scalar"));
                 }
-                ArgKind::Ctx if r.ty != RegType::Ctx => {
-                    return self.err(format!(
-                        "arg#{i} expected pointer to ctx, but got {}",
-                        r.type_str()
-                    ));
+                ArgKind::Ctx => {
+                    self.check_arg_reg_off(regno, &r)?;
+                    if r.ty != RegType::Ctx {
+                        return self.err(format!("arg#{i} expects pointer to ctx"));
+                    }
                 }
                 ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
-                ArgKind::Mem(size) if r.ty == RegType::MapValue => {
-                    // The callee's access is indirect: it may not touch
-                    // special fields of the value.
-                    if let Err(e) = self.check_map_special_fields(&r, r.off, size, false) {
-                        if e.unsupported {
-                            return Err(e);
-                        }
-                        self.log.line(&e.msg);
-                        return self.err(format!(
-                            "Caller passes invalid args into func#{subprog} ('{}')",
-                            self.subprog_name(subprog)
-                        ));
-                    }
+                ArgKind::Mem(size) => {
+                    // Memory the callee may read and write (check_mem_reg).
+                    self.check_arg_reg_off(regno, &r)?;
+                    self.check_kfunc_mem(regno, size as u64, true)?;
                 }
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// check_func_arg_reg_off for an argument of no particular type:
+    /// memory pointers may carry any offset, BTF pointers a fixed one,
+    /// the rest none.
+    fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
+        let any_off = matches!(
+            r.ty,
+            RegType::Stack
+                | RegType::Packet
+                | RegType::PacketMeta
+                | RegType::MapKey
+                | RegType::MapValue
+                | RegType::Mem
+                | RegType::TpBuffer
+                | RegType::Scalar
+        );
+        if any_off {
+            return Ok(());
+        }
+        let ts = r.type_str();
+        if r.off < 0 {
+            return self.err(format!(
+                "negative offset {ts} ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if r.ty != RegType::BtfId && r.off != 0 {
+            return self.err(format!(
+                "dereference of modified {ts} ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
+        if !r.v.is_const() || r.v.const_value() != 0 {
+            return self.err(format!(
+                "variable {ts} access var_off={} disallowed",
+                crate::check_alu::tnum_str(&r.v)
+            ));
         }
         Ok(())
     }

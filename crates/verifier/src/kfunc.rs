@@ -433,7 +433,7 @@ impl Env<'_> {
     }
 
     /// Memory a kfunc may both read and write (check_mem_reg); NULL passes.
-    fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
+    pub(crate) fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
         let reg = *self.cur.reg(regno);
         if reg.is_null_const() {
             return Ok(());

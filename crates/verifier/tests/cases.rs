@@ -11,7 +11,8 @@
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
-//!                                   (default 16))
+//!                                   (default 16), then optionally
+//!                                   `flags=0x80` for map_flags)
 //! # peak: 0                        (optional: peak_states)
 //! ```
 //!
@@ -72,21 +73,28 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
-/// `<type> <key size> <value size> [<max entries>]` of a `# map:` directive.
+/// `<type> <key size> <value size> [<max entries>] [flags=<hex>]` of a
+/// `# map:` directive.
 fn map_def(index: usize, spec: &str) -> MapDef {
-    let f: Vec<&str> = spec.split_whitespace().collect();
+    let (flags, f): (Vec<&str>, Vec<&str>) = spec
+        .split_whitespace()
+        .partition(|w| w.starts_with("flags="));
     assert!(
-        f.len() == 3 || f.len() == 4,
-        "map: <type> <key> <value> [<entries>, default 16], got {spec:?}"
+        (f.len() == 3 || f.len() == 4) && flags.len() <= 1,
+        "map: <type> <key> <value> [<entries>, default 16] [flags=0x..], got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
-    MapDef::new(
+    let mut m = MapDef::new(
         &format!("map{index}"),
         MapType::from_name(f[0]).expect("known map type"),
         num(f[1]),
         num(f[2]),
         f.get(3).map_or(16, |n| num(n)),
-    )
+    );
+    if let Some(v) = flags.first().and_then(|w| w.strip_prefix("flags=")) {
+        m.map_flags = u32::from_str_radix(v.trim_start_matches("0x"), 16).expect("hex map flags");
+    }
+    m
 }
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
