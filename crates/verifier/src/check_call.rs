@@ -619,6 +619,22 @@ impl Env<'_> {
                 }
             }
         }
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) && r.is_pointer() {
+            // check_func_arg_reg_off: a released object is passed as it was
+            // acquired.
+            if r.off != 0 {
+                return self.err(format!(
+                    "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
+                ));
+            }
+            if !r.v.is_const() || r.v.const_value() != 0 {
+                return self.err(format!(
+                    "variable {} access var_off={} disallowed",
+                    r.type_str(),
+                    crate::check_alu::tnum_str(&r.v)
+                ));
+            }
+        }
         if at.flags.contains(TypeFlags::OBJ_RELEASE) {
             if r.ref_obj_id == 0 {
                 return self.err(format!(
