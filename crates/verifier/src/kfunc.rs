@@ -344,6 +344,28 @@ impl Env<'_> {
                             }
                         }
                     }
+                    // A released object is passed as it came (check_func_arg_reg_off
+                    // with OBJ_RELEASE); other BTF pointers may point inside.
+                    let whole = release && reg.ref_obj_id != 0;
+                    if reg.off < 0 {
+                        return self.err(format!(
+                            "negative offset {} ptr R{regno} off={} disallowed",
+                            reg.type_str(),
+                            reg.off
+                        ));
+                    }
+                    if whole && reg.off != 0 {
+                        return self.err(format!(
+                            "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
+                        ));
+                    }
+                    if !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "variable {} access var_off={} disallowed",
+                            reg.type_str(),
+                            crate::check_alu::tnum_str(&reg.v)
+                        ));
+                    }
                     self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {
