@@ -65,6 +65,11 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
+        let read_only = r.ty == RegType::MapKey
+            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer) && r.flags & flag::RDONLY != 0);
+        if access == Access::Write && read_only {
+            return self.err(format!("R{regno} cannot write into {}", r.type_str()));
+        }
         if size == 0 && zero_ok {
             return Ok(());
         }
