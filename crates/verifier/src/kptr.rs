@@ -193,7 +193,7 @@ impl Finder<'_> {
                 return repeat(shifted, nelems, t.size_or_type, room);
             }
             // Anything else may be a kptr.
-            if expected_size != 0 && expected_size as u64 != 8 * nelems || off % 8 != 0 {
+            if expected_size != 0 && expected_size as u64 != 8 * nelems || !off.is_multiple_of(8) {
                 return Ok(Record::new());
             }
             let Some(field) = self.kptr(t, off)? else {
@@ -201,7 +201,9 @@ impl Finder<'_> {
             };
             return repeat(vec![field], nelems, 8, room);
         };
-        if expected_size != 0 && expected_size as u64 != size as u64 * nelems || off % align != 0 {
+        if expected_size != 0 && expected_size as u64 != size as u64 * nelems
+            || !off.is_multiple_of(align)
+        {
             return Ok(Record::new());
         }
         if t.kind != Kind::Struct || t.size_or_type != size {
@@ -456,10 +458,10 @@ impl Env<'_> {
     ) -> VResult<Option<SpecialField>> {
         let mut hit = None;
         for f in self.map_record(reg.map) {
-            let p = f.off as i64;
-            let lo = reg.v.smin.saturating_add(off as i64);
-            let hi = (reg.v.umax as i64).saturating_add(off as i64 + size as i64);
-            if !(lo < p + f.size as i64 && p < hi) {
+            let p = f.off as i128;
+            let lo = reg.v.smin as i128 + off as i128;
+            let hi = reg.v.umax as i128 + off as i128 + size as i128;
+            if !(lo < p + f.size as i128 && p < hi) {
                 continue;
             }
             let name = f.type_name();
@@ -471,7 +473,7 @@ impl Env<'_> {
                     if !reg.v.is_const() {
                         return self.err(format!("{name} access cannot have variable offset"));
                     }
-                    let at = off as i64 + reg.v.const_value() as i64;
+                    let at = off as i128 + reg.v.const_value() as i128;
                     if p != at {
                         return self.err(format!("{name} access misaligned expected={p} off={at}"));
                     }
