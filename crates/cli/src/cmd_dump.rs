@@ -200,8 +200,22 @@ fn write_object(out: &mut String, obj: &Object, disasm: Option<&dyn Symbols>, so
             );
         }
     }
+    if obj.programs.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no programs: no function is in a program section (.text functions are subprograms)"
+        );
+    }
+    for w in &obj.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
     for e in &obj.unresolved_externs {
         let _ = writeln!(out, "  unresolved extern: {e}");
+    }
+    for p in &obj.programs {
+        if let Some(why) = &p.refused {
+            let _ = writeln!(out, "  {}: refused by the loader: {why}", p.name);
+        }
     }
     for p in &obj.programs {
         for c in &p.core_unresolved {
@@ -302,6 +316,7 @@ fn object_json(obj: &Object, disasm: Option<&dyn Symbols>, source: bool) -> Valu
                 "insns": p.insns.len(),
                 "funcs": p.func_info.iter().map(|f| json!({"insn": f.insn_off, "name": f.name})).collect::<Vec<_>>(),
                 "core_unresolved": p.core_unresolved.iter().map(|c| json!({"insn": c.insn_off, "reason": c.reason})).collect::<Vec<_>>(),
+                "refused": p.refused,
             });
             if let Some(syms) = disasm {
                 v["disasm"] = json!(disasm_lines(p, syms, source));
@@ -315,5 +330,6 @@ fn object_json(obj: &Object, disasm: Option<&dyn Symbols>, source: bool) -> Valu
         "maps": obj.maps.iter().map(map_json).collect::<Vec<_>>(),
         "programs": programs,
         "unresolved_externs": obj.unresolved_externs,
+        "warnings": obj.warnings,
     })
 }

@@ -75,6 +75,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 names.join(", ")
             )
         })?;
+    if let Some(why) = &obj.programs[idx].refused {
+        anyhow::bail!(
+            "{}: the object loader refused this program: {why}",
+            args.prog
+        );
+    }
     if !args.no_verify {
         Vm::verify(&obj, idx).context("--no-verify runs it anyway")?;
     }

@@ -2,19 +2,19 @@
 //! bpfvet verifier, the host kernel, or both side by side; `-C` compares
 //! two CSV files and `-R` replays one.
 
-mod backend;
+pub(crate) mod backend;
 mod compare;
 mod csv_io;
 mod fields;
-mod filter;
-mod input;
+pub(crate) mod filter;
+pub(crate) mod input;
 mod output;
+mod prog_types;
 mod row;
 mod sort;
 
 use anyhow::{bail, Context};
 use backend::{Backend, BackendKind, BpfvetBackend, KernelBackend, RunOptions};
-use bpfvet_isa::uapi::ProgType;
 use compare::Joined;
 use fields::{Stat, StatSpec};
 use filter::Filters;
@@ -65,10 +65,22 @@ pub struct Args {
     /// Verifier log level (1 or 2); logs of failed programs go to stderr.
     #[arg(short = 'l', long = "log-level")]
     log_level: Option<u32>,
-    /// Program type for programs whose section names none (e.g. iproute2's
-    /// numbered tc sections): libbpf's name, such as sched_cls or xdp.
-    #[arg(long = "prog-type", value_parser = parse_prog_type)]
-    prog_type: Option<ProgType>,
+    /// Program types, libbpf's names: `TYPE` (e.g. sched_cls) for programs
+    /// whose section names none (iproute2's numbered tc sections), or
+    /// `SECTION_GLOB=TYPE[:ATTACH]` for the programs of matching sections
+    /// (e.g. '2/*=sched_cls', 'mysec=xdp', '.text=xdp' for objects without
+    /// SEC()). Repeatable; the first matching section rule wins.
+    #[arg(long = "prog-type", value_parser = prog_types::parse_rule)]
+    prog_type: Vec<prog_types::ProgTypeRule>,
+    /// A file of `--prog-type` rules, one per line (`#` comments); they
+    /// come after the command line's.
+    #[arg(long = "prog-types", value_name = "FILE")]
+    prog_types: Option<PathBuf>,
+    /// BPF_PROG_LOAD prog_flags added to every program, for both backends:
+    /// UAPI names or numbers joined by `|` (BPF_F_TEST_STATE_FREQ|0x2).
+    /// bpfvet refuses programs whose flags it does not model.
+    #[arg(long = "prog-flags", value_parser = bpfvet_isa::uapi::parse_prog_flags)]
+    prog_flags: Option<u32>,
     /// Initial verifier log buffer size in bytes.
     #[arg(long = "log-size")]
     log_size: Option<u32>,
@@ -87,16 +99,6 @@ pub struct Args {
     /// Re-print a saved CSV with new filters, sort and format.
     #[arg(short = 'R', long = "replay")]
     replay: bool,
-}
-
-fn parse_prog_type(name: &str) -> Result<ProgType, String> {
-    ProgType::from_name(name)
-        .filter(|t| *t != ProgType::UNSPEC)
-        .ok_or_else(|| {
-            format!(
-                "unknown program type '{name}' (libbpf names: xdp, sched_cls, socket_filter, ...)"
-            )
-        })
 }
 
 /// `30s`, `500ms`, `2m`, `1h`, or plain seconds.
@@ -302,8 +304,15 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     }
 
     let files = input::expand_paths(&args.paths).context("listing input paths")?;
+    let mut type_rules = args.prog_type.clone();
+    if let Some(path) = &args.prog_types {
+        type_rules.extend(prog_types::read_rules(path)?);
+    }
     // CO-RE relocations resolve against the host's vmlinux BTF, read once.
-    let mut object_opts = bpfvet_object::LoadOptions::default();
+    let mut object_opts = bpfvet_object::LoadOptions {
+        text_programs: prog_types::types_text(&type_rules),
+        ..Default::default()
+    };
     object_opts
         .preload_target()
         .context("reading the CO-RE target BTF")?;
@@ -372,15 +381,22 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
             }
         };
         files_done += 1;
-        if let Some(t) = args.prog_type {
-            for p in obj
-                .programs
-                .iter_mut()
-                .filter(|p| p.prog_type == ProgType::UNSPEC)
-            {
-                p.prog_type = t;
+        for w in &obj.warnings {
+            note(format!("bpfvet: {name}: warning: {w}"));
+        }
+        if let Some(flags) = args.prog_flags {
+            for p in &mut obj.programs {
+                p.prog_flags |= flags;
             }
         }
+        if obj.programs.is_empty() {
+            note(format!(
+                "bpfvet: {name}: no programs: no function is in a program section \
+                 (.text functions are subprograms; --prog-type '.text=TYPE' verifies \
+                 the global ones of an object without SEC())"
+            ));
+        }
+        prog_types::apply(&type_rules, &mut obj);
         let progs: Vec<usize> = (0..obj.programs.len())
             .filter(|&i| plan.filters.allows_name(&name, Some(&obj.programs[i].name)))
             .collect();

@@ -8,6 +8,7 @@ mod cmd_bench;
 mod cmd_conformance;
 mod cmd_dump;
 mod cmd_run;
+mod cmd_test;
 mod cmd_verify;
 
 #[derive(Parser)]
@@ -27,6 +28,9 @@ enum Command {
     Dump(cmd_dump::Args),
     /// Verify programs (veristat-compatible output, A/B comparison).
     Verify(cmd_verify::Args),
+    /// Check the kernel selftests' annotated tests (__success, __failure,
+    /// __msg, __retval, ...) as their test_loader does.
+    Test(cmd_test::Args),
     /// Run a program with BPF_PROG_TEST_RUN semantics.
     Run(cmd_run::Args),
     /// Benchmarks (maps, runtime).
@@ -35,12 +39,23 @@ enum Command {
     ConformancePlugin(cmd_conformance::Args),
 }
 
+/// The command line with `conformance-plugin` first, wherever the
+/// bpf_conformance runner put it (see [`cmd_conformance::subcommand_first`]).
+fn plugin_argv(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+    names.push("help");
+    cmd_conformance::subcommand_first(argv, &names)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(plugin_argv(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Dump(a) => cmd_dump::run(a),
         Command::Verify(a) => cmd_verify::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Test(a) => cmd_test::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::ConformancePlugin(a) => cmd_conformance::run(a),
     };
@@ -50,5 +65,49 @@ fn main() -> ExitCode {
             eprintln!("bpfvet: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{plugin_argv, Cli, Command};
+    use clap::Parser;
+
+    fn plugin(argv: &[&str]) -> crate::cmd_conformance::Args {
+        let argv = plugin_argv(argv.iter().map(Into::into).collect());
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::ConformancePlugin(a) => a,
+            _ => panic!("not the plugin"),
+        }
+    }
+
+    /// The runner's order: memory, then its plugin options split on
+    /// spaces (the subcommand among them), then --elf.
+    #[test]
+    fn plugin_options_are_accepted_anywhere() {
+        let a = plugin(&["bpfvet", "00  01  ", "conformance-plugin", "--jit", "--elf"]);
+        assert_eq!(
+            (a.memory, a.jit, a.elf),
+            (vec!["00  01  ".into()], true, true)
+        );
+        let a = plugin(&["bpfvet", "conformance-plugin", "--elf", "ff", "--jit"]);
+        assert_eq!((a.memory, a.jit, a.elf), (vec!["ff".into()], true, true));
+        let a = plugin(&["bpfvet", "0a", "conformance-plugin", "--jit", "--jit-only"]);
+        assert!(a.jit && a.jit_only);
+        // --jit-only means nothing without --jit.
+        let argv = plugin_argv(
+            ["bpfvet", "conformance-plugin", "--jit-only"]
+                .map(Into::into)
+                .to_vec(),
+        );
+        assert!(Cli::try_parse_from(argv).is_err());
+        let a = plugin(&["bpfvet", "conformance-plugin"]);
+        assert_eq!((a.memory.len(), a.jit, a.elf), (0, false, false));
+        // --elf given in the plugin options and again by the runner.
+        let a = plugin(&["bpfvet", "conformance-plugin", "--elf", "--elf"]);
+        assert!(a.elf && !a.jit);
+        // A doubled space in the plugin options makes an empty argument.
+        let a = plugin(&["bpfvet", "aa", "conformance-plugin", "", "--jit"]);
+        assert_eq!(a.memory, vec!["aa".to_string(), String::new()]);
     }
 }

@@ -76,8 +76,11 @@ fn kernel_backend_csv_round_trips() {
         .map(|l| l.split(',').collect())
         .collect();
     assert!(rows.len() > 20, "{} rows", rows.len());
+    // Refused before reaching the kernel's verifier: an extern the loader
+    // cannot resolve, a section that names no program type.
+    let refused = ["xdp_calls_memcpy", "prog_in_unknown_section"];
     for r in &rows {
-        let expect = if r[0].starts_with("reject_") {
+        let expect = if r[0].starts_with("reject_") || refused.contains(&r[1]) {
             "failure"
         } else {
             "success"

@@ -407,6 +407,54 @@ uapi_enum! {
     }
 }
 
+// Program flags (BPF_PROG_LOAD prog_flags).
+pub const BPF_F_STRICT_ALIGNMENT: u32 = 1 << 0;
+pub const BPF_F_ANY_ALIGNMENT: u32 = 1 << 1;
+pub const BPF_F_TEST_RND_HI32: u32 = 1 << 2;
+pub const BPF_F_TEST_STATE_FREQ: u32 = 1 << 3;
+pub const BPF_F_SLEEPABLE: u32 = 1 << 4;
+pub const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
+pub const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
+pub const BPF_F_TEST_REG_INVARIANTS: u32 = 1 << 7;
+
+/// Every program flag by its UAPI name.
+pub const PROG_FLAGS: &[(&str, u32)] = &[
+    ("BPF_F_STRICT_ALIGNMENT", BPF_F_STRICT_ALIGNMENT),
+    ("BPF_F_ANY_ALIGNMENT", BPF_F_ANY_ALIGNMENT),
+    ("BPF_F_TEST_RND_HI32", BPF_F_TEST_RND_HI32),
+    ("BPF_F_TEST_STATE_FREQ", BPF_F_TEST_STATE_FREQ),
+    ("BPF_F_SLEEPABLE", BPF_F_SLEEPABLE),
+    ("BPF_F_XDP_HAS_FRAGS", BPF_F_XDP_HAS_FRAGS),
+    ("BPF_F_XDP_DEV_BOUND_ONLY", BPF_F_XDP_DEV_BOUND_ONLY),
+    ("BPF_F_TEST_REG_INVARIANTS", BPF_F_TEST_REG_INVARIANTS),
+];
+
+/// Parses program flags written as UAPI names or numbers joined by `|`
+/// or `,` (`BPF_F_ANY_ALIGNMENT|BPF_F_TEST_STATE_FREQ`, `0x8`).
+pub fn parse_prog_flags(text: &str) -> Result<u32, String> {
+    let mut flags = 0;
+    for word in text
+        .split(['|', ','])
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+    {
+        flags |= match PROG_FLAGS.iter().find(|(name, _)| *name == word) {
+            Some((_, bit)) => *bit,
+            None => parse_number(word).ok_or_else(|| {
+                format!("unknown program flag '{word}' (a BPF_F_* name or a number)")
+            })?,
+        };
+    }
+    Ok(flags)
+}
+
+fn parse_number(word: &str) -> Option<u32> {
+    match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => word.parse().ok(),
+    }
+}
+
 // Map flags (BPF_MAP_CREATE map_flags).
 pub const BPF_F_NO_PREALLOC: u32 = 1 << 0;
 pub const BPF_F_NO_COMMON_LRU: u32 = 1 << 1;
@@ -477,5 +525,19 @@ mod tests {
     fn unknown_numbers_display_as_unknown() {
         assert_eq!(ProgType(999).to_string(), "unknown(999)");
         assert_eq!(MapType::HASH.to_string(), "hash");
+    }
+
+    #[test]
+    fn prog_flags_parse_from_names_and_numbers() {
+        assert_eq!(
+            parse_prog_flags("BPF_F_ANY_ALIGNMENT|BPF_F_TEST_STATE_FREQ"),
+            Ok(BPF_F_ANY_ALIGNMENT | BPF_F_TEST_STATE_FREQ)
+        );
+        assert_eq!(
+            parse_prog_flags("0x80, 1"),
+            Ok(BPF_F_TEST_REG_INVARIANTS | 1)
+        );
+        assert_eq!(parse_prog_flags(""), Ok(0));
+        assert!(parse_prog_flags("BPF_F_NOPE").is_err());
     }
 }

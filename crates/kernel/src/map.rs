@@ -14,6 +14,55 @@ pub struct KernelMap {
     pub key_size: u32,
     pub value_size: u32,
     pub max_entries: u32,
+    /// An arena's user-space mapping, kept while the map lives.
+    _arena: Option<ArenaMapping>,
+}
+
+/// The user mapping of a BPF arena (address, length). libbpf maps every
+/// arena right after creating it; the verifier rejects programs using an
+/// arena whose user address is not set by map_extra or such a mapping.
+#[derive(Debug)]
+struct ArenaMapping(usize, usize);
+
+impl ArenaMapping {
+    fn map(def: &MapDef, fd: &Fd) -> Result<ArenaMapping, Errno> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let len = usize::try_from(page)
+            .ok()
+            .and_then(|p| p.checked_mul(def.max_entries as usize))
+            .filter(|&l| l > 0)
+            .ok_or(Errno::EINVAL)?;
+        // At map_extra when given (never over an existing mapping).
+        let (addr, fixed) = match def.map_extra {
+            0 => (std::ptr::null_mut(), 0),
+            a => (a as usize as *mut libc::c_void, libc::MAP_FIXED_NOREPLACE),
+        };
+        // SAFETY: a new shared mapping of the arena's fd; it replaces no
+        // existing mapping (MAP_FIXED_NOREPLACE) and is unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                addr,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | fixed,
+                fd.raw(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            return Err(Errno(e));
+        }
+        Ok(ArenaMapping(p as usize, len))
+    }
+}
+
+impl Drop for ArenaMapping {
+    fn drop(&mut self) {
+        // SAFETY: (address, length) is a mapping this value made.
+        unsafe { libc::munmap(self.0 as *mut libc::c_void, self.1) };
+    }
 }
 
 /// Why a map could not be created.
@@ -178,7 +227,20 @@ impl KernelMap {
             what: "BPF_MAP_CREATE",
             errno,
         })?;
+        let arena = match def.map_type {
+            MapType::ARENA => {
+                Some(
+                    ArenaMapping::map(def, &fd).map_err(|errno| MapCreateError::Syscall {
+                        map: def.name.clone(),
+                        what: "mmap of the arena",
+                        errno,
+                    })?,
+                )
+            }
+            _ => None,
+        };
         Ok(KernelMap {
+            _arena: arena,
             fd,
             name: def.name.clone(),
             map_type: def.map_type,

@@ -37,6 +37,10 @@ pub enum Refusal {
     /// type, check ELF section name").
     #[error("no program type: section '{section}' is not one libbpf knows")]
     UnknownProgType { section: String },
+    /// The object loader could not prepare the program (an extern or a
+    /// relocation only it needs); nothing was sent to the kernel.
+    #[error("the object loader refused this program: {0}")]
+    Loader(String),
     /// The program needs an attach target the backend cannot provide.
     #[error("{0}")]
     NeedsTarget(String),

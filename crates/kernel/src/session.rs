@@ -14,7 +14,7 @@ use crate::sys::{self, bpf_fd, BtfLoadAttr, Cmd, Errno, Fd, MapCreateAttr, ProgL
 use crate::LoadedProgram;
 use bpfvet_isa::insns_to_bytes;
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
-use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY};
+use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY, BPF_F_SLEEPABLE};
 use bpfvet_object::btf::Btf;
 use bpfvet_object::{MapInit, Object, Program};
 use std::cell::OnceCell;
@@ -23,7 +23,6 @@ use std::time::Instant;
 /// The verifier's stats log level, always added: it costs little and gives
 /// the figures veristat reports.
 pub const LOG_LEVEL_STATS: u32 = 4;
-const BPF_F_SLEEPABLE: u32 = 1 << 4;
 /// The kernel's upper bound on log_size (UINT_MAX >> 2).
 pub const MAX_LOG_SIZE: u32 = u32::MAX >> 2;
 
@@ -330,6 +329,9 @@ impl<'a> ObjectSession<'a> {
     }
 
     fn check_preconditions(&self, prog: &Program) -> Result<(), Refusal> {
+        if let Some(why) = &prog.refused {
+            return Err(Refusal::Loader(why.clone()));
+        }
         if prog.prog_type == ProgType::UNSPEC {
             return Err(Refusal::UnknownProgType {
                 section: prog.section.clone(),
@@ -350,6 +352,17 @@ impl<'a> ObjectSession<'a> {
         if prog.prog_type == ProgType::EXT {
             return Err(Refusal::NeedsTarget(
                 "freplace programs need a target program to replace".into(),
+            ));
+        }
+        // The kernel verifies a struct_ops program against the member of the
+        // struct_ops type it implements (attach_btf_id + member index), which
+        // only the struct_ops map that holds it names; without them the
+        // kernel rejects it before looking at an instruction.
+        if prog.prog_type == ProgType::STRUCT_OPS {
+            return Err(Refusal::NeedsTarget(
+                "struct_ops programs need the struct_ops type and member they implement, \
+                 which this backend does not resolve"
+                    .into(),
             ));
         }
         Ok(())

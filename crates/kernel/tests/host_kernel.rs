@@ -50,6 +50,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
         func_info: vec![],
         line_info: vec![],
         core_unresolved: vec![],
+        refused: None,
     }
 }
 
@@ -67,6 +68,7 @@ fn object(maps: Vec<MapDef>, programs: Vec<Program>) -> Object {
         btf_raw: None,
         btf: None,
         unresolved_externs: vec![],
+        warnings: Vec::new(),
     }
 }
 

@@ -697,6 +697,16 @@ impl Btf {
         Err(type_err(id, "type chain too deep or cyclic"))
     }
 
+    /// The strings of the DECL_TAGs attached to type `id` as a whole
+    /// (component index -1), in type-id order: how `__attribute__((
+    /// btf_decl_tag("...")))` on a function or variable appears in BTF.
+    pub fn decl_tags_of(&self, id: u32) -> impl Iterator<Item = &str> + '_ {
+        self.types.iter().filter_map(move |t| {
+            (t.kind == Kind::DeclTag && t.size_or_type == id && t.decl_tag_component() == Some(-1))
+                .then(|| self.name(t))
+        })
+    }
+
     /// First type with this name and kind.
     pub fn find_by_name_kind(&self, name: &str, kind: Kind) -> Option<u32> {
         self.ids_by_essential_name(essential_name(name))

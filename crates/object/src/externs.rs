@@ -9,7 +9,7 @@ use crate::btf::{
     BTF_VAR_GLOBAL_EXTERN,
 };
 use crate::elf::ElfFile;
-use crate::error::{ErrorKind, LResult, Located};
+use crate::error::LResult;
 use crate::load::LoadOptions;
 use crate::types::{MapDef, MapInit, MapOrigin};
 
@@ -32,6 +32,9 @@ pub enum ExternValue {
         btf_id: u32,
     },
     Unresolved,
+    /// An extern the loader cannot handle at all (no BTF describes it):
+    /// the programs that use it are refused with this reason.
+    Bad(String),
 }
 
 #[derive(Clone, Debug)]
@@ -57,13 +60,6 @@ impl Externs {
 
 pub fn any(elf: &ElfFile) -> bool {
     elf.symbols.iter().any(|s| s.is_extern())
-}
-
-fn ext_err(msg: String) -> Located {
-    Located {
-        section: Some(".symtab".into()),
-        kind: ErrorKind::Extern(msg),
-    }
 }
 
 /// Which extern DATASEC (".kconfig" / ".ksyms") lists type `id`.
@@ -128,11 +124,20 @@ pub fn collect(
         if !s.is_extern() {
             continue;
         }
+        let bad = |why: String| Extern {
+            name: s.name.clone(),
+            sym_idx,
+            weak: s.bind == object::elf::STB_WEAK,
+            value: ExternValue::Bad(why),
+            kcfg: None,
+            btf_var: 0,
+        };
         let Some(btf) = btf else {
-            return Err(ext_err(format!(
+            list.push(bad(format!(
                 "extern '{}' needs BTF, which the object lacks",
                 s.name
             )));
+            continue;
         };
         let var = btf.ids().find(|&id| {
             let t = btf.type_by_id(id).expect("id in range");
@@ -141,7 +146,8 @@ pub fn collect(
                     || (t.kind == Kind::Func && t.linkage() == BTF_FUNC_EXTERN))
         });
         let Some(var) = var else {
-            return Err(ext_err(format!("no BTF for extern '{}'", s.name)));
+            list.push(bad(format!("no BTF for extern '{}'", s.name)));
+            continue;
         };
         let t = btf.type_by_id(var).expect("found id");
         let weak = s.bind == object::elf::STB_WEAK;
@@ -158,8 +164,11 @@ pub fn collect(
             let size = btf
                 .resolve_size(t.size_or_type)
                 .ok()
-                .and_then(|s| u32::try_from(s).ok())
-                .ok_or_else(|| ext_err(format!("kconfig extern '{}' has no size", s.name)))?;
+                .and_then(|s| u32::try_from(s).ok());
+            let Some(size) = size else {
+                list.push(bad(format!("kconfig extern '{}' has no size", s.name)));
+                continue;
+            };
             let align = kcfg_align(btf, t.size_or_type);
             let mut value = known_kconfig(&s.name, size, opts);
             if value.is_none() && s.name.starts_with("CONFIG_") {

@@ -48,6 +48,9 @@ pub enum Reloc {
     },
     ExternLd(usize),
     ExternCall(usize),
+    /// A relocation the loader cannot apply: only the programs that reach
+    /// this instruction are refused, with this reason.
+    Bad(String),
 }
 
 pub struct CodeSec {
@@ -62,6 +65,7 @@ pub struct CodeSec {
     pub core_failures: Vec<(usize, String)>,
 }
 
+#[derive(Default)]
 pub struct Linked {
     pub insns: Vec<Insn>,
     pub func_info: Vec<FuncInfo>,
@@ -130,11 +134,20 @@ pub fn link(
             let insn = out.insns[at];
             top.next += if insn.is_ld_imm64() { 2 } else { 1 };
             let relo = c.relos.get(&sec_idx);
+            if let Some(Reloc::ExternLd(e) | Reloc::ExternCall(e)) = relo {
+                if let Some(ExternValue::Bad(why)) = externs.get(*e) {
+                    return Err(Located {
+                        section: Some(c.name.clone()),
+                        kind: ErrorKind::Extern(why.clone()),
+                    });
+                }
+            }
             let is_pseudo_call =
                 insn.code == op::BPF_JMP | op::BPF_CALL && insn.src == BPF_PSEUDO_CALL;
             let is_pseudo_func = insn.is_ld_imm64() && insn.src == BPF_PSEUDO_FUNC;
             let cur_sec = top.sec;
             let target = match relo {
+                Some(Reloc::Bad(why)) => return Err(rel_err(&c.name, why.clone())),
                 Some(Reloc::Call { sec, insn }) | Some(Reloc::SubprogAddr { sec, insn }) => {
                     Some((*sec, *insn))
                 }
@@ -223,7 +236,7 @@ pub fn link(
                         out.insns[at].imm = *addr as u32 as i32;
                         out.insns[at + 1].imm = (*addr >> 32) as u32 as i32;
                     }
-                    ExternValue::Kfunc { .. } | ExternValue::Unresolved => {
+                    ExternValue::Kfunc { .. } | ExternValue::Unresolved | ExternValue::Bad(_) => {
                         out.insns[at].src = 0;
                         out.insns[at].imm = 0;
                         out.insns[at + 1].imm = 0;

@@ -49,6 +49,11 @@ pub struct LoadOptions {
     pub kconfig: Option<PathBuf>,
     /// Overrides the object name used to prefix global data maps.
     pub object_name: Option<String>,
+    /// List the global functions of an object whose only code is `.text`
+    /// as programs (objects built without SEC(), as PREVAIL's samples
+    /// are). libbpf treats `.text` functions as subprograms only, so by
+    /// default such an object has no programs.
+    pub text_programs: bool,
 }
 
 impl Default for LoadOptions {
@@ -59,6 +64,7 @@ impl Default for LoadOptions {
             kernel_version: (6 << 16) | (18 << 8),
             kconfig: Some(PathBuf::from("/proc/config.gz")),
             object_name: None,
+            text_programs: false,
         }
     }
 }
@@ -195,9 +201,9 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         }
         code.push(code_section(&elf, shndx, Some(shndx) == text_shndx)?);
     }
-    // An object whose only code is in .text (no SEC() annotations) still
-    // has programs to show: its global functions.
-    if !code.iter().any(|c| c.funcs.iter().any(|f| f.entry)) {
+    // An object whose only code is in .text (no SEC() annotations) has no
+    // programs for libbpf; on request its global functions are listed.
+    if opts.text_programs && !code.iter().any(|c| c.funcs.iter().any(|f| f.entry)) {
         for c in code.iter_mut() {
             for f in c.funcs.iter_mut() {
                 f.entry = f.global;
@@ -213,6 +219,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         }
     }
     let mut pending = Vec::new();
+    let mut warnings = Vec::new();
     let btf_maps_shndx = elf.section_by_name(".maps").map(|(i, _)| i);
     if let Some(shndx) = btf_maps_shndx {
         let Some(b) = &btf else {
@@ -221,7 +228,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 ErrorKind::Map("BTF-defined maps need a .BTF section".into()),
             );
         };
-        maps::btf_maps(&elf, b, shndx, &mut maps_acc, &mut pending)?;
+        maps::btf_maps(&elf, b, shndx, &mut maps_acc, &mut pending, &mut warnings)?;
     }
     let obj_name = opts
         .object_name
@@ -261,8 +268,11 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
     let (mut maps_out, locs): (Vec<MapDef>, Vec<MapLoc>) = maps_acc.into_iter().unzip();
 
     // Relocation records, then CO-RE on each section's own copy of code.
+    let arena_map = maps_out
+        .iter()
+        .position(|m| m.map_type == bpfvet_isa::uapi::MapType::ARENA);
     for c in code.iter_mut() {
-        record_relocs(&elf, c, &locs, &ext.list)?;
+        record_relocs(&elf, c, &locs, &ext.list, arena_map)?;
     }
     if let (Some(ext_info), Some(local)) = (&btf_ext, &btf) {
         core_relo::apply_all(local, target.as_deref(), ext_info, &mut code)?;
@@ -274,8 +284,6 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
             if !code[ci].funcs[fi].entry {
                 continue;
             }
-            let cb = exception_callback(btf.as_ref(), &code, &code[ci].funcs[fi].name)
-                .map_err(|m| prog_err(&code[ci].name, m))?;
             let inputs = link::Inputs {
                 code: &code,
                 btf: btf.as_ref(),
@@ -283,9 +291,17 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 externs: &ext_values,
                 kconfig_map,
             };
-            let linked = link::link(&inputs, ci, fi, cb)?;
+            // What only this program needs (an extern, a relocation, its
+            // exception callback) refuses this program, not the object.
+            let linked = exception_callback(btf.as_ref(), &code, &code[ci].funcs[fi].name)
+                .map_err(|m| prog_err(&code[ci].name, m))
+                .and_then(|cb| link::link(&inputs, ci, fi, cb));
             let f = &code[ci].funcs[fi];
             let info = sec_def::classify(&code[ci].name);
+            let (linked, refused) = match linked {
+                Ok(l) => (l, None),
+                Err(e) => (link::Linked::default(), Some(located_text(&e))),
+            };
             programs.push(Program {
                 name: f.name.clone(),
                 section: code[ci].name.clone(),
@@ -298,12 +314,21 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 func_info: linked.func_info,
                 line_info: linked.line_info,
                 core_unresolved: linked.core_unresolved,
+                refused,
             });
         }
     }
 
     if let Some(shndx) = btf_maps_shndx {
-        init_values(&elf, shndx, &pending, &locs, &mut maps_out, &programs)?;
+        init_values(
+            &elf,
+            shndx,
+            &pending,
+            &locs,
+            &mut maps_out,
+            &programs,
+            &mut warnings,
+        )?;
     }
 
     // The final BTF is what the kernel will see; ids of the object's own
@@ -321,7 +346,16 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         btf_raw,
         btf,
         unresolved_externs: unresolved,
+        warnings,
     })
+}
+
+/// "section 'x': reason", the way an object error reads without its path.
+fn located_text(e: &Located) -> String {
+    match &e.section {
+        Some(s) => format!("section '{s}': {}", e.kind),
+        None => e.kind.to_string(),
+    }
 }
 
 /// The function named by an `exception_callback:<name>` decl tag on the
@@ -399,11 +433,14 @@ fn code_section(elf: &ElfFile, shndx: usize, is_text: bool) -> LResult<CodeSec> 
             ));
         }
         let global = s.bind != E::STB_LOCAL;
+        // Every function of a program section is a program, static ones
+        // too (Cilium's tail calls, cilium/ebpf loads them); `.text`
+        // holds subprograms.
         funcs.push(Func {
             name: s.name.clone(),
             start: start as usize,
             len: len as usize,
-            entry: !is_text && global,
+            entry: !is_text,
             global,
         });
     }
@@ -480,11 +517,18 @@ fn is_call(i: &Insn) -> bool {
 }
 
 /// Classifies each ELF relocation of a code section like libbpf's
-/// bpf_program__record_reloc, and records implicit same-section calls.
-fn record_relocs(elf: &ElfFile, c: &mut CodeSec, locs: &[MapLoc], ext: &[Extern]) -> LResult<()> {
+/// bpf_program__record_reloc, and records implicit same-section calls. A
+/// relocation that cannot be applied is kept as `Reloc::Bad`: it refuses
+/// only the programs whose code reaches it.
+fn record_relocs(
+    elf: &ElfFile,
+    c: &mut CodeSec,
+    locs: &[MapLoc],
+    ext: &[Extern],
+    arena_map: Option<usize>,
+) -> LResult<()> {
     let name = c.name.clone();
     for r in &elf.rels[c.shndx] {
-        let sym = &elf.symbols[r.sym as usize];
         if r.offset % 8 != 0 || r.offset / 8 >= c.insns.len() as u64 {
             return Err(rel_err(
                 &name,
@@ -492,121 +536,7 @@ fn record_relocs(elf: &ElfFile, c: &mut CodeSec, locs: &[MapLoc], ext: &[Extern]
             ));
         }
         let idx = (r.offset / 8) as usize;
-        let insn = c.insns[idx];
-        if !is_call(&insn) && !insn.is_ld_imm64() {
-            return Err(rel_err(
-                &name,
-                format!(
-                    "relocation against '{}' at insn {idx} with code {:#04x}",
-                    sym.name, insn.code
-                ),
-            ));
-        }
-        if insn.is_ld_imm64() && idx + 1 >= c.insns.len() {
-            return Err(rel_err(
-                &name,
-                format!("LD_IMM64 at insn {idx} is truncated"),
-            ));
-        }
-        let relo = if sym.shndx == SHN_UNDEF && sym.is_extern() {
-            let Some(e) = ext.iter().position(|e| e.sym_idx == r.sym as usize) else {
-                return Err(rel_err(
-                    &name,
-                    format!("no extern found for '{}'", sym.name),
-                ));
-            };
-            if is_call(&insn) {
-                Reloc::ExternCall(e)
-            } else {
-                Reloc::ExternLd(e)
-            }
-        } else if is_call(&insn) {
-            if insn.src != BPF_PSEUDO_CALL {
-                return Err(rel_err(
-                    &name,
-                    format!("relocated call at insn {idx} is not a bpf-to-bpf call"),
-                ));
-            }
-            let target_sec = sym.shndx as usize;
-            if !elf.sections.get(target_sec).is_some_and(|s| s.is_exec()) {
-                return Err(rel_err(
-                    &name,
-                    format!("call to '{}' outside any code section", sym.name),
-                ));
-            }
-            let byte = sym.value as i64 + r.addend;
-            if byte % 8 != 0 {
-                return Err(rel_err(
-                    &name,
-                    format!("call to '{}' at unaligned offset {byte}", sym.name),
-                ));
-            }
-            Reloc::Call {
-                sec: target_sec,
-                insn: byte / 8 + insn.imm as i64 + 1,
-            }
-        } else {
-            let shndx = sym.shndx;
-            if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
-                return Err(rel_err(
-                    &name,
-                    format!("relocation against '{}' in special section {shndx:#x}; uninitialised global?", sym.name),
-                ));
-            }
-            let target = elf.sections.get(shndx as usize).ok_or_else(|| {
-                rel_err(&name, format!("relocation against missing section {shndx}"))
-            })?;
-            if target.is_exec() {
-                let byte = sym.value as i64 + r.addend + insn.imm as i64;
-                if byte % 8 != 0 {
-                    return Err(rel_err(
-                        &name,
-                        format!("function address of '{}' is unaligned", sym.name),
-                    ));
-                }
-                Reloc::SubprogAddr {
-                    sec: shndx as usize,
-                    insn: byte / 8,
-                }
-            } else if maps::is_legacy_maps_section(&target.name) || target.name == ".maps" {
-                let m = locs.iter().position(|l| {
-                    l.class == MapClass::User && l.shndx == shndx as usize && l.offset == sym.value
-                });
-                match m {
-                    Some(m) => Reloc::Map(m),
-                    None => {
-                        return Err(rel_err(
-                            &name,
-                            format!(
-                                "no map at offset {} of section '{}'",
-                                sym.value, target.name
-                            ),
-                        ))
-                    }
-                }
-            } else if maps::data_section_class(&target.name, target.sh_type, false).is_some() {
-                let m = locs
-                    .iter()
-                    .position(|l| l.class != MapClass::User && l.shndx == shndx as usize);
-                match m {
-                    Some(m) => Reloc::Data {
-                        map: m,
-                        off: sym.value as i64 + r.addend,
-                    },
-                    None => {
-                        return Err(rel_err(
-                            &name,
-                            format!("no map for data section '{}'", target.name),
-                        ))
-                    }
-                }
-            } else {
-                return Err(rel_err(
-                    &name,
-                    format!("relocation against '{}' in section '{}' which is neither code, maps nor data", sym.name, target.name),
-                ));
-            }
-        };
+        let relo = classify_reloc(elf, c, r, idx, locs, ext, arena_map).unwrap_or_else(Reloc::Bad);
         if let Reloc::SubprogAddr { .. } = relo {
             // libbpf marks such LD_IMM64 so calls and addresses are handled alike.
             c.insns[idx].src = BPF_PSEUDO_FUNC;
@@ -614,6 +544,120 @@ fn record_relocs(elf: &ElfFile, c: &mut CodeSec, locs: &[MapLoc], ext: &[Extern]
         c.relos.insert(idx, relo);
     }
     Ok(())
+}
+
+fn classify_reloc(
+    elf: &ElfFile,
+    c: &CodeSec,
+    r: &crate::elf::Rel,
+    idx: usize,
+    locs: &[MapLoc],
+    ext: &[Extern],
+    arena_map: Option<usize>,
+) -> Result<Reloc, String> {
+    let Some(sym) = elf.symbols.get(r.sym as usize) else {
+        return Err(format!("relocation against missing symbol #{}", r.sym));
+    };
+    let insn = c.insns[idx];
+    if !is_call(&insn) && !insn.is_ld_imm64() {
+        return Err(format!(
+            "relocation against '{}' at insn {idx} with code {:#04x}",
+            sym.name, insn.code
+        ));
+    }
+    if insn.is_ld_imm64() && idx + 1 >= c.insns.len() {
+        return Err(format!("LD_IMM64 at insn {idx} is truncated"));
+    }
+    if sym.shndx == SHN_UNDEF && sym.is_extern() {
+        let Some(e) = ext.iter().position(|e| e.sym_idx == r.sym as usize) else {
+            return Err(format!("no extern found for '{}'", sym.name));
+        };
+        return Ok(if is_call(&insn) {
+            Reloc::ExternCall(e)
+        } else {
+            Reloc::ExternLd(e)
+        });
+    }
+    if is_call(&insn) {
+        if insn.src != BPF_PSEUDO_CALL {
+            return Err(format!(
+                "relocated call at insn {idx} is not a bpf-to-bpf call"
+            ));
+        }
+        let target_sec = sym.shndx as usize;
+        if !elf.sections.get(target_sec).is_some_and(|s| s.is_exec()) {
+            return Err(format!("call to '{}' outside any code section", sym.name));
+        }
+        let byte = sym.value as i64 + r.addend;
+        if byte % 8 != 0 {
+            return Err(format!("call to '{}' at unaligned offset {byte}", sym.name));
+        }
+        return Ok(Reloc::Call {
+            sec: target_sec,
+            insn: byte / 8 + insn.imm as i64 + 1,
+        });
+    }
+    let shndx = sym.shndx;
+    if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
+        return Err(format!(
+            "relocation against '{}' in special section {shndx:#x}; uninitialised global?",
+            sym.name
+        ));
+    }
+    let target = elf
+        .sections
+        .get(shndx as usize)
+        .ok_or_else(|| format!("relocation against missing section {shndx}"))?;
+    if target.is_exec() {
+        let byte = sym.value as i64 + r.addend + insn.imm as i64;
+        if byte % 8 != 0 {
+            return Err(format!("function address of '{}' is unaligned", sym.name));
+        }
+        return Ok(Reloc::SubprogAddr {
+            sec: shndx as usize,
+            insn: byte / 8,
+        });
+    }
+    if maps::is_legacy_maps_section(&target.name) || target.name == ".maps" {
+        let m = locs.iter().position(|l| {
+            l.class == MapClass::User && l.shndx == shndx as usize && l.offset == sym.value
+        });
+        return m.map(Reloc::Map).ok_or_else(|| {
+            format!(
+                "no map at offset {} of section '{}'",
+                sym.value, target.name
+            )
+        });
+    }
+    if target.name == maps::ARENA_SECTION {
+        // Arena globals are addresses inside the object's arena map.
+        return match arena_map {
+            Some(map) => Ok(Reloc::Data {
+                map,
+                off: sym.value as i64 + r.addend,
+            }),
+            None => Err(format!(
+                "relocation against '{}' in '{}' but the object defines no arena map",
+                sym.name, target.name
+            )),
+        };
+    }
+    if maps::data_section_class(&target.name, target.sh_type, false).is_some() {
+        let m = locs
+            .iter()
+            .position(|l| l.class != MapClass::User && l.shndx == shndx as usize);
+        return match m {
+            Some(map) => Ok(Reloc::Data {
+                map,
+                off: sym.value as i64 + r.addend,
+            }),
+            None => Err(format!("no map for data section '{}'", target.name)),
+        };
+    }
+    Err(format!(
+        "relocation against '{}' in section '{}' which is neither code, maps nor data",
+        sym.name, target.name
+    ))
 }
 
 /// Fills `.values = { ... }` slots of BTF map-in-map and prog arrays from
@@ -625,6 +669,7 @@ fn init_values(
     locs: &[MapLoc],
     maps_out: &mut [MapDef],
     programs: &[Program],
+    warnings: &mut Vec<String>,
 ) -> LResult<()> {
     for r in &elf.rels[shndx] {
         let sym = &elf.symbols[r.sym as usize];
@@ -656,13 +701,12 @@ fn init_values(
         let is_prog_array = outer.map_type == bpfvet_isa::uapi::MapType::PROG_ARRAY;
         if is_prog_array {
             let Some(pi) = programs.iter().position(|pr| pr.name == sym.name) else {
-                return err(
-                    Some(".maps"),
-                    ErrorKind::Map(format!(
-                        "map '{outer_name}': '{}' is not an entry program",
-                        sym.name
-                    )),
-                );
+                // A `.text` function is a subprogram: the slot stays empty.
+                warnings.push(format!(
+                    "map '{outer_name}': slot {slot} names '{}', which is not a program; the slot stays empty",
+                    sym.name
+                ));
+                continue;
             };
             push_slot(&mut maps_out[p.map_idx].init, slot, pi, true);
         } else {

@@ -82,6 +82,10 @@ fn blank(name: String, section: &str, origin: MapOrigin) -> MapDef {
     }
 }
 
+/// Where clang puts `__arena` globals (address space 1): libbpf places them
+/// in the object's arena map.
+pub const ARENA_SECTION: &str = ".addr_space.1";
+
 pub fn is_legacy_maps_section(name: &str) -> bool {
     name == "maps" || name.starts_with("maps/")
 }
@@ -124,6 +128,8 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
     // inner_idx: an outer map names its inner map template by inner_id ==
     // the template's id (Cilium's maglev maps).
     let mut iproute2_ids: Vec<(usize, u32, u32)> = Vec::new();
+    let first = out.len();
+    let mut inner_idx: Vec<(usize, u32)> = Vec::new();
     for s in syms {
         let off = s.value as usize;
         let bytes = off
@@ -150,6 +156,8 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         m.map_flags = field(4);
         if rec >= IPROUTE2_MAP_DEF_SIZE {
             iproute2_ids.push((out.len(), field(5), field(7)));
+        } else if rec == SAMPLES_MAP_DEF_SIZE {
+            inner_idx.push((out.len(), field(5)));
         }
         out.push((
             m,
@@ -161,7 +169,35 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         ));
     }
     link_iproute2_inner_maps(out, &iproute2_ids);
+    link_indexed_inner_maps(out, first, &inner_idx);
     Ok(())
+}
+
+/// Size of the `struct bpf_map_def` of the kernel's samples/bpf loader
+/// (bpf_load.c): the five libbpf fields, then inner_map_idx and numa_node.
+const SAMPLES_MAP_DEF_SIZE: usize = 28;
+
+/// Gives each map-in-map of a samples/bpf `maps` section the template at
+/// position `inner_map_idx` of the section (maps in offset order, as
+/// bpf_load.c numbers them).
+fn link_indexed_inner_maps(out: &mut [(MapDef, MapLoc)], first: usize, idx: &[(usize, u32)]) {
+    for &(outer, inner) in idx {
+        let is_map_in_map = matches!(
+            out[outer].0.map_type,
+            MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS
+        );
+        let Some(at) = first.checked_add(inner as usize) else {
+            continue;
+        };
+        if !is_map_in_map || at == outer || at >= out.len() || out[outer].0.inner.is_some() {
+            continue;
+        }
+        let template = out[at].0.clone();
+        out[outer].0.inner = Some(Box::new(template));
+        // bpf_load.c creates maps of maps with a 4-byte value (a map fd)
+        // whatever the definition says; the samples leave it 0.
+        out[outer].0.value_size = 4;
+    }
 }
 
 /// Size of iproute2's `struct bpf_elf_map` (nine u32 fields).
@@ -203,6 +239,7 @@ pub fn btf_maps(
     shndx: usize,
     out: &mut Vec<(MapDef, MapLoc)>,
     pending: &mut Vec<PendingValues>,
+    warnings: &mut Vec<String>,
 ) -> LResult<()> {
     let sname = ".maps";
     let Some(sec_id) = btf.find_by_name_kind(sname, Kind::Datasec) else {
@@ -226,7 +263,7 @@ pub fn btf_maps(
             return Err(map_err(sname, format!("map '{name}': outside the section")));
         }
         let mut m = blank(name.clone(), sname, MapOrigin::BtfMaps);
-        let values_off = parse_def(btf, btf.members(def), &mut m, false)?;
+        let values_off = parse_def(btf, btf.members(def), &mut m, false, warnings)?;
         let map_idx = out.len();
         if let Some(values_offset) = values_off {
             pending.push(PendingValues {
@@ -267,6 +304,26 @@ fn field_int(btf: &Btf, m: &Member, map: &str, attr: &str) -> LResult<u32> {
         None => Err(map_err(
             ".maps",
             format!("map '{map}': attribute '{attr}' is not a pointer to an array"),
+        )),
+    }
+}
+
+/// `__ulong(name, N)` is an enum whose single value is N (64-bit values
+/// need it); `__uint` is accepted too.
+fn field_long(btf: &Btf, m: &Member, map: &str, attr: &str) -> LResult<u64> {
+    let t = btf.skip_mods_and_typedefs(m.type_id).map(|(_, t)| t);
+    match t {
+        Some(t) if t.kind == Kind::Ptr => Ok(field_int(btf, m, map, attr)? as u64),
+        Some(t) if t.kind.is_enum() => match btf.enum_values(t) {
+            [v] => Ok(v.value as u64),
+            _ => Err(map_err(
+                ".maps",
+                format!("map '{map}': attribute '{attr}': invalid __ulong"),
+            )),
+        },
+        _ => Err(map_err(
+            ".maps",
+            format!("map '{map}': attribute '{attr}' is neither a pointer to an array nor an enum"),
         )),
     }
 }
@@ -313,6 +370,7 @@ fn parse_def(
     members: &[Member],
     m: &mut MapDef,
     is_inner: bool,
+    warnings: &mut Vec<String>,
 ) -> LResult<Option<u64>> {
     let map = m.name.clone();
     let mut values_off = None;
@@ -331,15 +389,17 @@ fn parse_def(
                     ));
                 }
                 let p = field_int(btf, mem, &map, attr)?;
+                // libbpf knows 0 and 1 only; Cilium adds its own flag (16)
+                // and cilium/ebpf keeps any value for its caller. Pinning
+                // does not change what the kernel verifies.
                 if p > 1 {
-                    return Err(map_err(
-                        ".maps",
-                        format!("map '{map}': invalid pinning value {p}"),
+                    warnings.push(format!(
+                        "map '{map}': pinning value {p} is not libbpf's (another loader's pin flag); the map is not pinned"
                     ));
                 }
                 m.pinning = p;
             }
-            "map_extra" => m.map_extra = field_int(btf, mem, &map, attr)? as u64,
+            "map_extra" => m.map_extra = field_long(btf, mem, &map, attr)?,
             "key_size" => {
                 let v = field_int(btf, mem, &map, attr)?;
                 set_size(&mut m.key_size, v, &map, "key size")?;
@@ -412,7 +472,7 @@ fn parse_def(
                         )
                     })?;
                     let mut inner = blank(format!("{map}.inner"), ".maps", MapOrigin::BtfMaps);
-                    parse_def(btf, btf.members(inner_t), &mut inner, true)?;
+                    parse_def(btf, btf.members(inner_t), &mut inner, true, warnings)?;
                     if inner.map_type == MapType::UNSPEC {
                         return Err(map_err(
                             ".maps",

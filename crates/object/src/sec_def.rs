@@ -7,9 +7,7 @@
 
 use bpfvet_isa::uapi::{AttachType as A, ProgType as P};
 
-/// BPF_F_SLEEPABLE and BPF_F_XDP_HAS_FRAGS program flags.
-pub const BPF_F_SLEEPABLE: u32 = 1 << 4;
-pub const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
+use bpfvet_isa::uapi::{BPF_F_SLEEPABLE, BPF_F_XDP_HAS_FRAGS};
 
 const NONE: u8 = 0;
 const SLEEPABLE: u8 = 1;

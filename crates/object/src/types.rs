@@ -23,6 +23,9 @@ pub struct Object {
     /// Externs (`.kconfig`, `.ksyms`, kfuncs) that could not be resolved,
     /// as "name: reason". Their instructions hold zeros / poisoned calls.
     pub unresolved_externs: Vec<String>,
+    /// What the loader accepted although a strict libbpf would not (e.g. a
+    /// map pin flag of another loader), one sentence each.
+    pub warnings: Vec<String>,
 }
 
 impl Object {
@@ -46,10 +49,12 @@ impl Object {
                 func_info: Vec::new(),
                 line_info: Vec::new(),
                 core_unresolved: Vec::new(),
+                refused: None,
             }],
             btf_raw: None,
             btf: None,
             unresolved_externs: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -83,7 +88,9 @@ pub struct MapDef {
     pub map_flags: u32,
     pub map_extra: u64,
     pub numa_node: u32,
-    /// LIBBPF_PIN_NONE = 0, LIBBPF_PIN_BY_NAME = 1.
+    /// LIBBPF_PIN_NONE = 0, LIBBPF_PIN_BY_NAME = 1; other values are other
+    /// loaders' pin flags (iproute2's PIN_GLOBAL_NS = 2, Cilium's replace
+    /// flag 16), kept as found.
     pub pinning: u32,
     /// BTF type ids of key and value in `Object::btf_raw`, 0 if unknown.
     pub btf_key_type_id: u32,
@@ -170,6 +177,11 @@ pub struct Program {
     /// CO-RE relocations that could not be resolved; the loader poisons
     /// those instructions as libbpf does and lists them here.
     pub core_unresolved: Vec<CoreFailure>,
+    /// Why the loader could not prepare this program although the rest of
+    /// the object loads (an extern or relocation only it needs). A refused
+    /// program has no instructions; verifiers must refuse it with this
+    /// reason instead of verifying it.
+    pub refused: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -293,12 +293,12 @@ impl Env<'_> {
                     r
                 }
             }),
-            Err(e) => self.err(match e.error {
+            Err(e) => match e.error {
                 CtxError::Invalid { off, size } => {
-                    format!("invalid bpf_context access off={off} size={size}")
+                    self.err(format!("invalid bpf_context access off={off} size={size}"))
                 }
-                other => other.to_string(),
-            }),
+                other => self.unsupported(other.to_string()),
+            },
         }
     }
 

@@ -24,6 +24,9 @@ pub struct Subprog {
     pub end: usize,
     pub has_tail_call: bool,
     pub has_ld_abs: bool,
+    /// It, or a function it calls, calls a helper that may move packet
+    /// data: callers of a global one lose their packet pointers.
+    pub changes_pkt_data: bool,
 }
 
 /// Per-instruction marks.
@@ -74,9 +77,10 @@ fn err(idx: usize, msg: String) -> VerifyError {
 
 /// Finds the subprograms: entry, targets of bpf-to-bpf calls and of
 /// callback (ld_imm64 func) references.
-fn find_subprogs(insns: &[Insn]) -> Result<Vec<Subprog>, VerifyError> {
+fn find_subprogs(insns: &[Insn], exception_cb: Option<usize>) -> Result<Vec<Subprog>, VerifyError> {
     let n = insns.len() as i64;
     let mut starts = vec![0usize];
+    starts.extend(exception_cb.filter(|&s| s < insns.len()));
     for (i, ins) in insns.iter().enumerate() {
         if is_pseudo_call(ins) || is_pseudo_func(ins) {
             let t = i as i64 + ins.imm as i64 + 1;
@@ -113,6 +117,9 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
             if class(code) == BPF_LD && (mode(code) == BPF_ABS || mode(code) == BPF_IND) {
                 sp.has_ld_abs = true;
             }
+            if is_helper_call(&ins) && crate::helpers::classes::changes_pkt_data(ins.imm as u32) {
+                sp.changes_pkt_data = true;
+            }
             let is_jmp = class(code) == BPF_JMP || class(code) == BPF_JMP32;
             if is_jmp && op(code) != BPF_EXIT && op(code) != BPF_CALL {
                 let off = if code == BPF_JMP32 | BPF_JA {
@@ -135,6 +142,34 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
         }
     }
     Ok(())
+}
+
+/// A caller changes packet data when a function it calls does (the
+/// kernel merges the marks along its CFG walk; a fixpoint gives the same).
+fn merge_callee_effects(insns: &[Insn], subs: &mut [Subprog]) {
+    // (caller, callee) for every bpf-to-bpf call.
+    let mut edges = Vec::new();
+    for (k, sp) in subs.iter().enumerate() {
+        for (i, ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
+            if !is_pseudo_call(ins) {
+                continue;
+            }
+            let t = i as i64 + ins.imm as i64 + 1;
+            if let Ok(c) = subs.binary_search_by(|s| (s.start as i64).cmp(&t)) {
+                edges.push((k, c));
+            }
+        }
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &(caller, callee) in &edges {
+            if subs[callee].changes_pkt_data && !subs[caller].changes_pkt_data {
+                subs[caller].changes_pkt_data = true;
+                changed = true;
+            }
+        }
+    }
 }
 
 const DISCOVERED: u8 = 0x10;
@@ -268,15 +303,22 @@ pub struct CallSummary {
     pub iter_next: bool,
 }
 
-pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<Cfg, VerifyError> {
+/// `exception_cb`: the first instruction of the program's exception
+/// callback, a subprogram nothing calls that the kernel walks after main.
+pub fn analyze(
+    insns: &[Insn],
+    calls: &dyn Fn(&Insn) -> CallSummary,
+    exception_cb: Option<usize>,
+) -> Result<Cfg, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
             "last insn is not an exit or jmp".into(),
         ));
     }
-    let mut subprogs = find_subprogs(insns)?;
+    let mut subprogs = find_subprogs(insns, exception_cb)?;
     check_subprogs(insns, &mut subprogs)?;
+    merge_callee_effects(insns, &mut subprogs);
     let n = insns.len();
     let mut w = Walk {
         insns,
@@ -285,12 +327,17 @@ pub fn analyze(insns: &[Insn], calls: &dyn Fn(&Insn) -> CallSummary) -> Result<C
         stack: Vec::with_capacity(64),
         marks: vec![0; n],
     };
-    w.state[0] = DISCOVERED;
-    w.stack.push(0);
-    while let Some(&t) = w.stack.last() {
-        if let Step::Done = w.visit(t)? {
-            w.state[t] = EXPLORED;
-            w.stack.pop();
+    for entry in std::iter::once(0).chain(exception_cb) {
+        if w.state[entry] != 0 {
+            continue;
+        }
+        w.state[entry] = DISCOVERED;
+        w.stack.push(entry);
+        while let Some(&t) = w.stack.last() {
+            if let Step::Done = w.visit(t)? {
+                w.state[t] = EXPLORED;
+                w.stack.pop();
+            }
         }
     }
     let mut i = 0;
@@ -457,10 +504,14 @@ mod tests {
     use super::*;
 
     fn analyze_all(insns: &[Insn]) -> Result<Cfg, VerifyError> {
-        analyze(insns, &|_| CallSummary {
-            args: 5,
-            iter_next: false,
-        })
+        analyze(
+            insns,
+            &|_| CallSummary {
+                args: 5,
+                iter_next: false,
+            },
+            None,
+        )
     }
 
     fn mov(d: u8, imm: i32) -> Insn {

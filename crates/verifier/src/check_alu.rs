@@ -10,7 +10,7 @@ use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
 
 /// The kernel's BPF_MAX_VAR_OFF: pointer offsets are kept below 2^29.
-const MAX_VAR_OFF: i64 = 1 << 29;
+pub(crate) const MAX_VAR_OFF: i64 = 1 << 29;
 
 fn op_name(op: u8) -> &'static str {
     match op {
@@ -342,6 +342,11 @@ impl Env<'_> {
             BPF_ADD => {}
             BPF_SUB if off_is_dst => {
                 return self.err(format!("R{d} tried to subtract pointer from scalar"));
+            }
+            // JITs may not cope with a frame pointer moved by subtraction;
+            // `r += -8` is the allowed form.
+            BPF_SUB if ptr.ty == RegType::Stack => {
+                return self.err(format!("R{d} subtraction from stack pointer prohibited"));
             }
             BPF_SUB => {}
             BPF_AND | BPF_OR | BPF_XOR => {

@@ -12,11 +12,6 @@ use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
 use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
-/// Helpers after which every packet pointer is invalid.
-const CHANGES_PKT_DATA: [u32; 24] = [
-    9, 10, 11, 13, 18, 19, 31, 32, 38, 39, 43, 44, 50, 54, 65, 73, 74, 75, 76, 77, 89, 90, 91, 136,
-];
-
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
 
@@ -40,7 +35,7 @@ struct ArgMeta {
     /// The largest value of the last size argument (msize_max_value).
     size_max: u64,
     /// `bpf_kptr_xchg`: the kptr field its destination points to.
-    kptr_field: Option<crate::kptr::SpecialField>,
+    kptr_field: Option<crate::map_record::Field>,
 }
 
 impl Env<'_> {
@@ -65,24 +60,34 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
+        // Helpers never write through map keys or read-only memory, not
+        // even zero bytes of it.
         let read_only = r.ty == RegType::MapKey
             || (matches!(r.ty, RegType::Mem | RegType::TpBuffer) && r.flags & flag::RDONLY != 0);
         if access == Access::Write && read_only {
             return self.err(format!("R{regno} cannot write into {}", r.type_str()));
         }
-        if size == 0 && zero_ok {
+        // Even an empty stack range must lie in the frame, and a variable
+        // one must be initialised over the offsets it may start at.
+        if size == 0 && zero_ok && r.ty != RegType::Stack {
             return Ok(());
         }
         match r.ty {
             RegType::Stack => {
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
-                if off < -512 || max + size as i64 > 0 || size > 512 {
-                    // Helpers name the direction of their access (6.18).
-                    let what = match access {
-                        Access::Read => "read from",
-                        Access::Write => "write to",
-                    };
+                // Helpers name the direction of their access (6.18).
+                let what = match access {
+                    Access::Read => "read from",
+                    Access::Write => "write to",
+                };
+                if !r.v.is_const() && (r.v.smax >= crate::check_alu::MAX_VAR_OFF
+                        || r.v.smin <= -crate::check_alu::MAX_VAR_OFF) {
+                    return self.err(format!(
+                        "invalid unbounded variable-offset {what} stack R{regno}"
+                    ));
+                }
+                if off < -512 || off >= 0 || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"
@@ -144,9 +149,14 @@ impl Env<'_> {
                 }
                 let sz = size as u32;
                 if r.ty == RegType::MapValue {
-                    self.check_map_access_type(&r, sz, access)?;
+                    self.check_map_access_type(r.map, r.off, sz, access)?;
                 }
-                let a = if access == Access::Write && r.ty != RegType::MapValue { Access::Write } else { access };
+                if r.ty == RegType::Ctx {
+                    if crate::ctx::ctx_access_rewritten(self.prog_type) {
+                        return self.err(format!("R{regno} type=ctx expected=fp"));
+                    }
+                    return self.check_mem_access(regno, sz as i32 - 1, 1, access, None, false);
+                }
                 if r.ty == RegType::BtfId {
                     // The helper reads the struct: the span must be a
                     // field as for a load of that size.
@@ -155,11 +165,8 @@ impl Env<'_> {
                     *self.cur.reg_mut(0) = r0;
                     return Ok(());
                 }
-                if r.ty == RegType::Ctx {
-                    return Ok(());
-                }
                 // Check both ends with a byte-wide probe of the whole span.
-                self.check_span(regno, sz, a)
+                self.check_span(regno, sz)
             }
             RegType::Scalar if r.is_null_const() => {
                 self.err(format!("R{regno} type=scalar expected=fp"))
@@ -169,23 +176,6 @@ impl Env<'_> {
                 r.type_str()
             )),
         }
-    }
-
-    /// check_map_access_type: a helper's access must be one the map lets
-    /// programs make (BPF_F_RDONLY_PROG / BPF_F_WRONLY_PROG).
-    fn check_map_access_type(&self, r: &Reg, size: u32, access: Access) -> VResult<()> {
-        let Some(m) = self.map_def(r.map) else {
-            return Ok(());
-        };
-        let what = match access {
-            Access::Write if crate::check_mem::map_is_rdonly_prog(m) => "write into",
-            Access::Read if crate::check_mem::map_is_wronly_prog(m) => "read from",
-            _ => return Ok(()),
-        };
-        self.err(format!(
-            "{what} map forbidden, value_size={} off={} size={size}",
-            m.value_size, r.off
-        ))
     }
 
     /// A BTF pointer argument (check_reg_type): a plain, trusted or RCU
@@ -259,59 +249,12 @@ impl Env<'_> {
         Ok(())
     }
 
-    fn check_span(&mut self, regno: u8, size: u32, access: Access) -> VResult<()> {
-        // Reuse the load/store rules with a scratch destination: r0 is
-        // about to be overwritten by the call anyway.
-        let saved = *self.cur.reg(0);
-        let r = *self.cur.reg(regno);
-        let res = if matches!(
-            r.ty,
-            RegType::Packet
-                | RegType::PacketMeta
-                | RegType::MapValue
-                | RegType::MapKey
-                | RegType::Mem
-        ) {
-            let mut rr = r;
-            rr.off = 0;
-            let _ = rr;
-            let value = if access == Access::Read {
-                Some(0u8)
-            } else {
-                None
-            };
-            let mut res = Ok(());
-            if size > 0 {
-                res = self.check_mem_access_span(regno, size, access, value);
-            }
-            res
-        } else {
-            Ok(())
-        };
-        *self.cur.reg_mut(0) = saved;
-        res
-    }
-
-    fn check_mem_access_span(
-        &mut self,
-        regno: u8,
-        size: u32,
-        access: Access,
-        value: Option<u8>,
-    ) -> VResult<()> {
-        // A span access is one access of `size` bytes at the pointer.
-        let r = *self.cur.reg(regno);
-        if matches!(r.ty, RegType::MapValue)
-            && access == Access::Write
-            && r.flags & flag::RDONLY != 0
-        {
-            return self.err("write into map forbidden");
+    /// The bounds of a helper's access of `size` bytes at a packet, map or
+    /// memory pointer: those of one load or store of that size.
+    fn check_span(&mut self, regno: u8, size: u32) -> VResult<()> {
+        if size == 0 {
+            return Ok(());
         }
-        self.check_region_span(regno, size, value)
-    }
-
-    fn check_region_span(&mut self, regno: u8, size: u32, value: Option<u8>) -> VResult<()> {
-        let _ = value;
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
             RegType::MapValue => self.map_def(r.map).map_or(0, |m| m.value_size) as i64,
@@ -331,8 +274,8 @@ impl Env<'_> {
             _ => ("memory", "mem_size"),
         };
         self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
-        if r.ty == RegType::MapValue {
-            self.check_map_special_fields(&r, r.off, size, false)?;
+        if r.ty == RegType::MapValue && !self.in_kfunc_mem_arg {
+            self.check_map_fields(&r, r.off, size, false)?;
         }
         Ok(())
     }
@@ -409,7 +352,7 @@ impl Env<'_> {
 
     fn check_arg(&mut self, proto: &HelperProto, i: usize, meta: &mut ArgMeta) -> VResult<()> {
         let regno = (i + 1) as u8;
-        let at = proto.args[i];
+        let mut at = proto.args[i];
         self.check_read(regno)?;
         let r = *self.cur.reg(regno);
         // Only helpers marked pkt_access may see packet pointers
@@ -420,6 +363,9 @@ impl Env<'_> {
             && self.prog_type != bpfvet_isa::uapi::ProgType::CGROUP_SOCKOPT
         {
             return self.err("helper access to the packet is not allowed");
+        }
+        if at.base == ArgBase::PtrToMapValue {
+            at = self.resolve_map_arg_type(proto.id, at, meta)?;
         }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
@@ -453,11 +399,9 @@ impl Env<'_> {
                 } else {
                     Access::Read
                 };
-                let prev_reg = *self.cur.reg(regno - 1);
                 let raw = prev.flags.contains(TypeFlags::MEM_UNINIT) && r.v.is_const();
-                if !(prev.flags.contains(TypeFlags::MAYBE_NULL) && prev_reg.is_null_const()) {
-                    self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
-                }
+                // A NULL memory argument passes only with a size of zero.
+                self.check_helper_mem(regno - 1, size, access, zero_ok, raw)?;
             }
             ArgBase::ConstMapPtr => {
                 if r.ty != RegType::MapPtr {
@@ -512,6 +456,9 @@ impl Env<'_> {
                     };
                     let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
                     self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, raw)?;
+                    if at.flags.contains(TypeFlags::MEM_ALIGNED) {
+                        self.check_strict_alignment(regno, 0, proto.arg_size[i])?;
+                    }
                 } else if !matches!(
                     r.ty,
                     RegType::Stack
@@ -539,14 +486,13 @@ impl Env<'_> {
                 self.check_btf_id_arg(proto, i, &r)?;
             }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
-                if !r.ty.is_sock() && r.ty != RegType::BtfId {
-                    return self.arg_type_err(regno, "sock_common, sock, tcp_sock, xdp_sock, ptr_");
-                }
-                if r.maybe_null() {
-                    return self.err(format!(
-                        "R{regno} type={} expected=sock_common, sock, tcp_sock, xdp_sock, ptr_",
-                        r.type_str()
-                    ));
+                // Only the BTF variant takes BTF pointers (sock_types vs
+                // btf_id_sock_common_types).
+                let btf_ok = at.base == ArgBase::PtrToBtfIdSockCommon;
+                let fits = r.ty.is_sock() || (btf_ok && r.ty == RegType::BtfId);
+                if !fits || r.maybe_null() {
+                    let expected = at.base.expected_reg_types().unwrap_or_default();
+                    return self.arg_type_err(regno, expected);
                 }
             }
             ArgBase::PtrToSocket => {
@@ -569,6 +515,25 @@ impl Env<'_> {
                 if r.ty != RegType::MapValue {
                     return self.arg_type_err(regno, "map_value");
                 }
+                if at.base == ArgBase::PtrToSpinLock {
+                    self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
+                }
+            }
+            ArgBase::PtrToPercpuBtfId => {
+                // Untrusted or maybe-NULL pointers match none of the
+                // per-CPU types, per-CPU or not.
+                let never = flag::UNTRUSTED | flag::MAYBE_NULL;
+                if r.ty != RegType::BtfId || r.flags & never != 0 {
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+                }
+                if r.flags & flag::PERCPU == 0 {
+                    // bpfvet does not track which BTF pointers are percpu.
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("R{regno}: whether a BTF pointer is percpu"),
+                    ));
+                }
             }
             ArgBase::KptrXchgDest => {
                 if !matches!(r.ty, RegType::MapValue | RegType::BtfId) {
@@ -585,16 +550,10 @@ impl Env<'_> {
                 if r.maybe_null() {
                     return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
                 }
-                let f = meta.kptr_field.clone().expect("checked");
+                let f = meta.kptr_field.expect("checked");
                 self.kptr_match_type(&f, regno)?;
             }
             ArgBase::PtrToBtfId => self.check_btf_id_arg(proto, i, &r)?,
-            // bpfvet's BTF pointers are never per-CPU ones; a per-CPU
-            // ksym is read-only memory to bpfvet.
-            ArgBase::PtrToPercpuBtfId if r.ty != RegType::Mem => {
-                return self
-                    .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
-            }
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
                     return self.arg_type_err(regno, "fp");
@@ -610,13 +569,10 @@ impl Env<'_> {
                 return Ok(());
             }
             ArgBase::PtrToConstStr => {
-                if r.ty != RegType::MapValue
-                    || !self
-                        .map_def(r.map)
-                        .is_some_and(crate::check_mem::map_is_rdonly_prog)
-                {
-                    return self.err(format!("R{regno} does not point to a readonly map'"));
+                if r.ty != RegType::MapValue {
+                    return self.arg_type_err(regno, "map_value");
                 }
+                self.check_reg_const_str(regno, &r)?;
             }
             _ => {
                 if r.ty == RegType::Scalar {
@@ -624,21 +580,8 @@ impl Env<'_> {
                 }
             }
         }
-        if at.flags.contains(TypeFlags::OBJ_RELEASE) && r.is_pointer() {
-            // check_func_arg_reg_off: a released object is passed as it was
-            // acquired.
-            if r.off != 0 {
-                return self.err(format!(
-                    "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
-                ));
-            }
-            if !r.v.is_const() || r.v.const_value() != 0 {
-                return self.err(format!(
-                    "variable {} access var_off={} disallowed",
-                    r.type_str(),
-                    crate::check_alu::tnum_str(&r.v)
-                ));
-            }
+        if !matches!(at.base, ArgBase::Anything | ArgBase::DontCare) {
+            self.check_func_arg_reg_off(regno, &r, at)?;
         }
         if at.flags.contains(TypeFlags::OBJ_RELEASE) {
             if r.ref_obj_id == 0 {
@@ -652,6 +595,179 @@ impl Env<'_> {
             meta.ref_obj_id = Some(r.ref_obj_id);
         }
         Ok(())
+    }
+
+    /// process_spin_lock for a map value: the argument must point exactly
+    /// at the value's lock; the lock held is known by its map and by the
+    /// register id of the value (0 for a global variable's).
+    fn process_spin_lock(&mut self, regno: u8, r: &Reg, is_lock: bool) -> VResult<()> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
+            ));
+        }
+        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
+        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
+            return self.err(format!(
+                "map '{}' has to have BTF in order to use bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        }
+        let Some(lock) = crate::map_record::spin_lock(self.map_fields(r.map)).copied() else {
+            return self.err(format!(
+                "map '{}' has no valid bpf_spin_lock",
+                crate::map_record::kernel_map_name(name)
+            ));
+        };
+        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
+        if off != lock.off as i64 {
+            return self.err(format!(
+                "off {off} doesn't point to 'struct bpf_spin_lock' that is at {}",
+                lock.off
+            ));
+        }
+        if is_lock {
+            if self.cur.active_locks > 0 {
+                return self.err("Locking two bpf_spin_locks are not allowed");
+            }
+            self.cur.active_locks = 1;
+            self.cur.lock = (r.map, r.id);
+        } else {
+            if self.cur.active_locks == 0 {
+                return self.err("bpf_spin_unlock without taking a lock");
+            }
+            if self.cur.lock != (r.map, r.id) {
+                return self.err("bpf_spin_unlock of different lock");
+            }
+            self.cur.active_locks = 0;
+            self.cur.lock = (0, 0);
+        }
+        Ok(())
+    }
+
+    /// The value argument of a map helper as the map type reads it
+    /// (resolve_map_arg_type): a sockmap or sockhash takes a socket, a
+    /// bloom filter's peek only reads the value it compares.
+    fn resolve_map_arg_type(
+        &self,
+        func_id: u32,
+        at: helpers::ArgType,
+        meta: &ArgMeta,
+    ) -> VResult<helpers::ArgType> {
+        let Some(m) = meta.map.and_then(|m| self.map_def(m)) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        match m.map_type {
+            MapType::SOCKMAP | MapType::SOCKHASH => {
+                if at.flags != TypeFlags::default() {
+                    return self.err("invalid arg_type for sockmap/sockhash");
+                }
+                Ok(helpers::ArgType {
+                    base: ArgBase::PtrToBtfIdSockCommon,
+                    flags: TypeFlags::default(),
+                })
+            }
+            MapType::BLOOM_FILTER if func_id == id::MAP_PEEK_ELEM => Ok(helpers::ArgType {
+                base: ArgBase::PtrToMapValue,
+                flags: TypeFlags::default(),
+            }),
+            _ => Ok(at),
+        }
+    }
+
+    /// A map programs may only read (BPF_F_RDONLY_PROG) cannot be changed
+    /// through the generic map helpers either (record_func_map).
+    fn check_map_writes_allowed(&self, meta: &ArgMeta, func_id: u32) -> VResult<()> {
+        let changes_map = matches!(
+            func_id,
+            id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::MAP_PUSH_ELEM | id::MAP_POP_ELEM
+        );
+        let rdonly = meta
+            .map
+            .and_then(|m| self.map_def(m))
+            .is_some_and(|m| m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0);
+        if changes_map && rdonly {
+            return self.err("write into map forbidden");
+        }
+        Ok(())
+    }
+
+    /// A constant string argument (check_reg_const_str): a constant
+    /// address in a frozen read-only array whose bytes hold a NUL before
+    /// the value ends.
+    fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        let Some(m) = self.map_def(r.map) else {
+            return self.err("invalid map_ptr to access map->type");
+        };
+        let rdonly = m.map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG != 0 && m.frozen;
+        if !rdonly {
+            return self.err(format!("R{regno} does not point to a readonly map'"));
+        }
+        if !r.v.is_const() {
+            return self.err(format!("R{regno} is not a constant address'"));
+        }
+        if m.map_type != MapType::ARRAY {
+            return self.err("no direct value access support for this map type");
+        }
+        let rest = m.value_size.saturating_sub(r.off.max(0) as u32);
+        self.check_region(
+            regno,
+            r,
+            r.off,
+            rest,
+            m.value_size,
+            "map value",
+            "value_size",
+        )?;
+        let start = (r.off as i64 + r.v.const_value() as i64).max(0) as usize;
+        let end = m.value_size as usize;
+        // Bytes past the initial contents are zero.
+        let terminated = match &m.init {
+            bpfvet_object::MapInit::Data(bytes) => {
+                (start..end).any(|i| bytes.get(i).copied().unwrap_or(0) == 0)
+            }
+            _ => start < end,
+        };
+        if !terminated {
+            return self.err("string is not zero-terminated");
+        }
+        Ok(())
+    }
+
+    /// Which offsets a pointer may carry into a helper
+    /// (check_func_arg_reg_off): none for a pointer being released; any for
+    /// memory; a fixed one for BTF pointers; none for the rest.
+    pub(crate) fn check_func_arg_reg_off(
+        &self,
+        regno: u8,
+        r: &Reg,
+        at: helpers::ArgType,
+    ) -> VResult<()> {
+        if at.flags.contains(TypeFlags::OBJ_RELEASE) {
+            if r.off != 0 {
+                return self.err(format!(
+                    "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
+                ));
+            }
+            return self.check_ptr_off_reg(regno, r, false);
+        }
+        match r.ty {
+            RegType::Stack
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapKey
+            | RegType::MapValue
+            | RegType::Mem
+            | RegType::TpBuffer
+            | RegType::Scalar => Ok(()),
+            RegType::BtfId => {
+                // Untrusted, user and per-CPU BTF pointers get no fixed
+                // offset either.
+                let plain = r.flags & (flag::UNTRUSTED | flag::USER | flag::PERCPU) == 0;
+                self.check_ptr_off_reg(regno, r, plain)
+            }
+            _ => self.check_ptr_off_reg(regno, r, false),
+        }
     }
 
     /// Releases a reference: every register holding it becomes invalid.
@@ -672,16 +788,32 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let proto =
-            match helpers::helper_proto(func_id, self.prog_type, self.prog.expected_attach_type) {
-                Ok(p) => p,
-                Err(HelperError::Unknown { .. }) => {
-                    return self.err(format!("invalid func unknown#{}", insn.imm));
-                }
-                Err(e) => return self.err(e.to_string()),
-            };
+        let caller = helpers::CallerProg {
+            sleepable: self.prog.sleepable,
+            ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
+        };
+        let proto = match helpers::helper_proto_for(func_id, &caller) {
+            Ok(p) => p,
+            Err(HelperError::Unknown { .. }) => {
+                return self.err(format!("invalid func unknown#{}", insn.imm));
+            }
+            Err(e) => return self.err(e.to_string()),
+        };
         if proto.gpl_only && !license_is_gpl(&self.obj.license) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
+        }
+        if let Some(rule) = proto.allowed {
+            let target = self.prog.attach_target.as_deref();
+            match rule.decide(self.prog_type, self.prog.expected_attach_type, target) {
+                helpers::Allowed::Yes => {}
+                helpers::Allowed::No => return self.err("helper call is not allowed in probe"),
+                helpers::Allowed::Unmodelled(what) => {
+                    return self.unsupported(format!(
+                        "{what}, which decide where helper {} may be called",
+                        proto.variant
+                    ));
+                }
+            }
         }
         if proto.might_sleep {
             if !self.cur.in_sleepable {
@@ -708,31 +840,14 @@ impl Env<'_> {
             }
             self.check_arg(proto, i, &mut meta)?;
         }
-        // record_func_map: helpers that change a map the program may only read.
-        let changes_map = matches!(
-            func_id,
-            id::MAP_DELETE_ELEM | id::MAP_UPDATE_ELEM | id::MAP_PUSH_ELEM | id::MAP_POP_ELEM
-        );
-        if changes_map
-            && meta
-                .map
-                .and_then(|m| self.map_def(m))
-                .is_some_and(crate::check_mem::map_is_rdonly_prog)
-        {
-            return self.err("write into map forbidden");
-        }
+        self.check_map_writes_allowed(&meta, func_id)?;
         match func_id {
-            id::SPIN_LOCK => {
-                if self.cur.active_locks > 0 {
-                    return self.err("Locking two bpf_spin_locks are not allowed");
+            id::GET_LOCAL_STORAGE => {
+                // The helper cannot fail, so it takes no flags.
+                if !self.cur.reg(2).is_null_const() {
+                    return self.err("get_local_storage() doesn't support non-zero flags");
                 }
-                self.cur.active_locks += 1;
-            }
-            x if x == id::SPIN_LOCK + 1 => {
-                if self.cur.active_locks == 0 {
-                    return self.err("bpf_spin_unlock without taking a lock");
-                }
-                self.cur.active_locks -= 1;
+                self.mark_chain_precision(2)?;
             }
             id::TAIL_CALL => {
                 let m = meta.map.and_then(|m| self.map_def(m));
@@ -790,17 +905,51 @@ impl Env<'_> {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
         self.set_return(proto, &meta, func_id)?;
-        if CHANGES_PKT_DATA.contains(&func_id) {
-            self.cur.for_each_reg_mut(|r| {
-                if matches!(
-                    r.ty,
-                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-                ) {
-                    *r = Reg::unknown_scalar();
-                }
-            });
+        if let Some(m) = meta.map.and_then(|m| self.map_def(m)) {
+            if let Err(e) =
+                helpers::map_compat::check_map_func_compatibility(m.map_type, func_id, &caller)
+            {
+                return self.err(e.to_string());
+            }
+        }
+        if func_id == id::TAIL_CALL {
+            // A tail call that returns ran nothing: the path after it keeps
+            // its packet pointers. In a subprogram a successful one returns
+            // the tail-called program's value to the caller.
+            if self.cur.curframe() > 0 {
+                self.tail_call_returns_to_caller()?;
+            }
+        } else if helpers::classes::changes_pkt_data(func_id) {
+            self.clear_all_pkt_pointers();
         }
         Ok(None)
+    }
+
+    /// The hidden exit of a tail call in a subprogram: the failed call's
+    /// path is queued, this one returns an unknown R0 to the caller with
+    /// packet pointers gone.
+    fn tail_call_returns_to_caller(&mut self) -> VResult<()> {
+        let idx = self.insn_idx;
+        self.push_stack(idx + 1, idx)?;
+        self.clear_all_pkt_pointers();
+        self.set_unknown(0);
+        self.update_live_stack();
+        self.prepare_func_exit()?;
+        // The caller's loop steps past the call site.
+        self.insn_idx = self.insn_idx.wrapping_sub(1);
+        Ok(())
+    }
+
+    /// After packet data may have moved, no packet pointer is valid.
+    fn clear_all_pkt_pointers(&mut self) {
+        self.cur.for_each_reg_mut(|r| {
+            if matches!(
+                r.ty,
+                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+            ) {
+                *r = Reg::unknown_scalar();
+            }
+        });
     }
 
     fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
@@ -819,18 +968,10 @@ impl Env<'_> {
                 let Some(m) = meta.map else {
                     return self.err("kernel subsystem misconfigured verifier");
                 };
-                let is_outer = self.map_def(m).is_some_and(|d| {
-                    matches!(d.map_type, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
-                });
-                let mut r = if is_outer {
-                    let mut r = Reg::pointer(RegType::MapPtr);
-                    r.map = m | crate::explore::INNER_MAP;
-                    r
-                } else {
-                    let mut r = Reg::pointer(RegType::MapValue);
-                    r.map = m;
-                    r
-                };
+                // A lookup in a map of maps or of sockets is a map value
+                // until its NULL check says what it points to.
+                let mut r = Reg::pointer(RegType::MapValue);
+                r.map = m;
                 if self.map_def(m).is_some_and(|d| {
                     d.map_type == MapType::PERCPU_ARRAY
                         || d.map_type == MapType::PERCPU_HASH
@@ -862,12 +1003,9 @@ impl Env<'_> {
                 if let Some(helpers::BtfRef::Struct(name)) = proto.ret_btf {
                     r.aux = vmlinux_struct(name);
                 }
-                if let Some(crate::kptr::FieldKind::Kptr {
-                    target: Some(t), ..
-                }) = meta.kptr_field.as_ref().map(|f| &f.kind)
-                {
+                if let Some(t) = meta.kptr_field.and_then(|f| f.kptr?.target) {
                     // What the field held: its pointee type.
-                    r.aux = *t;
+                    r.aux = t;
                 }
                 r
             }
@@ -881,6 +1019,14 @@ impl Env<'_> {
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
+        } else {
+            crate::check_jmp::map_lookup_non_null(self.obj, &mut r0);
+            if r0.ty == RegType::MapValue
+                && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
+            {
+                // Each looked-up value is a distinct lock.
+                r0.id = self.new_id();
+            }
         }
         if helpers::classes::is_ptr_cast_function(func_id) {
             // A socket cast is the same object: released with it.
@@ -892,7 +1038,12 @@ impl Env<'_> {
             r0.dynptr_id = dynptr_id;
             r0.ref_obj_id = ref_obj_id;
         }
-        if is_acquire(func_id) && r0.is_pointer() {
+        let sock_from_map = func_id == id::MAP_LOOKUP_ELEM
+            && meta
+                .map
+                .and_then(|m| self.map_def(m))
+                .is_some_and(|d| matches!(d.map_type, MapType::SOCKMAP | MapType::SOCKHASH));
+        if (is_acquire(func_id) || sock_from_map) && r0.is_pointer() {
             let rid = self.new_id();
             // One id serves the null check and the release.
             r0.id = rid;
@@ -919,6 +1070,9 @@ impl Env<'_> {
             return self.err("callback function not static");
         };
         let start = sp.start;
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
+        }
         let idx = self.insn_idx;
         let caller_regs = self.cur.frame().regs;
         let frameno = self.cur.frames.len() as u32;
@@ -975,6 +1129,9 @@ impl Env<'_> {
         let start = sp.start;
         if let Some(a) = self.async_cb.get_mut(subprog as usize) {
             *a = true;
+        }
+        if let Some(c) = self.is_cb.get_mut(subprog as usize) {
+            *c = true;
         }
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
@@ -1035,6 +1192,9 @@ impl Env<'_> {
                 self.log.line(&format!(
                     "Func#{sub} ('{name}') is global and assumed valid."
                 ));
+            }
+            if self.cfg.subprogs[sub].changes_pkt_data {
+                self.clear_all_pkt_pointers();
             }
             self.called_global[sub] = true;
             for r in 1..=5 {
@@ -1097,17 +1257,20 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// The program's return value must be a scalar in the type's range.
-    pub fn check_return_code(&mut self) -> VResult<()> {
-        self.check_read(0)?;
-        let r0 = *self.cur.reg(0);
+    /// The program's return value (`regno`: r0 at exit, r1 for the cookie
+    /// of bpf_throw) must be a scalar in the type's range.
+    pub fn check_return_code(&mut self, regno: u8) -> VResult<()> {
+        self.check_read(regno)?;
+        let r0 = *self.cur.reg(regno);
         let frame = self.cur.frame();
         let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
-        if frame.subprogno != 0 && async_ret.is_none() {
+        // The exception callback's return value is the program's.
+        let exception_cb = self.exception_cb == Some(frame.subprogno as usize);
+        if frame.subprogno != 0 && async_ret.is_none() && !exception_cb {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
-                    "At subprogram exit the register R0 is not a scalar value ({})",
+                    "At subprogram exit the register R{regno} is not a scalar value ({})",
                     r0.type_str()
                 ));
             }
@@ -1135,11 +1298,11 @@ impl Env<'_> {
         };
         if r0.ty != RegType::Scalar {
             return self.err(format!(
-                "{exit_ctx} the register R0 is not a known value ({})",
+                "{exit_ctx} the register R{regno} is not a known value ({})",
                 r0.type_str()
             ));
         }
-        self.mark_chain_precision(0)?;
+        self.mark_chain_precision(regno)?;
         let (smin, smax) = if subreg {
             (r0.v.s32_min as i64, r0.v.s32_max as i64)
         } else {
@@ -1165,7 +1328,7 @@ impl Env<'_> {
             };
             return self.err(crate::ctx::retval::return_range_message(
                 exit_ctx,
-                "R0",
+                &format!("R{regno}"),
                 smin,
                 smax,
                 (lo, hi),
@@ -1224,6 +1387,7 @@ impl Env<'_> {
     /// calls (a callback is entered where its address is taken); an async
     /// callback runs on a stack of its own, so it starts a chain instead.
     pub fn check_max_stack_depth(&self) -> VResult<()> {
+        self.check_exception_rules()?;
         let subs = &self.cfg.subprogs;
         let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
@@ -1251,11 +1415,13 @@ impl Env<'_> {
                 .unwrap_or(0)
                 .next_multiple_of(16)
         };
-        // Depth-first over call chains from each root, async callbacks
-        // first (highest index first, as the kernel walks them); recursion
-        // is impossible (checked by the exploration's frame limit), but cap
-        // the walk anyway.
-        let roots = (0..subs.len()).rev().filter(|&k| k == 0 || is_async(k));
+        // Depth-first over call chains from each root (main, async
+        // callbacks, the exception callback), highest index first as the
+        // kernel walks them. The walk is static: a recursive function, even
+        // one the exploration saw end, runs into the frame limit.
+        let roots = (0..subs.len())
+            .rev()
+            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
         for root in roots {
             self.walk_stack_depth(root, &callees, &frame)?;
         }
@@ -1270,16 +1436,20 @@ impl Env<'_> {
     ) -> VResult<()> {
         let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
         while let Some((k, depth, calls)) = stack.pop() {
+            if calls > MAX_CALL_FRAMES as u32 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
+                ));
+            }
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("combined stack size of {calls} calls is {depth}. Too large"),
                 ));
             }
-            if calls > 8 {
-                continue;
-            }
-            for &c in &callees[k] {
+            // Reversed so that calls are walked in instruction order.
+            for &c in callees[k].iter().rev() {
                 stack.push((c, depth + frame(c), calls + 1));
             }
         }

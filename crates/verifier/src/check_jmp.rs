@@ -9,6 +9,7 @@ use crate::regs::{flag, Reg, RegType};
 use crate::scalar::{self, sync_linked, JmpOp, Link};
 use crate::state::State;
 use bpfvet_isa::opcode::*;
+use bpfvet_isa::uapi::MapType;
 use bpfvet_isa::Insn;
 
 const MAX_PACKET_OFF: u64 = 0xffff;
@@ -155,8 +156,22 @@ impl Env<'_> {
             let eq = jop == JmpOp::Eq;
             let id = dst.id;
             let rid = dst.ref_obj_id;
-            mark_ptr_or_null(&mut self.cur, id, rid, !eq);
-            mark_ptr_or_null(&mut self.pending[other_i].st, id, rid, eq);
+            // A map value's id also names its lock: kept when it has one.
+            let fields = &self.map_fields;
+            let keeps_id = |r: &Reg| {
+                r.ty == RegType::MapValue
+                    && crate::map_record::spin_lock(crate::map_record::fields_of(fields, r.map))
+                        .is_some()
+            };
+            mark_ptr_or_null(self.obj, &mut self.cur, id, rid, !eq, &keeps_id);
+            mark_ptr_or_null(
+                self.obj,
+                &mut self.pending[other_i].st,
+                id,
+                rid,
+                eq,
+                &keeps_id,
+            );
         } else if source(insn.code) == BPF_X && !is32 {
             self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
         }
@@ -194,9 +209,18 @@ impl Env<'_> {
         src: &Reg,
         other_i: usize,
     ) {
+        // Packet data bounds the metadata only from its very start
+        // (reg_is_init_pkt_pointer).
+        let pkt_start = |b: &Reg| {
+            b.ty == RegType::Packet
+                && b.id == 0
+                && b.off == 0
+                && b.v.is_const()
+                && b.v.const_value() == 0
+        };
         let pair = |a: &Reg, b: &Reg| {
             (a.ty == RegType::Packet && b.ty == RegType::PacketEnd)
-                || (a.ty == RegType::PacketMeta && b.ty == RegType::Packet)
+                || (a.ty == RegType::PacketMeta && pkt_start(b))
         };
         // (pointer register, its value, whether it is on the left)
         let (preg, p, left) = if pair(dst, src) {
@@ -278,7 +302,37 @@ fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &Link
     }
 }
 
-fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
+/// What a map lookup's result points to once it is known not NULL: the
+/// inner map of a map of maps, the socket of a sockmap or sockhash, else
+/// the value itself.
+pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
+    if r.ty != RegType::MapValue || r.map & crate::explore::INNER_MAP != 0 {
+        return;
+    }
+    let Some(m) = obj.maps.get(r.map as usize) else {
+        return;
+    };
+    match m.map_type {
+        MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS => {
+            r.ty = RegType::MapPtr;
+            r.map |= crate::explore::INNER_MAP;
+        }
+        MapType::SOCKMAP | MapType::SOCKHASH => {
+            r.ty = RegType::Sock;
+            r.map = u32::MAX;
+        }
+        _ => {}
+    }
+}
+
+fn mark_ptr_or_null(
+    obj: &bpfvet_object::Object,
+    st: &mut State,
+    id: u32,
+    ref_obj_id: u32,
+    is_null: bool,
+    keeps_id: &dyn Fn(&Reg) -> bool,
+) {
     if id == 0 {
         return;
     }
@@ -289,9 +343,13 @@ fn mark_ptr_or_null(st: &mut State, id: u32, ref_obj_id: u32, is_null: bool) {
         if is_null {
             *r = Reg::known(0);
         } else {
-            // The id only served the null check.
             r.flags &= !flag::MAYBE_NULL;
-            r.id = 0;
+            map_lookup_non_null(obj, r);
+            // The id served the null check, unless it also names a map
+            // value's lock.
+            if !keeps_id(r) {
+                r.id = 0;
+            }
         }
     });
     // Only a pointer that is itself the reference (not a slice or cast of

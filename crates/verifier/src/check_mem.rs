@@ -3,6 +3,7 @@
 //! destination register or stack slot.
 
 use crate::check_alu::tnum_str;
+use crate::ctx::{sock_ptr_load_ok, SockPtr};
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::precision::encode_stack;
@@ -20,9 +21,16 @@ pub fn map_is_rdonly_prog(m: &bpfvet_object::MapDef) -> bool {
         || (m.frozen && matches!(m.origin, MapOrigin::GlobalData | MapOrigin::Kconfig))
 }
 
-/// Programs may only write the map (BPF_F_WRONLY_PROG).
-pub fn map_is_wronly_prog(m: &bpfvet_object::MapDef) -> bool {
-    m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0
+/// What programs may do with a map's values (bpf_map_flags_to_cap):
+/// (read, write).
+fn map_prog_caps(m: &bpfvet_object::MapDef) -> (bool, bool) {
+    if map_is_rdonly_prog(m) {
+        (true, false)
+    } else if m.map_flags & bpfvet_isa::uapi::BPF_F_WRONLY_PROG != 0 {
+        (false, true)
+    } else {
+        (true, true)
+    }
 }
 
 /// Pointers offsets and variable ranges are kept below 2^29.
@@ -174,6 +182,15 @@ impl Env<'_> {
     /// (check_ptr_alignment with strict_alignment_once); the kernel's
     /// message names the region.
     fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+        if self.cur.reg(regno).ty == RegType::Stack {
+            return Ok(()); // stack_access checks it
+        }
+        self.check_strict_alignment(regno, off, size)
+    }
+
+    /// check_ptr_alignment with strict alignment: `size` bytes at `off`
+    /// from the pointer must be aligned to `size`.
+    pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
         let reg = self.cur.reg(regno);
         let (desc, ip_align) = match reg.ty {
             RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
@@ -181,7 +198,7 @@ impl Env<'_> {
             RegType::MapKey => ("key ", None),
             RegType::MapValue => ("value ", None),
             RegType::Ctx => ("context ", None),
-            RegType::Stack => return Ok(()), // stack_access checks it
+            RegType::Stack => ("stack ", None),
             RegType::Sock => ("sock ", None),
             RegType::SockCommon => ("sock_common ", None),
             RegType::TcpSock => ("tcp_sock ", None),
@@ -201,6 +218,30 @@ impl Env<'_> {
             var_off_str(&reg.v),
             reg.off,
             off
+        ))
+    }
+
+    /// A read or write of `size` bytes at `off` into a value of `map` must
+    /// be one the map allows programs (check_map_access_type).
+    pub(crate) fn check_map_access_type(
+        &self,
+        map: u32,
+        off: i32,
+        size: u32,
+        access: Access,
+    ) -> VResult<()> {
+        let Some(m) = self.map_def(map) else {
+            return Ok(());
+        };
+        let (can_read, can_write) = map_prog_caps(m);
+        let what = match access {
+            Access::Write if !can_write => "write into",
+            Access::Read if !can_read => "read from",
+            _ => return Ok(()),
+        };
+        self.err(format!(
+            "{what} map forbidden, value_size={} off={off} size={size}",
+            m.value_size
         ))
     }
 
@@ -264,9 +305,8 @@ impl Env<'_> {
                 *self.cur.reg_mut(d) = r;
             }
             BPF_PSEUDO_BTF_ID => {
-                let mut r = Reg::pointer(RegType::Mem);
-                r.flags |= flag::RDONLY;
-                *self.cur.reg_mut(d) = r;
+                *self.cur.reg_mut(d) =
+                    crate::ksym::pseudo_btf_id(self.insn_idx, insn.imm as u32, next.imm)?;
             }
             _ => return self.err("unrecognized bpf_ld_imm64 insn"),
         }
@@ -281,6 +321,9 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
+        if self.cur.frames.iter().skip(1).any(|f| f.in_callback_fn) {
+            return self.err("cannot use BPF_LD_[ABS|IND] within callback");
+        }
         if insn.dst != 0
             || insn.off != 0
             || size_bytes(insn.code) == 8
@@ -289,12 +332,16 @@ impl Env<'_> {
             return self.err("BPF_LD_[ABS|IND] uses reserved fields");
         }
         self.check_read(6)?;
-        if mode(insn.code) == BPF_IND {
-            self.check_read(insn.src)?;
-        }
+        // The load may end the program (see below).
+        self.check_resource_leak("BPF_LD_[ABS|IND]", true)?;
         if self.cur.reg(6).ty != RegType::Ctx {
             return self.err("at the time of BPF_LD_ABS|IND R6 != pointer to skb");
         }
+        if mode(insn.code) == BPF_IND {
+            self.check_read(insn.src)?;
+        }
+        let r6 = *self.cur.reg(6);
+        self.check_ctx_ptr_off(6, &r6)?;
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
@@ -303,7 +350,60 @@ impl Env<'_> {
         if sz < 8 {
             self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
         }
+        // A failed load returns 0 from the whole function: in a subprogram
+        // the loaded value continues on a queued branch and this path
+        // returns 0 to the caller.
+        if self.cur.curframe() > 0 {
+            let idx = self.insn_idx;
+            self.push_stack(idx + 1, idx)?;
+            *self.cur.reg_mut(0) = Reg::known(0);
+            self.update_live_stack();
+            self.prepare_func_exit()?;
+            // The caller's loop steps past the call site.
+            self.insn_idx = self.insn_idx.wrapping_sub(1);
+        }
         Ok(())
+    }
+
+    /// The rest of check_map_access: no load, store or helper access may
+    /// touch any byte of a special field (lock, timer, ...), except a kptr
+    /// by a load or store (`direct`) of exactly its 8 bytes. Returns the
+    /// kptr field such an access hits.
+    pub fn check_map_fields(
+        &self,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        direct: bool,
+    ) -> VResult<Option<crate::map_record::Field>> {
+        let lo = reg.v.smin as i128 + off as i128;
+        let hi = reg.v.umax as i128 + off as i128 + size as i128;
+        let mut hit = None;
+        for f in self.map_fields(reg.map) {
+            let p = f.off as i128;
+            if !(lo < p + f.size as i128 && p < hi) {
+                continue;
+            }
+            let name = f.name;
+            if f.kptr.is_none() {
+                return self.err(format!("{name} cannot be accessed directly by load/store"));
+            }
+            if !direct {
+                return self.err(format!("{name} cannot be accessed indirectly by helper"));
+            }
+            if !reg.v.is_const() {
+                return self.err(format!("{name} access cannot have variable offset"));
+            }
+            let at = off as i128 + reg.v.const_value() as i128;
+            if p != at {
+                return self.err(format!("{name} access misaligned expected={p} off={at}"));
+            }
+            if size != 8 {
+                return self.err(format!("{name} access size must be BPF_DW"));
+            }
+            hit = Some(*f);
+        }
+        Ok(hit)
     }
 
     /// check_mem_access: `regno` + `off` dereferenced for `size` bytes.
@@ -326,23 +426,10 @@ impl Env<'_> {
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
             RegType::MapValue => {
-                if access == Access::Write && self.map_def(reg.map).is_some_and(map_is_rdonly_prog)
-                {
-                    let m = self.map_def(reg.map).expect("map of a map value");
-                    return self.err(format!(
-                        "write into map forbidden, value_size={} off={} size={}",
-                        m.value_size, off, size
-                    ));
-                }
-                if access == Access::Read && self.map_def(reg.map).is_some_and(map_is_wronly_prog) {
-                    let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
-                    return self.err(format!(
-                        "read from map forbidden, value_size={vs} off={off} size={size}"
-                    ));
-                }
+                self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
-                if let Some(f) = self.check_map_special_fields(&reg, off, size, true)? {
+                if let Some(f) = self.check_map_fields(&reg, off, size, true)? {
                     self.check_map_kptr_access(&f, value)?;
                 } else if access == Access::Read {
                     if let Some(d) = value {
@@ -355,6 +442,9 @@ impl Env<'_> {
                 }
             }
             RegType::MapKey => {
+                if access == Access::Write {
+                    return self.err(format!("write to change key R{regno} not allowed"));
+                }
                 let ks = self.map_def(reg.map).map_or(0, |m| m.key_size);
                 self.check_region(regno, &reg, off, size, ks, "map key", "key_size")?;
                 if access == Access::Read {
@@ -369,6 +459,21 @@ impl Env<'_> {
                 }
                 if reg.ty == RegType::Mem {
                     self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                } else {
+                    // The buffer's size is checked when the program is
+                    // attached; loading only wants a constant, non-negative
+                    // offset (check_tp_buffer_access).
+                    if off < 0 {
+                        return self.err(format!(
+                            "R{regno} invalid tracepoint buffer access: off={off}, size={size}"
+                        ));
+                    }
+                    if !reg.v.is_const() || reg.v.const_value() != 0 {
+                        return self.err(format!(
+                            "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                            tnum_str(&reg.v)
+                        ));
+                    }
                 }
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -416,7 +521,17 @@ impl Env<'_> {
                         tnum_str(&reg.v)
                     ));
                 }
-                if off < 0 {
+                if reg.v.smin < 0 {
+                    return self.err(format!(
+                        "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
+                    ));
+                }
+                let kind = match reg.ty {
+                    RegType::Sock => SockPtr::Sock,
+                    RegType::SockCommon => SockPtr::SockCommon,
+                    _ => SockPtr::TcpSock,
+                };
+                if !sock_ptr_load_ok(kind, off, size) {
                     return self.err(format!(
                         "R{regno} invalid {} access off={off} size={size}",
                         reg.ty.name()
@@ -896,24 +1011,31 @@ impl Env<'_> {
     }
 
     /// A ctx pointer is dereferenced (or passed to a helper) only as the
-    /// program got it: no fixed and no variable offset (__check_ptr_off_reg).
+    /// program got it: no fixed and no variable offset.
     /// Arithmetic on it is allowed; this check is what refuses the result.
     pub fn check_ctx_ptr_off(&self, regno: u8, reg: &Reg) -> VResult<()> {
+        self.check_ptr_off_reg(regno, reg, false)
+    }
+
+    /// A pointer used in its original form (__check_ptr_off_reg): never a
+    /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
+        let ty = reg.type_str();
         if reg.off < 0 {
             return self.err(format!(
-                "negative offset ctx ptr R{regno} off={} disallowed",
+                "negative offset {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
-        if reg.off != 0 {
+        if !fixed_off_ok && reg.off != 0 {
             return self.err(format!(
-                "dereference of modified ctx ptr R{regno} off={} disallowed",
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
                 reg.off
             ));
         }
         if !reg.v.is_const() || reg.v.const_value() != 0 {
             return self.err(format!(
-                "variable ctx access var_off={} disallowed",
+                "variable {ty} access var_off={} disallowed",
                 tnum_str(&reg.v)
             ));
         }

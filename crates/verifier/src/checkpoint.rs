@@ -65,7 +65,9 @@ impl Env<'_> {
     /// Returns true when the current path can be pruned here.
     pub fn is_state_visited(&mut self, idx: usize) -> VResult<bool> {
         let force_checkpoint = self.cfg.is(idx, mark::FORCE_CHECKPOINT);
-        let force_new = force_checkpoint || self.cur.jmp_history.len() > 40;
+        // BPF_F_TEST_STATE_FREQ: a checkpoint at every prune point.
+        let state_freq = self.prog.prog_flags & bpfvet_isa::uapi::BPF_F_TEST_STATE_FREQ != 0;
+        let force_new = state_freq || force_checkpoint || self.cur.jmp_history.len() > 40;
         let mut add_new = force_new
             || (self.jmps_processed - self.prev_jmps_processed >= 2
                 && self.insn_processed - self.prev_insn_processed >= 8);

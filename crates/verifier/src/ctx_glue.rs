@@ -25,6 +25,7 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
     };
     let acc = match ctx::check_ctx_access_with(&query) {
         Ok(acc) => acc,
+        Err(e @ ctx::CtxError::Unmodelled(_)) => return env.unsupported(e.to_string()),
         Err(e) => return env.err(e.to_string()),
     };
     let ptr = |ty: RegType| Reg::pointer(ty);

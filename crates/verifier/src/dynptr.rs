@@ -271,6 +271,12 @@ impl Env<'_> {
 
     /// A callback's `const struct bpf_dynptr *`: it may only be read.
     fn check_const_dynptr_arg(&mut self, regno: u8, r: &Reg, at: ArgType) -> VResult<()> {
+        if r.off < 0 {
+            return self.err(format!(
+                "negative offset dynptr_ptr ptr R{regno} off={} disallowed",
+                r.off
+            ));
+        }
         if r.off != 0 {
             return self.err(format!(
                 "dereference of modified dynptr_ptr ptr R{regno} off={} disallowed",

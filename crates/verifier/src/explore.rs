@@ -82,14 +82,27 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
-    /// Special fields of the maps' values (kptrs, locks, timers).
-    pub records: crate::kptr::MapRecords,
+    /// Subprograms entered as callbacks of helpers or timers.
+    pub is_cb: Vec<bool>,
+    /// The exception callback the program names, if any.
+    pub exception_cb: Option<usize>,
+    /// Set while a kfunc's pointer argument is checked as memory. The
+    /// kernel gives arguments naming a list head, rb root, node or lock
+    /// kinds of their own, which bpfvet checks as memory: the value's
+    /// special fields are not held against them.
+    pub in_kfunc_mem_arg: bool,
+    /// Special fields of each map's value and of its inner map template.
+    pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
 }
 
 impl<'a> Env<'a> {
     pub fn new(obj: &'a Object, prog: &'a Program, opts: &'a Options, cfg: Cfg) -> Env<'a> {
         let n = prog.insns.len();
         let nsub = cfg.subprogs.len();
+        let exception_cb = crate::exception::exception_callback_insn(obj.btf.as_ref(), prog)
+            .ok()
+            .flatten()
+            .and_then(|i| cfg.subprog_at(i));
         Env {
             obj,
             prog,
@@ -129,12 +142,33 @@ impl<'a> Env<'a> {
             async_cb: vec![false; nsub],
             scc: Default::default(),
             precise_marks: 0,
-            records: crate::kptr::MapRecords::new(obj),
+            is_cb: vec![false; nsub],
+            in_kfunc_mem_arg: false,
+            exception_cb,
+            map_fields: obj
+                .maps
+                .iter()
+                .map(|m| {
+                    let btf = obj.btf.as_ref();
+                    [
+                        crate::map_record::map_fields(btf, m),
+                        m.inner
+                            .as_deref()
+                            .map_or_else(Vec::new, |i| crate::map_record::map_fields(btf, i)),
+                    ]
+                })
+                .collect(),
         }
     }
 
     pub fn err<T>(&self, msg: impl Into<String>) -> VResult<T> {
         Err(VerifyError::new(Some(self.insn_idx), msg.into()))
+    }
+
+    /// Stops verification with a refusal: the program needs `what`, which
+    /// bpfvet does not model.
+    pub fn unsupported<T>(&self, what: impl Into<String>) -> VResult<T> {
+        Err(VerifyError::unsupported(Some(self.insn_idx), what.into()))
     }
 
     /// The map a register's `map` field names: an index into the object's
@@ -146,6 +180,11 @@ impl<'a> Env<'a> {
         } else {
             obj.maps.get(m as usize)
         }
+    }
+
+    /// The special fields of the value of `map_def(m)`.
+    pub fn map_fields(&self, m: u32) -> &'_ [crate::map_record::Field] {
+        crate::map_record::fields_of(&self.map_fields, m)
     }
 
     pub fn new_id(&mut self) -> u32 {
@@ -382,11 +421,8 @@ impl<'a> Env<'a> {
                         {
                             return self.err("BPF_CALL uses reserved fields");
                         }
-                        if self.cur.active_locks > 0
-                            && (insn.src != 0 || insn.imm != 94)
-                            && insn.src != BPF_PSEUDO_KFUNC_CALL
-                        {
-                            return self.err("function calls are not allowed while holding a lock");
+                        if self.cur.active_locks > 0 {
+                            self.check_call_under_lock(&insn)?;
                         }
                         if insn.src == BPF_PSEUDO_CALL {
                             let depth = self.cur.frames.len();
@@ -397,7 +433,25 @@ impl<'a> Env<'a> {
                             }
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
+                            let throw = crate::exception::is_bpf_throw(&insn);
+                            if throw && self.exception_cb.is_none() {
+                                // The default callback returns the cookie
+                                // as the program's return value.
+                                self.check_return_code(1)?;
+                            }
                             self.check_kfunc_call(&insn)?;
+                            if throw {
+                                // The program unwinds: this path ends here,
+                                // holding nothing.
+                                self.check_resource_leak_at("bpf_throw", true, true)?;
+                                self.live_end_insn();
+                                if !self.finish_path()? {
+                                    return Ok(());
+                                }
+                                prev_insn_idx = self.prev_insn_idx;
+                                do_print_state = true;
+                                continue;
+                            }
                         } else {
                             if let Some(next) = self.check_helper_call(&insn)? {
                                 // A callback frame was entered.
@@ -443,7 +497,7 @@ impl<'a> Env<'a> {
                             do_print_state = true;
                             continue;
                         }
-                        self.check_return_code()?;
+                        self.check_return_code(0)?;
                         self.live_end_insn();
                         if !self.finish_path()? {
                             return Ok(());
@@ -474,7 +528,8 @@ impl<'a> Env<'a> {
                 }
             }
             self.live_end_insn();
-            self.insn_idx += 1;
+            // Wrapping: a hidden exit may have stepped back from index 0.
+            self.insn_idx = self.insn_idx.wrapping_add(1);
         }
     }
 
@@ -488,35 +543,78 @@ impl<'a> Env<'a> {
         Ok(self.pop_stack())
     }
 
+    /// While a bpf_spin_lock is held only bpf_spin_unlock, bpf-to-bpf
+    /// calls (global ones are refused at the call) and the kfuncs of
+    /// SPIN_LOCK_ALLOWED may be called.
+    fn check_call_under_lock(&self, insn: &Insn) -> VResult<()> {
+        use crate::helpers::kfuncs::{SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
+        let allowed = match insn.src {
+            0 => insn.imm as u32 == crate::helpers::ids::id::SPIN_LOCK + 1,
+            BPF_PSEUDO_KFUNC_CALL => {
+                let name = crate::btf_walk::vmlinux()
+                    .filter(|_| insn.off == 0)
+                    .map(|b| b.name_of(insn.imm as u32))
+                    .unwrap_or("");
+                if SPIN_LOCK_UNCERTAIN.contains(&name) {
+                    return Err(VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("whether {name} may be called while holding a bpf_spin_lock"),
+                    ));
+                }
+                SPIN_LOCK_ALLOWED.contains(&name)
+            }
+            _ => true,
+        };
+        if allowed {
+            return Ok(());
+        }
+        self.err("function calls are not allowed while holding a lock")
+    }
+
     pub fn check_exit_locks(&mut self) -> VResult<()> {
         let main = self.cur.curframe() == 0;
-        if self.cur.active_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region",
-            );
+        self.check_resource_leak("BPF_EXIT instruction in main prog", main)
+    }
+
+    /// 6.18's check_resource_leak: an instruction that may leave the
+    /// program (exit, LD_ABS/IND) must not hold a lock (when `check_lock`),
+    /// references, nor an RCU or preemption region; each error names `what`.
+    pub fn check_resource_leak(&mut self, what: &str, check_lock: bool) -> VResult<()> {
+        self.check_resource_leak_at(what, check_lock, false)
+    }
+
+    /// check_resource_leak; an exception exit (bpf_throw) leaves every
+    /// frame, so every frame's references count.
+    pub fn check_resource_leak_at(
+        &mut self,
+        what: &str,
+        check_lock: bool,
+        exception_exit: bool,
+    ) -> VResult<()> {
+        if self.cur.active_locks > 0 && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_spin_lock-ed region"
+            ));
         }
-        self.check_reference_leak()?;
-        // 6.18's check_resource_leak: locks, references, then RCU and
-        // preemption regions.
-        if self.cur.active_rcu_lock && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region",
-            );
+        self.check_reference_leak(what, exception_exit)?;
+        if self.cur.active_rcu_lock && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_rcu_read_lock-ed region"
+            ));
         }
-        if self.cur.active_preempt_locks > 0 && main {
-            return self.err(
-                "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region",
-            );
+        if self.cur.active_preempt_locks > 0 && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_preempt_disable-ed region"
+            ));
         }
         Ok(())
     }
 
-    pub fn check_reference_leak(&mut self) -> VResult<()> {
-        let frame = self.cur.curframe();
-        if frame > 0 && self.cur.frame().in_callback_fn {
-            return Ok(());
-        }
-        if frame > 0 {
+    /// check_reference_leak: references still held where the program would
+    /// end (a subprogram's exit hands them back to its caller, an exception
+    /// exit does not); the first one held is logged.
+    pub fn check_reference_leak(&mut self, what: &str, exception_exit: bool) -> VResult<()> {
+        if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());
         }
         if let Some(r) = self
@@ -527,7 +625,7 @@ impl<'a> Env<'a> {
         {
             let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
             self.log.line(&msg);
-            return self.err("BPF_EXIT instruction in main prog would lead to reference leak");
+            return self.err(format!("{what} would lead to reference leak"));
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! unknown scalar at every call site (the kernel's do_check_subprogs and
 //! btf_prepare_func_args / btf_check_subprog_call).
 
+use crate::check_mem::Access;
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
@@ -101,31 +102,99 @@ impl Env<'_> {
             .collect()
     }
 
-    /// The call site's arguments must match the callee's signature; a
-    /// mismatch ends in "Caller passes invalid args" (btf_check_subprog_call).
+    /// The call site's arguments must match the callee's signature
+    /// (btf_check_func_arg_match); the reason is logged and the call
+    /// rejected as a whole. A global function is verified without the
+    /// caller's lock or preemption state, so it may not be called with a
+    /// lock held or preemption disabled (static ones may).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
+        let mismatch = self.global_args_mismatch(subprog);
+        if self.cur.active_locks > 0 {
+            self.log
+                .line("global function calls are not allowed while holding a lock,");
+            return self.err("use static function instead");
+        }
+        if self.cur.active_preempt_locks > 0 {
+            self.log
+                .line("global function calls are not allowed with preemption disabled,");
+            return self.err("use static function instead");
+        }
+        match mismatch {
+            Err(e) if e.limit.is_none() && !e.unsupported => {
+                self.log.line(&e.msg);
+                let name = self.subprog_name(subprog);
+                self.err(format!(
+                    "Caller passes invalid args into func#{subprog} ('{name}')"
+                ))
+            }
+            other => other,
+        }
+    }
+
+    /// btf_prepare_func_args: what makes a global function's signature
+    /// unusable (a non-scalar return, an untagged pointer argument whose
+    /// pointee has no size, an argument neither scalar nor pointer).
+    /// Arguments carrying `arg:` tags are left to the argument checks.
+    fn global_signature_error(&self, subprog: usize) -> Option<String> {
+        let btf = self.obj.btf.as_ref()?;
+        let fi = self.prog.func_info.get(subprog)?;
+        let func = btf.type_by_id(fi.type_id)?;
+        let proto = btf.type_by_id(func.size_or_type)?;
+        let name = btf.name(func);
+        let scalar = |k: Kind| matches!(k, Kind::Int | Kind::Enum | Kind::Enum64);
+        let (ret_id, ret) = btf.skip_mods_and_typedefs(proto.size_or_type)?;
+        if ret_id == 0 || !scalar(ret.kind) {
+            return Some(format!(
+                "Global function {name}() doesn't return scalar. Only those are supported."
+            ));
+        }
+        let tagged = |i: usize| {
+            (1..btf.len() as u32).any(|id| {
+                btf.type_by_id(id).is_some_and(|t| {
+                    t.kind == Kind::DeclTag
+                        && t.size_or_type == fi.type_id
+                        && t.decl_tag_component() == Some(i as i32)
+                        && btf.name(t).starts_with("arg:")
+                })
+            })
+        };
+        for (i, p) in btf.params(proto).iter().enumerate() {
+            let (id, t) = btf.skip_mods_and_typedefs(p.type_id)?;
+            if id != 0 && scalar(t.kind) {
+                continue;
+            }
+            let problem = if t.kind != Kind::Ptr || id == 0 {
+                format!(
+                    "Arg#{i} type {} in {name}() is not supported yet.",
+                    t.kind.name()
+                )
+            } else {
+                let (pid, pt) = btf.skip_mods_and_typedefs(t.size_or_type)?;
+                if pid != 0 && btf.resolve_size(pid).is_ok() {
+                    continue;
+                }
+                let kind = if pid == 0 { "UNKNOWN" } else { pt.kind.name() };
+                format!(
+                    "arg#{i} reference type('{kind} {}') size cannot be determined: -22",
+                    btf.name(pt)
+                )
+            };
+            // Scanned only for a suspect argument: tags are rare.
+            if !tagged(i) {
+                return Some(problem);
+            }
+        }
+        None
+    }
+
+    fn global_args_mismatch(&mut self, subprog: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(subprog) {
+            return self.err(msg);
+        }
         for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
             let regno = (i + 1) as u8;
             self.check_read(regno)?;
-            if let Err(e) = self.check_global_call_arg(i, k) {
-                if e.unsupported || e.limit.is_some() {
-                    return Err(e);
-                }
-                self.log.line(&e.msg);
-                return self.err(format!(
-                    "Caller passes invalid args into func#{subprog} ('{}')",
-                    self.subprog_name(subprog)
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// One argument of a global call (btf_check_func_arg_match).
-    fn check_global_call_arg(&mut self, i: usize, k: ArgKind) -> VResult<()> {
-        let regno = (i + 1) as u8;
-        let r = *self.cur.reg(regno);
-        {
+            let r = *self.cur.reg(regno);
             match k {
                 ArgKind::Scalar if r.ty != RegType::Scalar => {
                     return self.err(format!("R{regno} is not a scalar"));
@@ -136,61 +205,101 @@ impl Env<'_> {
                         return self.err(format!("arg#{i} expects pointer to ctx"));
                     }
                 }
-                ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
                 ArgKind::Mem(size) => {
-                    // Memory the callee may read and write (check_mem_reg).
                     self.check_arg_reg_off(regno, &r)?;
-                    self.check_kfunc_mem(regno, size as u64, true)?;
+                    self.check_global_mem_arg(regno, size)?;
                 }
+                ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
                 _ => {}
             }
         }
         Ok(())
     }
 
-    /// check_func_arg_reg_off for an argument of no particular type:
-    /// memory pointers may carry any offset, BTF pointers a fixed one,
-    /// the rest none.
-    fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
-        let any_off = matches!(
-            r.ty,
-            RegType::Stack
-                | RegType::Packet
-                | RegType::PacketMeta
-                | RegType::MapKey
-                | RegType::MapValue
-                | RegType::Mem
-                | RegType::TpBuffer
-                | RegType::Scalar
-        );
-        if any_off {
-            return Ok(());
+    /// The exception callback's signature is a global function's
+    /// (btf_prepare_func_args) taking exactly one integer (the cookie
+    /// bpf_throw was given).
+    fn check_exception_cb_signature(&self, k: usize) -> VResult<()> {
+        if let Some(msg) = self.global_signature_error(k) {
+            return Err(crate::error::VerifyError::new(None, msg));
         }
-        let ts = r.type_str();
-        if r.off < 0 {
+        if self.global_args(k) != [ArgKind::Scalar] {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "exception cb only supports single integer argument".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// check_func_arg_reg_off for an argument without a type of its own:
+    /// memory pointers may carry any offset, BTF pointers a fixed one,
+    /// other pointers none.
+    fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
+        let fixed_ok = match r.ty {
+            RegType::Stack
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapKey
+            | RegType::MapValue
+            | RegType::Mem
+            | RegType::Scalar => return Ok(()),
+            RegType::BtfId => true,
+            _ => false,
+        };
+        let ty = r.type_str();
+        if !fixed_ok && r.off < 0 {
             return self.err(format!(
-                "negative offset {ts} ptr R{regno} off={} disallowed",
+                "negative offset {ty} ptr R{regno} off={} disallowed",
                 r.off
             ));
         }
-        if r.ty != RegType::BtfId && r.off != 0 {
+        if !fixed_ok && r.off != 0 {
             return self.err(format!(
-                "dereference of modified {ts} ptr R{regno} off={} disallowed",
+                "dereference of modified {ty} ptr R{regno} off={} disallowed",
                 r.off
             ));
         }
         if !r.v.is_const() || r.v.const_value() != 0 {
             return self.err(format!(
-                "variable {ts} access var_off={} disallowed",
+                "variable {ty} access var_off={} disallowed",
                 crate::check_alu::tnum_str(&r.v)
             ));
         }
         Ok(())
     }
 
+    /// check_mem_reg: NULL passes; otherwise the callee may read and write
+    /// all `size` bytes (as if the pointer were not NULL).
+    fn check_global_mem_arg(&mut self, regno: u8, size: u32) -> VResult<()> {
+        let saved = *self.cur.reg(regno);
+        if saved.is_null_const() {
+            return Ok(());
+        }
+        self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
+        let res = self
+            .check_helper_mem(regno, size as u64, Access::Read, true, false)
+            .and_then(|()| match saved.ty {
+                // Checked even for an empty access (check_map_access_type).
+                RegType::MapValue => {
+                    self.check_map_access_type(saved.map, saved.off, size, Access::Write)
+                }
+                _ => Ok(()),
+            })
+            .and_then(|()| self.check_helper_mem(regno, size as u64, Access::Write, true, false));
+        *self.cur.reg_mut(regno) = saved;
+        res
+    }
+
     /// Verifies every global function the main program called, each from
     /// a fresh state.
     pub fn check_global_subprogs(&mut self) -> VResult<()> {
+        // The exception callback is presumed called.
+        if let Some(ex) = self.exception_cb {
+            if let Some(c) = self.called_global.get_mut(ex) {
+                *c = true;
+            }
+        }
         let mut k = 1;
         while k < self.called_global.len() {
             if !self.called_global[k] || self.verified_global[k] {
@@ -223,6 +332,9 @@ impl Env<'_> {
                 self.log.line(&format!("Validating {name}() func#{k}..."));
             }
             self.insn_idx = self.cfg.subprogs[k].start;
+            if self.exception_cb == Some(k) {
+                self.check_exception_cb_signature(k)?;
+            }
             self.do_check()?;
             self.log.pass_verified();
             if self.log.level >= 1 {

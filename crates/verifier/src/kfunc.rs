@@ -77,6 +77,13 @@ pub fn kfunc_arg_count(insn: &Insn) -> usize {
         .map_or(5, |(_, proto)| proto.vlen as usize)
 }
 
+/// Whether the call is one of the BPF arena's kfuncs (bpf_arena_*).
+pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -137,13 +144,10 @@ impl Env<'_> {
             return self.err("invalid kernel function call not eliminated in verifier pass");
         }
         if insn.off != 0 {
-            return self.err(format!(
-                "bpfvet does not model kfuncs from module BTF (fd index {})",
-                insn.off
-            ));
+            return self.unsupported(format!("kfuncs from module BTF (fd index {})", insn.off));
         }
         let Some(btf) = vmlinux() else {
-            return self.err("kernel BTF is not available to resolve kfunc calls");
+            return self.unsupported("kfunc calls without kernel BTF to resolve them");
         };
         let func_id = insn.imm as u32;
         let (name, proto) = match resolve(btf, func_id) {
@@ -344,28 +348,18 @@ impl Env<'_> {
                             }
                         }
                     }
-                    // A released object is passed as it came (check_func_arg_reg_off
-                    // with OBJ_RELEASE); other BTF pointers may point inside.
+                    // A released object is passed as it came; other BTF
+                    // pointers may point inside (check_func_arg_reg_off).
                     let whole = release && reg.ref_obj_id != 0;
-                    if reg.off < 0 {
-                        return self.err(format!(
-                            "negative offset {} ptr R{regno} off={} disallowed",
-                            reg.type_str(),
-                            reg.off
-                        ));
-                    }
-                    if whole && reg.off != 0 {
-                        return self.err(format!(
-                            "R{regno} must have zero offset when passed to release func or trusted arg to kfunc"
-                        ));
-                    }
-                    if !reg.v.is_const() || reg.v.const_value() != 0 {
-                        return self.err(format!(
-                            "variable {} access var_off={} disallowed",
-                            reg.type_str(),
-                            crate::check_alu::tnum_str(&reg.v)
-                        ));
-                    }
+                    let at = crate::helpers::ArgType {
+                        base: crate::helpers::ArgBase::PtrToBtfId,
+                        flags: if whole {
+                            crate::helpers::TypeFlags::OBJ_RELEASE
+                        } else {
+                            crate::helpers::TypeFlags::default()
+                        },
+                    };
+                    self.check_func_arg_reg_off(regno, &reg, at)?;
                     self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {
@@ -399,10 +393,7 @@ impl Env<'_> {
                     i += 1;
                 }
                 PtrArg::Unmodelled(what) => {
-                    return self.err(format!(
-                        "bpfvet does not model {what} arguments of kfunc {}",
-                        meta.name
-                    ));
+                    return self.unsupported(format!("{what} arguments of kfunc {}", meta.name));
                 }
             }
             i += 1;
@@ -462,9 +453,11 @@ impl Env<'_> {
         }
         // Checked as if not NULL: NULL is fine anyway.
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
+        self.in_kfunc_mem_arg = true;
         let res = self
             .check_helper_mem(regno, size, Access::Read, zero_ok, false)
             .and_then(|()| self.check_helper_mem(regno, size, Access::Write, zero_ok, false));
+        self.in_kfunc_mem_arg = false;
         *self.cur.reg_mut(regno) = reg;
         res
     }
@@ -554,9 +547,7 @@ impl Env<'_> {
             "bpf_dynptr_slice",
         ];
         if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
-            return self.err(format!(
-                "bpfvet does not model the return type of kernel function {name}"
-            ));
+            return self.unsupported(format!("the return type of kernel function {name}"));
         }
         let mut r0 = match pointee {
             None => {

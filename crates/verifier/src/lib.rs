@@ -14,16 +14,20 @@ pub mod ctx;
 mod ctx_glue;
 mod dynptr;
 mod error;
+mod exception;
 mod explore;
 mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
 mod kptr;
+mod ksym;
 mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod map_record;
+mod map_refs;
 mod pool;
 mod precision;
 mod prune;
@@ -149,10 +153,14 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             iter_next: false,
         }
     };
-    let result = unmodelled_prog_type(prog)
-        .and_then(|()| precheck(&prog.insns))
-        .and_then(|()| kptr::check_map_prog_compatibility(obj, prog))
-        .and_then(|()| cfg::analyze(&prog.insns, &calls));
+    let result = loader_refusal(prog)
+        .and_then(|()| unmodelled_prog_type(prog))
+        .and_then(|()| unmodelled_prog_flags(prog))
+        .and_then(|()| unmodelled_maps(obj, prog))
+        .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|ex| precheck(obj, prog).map(|()| ex))
+        .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
+        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
@@ -280,10 +288,127 @@ fn unmodelled_prog_type(prog: &bpfvet_object::Program) -> Result<(), error::Veri
     Err(error::VerifyError::unsupported(None, what))
 }
 
+/// Program flags that change verification in ways bpfvet does not model.
+/// The others are modelled (BPF_F_TEST_STATE_FREQ), or change nothing the
+/// verifier decides for a root loader on x86-64 (which has efficient
+/// unaligned access: BPF_F_ANY_ALIGNMENT; BPF_F_TEST_RND_HI32 only changes
+/// the rewritten program).
+fn unmodelled_prog_flags(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::uapi::*;
+    let flags = prog.prog_flags;
+    let what = if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
+        "program flag BPF_F_STRICT_ALIGNMENT (strict pointer alignment checks)".to_string()
+    } else if flags & BPF_F_TEST_REG_INVARIANTS != 0 {
+        "program flag BPF_F_TEST_REG_INVARIANTS (bounds invariant violations as errors)".to_string()
+    } else {
+        let known = PROG_FLAGS.iter().fold(0, |all, (_, bit)| all | bit);
+        if flags & !known == 0 {
+            return Ok(());
+        }
+        format!("program flags {:#x}", flags & !known)
+    };
+    Err(error::VerifyError::unsupported(None, what))
+}
+
+/// A program the object loader could not prepare has no instruction
+/// stream to verify.
+fn loader_refusal(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
+    match &prog.refused {
+        Some(why) => Err(error::VerifyError::unsupported(
+            None,
+            format!("the object loader refused this program: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Map types whose verification bpfvet does not model: a program that
+/// references one is refused by name.
+fn unmodelled_maps(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+    use bpfvet_isa::uapi::MapType;
+    let what = "BPF arenas (arena maps, pointers into an arena, addr_space_cast)";
+    let mut i = 0;
+    while i < prog.insns.len() {
+        let insn = prog.insns[i];
+        let is_kfunc_call = insn.code == bpfvet_isa::opcode::BPF_JMP | bpfvet_isa::opcode::BPF_CALL
+            && insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
+        if is_kfunc_call && kfunc::is_arena_kfunc_call(&insn) {
+            return Err(error::VerifyError::unsupported(
+                Some(i),
+                format!("{what}: arena kfunc call"),
+            ));
+        }
+        if insn.is_ld_imm64() {
+            let is_map = insn.src == BPF_PSEUDO_MAP_IDX || insn.src == BPF_PSEUDO_MAP_IDX_VALUE;
+            let map = is_map
+                .then(|| obj.maps.get(insn.imm as u32 as usize))
+                .flatten();
+            if let Some(m) = map.filter(|m| m.map_type == MapType::ARENA) {
+                return Err(error::VerifyError::unsupported(
+                    Some(i),
+                    format!("{what}: arena map '{}'", m.name),
+                ));
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// LD_ABS/IND and tail calls can leave a subprogram with a hidden
+/// `return 0` (check_btf_func, check_abnormal_return): only subprograms
+/// whose BTF says they return an integer may contain them.
+fn check_abnormal_returns(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+    subprogs: &[cfg::Subprog],
+) -> Result<(), error::VerifyError> {
+    let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
+    let btf = obj.btf.as_ref().filter(|_| !prog.func_info.is_empty());
+    for (i, sp) in subprogs.iter().enumerate().skip(1) {
+        let Some(btf) = btf else {
+            if sp.has_ld_abs {
+                return fail("LD_ABS is not allowed in subprogs without BTF");
+            }
+            if sp.has_tail_call {
+                return fail("tail_call is not allowed in subprogs without BTF");
+            }
+            continue;
+        };
+        let returns_int = prog
+            .func_info
+            .get(i)
+            .and_then(|fi| btf.type_by_id(fi.type_id))
+            .and_then(|func| btf.type_by_id(func.size_or_type))
+            .and_then(|proto| btf.skip_mods_and_typedefs(proto.size_or_type))
+            .is_some_and(|(id, t)| {
+                id != 0
+                    && ((t.kind == bpfvet_object::btf::Kind::Int && t.size_or_type <= 8)
+                        || t.kind.is_enum())
+            });
+        if !returns_int && sp.has_ld_abs {
+            return fail("LD_ABS is only allowed in functions that return 'int'.");
+        }
+        if !returns_int && sp.has_tail_call {
+            return fail("tail_call is only allowed in functions that return 'int'.");
+        }
+    }
+    Ok(())
+}
+
 /// Checks the kernel makes on the raw stream before building the CFG
 /// (resolve_pseudo_ldimm64 and the opcode check).
-fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
+fn precheck(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
     use bpfvet_isa::opcode::*;
+    let insns = &prog.insns;
     let err = |i: usize, m: &str| Err(error::VerifyError::new(Some(i), m.to_string()));
     let mut i = 0;
     while i < insns.len() {
@@ -304,6 +429,10 @@ fn precheck(insns: &[bpfvet_isa::Insn]) -> Result<(), error::VerifyError> {
             if ins.src > 6 {
                 return err(i, "unrecognized bpf_ld_imm64 insn");
             }
+            if ins.src == BPF_PSEUDO_BTF_ID {
+                ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+            }
+            map_refs::check_map_ref(obj, prog, i, &ins)?;
             i += 2;
             continue;
         }

@@ -144,6 +144,17 @@ impl Backtrack {
                     if self.regs[self.frame] & ARGS != 0 {
                         return Err(Unsupported);
                     }
+                    // Reached from the caller through a tail call's hidden
+                    // exit: back into the subprogram's frame.
+                    let tail_call_exit = cfg::is_helper_call(&insn)
+                        && insn.imm == crate::helpers::id::TAIL_CALL as i32
+                        && idx as i64 != subseq - 1;
+                    if tail_call_exit {
+                        if self.frame + 1 >= MAX_CALL_FRAMES {
+                            return Err(Unsupported);
+                        }
+                        self.frame += 1;
+                    }
                 } else if o == BPF_EXIT {
                     let from_call =
                         subseq >= 1 && cfg::is_pseudo_call(&env.insns[(subseq - 1) as usize]);

@@ -294,6 +294,10 @@ pub fn states_equal(
     if !refsafe(old, cur, m) {
         return false;
     }
+    // The lock held: the same map, and ids that correspond.
+    if old.active_locks > 0 && (old.lock.0 != cur.lock.0 || !m.check(old.lock.1, cur.lock.1)) {
+        return false;
+    }
     let last = old.frames.len() - 1;
     for (i, (o, c)) in old.frames.iter().zip(&cur.frames).enumerate() {
         if o.callsite != c.callsite || o.callback_depth > c.callback_depth {

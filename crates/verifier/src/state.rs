@@ -145,6 +145,9 @@ pub struct State {
     pub frames: Vec<Frame>,
     pub refs: Vec<RefState>,
     pub active_locks: u32,
+    /// The lock held while `active_locks` is 1: (map, register id of the
+    /// map value it lives in).
+    pub lock: (u32, u32),
     pub active_rcu_lock: bool,
     pub active_preempt_locks: u32,
     pub speculative: bool,
@@ -168,6 +171,7 @@ impl State {
             frames: vec![Frame::new(-1, 0, 0)],
             refs: Vec::new(),
             active_locks: 0,
+            lock: (0, 0),
             active_rcu_lock: false,
             active_preempt_locks: 0,
             speculative: false,

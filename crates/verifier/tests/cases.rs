@@ -11,9 +11,16 @@
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
-//!                                   (default 16), then optionally
-//!                                   `flags=0x80` for map_flags)
+//!                                   (default 16), then optional words: map
+//!                                   flags rdonly_prog, wronly_prog, and
+//!                                   `lock@OFF`, which gives the value BTF
+//!                                   with a `struct bpf_spin_lock` at OFF)
 //! # peak: 0                        (optional: peak_states)
+//! # func: 0 main global int int*    (optional, repeatable, one per function
+//!                                   in order: start insn, name, static |
+//!                                   global, return int | void, arguments
+//!                                   int | int* | ctx (struct __sk_buff *);
+//!                                   gives the program BTF and func_info)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
@@ -35,6 +42,7 @@ struct Case {
     states: Option<u64>,
     maps: Vec<MapDef>,
     peak: Option<u64>,
+    funcs: Vec<String>,
     text: String,
 }
 
@@ -48,6 +56,7 @@ fn parse(name: &str, src: &str) -> Case {
         states: None,
         maps: Vec::new(),
         peak: None,
+        funcs: Vec::new(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -62,6 +71,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "states" => c.states = Some(v.parse().expect("number")),
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
                     "peak" => c.peak = Some(v.parse().expect("number")),
+                    "func" => c.funcs.push(v.to_string()),
                     _ => {}
                 }
                 continue;
@@ -73,15 +83,13 @@ fn parse(name: &str, src: &str) -> Case {
     c
 }
 
-/// `<type> <key size> <value size> [<max entries>] [flags=<hex>]` of a
-/// `# map:` directive.
+/// `<type> <key size> <value size> [<max entries> [<flag> | lock@OFF]...]`
+/// of a `# map:` directive.
 fn map_def(index: usize, spec: &str) -> MapDef {
-    let (flags, f): (Vec<&str>, Vec<&str>) = spec
-        .split_whitespace()
-        .partition(|w| w.starts_with("flags="));
+    let f: Vec<&str> = spec.split_whitespace().collect();
     assert!(
-        (f.len() == 3 || f.len() == 4) && flags.len() <= 1,
-        "map: <type> <key> <value> [<entries>, default 16] [flags=0x..], got {spec:?}"
+        f.len() >= 3,
+        "map: <type> <key> <value> [<entries>, default 16] [<flag> | lock@OFF]..., got {spec:?}"
     );
     let num = |s: &str| s.parse::<u32>().expect("map size");
     let mut m = MapDef::new(
@@ -91,15 +99,25 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         num(f[2]),
         f.get(3).map_or(16, |n| num(n)),
     );
-    if let Some(v) = flags.first().and_then(|w| w.strip_prefix("flags=")) {
-        m.map_flags = u32::from_str_radix(v.trim_start_matches("0x"), 16).expect("hex map flags");
+    for word in f.iter().skip(4).flat_map(|s| s.split(',')) {
+        if let Some(off) = word.strip_prefix("lock@") {
+            // Marks the map for `case_btf`, which assigns the type ids.
+            m.btf_value_type_id = u32::MAX - num(off);
+            continue;
+        }
+        m.map_flags |= match word {
+            "rdonly_prog" => bpfvet_isa::uapi::BPF_F_RDONLY_PROG,
+            "wronly_prog" => bpfvet_isa::uapi::BPF_F_WRONLY_PROG,
+            other => panic!("unknown map flag {other:?}"),
+        };
     }
     m
 }
 
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
 /// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
-/// valid on a kernel build that numbers its types differently.
+/// valid on a kernel build that numbers its types differently; likewise a
+/// variable written `btf_id[name]` in an ldimm64.
 fn resolve_kfunc_ids(text: &str) -> String {
     let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
         .ok()
@@ -118,6 +136,13 @@ fn resolve_kfunc_ids(text: &str) -> String {
                 btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
                     .map(|id| format!("call {name}#{id}"))
             });
+        // `btf_id[name]` names a variable of vmlinux BTF.
+        let resolved = resolved.or_else(|| {
+            let (head, rest) = line.split_once("btf_id[")?;
+            let (name, tail) = rest.split_once(']')?;
+            let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Var)?;
+            Some(format!("{head}btf_id[{id}]{tail}"))
+        });
         out.push_str(resolved.as_deref().unwrap_or(line));
         out.push('\n');
     }
@@ -130,7 +155,107 @@ fn object(c: &Case) -> Object {
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.maps = c.maps.clone();
+    if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
+        obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
+        obj.btf_raw = Some(raw);
+        obj.programs[0].func_info = infos;
+    }
     obj
+}
+
+/// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct
+/// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5;
+/// then, for each map `map_def` marked with `lock@OFF`, a value struct of
+/// its size holding the lock at OFF (the map gets its type ids), and a
+/// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
+fn case_btf(
+    funcs: &[String],
+    maps: &mut [MapDef],
+) -> Option<(Vec<u8>, Vec<bpfvet_object::FuncInfo>)> {
+    let locked = |m: &MapDef| m.btf_value_type_id != 0;
+    if funcs.is_empty() && !maps.iter().any(locked) {
+        return None;
+    }
+    let mut types: Vec<u32> = Vec::new();
+    let mut strings: Vec<u8> = vec![0];
+    let name = |strings: &mut Vec<u8>, n: &str| {
+        let off = strings.len() as u32;
+        strings.extend_from_slice(n.as_bytes());
+        strings.push(0);
+        off
+    };
+    let int = name(&mut strings, "int");
+    types.extend([int, 1 << 24, 4, (1 << 24) | 32]); // [1] INT int, signed 32 bits
+    types.extend([0, 2 << 24, 1]); // [2] PTR -> int
+    let skb = name(&mut strings, "__sk_buff");
+    types.extend([skb, 4 << 24, 0]); // [3] STRUCT __sk_buff, opaque
+    types.extend([0, 2 << 24, 3]); // [4] PTR -> struct __sk_buff
+    let lock = name(&mut strings, "bpf_spin_lock");
+    let val = name(&mut strings, "val");
+    types.extend([lock, (4 << 24) | 1, 4, val, 1, 0]); // [5] STRUCT bpf_spin_lock { int val; }
+    let mut next_id = 6;
+    let value = name(&mut strings, "value");
+    let lock_member = name(&mut strings, "lock");
+    for m in maps.iter_mut().filter(|m| locked(m)) {
+        let off = u32::MAX - m.btf_value_type_id;
+        // STRUCT value { struct bpf_spin_lock lock; } at `off`, value_size bytes
+        types.extend([value, (4 << 24) | 1, m.value_size, lock_member, 5, off * 8]);
+        m.btf_value_type_id = next_id;
+        m.btf_key_type_id = if m.key_size == 4 { 1 } else { 0 };
+        next_id += 1;
+    }
+    let mut infos = Vec::new();
+    for f in funcs {
+        let w: Vec<&str> = f.split_whitespace().collect();
+        assert!(
+            w.len() >= 4,
+            "func: <insn> <name> <static|global> <int|void> [int|int*|ctx]..."
+        );
+        let ret = match w[3] {
+            "int" => 1,
+            "void" => 0,
+            other => panic!("func return {other}"),
+        };
+        let args = &w[4..];
+        types.extend([0, (13 << 24) | args.len() as u32, ret]); // FUNC_PROTO
+        for (i, a) in args.iter().enumerate() {
+            let arg_name = name(&mut strings, &format!("a{i}"));
+            let ty = match *a {
+                "int" => 1,
+                "int*" => 2,
+                "ctx" => 4,
+                other => panic!("func argument {other}"),
+            };
+            types.extend([arg_name, ty]);
+        }
+        let proto = next_id;
+        let linkage = u32::from(w[2] == "global");
+        let fname = name(&mut strings, w[1]);
+        types.extend([fname, (12 << 24) | linkage, proto]); // FUNC
+        infos.push(bpfvet_object::FuncInfo {
+            insn_off: w[0].parse().expect("func insn"),
+            type_id: proto + 1,
+            name: w[1].to_string(),
+            linkage,
+        });
+        next_id += 2;
+    }
+    let type_bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+    raw.extend_from_slice(&[1, 0]);
+    for h in [
+        24u32,
+        0,
+        type_bytes.len() as u32,
+        type_bytes.len() as u32,
+        strings.len() as u32,
+    ] {
+        raw.extend_from_slice(&h.to_le_bytes());
+    }
+    raw.extend_from_slice(&type_bytes);
+    raw.extend_from_slice(&strings);
+    Some((raw, infos))
 }
 
 /// The kernel's error: the log's last line that is not a statistic.
@@ -256,7 +381,7 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        let kernel = if c.maps.is_empty() {
+        let kernel = if c.maps.is_empty() && c.funcs.is_empty() {
             kernel_load(&obj)
         } else {
             kernel_load_with_maps(&obj)

@@ -4,7 +4,7 @@
 
 use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
 
-use crate::code::Op;
+use crate::code::{func_pc, Op};
 use crate::error::{Result, VmError};
 use crate::run::{Run, MAX_FRAMES};
 
@@ -86,6 +86,38 @@ fn smod32(d: u32, s: u32) -> u32 {
         d
     } else {
         di.wrapping_rem(si) as u32
+    }
+}
+
+/// Where `call %reg` (opcode 0x8d, the ISA's callx) goes. The kernel's
+/// verifier rejects the opcode, so only unverified runs reach it: the
+/// register holds either a function's address as LD_IMM64 of a function
+/// gives it (what clang emits for calls through a function pointer) or a
+/// helper's static ID (what the ISA's callx conformance group tests).
+pub(crate) enum CallxTarget {
+    Function(usize),
+    Helper(i32),
+}
+
+/// Resolves the register value of a callx at `pc` in a program of
+/// `slots` pre-decoded slots (the last one the end sentinel).
+pub(crate) fn callx_target(value: u64, slots: usize, pc: usize) -> Result<CallxTarget> {
+    if let Some(target) = func_pc(value) {
+        if target + 1 < slots {
+            return Ok(CallxTarget::Function(target));
+        }
+    }
+    match i32::try_from(value) {
+        // A tail call changes the running program: only `call 12` does it.
+        Ok(TAIL_CALL) => Err(VmError::BadInsn {
+            pc,
+            what: "callx of bpf_tail_call is not supported".into(),
+        }),
+        Ok(id) => Ok(CallxTarget::Helper(id)),
+        Err(_) => Err(VmError::BadInsn {
+            pc,
+            what: format!("callx to {value:#x}: neither a function of the program nor a helper ID"),
+        }),
     }
 }
 
@@ -333,6 +365,31 @@ pub fn execute(
                     budget = run.insn_budget;
                 }
             }
+            // call %reg: a function of this program or a helper by ID.
+            0x8d => match callx_target(regs[d], code.len(), pc - 1)? {
+                CallxTarget::Function(target) => {
+                    if depth + 1 >= MAX_FRAMES {
+                        return Err(VmError::CallDepth {
+                            pc: pc - 1,
+                            max: MAX_FRAMES,
+                        });
+                    }
+                    frames.push(Frame {
+                        prog,
+                        ret_pc: pc,
+                        saved: [regs[6], regs[7], regs[8], regs[9]],
+                    });
+                    depth += 1;
+                    regs[10] = run.frame_pointer(depth);
+                    pc = target;
+                }
+                CallxTarget::Helper(id) => {
+                    run.insn_budget = budget;
+                    regs[0] = run.helper(id, &mut regs, prog, pc - 1, depth)?;
+                    run.refresh_packet_bounds();
+                    budget = run.insn_budget;
+                }
+            },
             0x95 => match frames.pop() {
                 None => {
                     debug_assert_eq!(depth, base_depth);

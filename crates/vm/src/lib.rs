@@ -40,7 +40,26 @@ pub use vm::{Kfunc, Program, Vm};
 /// memory's address, r2 = its length; returns r0.
 pub fn run_on_memory(insns: &[bpfvet_isa::Insn], memory: &mut [u8]) -> Result<u64> {
     let vm = Vm::from_insns(insns, bpfvet_isa::uapi::ProgType::SOCKET_FILTER)?;
-    let mut run = Run::new(&vm, Ctx::Bytes);
+    let (mut run, args) = memory_run(&vm, memory);
+    Interpreter.execute(&mut run, 0, 0, args, 0)
+}
+
+/// [`run_on_memory`] on native code. When the JIT declines the program it
+/// runs on the interpreter, and the second value says why.
+pub fn run_on_memory_jit(
+    insns: &[bpfvet_isa::Insn],
+    memory: &mut [u8],
+) -> Result<(u64, Option<Decline>)> {
+    let vm = Vm::from_insns(insns, bpfvet_isa::uapi::ProgType::SOCKET_FILTER)?;
+    let jit = Jit::compile(&vm);
+    let declined = jit.declined(0).cloned();
+    let (mut run, args) = memory_run(&vm, memory);
+    let r0 = jit.execute(&mut run, 0, 0, args, 0)?;
+    Ok((r0, declined))
+}
+
+fn memory_run<'vm>(vm: &'vm Vm, memory: &mut [u8]) -> (Run<'vm>, [u64; 5]) {
+    let mut run = Run::new(vm, Ctx::Bytes);
     let len = memory.len() as u64;
     let addr = if len == 0 {
         0
@@ -50,5 +69,5 @@ pub fn run_on_memory(insns: &[bpfvet_isa::Insn], memory: &mut [u8]) -> Result<u6
     if len > 0 {
         run.set_bytes_ctx(addr, memory.len(), true);
     }
-    Interpreter.execute(&mut run, 0, 0, [addr, len, 0, 0, 0], 0)
+    (run, [addr, len, 0, 0, 0])
 }

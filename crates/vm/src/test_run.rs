@@ -71,6 +71,9 @@ pub fn test_run_with(
         .programs
         .get(prog)
         .ok_or_else(|| VmError::NoSuchProgram(format!("#{prog}")))?;
+    if p.ops.is_empty() {
+        return Err(VmError::Empty);
+    }
     match p.prog_type {
         ProgType::XDP => run_xdp(engine, vm, prog, input),
         ProgType::SOCKET_FILTER

@@ -145,7 +145,13 @@ impl Vm {
             programs.push(Program {
                 name: p.name.clone(),
                 prog_type: p.prog_type,
-                ops: predecode(&p.insns, &Values(&maps))?,
+                // A program the object loader refused has no code; the
+                // object's other programs still run.
+                ops: if p.refused.is_some() {
+                    Vec::new()
+                } else {
+                    predecode(&p.insns, &Values(&maps))?
+                },
             });
         }
         Ok(Vm {
@@ -177,18 +183,30 @@ impl Vm {
     /// caller takes before running untrusted code; the runtime's own memory
     /// checks stay on either way).
     pub fn verify(obj: &Object, prog: usize) -> Result<()> {
+        use bpfvet_verifier::Verdict;
         let outcome = bpfvet_verifier::verify(obj, prog, &Default::default());
+        let name = || {
+            obj.programs
+                .get(prog)
+                .map(|p| p.name.clone())
+                .unwrap_or_default()
+        };
+        // Only a verified program runs: a limit or a refusal is no proof
+        // of safety either.
         match outcome.verdict {
-            bpfvet_verifier::Verdict::Rejected { error, insn, .. } => Err(VmError::Rejected {
-                prog: obj
-                    .programs
-                    .get(prog)
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default(),
-                error,
+            Verdict::Accepted => Ok(()),
+            Verdict::Rejected { error, insn, .. } | Verdict::LimitExceeded { error, insn, .. } => {
+                Err(VmError::Rejected {
+                    prog: name(),
+                    error,
+                    insn,
+                })
+            }
+            Verdict::Unsupported { what, insn } => Err(VmError::Rejected {
+                prog: name(),
+                error: format!("refused: not modelled by bpfvet: {what}"),
                 insn,
             }),
-            _ => Ok(()),
         }
     }
 

@@ -148,6 +148,12 @@ impl Backend for KernelBackend {
     }
 }
 
+/// The reason a program the object loader could not prepare is refused,
+/// worded as the kernel backend words it.
+fn loader_refusal(why: &str) -> String {
+    bpfvet_kernel::Refusal::Loader(why.to_owned()).to_string()
+}
+
 pub struct BpfvetBackend;
 
 impl Backend for BpfvetBackend {
@@ -172,6 +178,11 @@ impl Backend for BpfvetBackend {
             .iter()
             .map(|&i| {
                 let mut row = base_row(file, obj, i);
+                if let Some(why) = &obj.programs[i].refused {
+                    row.set(Stat::Verdict, 0);
+                    row.reason = Some(format!("refused: {}", loader_refusal(why)));
+                    return row;
+                }
                 // A verifier bug must not end a corpus run: it becomes this
                 // program's named error (and exit code 2).
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

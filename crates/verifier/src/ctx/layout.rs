@@ -56,6 +56,12 @@ pub const SOCK_DST_IP6: Field = (56, 16);
 pub const SOCK_STATE: u32 = 72;
 pub const SOCK_RX_QUEUE_MAPPING: u32 = 76;
 
+// struct bpf_tcp_sock (reached through bpf_tcp_sock(), never a ctx)
+/// offsetofend(icsk_retransmits): the last field the kernel lets programs read.
+pub const TCP_SOCK_END: u32 = 112;
+pub const TCP_SOCK_BYTES_RECEIVED: u32 = 80;
+pub const TCP_SOCK_BYTES_ACKED: u32 = 88;
+
 // struct bpf_sock_addr
 pub const SOCK_ADDR_SIZE: u32 = 72;
 pub const SA_USER_FAMILY: Field = (0, 4);

@@ -19,6 +19,7 @@ mod sock;
 mod tracing;
 
 pub use retval::{return_range, return_rule, ReturnRule};
+pub use sock::{sock_ptr_load_ok, SockPtr};
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
 
@@ -180,6 +181,37 @@ pub fn effective_attach_type(prog_type: ProgType, eat: Option<AttachType>) -> At
         (ProgType::SK_REUSEPORT, None | Some(AttachType(0))) => AttachType::SK_REUSEPORT_SELECT,
         (_, e) => e.unwrap_or(AttachType(0)),
     }
+}
+
+/// Whether the kernel rewrites this type's ctx loads and stores into
+/// accesses of the real kernel object (the type has `convert_ctx_access`).
+/// Helpers may not take memory from such a ctx; the others' ctx is checked
+/// like a load at its last byte.
+pub fn ctx_access_rewritten(prog_type: ProgType) -> bool {
+    use ProgType as P;
+    matches!(
+        prog_type,
+        P::SOCKET_FILTER
+            | P::SCHED_CLS
+            | P::SCHED_ACT
+            | P::XDP
+            | P::CGROUP_SKB
+            | P::LWT_IN
+            | P::LWT_OUT
+            | P::LWT_XMIT
+            | P::LWT_SEG6LOCAL
+            | P::CGROUP_SOCK
+            | P::CGROUP_SOCK_ADDR
+            | P::SOCK_OPS
+            | P::SK_SKB
+            | P::SK_MSG
+            | P::FLOW_DISSECTOR
+            | P::SK_REUSEPORT
+            | P::SK_LOOKUP
+            | P::PERF_EVENT
+            | P::CGROUP_SYSCTL
+            | P::CGROUP_SOCKOPT
+    )
 }
 
 /// Size in bytes of the ctx object a program of this type receives (the
@@ -359,6 +391,24 @@ mod tests {
             Access::Write
         )
         .is_err());
+    }
+
+    #[test]
+    fn socket_pointer_loads() {
+        use SockPtr::*;
+        assert!(sock_ptr_load_ok(Sock, 48, 2)); // dst_port
+        assert!(sock_ptr_load_ok(Sock, 48, 4)); // dst_port, kept for old programs
+        assert!(!sock_ptr_load_ok(Sock, 50, 1)); // padding after dst_port
+        assert!(!sock_ptr_load_ok(Sock, 80, 4)); // past rx_queue_mapping
+        assert!(!sock_ptr_load_ok(Sock, 0, 8));
+        assert!(sock_ptr_load_ok(Sock, 8, 4)); // type
+        assert!(!sock_ptr_load_ok(SockCommon, 8, 4)); // type needs a full socket
+        assert!(sock_ptr_load_ok(SockCommon, 4, 4)); // family
+        assert!(sock_ptr_load_ok(TcpSock, 88, 8)); // bytes_acked
+        assert!(!sock_ptr_load_ok(TcpSock, 96, 8));
+        assert!(sock_ptr_load_ok(TcpSock, 108, 4)); // icsk_retransmits
+        assert!(!sock_ptr_load_ok(TcpSock, 112, 4));
+        assert!(!sock_ptr_load_ok(TcpSock, 0, 2)); // no narrow loads
     }
 
     #[test]

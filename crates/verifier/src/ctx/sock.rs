@@ -66,6 +66,46 @@ fn bpf_sock(q: &Q) -> Grant {
     (q.size == 4).then(scalar).flatten()
 }
 
+/// The socket a `PTR_TO_SOCKET`, `PTR_TO_SOCK_COMMON` or `PTR_TO_TCP_SOCK`
+/// register points to (check_sock_access).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SockPtr {
+    Sock,
+    SockCommon,
+    TcpSock,
+}
+
+/// Whether a load of `size` bytes at `off` through a socket pointer is valid
+/// (`bpf_sock_is_valid_access` and its sock_common and tcp_sock variants).
+pub fn sock_ptr_load_ok(kind: SockPtr, off: i32, size: u32) -> bool {
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return false;
+    }
+    let q = Q {
+        off: off as i64,
+        size: size as i64,
+        write: false,
+        eat: At(0),
+        ldsx: false,
+    };
+    match kind {
+        SockPtr::Sock => bpf_sock(&q).is_some(),
+        // type, protocol, mark and priority live only in a full socket.
+        SockPtr::SockCommon => {
+            !(q.off >= SOCK_TYPE as i64 && q.off < (SOCK_PRIORITY + 4) as i64)
+                && bpf_sock(&q).is_some()
+        }
+        SockPtr::TcpSock => {
+            if !bounded(&q, TCP_SOCK_END) {
+                return false;
+            }
+            let wide =
+                q.off == TCP_SOCK_BYTES_RECEIVED as i64 || q.off == TCP_SOCK_BYTES_ACKED as i64;
+            q.size == if wide { 8 } else { 4 }
+        }
+    }
+}
+
 /// cgroup/sock: the hook decides which fields exist and which are writable.
 pub fn cgroup_sock(q: &Q) -> Grant {
     let grant = bpf_sock(q)?;

@@ -160,6 +160,43 @@ const fn kf(name: &'static str, flags: KfuncFlags, set: KfuncSet) -> Kfunc {
 
 use KfuncSet as S;
 
+/// Kfuncs a program may call while holding a bpf_spin_lock (the kernel's
+/// kfunc_spin_allowed: the list and rbtree API, refcount_acquire, the
+/// numbers iterator and the resilient spin lock). Newer kernels than 6.18
+/// add the arena and stream kfuncs.
+pub const SPIN_LOCK_ALLOWED: &[&str] = &[
+    "bpf_list_push_front_impl",
+    "bpf_list_push_back_impl",
+    "bpf_list_pop_front",
+    "bpf_list_pop_back",
+    "bpf_list_front",
+    "bpf_list_back",
+    "bpf_rbtree_add_impl",
+    "bpf_rbtree_remove",
+    "bpf_rbtree_first",
+    "bpf_rbtree_root",
+    "bpf_rbtree_left",
+    "bpf_rbtree_right",
+    "bpf_refcount_acquire_impl",
+    "bpf_iter_num_new",
+    "bpf_iter_num_next",
+    "bpf_iter_num_destroy",
+    "bpf_res_spin_lock",
+    "bpf_res_spin_unlock",
+    "bpf_res_spin_lock_irqsave",
+    "bpf_res_spin_unlock_irqrestore",
+];
+
+/// Kfuncs whose permission under a bpf_spin_lock changed around 6.18
+/// (bpfvet refuses to guess).
+pub const SPIN_LOCK_UNCERTAIN: &[&str] = &[
+    "bpf_stream_vprintk",
+    "bpf_stream_print_stack",
+    "bpf_arena_alloc_pages",
+    "bpf_arena_free_pages",
+    "bpf_arena_reserve_pages",
+];
+
 /// Every kfunc in the table.
 pub const KFUNCS: &[Kfunc] = &[
     kf(

@@ -202,6 +202,64 @@ pub enum AllowRule {
     SkStorageTracing,
 }
 
+/// What an [`AllowRule`] says about one program.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Allowed {
+    Yes,
+    No,
+    /// The rule depends on a kernel fact bpfvet does not model (named).
+    Unmodelled(&'static str),
+}
+
+/// Attach functions of tracing programs that may call `bpf_d_path`
+/// (the kernel's `btf_allowlist_d_path`, CONFIG_SECURITY and
+/// CONFIG_SECURITY_PATH set, as on the 6.18 host).
+const D_PATH_ATTACH_FUNCS: &[&str] = &[
+    "security_file_permission",
+    "security_inode_getattr",
+    "security_file_open",
+    "security_path_truncate",
+    "vfs_truncate",
+    "vfs_fallocate",
+    "dentry_open",
+    "vfs_getattr",
+    "filp_close",
+];
+
+impl AllowRule {
+    /// The prototype's `allowed` callback for a program of this type,
+    /// expected attach type and attach target.
+    pub fn decide(
+        self,
+        prog_type: bpfvet_isa::uapi::ProgType,
+        attach: Option<bpfvet_isa::uapi::AttachType>,
+        target: Option<&str>,
+    ) -> Allowed {
+        use bpfvet_isa::uapi::{AttachType as At, ProgType as Pt};
+        let yes_if = |b: bool| if b { Allowed::Yes } else { Allowed::No };
+        const SLEEPABLE_LSM: &str = "the LSM hooks that may sleep (bpf_lsm_is_sleepable_hook)";
+        match self {
+            AllowRule::DPath => match prog_type {
+                Pt::TRACING if attach == Some(At::TRACE_ITER) => Allowed::Yes,
+                Pt::LSM => Allowed::Unmodelled(SLEEPABLE_LSM),
+                _ => yes_if(target.is_some_and(|t| D_PATH_ATTACH_FUNCS.contains(&t))),
+            },
+            AllowRule::SleepableLsmOrIter => match prog_type {
+                Pt::LSM => Allowed::Unmodelled(SLEEPABLE_LSM),
+                _ => Allowed::No,
+            },
+            // Socket storage may not be used while tracing its own code.
+            AllowRule::SkStorageTracing => match attach {
+                Some(At::TRACE_ITER | At::TRACE_RAW_TP) => Allowed::Yes,
+                Some(At::TRACE_FENTRY | At::TRACE_FEXIT) => {
+                    yes_if(target.is_some_and(|t| !t.starts_with("bpf_sk_storage")))
+                }
+                _ => Allowed::No,
+            },
+        }
+    }
+}
+
 /// One helper prototype (`struct bpf_func_proto`). Several variants may
 /// exist per helper id (e.g. `bpf_sk_lookup_tcp` for tc, xdp and sock_addr);
 /// which one a program gets depends on its type, see [`super::helper_proto`].
@@ -316,5 +374,45 @@ pub fn helper_display_name(id: u32) -> String {
     match HELPER_NAMES.get(id as usize) {
         Some(n) => format!("bpf_{n}"),
         None => "unknown".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpfvet_isa::uapi::{AttachType as At, ProgType as Pt};
+
+    #[test]
+    fn allow_rules_decide_by_attach_point() {
+        let fentry = Some(At::TRACE_FENTRY);
+        let d_path = |t, a, f| AllowRule::DPath.decide(t, a, f);
+        assert_eq!(
+            d_path(Pt::TRACING, fentry, Some("vfs_truncate")),
+            Allowed::Yes
+        );
+        assert_eq!(
+            d_path(Pt::TRACING, fentry, Some("do_sys_open")),
+            Allowed::No
+        );
+        assert_eq!(
+            d_path(Pt::TRACING, Some(At::TRACE_ITER), None),
+            Allowed::Yes
+        );
+        assert!(matches!(
+            d_path(Pt::LSM, Some(At::LSM_MAC), Some("file_open")),
+            Allowed::Unmodelled(_)
+        ));
+        let sk = |a, f| AllowRule::SkStorageTracing.decide(Pt::TRACING, a, f);
+        assert_eq!(sk(fentry, Some("inet_csk_accept")), Allowed::Yes);
+        assert_eq!(sk(fentry, Some("bpf_sk_storage_free")), Allowed::No);
+        assert_eq!(
+            sk(Some(At::TRACE_RAW_TP), Some("inet_sock_set_state")),
+            Allowed::Yes
+        );
+        assert_eq!(sk(Some(At::MODIFY_RETURN), Some("x")), Allowed::No);
+        assert_eq!(
+            AllowRule::SleepableLsmOrIter.decide(Pt::TRACING, fentry, Some("x")),
+            Allowed::No
+        );
     }
 }

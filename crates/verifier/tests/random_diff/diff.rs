@@ -111,6 +111,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             func_info: Vec::new(),
             line_info: Vec::new(),
             core_unresolved: Vec::new(),
+            refused: None,
         })
         .collect();
     Object {
@@ -125,6 +126,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
         btf_raw: None,
         btf: None,
         unresolved_externs: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

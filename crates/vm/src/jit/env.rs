@@ -7,6 +7,7 @@ use std::mem::offset_of;
 
 use super::{Jit, Outcome};
 use crate::error::VmError;
+use crate::interp::{callx_target, CallxTarget, Engine, Interpreter};
 use crate::run::{Run, MAX_FRAMES, STACK_PER_FRAME};
 
 /// How a compiled function ended, in [`Env::status`].
@@ -141,6 +142,34 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         pc as usize,
         depth as usize,
     );
+    env.may_goto_left = run.may_goto_left;
+    run.refresh_packet_bounds();
+    env.refresh_packet(run);
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
+}
+
+/// `call %reg`: a helper by ID, or a function of the program, which runs
+/// on the interpreter one frame deeper (as callbacks do).
+pub(super) extern "C" fn callx(env: *mut Env, value: u64, pc: u64, depth: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let slots = run.vm.programs[env.prog].ops.len();
+    run.may_goto_left = env.may_goto_left;
+    let r = callx_target(value, slots, pc as usize).and_then(|target| match target {
+        CallxTarget::Helper(id) => {
+            run.helper(id, &mut env.regs, env.prog, pc as usize, depth as usize)
+        }
+        CallxTarget::Function(start) => {
+            let args: [u64; 5] = env.regs[1..6].try_into().expect("5 registers");
+            Interpreter.execute(run, env.prog, start, args, depth as usize + 1)
+        }
+    });
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);

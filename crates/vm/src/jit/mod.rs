@@ -34,6 +34,9 @@ pub enum Decline {
     Host(String),
     #[error("code generation failed: {0}")]
     Codegen(String),
+    /// A program the object loader refused: there is nothing to compile.
+    #[error("the program has no code")]
+    NoCode,
 }
 
 type NativeFn = unsafe extern "C" fn(*mut Env) -> u64;

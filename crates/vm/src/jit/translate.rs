@@ -131,6 +131,7 @@ fn known(code: u8) -> bool {
             | 0xde
             | 0xe5
             | 0x85
+            | 0x8d
             | 0x95
             | 0x61
             | 0x69
@@ -181,7 +182,9 @@ fn targets(ops: &[Op], pc: usize) -> Option<usize> {
 
 /// Checks what the translation relies on, before any IR is built.
 pub(super) fn check(ops: &[Op]) -> Result<(), Decline> {
-    let n = ops.len() - 1;
+    let Some(n) = ops.len().checked_sub(1).filter(|&n| n > 0) else {
+        return Err(Decline::NoCode);
+    };
     let mut second_slots = BTreeSet::new();
     let mut pc = 0;
     while pc < n {
@@ -923,6 +926,21 @@ pub(super) fn build(
                                 &[id, p, d],
                             )
                             .expect("helper returns");
+                        t.check_status();
+                        t.set(0, v);
+                    }
+                    0x8d => {
+                        t.spill(1..=5);
+                        let value = t.reg(op.dst);
+                        let p = t.k64(pc as i64);
+                        let d = t.b.use_var(depth);
+                        let v = t
+                            .call(
+                                t.shims.call3,
+                                env::callx as *const () as usize,
+                                &[value, p, d],
+                            )
+                            .expect("callx returns");
                         t.check_status();
                         t.set(0, v);
                     }

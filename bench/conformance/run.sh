@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Runs the public bpf_conformance suite through its own runner against
+# `bpfvet conformance-plugin` in four modes (interpreter, JIT, ELF input on
+# each) and writes bench/conformance/REPORT.md.
+#   bench/conformance/run.sh [SUITE_CHECKOUT]
+# SUITE_CHECKOUT is a checkout of bpf_conformance at $SUITE_COMMIT with its
+# external/elfio submodule (README.md says how to get one); without it the
+# script clones one into $WORK/src, which needs access to the suite's
+# repository. Builds the runner with cmake and Boost from Debian packages
+# (installed with apt-get when missing: run as root). Work files go to
+# $WORK (default ${TMPDIR:-/tmp}/bpfvet-conformance).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+SUITE_REPO=https://github.com/Alan-Jowett/bpf_conformance
+SUITE_COMMIT=f558566280d8e76c95a502cfd8014264d8668130
+WORK=${WORK:-${TMPDIR:-/tmp}/bpfvet-conformance}
+mkdir -p "$WORK"
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+
+# ---- the suite's source ----
+src=${1:-}
+if [ -z "$src" ]; then
+    src=$WORK/src
+    if [ ! -d "$src/.git" ]; then
+        echo "cloning $SUITE_REPO at $SUITE_COMMIT into $src" >&2
+        rm -rf "$src"
+        if ! { git clone -q "$SUITE_REPO" "$src" &&
+            git -C "$src" checkout -q "$SUITE_COMMIT" &&
+            git -C "$src" submodule -q update --init external/elfio; }; then
+            die "cannot fetch the suite; get a checkout as bench/conformance/README.md says and pass its path"
+        fi
+    fi
+fi
+src=$(cd "$src" && pwd) || die "no such directory: $1"
+[ -f "$src/tools/runner.cc" ] && [ -d "$src/tests" ] || die "$src is not a bpf_conformance checkout"
+[ -f "$src/external/elfio/CMakeLists.txt" ] ||
+    die "$src/external/elfio is empty: the runner needs the ELFIO submodule (git submodule update --init)"
+suite_commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+if [ "$suite_commit" != "$SUITE_COMMIT" ]; then
+    echo "run.sh: warning: the checkout is at $suite_commit, not the pinned $SUITE_COMMIT" >&2
+fi
+
+# ---- build dependencies (Debian packages) ----
+need=()
+for p in cmake g++ make libboost-dev libboost-program-options-dev libboost-filesystem-dev; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing ${need[*]}" >&2
+    apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >&2 ||
+        die "could not install ${need[*]}"
+fi
+
+# ---- the runner and bpfvet ----
+build=$WORK/build
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$WORK/cmake.log" 2>&1 ||
+    die "cmake failed, see $WORK/cmake.log"
+cmake --build "$build" --target bpf_conformance_runner -j "$(nproc)" > "$WORK/build.log" 2>&1 ||
+    die "building the runner failed, see $WORK/build.log"
+runner=$build/bin/bpf_conformance_runner
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+(cd "$root" && cargo build -q --release -p bpfvet) || die "cargo build failed"
+bpfvet=$CARGO_TARGET_DIR/release/bpfvet
+
+# ---- the runs ----
+# mode name | plugin options | extra runner options. The JIT modes pass
+# --jit-only: a program the JIT declined would fail there rather than
+# pass on the interpreter.
+modes=(
+    "interpreter|conformance-plugin|"
+    "jit|conformance-plugin --jit --jit-only|"
+    "elf|conformance-plugin|--elf true"
+    "elf-jit|conformance-plugin --jit --jit-only|--elf true"
+)
+common=(--test_file_directory "$src/tests" --plugin_path "$bpfvet" --cpu_version v4 --include_groups callx packet)
+report=$here/REPORT.md
+rows=""
+failures=""
+status=0
+for m in "${modes[@]}"; do
+    IFS='|' read -r name options extra <<< "$m"
+    out=$WORK/$name.txt
+    # shellcheck disable=SC2086 # $extra is two words or none
+    "$runner" "${common[@]}" --plugin_options "$options" $extra > "$out" 2>&1
+    summary=$(grep -E '^Passed [0-9]+ out of [0-9]+ tests' "$out" | tail -1)
+    passed=$(sed -E 's/^Passed ([0-9]+) out of ([0-9]+).*/\1/' <<< "$summary")
+    run=$(sed -E 's/^Passed ([0-9]+) out of ([0-9]+).*/\2/' <<< "$summary")
+    skipped=$(grep -c '^SKIP:' "$out")
+    [ -n "$passed" ] || { passed=0; run="?"; }
+    echo "$name: $passed/$run passed, $skipped skipped" >&2
+    [ "$passed" = "$run" ] || status=1
+    cmdline="bpf_conformance_runner --test_file_directory TESTS --plugin_path bpfvet --plugin_options \"$options\" --cpu_version v4 --include_groups callx packet${extra:+ $extra}"
+    rows+="| $name | $passed | $run | $skipped | \`$cmdline\` |"$'\n'
+    bad=$(grep -E '^(FAIL|ERROR|UNKNOWN):' "$out" | sed "s|$src/tests/||; s|^|- |")
+    if [ -z "$summary" ]; then
+        bad="- the runner printed no summary: $(tail -3 "$out" | tr '\n' ' ')"
+    fi
+    failures+="### $name"$'\n\n'"${bad:-none}"$'\n\n'
+done
+
+bpfvet_commit=$(git -C "$root" rev-parse --short HEAD)
+git -C "$root" diff --quiet HEAD -- crates || bpfvet_commit+=" (with uncommitted changes)"
+{
+    echo "# bpf_conformance: bpfvet conformance-plugin"
+    echo
+    echo "Generated by \`bench/conformance/run.sh\` on $(date -u +%Y-%m-%d)."
+    echo "bpfvet at $bpfvet_commit; suite at ${suite_commit:0:12}"
+    echo "($(find "$src/tests" -name '*.data' | wc -l) test files), its own runner, every"
+    echo "conformance group (\`--cpu_version v4 --include_groups callx packet\`)."
+    echo "The JIT modes pass \`--jit-only\`, so a program the JIT declined would"
+    echo "count as a failure instead of passing on the interpreter."
+    echo
+    echo "| mode | passed | run | skipped | runner command |"
+    echo "| --- | --- | --- | --- | --- |"
+    printf '%s' "$rows"
+    echo
+    echo "## Failures"
+    echo
+    printf '%s' "$failures"
+} > "$report"
+echo "wrote $report" >&2
+exit $status

@@ -1,0 +1,446 @@
+//! The special fields of a map value (the kernel's `btf_record`, built by
+//! btf_parse_fields from the value's BTF when the map is created): where a
+//! value's `struct bpf_spin_lock`, `bpf_timer`, kptrs ... live. Loads and
+//! stores must not touch them (kptrs only as kptr.rs allows), bpf_spin_lock
+//! must be given exactly the lock, and some program types may not use such
+//! a map at all (map_refs).
+
+use bpfvet_object::btf::{Btf, Kind, MAX_RESOLVE_DEPTH};
+use bpfvet_object::MapDef;
+
+/// A special struct the kernel finds by name: its name (also the kernel's
+/// name for the field in messages), size and alignment.
+struct SpecialStruct {
+    name: &'static str,
+    size: u32,
+    align: u32,
+    /// At most one per value (a second, or an array of them, fails map
+    /// creation); graph roots may repeat.
+    unique: bool,
+}
+
+/// The object kinds a map value may embed that are not kptrs (kptrs are
+/// tagged pointers, found by `kptr`).
+const SPECIAL_STRUCTS: &[SpecialStruct] = &[
+    SpecialStruct {
+        name: "bpf_spin_lock",
+        size: 4,
+        align: 4,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_res_spin_lock",
+        size: 4,
+        align: 4,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_timer",
+        size: 16,
+        align: 8,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_wq",
+        size: 16,
+        align: 8,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_task_work",
+        size: 8,
+        align: 8,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_refcount",
+        size: 4,
+        align: 4,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_list_head",
+        size: 16,
+        align: 8,
+        unique: false,
+    },
+    SpecialStruct {
+        name: "bpf_rb_root",
+        size: 16,
+        align: 8,
+        unique: false,
+    },
+];
+
+/// The kernel's BTF_FIELDS_MAX: a value with more special fields fails
+/// map creation.
+const FIELDS_MAX: usize = 11;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The kernel's name for the field in messages (btf_field_type_name):
+    /// the struct's, e.g. "bpf_spin_lock", or "kptr", "percpu_kptr", "uptr".
+    pub name: &'static str,
+    pub off: u32,
+    pub size: u32,
+    /// Set for kptr fields.
+    pub kptr: Option<Kptr>,
+}
+
+/// The tag of a kptr field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KptrKind {
+    /// `__kptr_untrusted`
+    Unref,
+    /// `__kptr`
+    Ref,
+    /// `__percpu_kptr`
+    Percpu,
+    /// `__uptr`
+    Uptr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kptr {
+    pub kind: KptrKind,
+    /// The pointee struct in the program's BTF.
+    pub btf_id: u32,
+    /// The same struct in vmlinux BTF; None for types bpfvet cannot place
+    /// (program-local or module types).
+    pub target: Option<u32>,
+}
+
+impl Field {
+    pub fn kptr_kind(&self) -> Option<KptrKind> {
+        self.kptr.map(|k| k.kind)
+    }
+}
+
+/// The special fields of a map's value; empty without BTF or when the
+/// kernel would not record them.
+pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
+    let (Some(btf), id) = (btf, map.btf_value_type_id) else {
+        return Vec::new();
+    };
+    if id == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let Some((_, t)) = btf.skip_mods_and_typedefs(id) else {
+        return Vec::new();
+    };
+    let ok = match t.kind {
+        // Unions are not searched (the kernel's __btf_type_is_struct).
+        Kind::Struct => struct_fields(btf, t, 0, 0, &mut out),
+        Kind::Datasec => {
+            let mut ok = true;
+            for v in btf.datasec_vars(t) {
+                let Some(var) = btf.type_by_id(v.type_id) else {
+                    continue;
+                };
+                if var.kind != Kind::Var {
+                    continue;
+                }
+                ok &= field_one(btf, var.size_or_type, v.offset, v.size, 0, &mut out);
+            }
+            ok
+        }
+        _ => true,
+    };
+    // Two of a kind (or a malformed record) fail map creation: nothing the
+    // verifier would see; leave the record empty.
+    let dup = out
+        .iter()
+        .enumerate()
+        .any(|(i, f)| is_unique(f.name) && out[..i].iter().any(|g| g.name == f.name));
+    if !ok || dup || !well_placed(&out, map.value_size) {
+        return Vec::new();
+    }
+    out
+}
+
+/// btf_parse_fields' last checks: fields in order, not overlapping, inside
+/// the value, and graph roots only beside a lock.
+fn well_placed(fields: &[Field], value_size: u32) -> bool {
+    let mut next = 0u64;
+    for f in fields {
+        if (f.off as u64) < next || f.off as u64 + f.size as u64 > value_size as u64 {
+            return false;
+        }
+        next = f.off as u64 + f.size as u64;
+    }
+    let graph = fields
+        .iter()
+        .any(|f| matches!(f.name, "bpf_list_head" | "bpf_rb_root"));
+    let lock = fields
+        .iter()
+        .any(|f| matches!(f.name, "bpf_spin_lock" | "bpf_res_spin_lock"));
+    !graph || lock
+}
+
+fn struct_fields(
+    btf: &Btf,
+    t: &bpfvet_object::btf::BtfType,
+    base: u32,
+    level: usize,
+    out: &mut Vec<Field>,
+) -> bool {
+    let mut ok = true;
+    for m in btf.members(t) {
+        if m.bitfield_size != 0 {
+            continue;
+        }
+        if m.bit_offset % 8 != 0 {
+            return false;
+        }
+        ok &= field_one(btf, m.type_id, base + m.bit_offset / 8, 0, level, out);
+    }
+    ok
+}
+
+/// One member or variable at byte `off`; `expected_size` (non-zero for
+/// DATASEC variables) must match its size for it to count.
+fn field_one(
+    btf: &Btf,
+    type_id: u32,
+    off: u32,
+    expected_size: u32,
+    level: usize,
+    out: &mut Vec<Field>,
+) -> bool {
+    let Some((mut id, mut t)) = btf.skip_mods_and_typedefs(type_id) else {
+        return true;
+    };
+    let mut nelems: u64 = 1;
+    for _ in 0..MAX_RESOLVE_DEPTH {
+        let Some((elem, _, n)) = t.array_info().filter(|_| t.kind == Kind::Array) else {
+            break;
+        };
+        nelems = nelems.saturating_mul(n as u64);
+        match btf.skip_mods_and_typedefs(elem) {
+            Some((i, et)) => (id, t) = (i, et),
+            None => return true,
+        }
+    }
+    if nelems == 0 {
+        return true;
+    }
+    if t.kind != Kind::Struct {
+        // Anything else may be a kptr: 8 bytes each, 8-aligned.
+        if expected_size != 0 && expected_size as u64 != 8 * nelems || off % 8 != 0 {
+            return true;
+        }
+        let Ok(found) = kptr(btf, id) else {
+            return false;
+        };
+        let Some(k) = found else {
+            return true;
+        };
+        for i in 0..nelems {
+            if out.len() >= FIELDS_MAX {
+                return false;
+            }
+            out.push(Field {
+                name: kptr_name(k.kind),
+                off: (off as u64 + i * 8) as u32,
+                size: 8,
+                kptr: Some(k),
+            });
+        }
+        return true;
+    }
+    let name = btf.name(t);
+    if let Some(s) = SPECIAL_STRUCTS.iter().find(|s| s.name == name) {
+        if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
+            return true;
+        }
+        if off % s.align != 0 || t.size_or_type != s.size {
+            return true;
+        }
+        if nelems > 1 && s.unique {
+            // Arrays of these fail map creation.
+            return false;
+        }
+        for k in 0..nelems {
+            if out.len() >= FIELDS_MAX {
+                return false;
+            }
+            out.push(Field {
+                name: s.name,
+                off: (off as u64 + k * s.size as u64) as u32,
+                size: s.size,
+                kptr: None,
+            });
+        }
+        return true;
+    }
+    // Nested structs are searched too, each array element in turn.
+    if expected_size != 0 && expected_size as u64 != t.size_or_type as u64 * nelems {
+        return true;
+    }
+    if level + 1 >= MAX_RESOLVE_DEPTH {
+        return false;
+    }
+    let before = out.len();
+    if !struct_fields(btf, t, off, level + 1, out) {
+        return false;
+    }
+    let inner: Vec<Field> = out[before..].to_vec();
+    for k in 1..nelems.min(u32::MAX as u64) {
+        if inner.is_empty() {
+            break;
+        }
+        let step = (t.size_or_type as u64) * k;
+        if out.len() + inner.len() > FIELDS_MAX {
+            return false;
+        }
+        for f in &inner {
+            out.push(Field {
+                off: (f.off as u64 + step) as u32,
+                ..*f
+            });
+        }
+    }
+    true
+}
+
+/// btf_find_kptr: pointer `id` (modifiers skipped) tagged kptr,
+/// kptr_untrusted, percpu_kptr or uptr, to a struct. Err: a malformed tag
+/// or pointee, which fails map creation.
+fn kptr(btf: &Btf, id: u32) -> Result<Option<Kptr>, ()> {
+    let Some(t) = btf.type_by_id(id).filter(|t| t.kind == Kind::Ptr) else {
+        return Ok(None);
+    };
+    let tag = btf.type_by_id(t.size_or_type).ok_or(())?;
+    if tag.kind != Kind::TypeTag {
+        return Ok(None);
+    }
+    if btf
+        .type_by_id(tag.size_or_type)
+        .is_some_and(|n| n.kind == Kind::TypeTag)
+    {
+        return Err(());
+    }
+    let kind = match btf.name(tag) {
+        "kptr_untrusted" => KptrKind::Unref,
+        "kptr" => KptrKind::Ref,
+        "percpu_kptr" => KptrKind::Percpu,
+        "uptr" => KptrKind::Uptr,
+        _ => return Err(()),
+    };
+    let (btf_id, st) = btf.skip_mods_and_typedefs(tag.size_or_type).ok_or(())?;
+    if st.kind != Kind::Struct {
+        return Err(());
+    }
+    let name = btf.name(st);
+    let target = crate::btf_walk::vmlinux().and_then(|v| v.find_by_name_kind(name, Kind::Struct));
+    // A referenced kptr to a kernel type needs a registered destructor.
+    if kind == KptrKind::Ref
+        && target.is_some()
+        && !crate::helpers::kfuncs::KPTR_DTOR_TYPES.contains(&name)
+    {
+        return Err(());
+    }
+    Ok(Some(Kptr {
+        kind,
+        btf_id,
+        target,
+    }))
+}
+
+fn kptr_name(kind: KptrKind) -> &'static str {
+    match kind {
+        KptrKind::Unref | KptrKind::Ref => "kptr",
+        KptrKind::Percpu => "percpu_kptr",
+        KptrKind::Uptr => "uptr",
+    }
+}
+
+fn is_unique(name: &str) -> bool {
+    SPECIAL_STRUCTS.iter().any(|s| s.name == name && s.unique)
+}
+
+/// The value's `struct bpf_spin_lock`, if it has one.
+pub fn spin_lock(fields: &[Field]) -> Option<&Field> {
+    fields.iter().find(|f| f.name == "bpf_spin_lock")
+}
+
+/// A map's name as the kernel holds it (BPF_OBJ_NAME_LEN with its NUL).
+pub fn kernel_map_name(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// The fields of map `m` (a register's `map`, possibly naming an inner
+/// map template) in the per-map table `all`.
+pub fn fields_of(all: &[[Vec<Field>; 2]], m: u32) -> &[Field] {
+    let inner = m & crate::explore::INNER_MAP != 0;
+    all.get((m & !crate::explore::INNER_MAP) as usize)
+        .map_or(&[], |f| &f[inner as usize][..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpfvet_isa::uapi::MapType;
+
+    /// [1] int, [2] bpf_spin_lock, [3] bpf_rb_root, then `values`: structs
+    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union).
+    fn btf(values: &[(u32, &[(u32, u32)])]) -> Btf {
+        let strings = b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0";
+        let (int, lock, root, v, m) = (1u32, 5u32, 19u32, 31u32, 33u32);
+        let mut t: Vec<u32> = Vec::new();
+        t.extend([int, 1 << 24, 4, (1 << 24) | 32]);
+        t.extend([lock, (4 << 24) | 1, 4, m, 1, 0]);
+        t.extend([root, (4 << 24) | 1, 16, m, 1, 0]);
+        for (kind, members) in values {
+            t.extend([v, (kind << 24) | members.len() as u32, 64]);
+            for (ty, off) in *members {
+                t.extend([m, *ty, off * 8]);
+            }
+        }
+        let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        for w in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(&types);
+        raw.extend_from_slice(strings);
+        Btf::from_bytes(&raw).expect("BTF")
+    }
+
+    fn fields(b: &Btf, value_type: u32) -> Vec<Field> {
+        let mut m = MapDef::new("m", MapType::ARRAY, 4, 64, 1);
+        m.btf_value_type_id = value_type;
+        map_fields(Some(b), &m)
+    }
+
+    #[test]
+    fn graph_roots_may_repeat_but_locks_may_not() {
+        let b = btf(&[
+            (4, &[(3, 0), (3, 16), (2, 32)]),
+            (4, &[(2, 0), (2, 8)]),
+            (5, &[(2, 0)]),
+            (4, &[(1, 0), (6, 8)]),
+        ]);
+        let f = fields(&b, 4);
+        assert_eq!(f.len(), 3);
+        assert_eq!(spin_lock(&f).map(|l| l.off), Some(32));
+        // Two locks fail map creation: no record.
+        assert!(fields(&b, 5).is_empty());
+        // A union is not searched, even nested in a struct.
+        assert!(fields(&b, 6).is_empty());
+        assert!(fields(&b, 7).is_empty());
+    }
+}

@@ -1,0 +1,229 @@
+//! The maps a program's `ld_imm64` instructions name, resolved before
+//! exploration as the kernel's `resolve_pseudo_ldimm64` does: each must be
+//! a map of the object, and the map must suit the program
+//! (`check_map_prog_compatibility`: its special fields, its type).
+
+use crate::error::VerifyError;
+use crate::map_record::{self, Field};
+use bpfvet_isa::opcode::{
+    BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE, BPF_PSEUDO_MAP_VALUE,
+};
+use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_isa::Insn;
+use bpfvet_object::{MapDef, Object, Program};
+
+/// The kernel's refusal of `map` in a program of `prog`'s type, if any.
+pub fn map_prog_incompatibility(
+    obj: &Object,
+    map: &MapDef,
+    prog: &Program,
+) -> Option<&'static str> {
+    let fields = map_record::map_fields(obj.btf.as_ref(), map);
+    if let Some(msg) = fields_incompatibility(&fields, prog.prog_type) {
+        return Some(msg);
+    }
+    if map.map_type == MapType::STRUCT_OPS {
+        return Some("bpf_struct_ops map cannot be used in prog");
+    }
+    if prog.sleepable && !sleepable_map_type(map.map_type) {
+        return Some("Sleepable programs can only use array, hash, ringbuf and local storage maps");
+    }
+    None
+}
+
+/// Program types the kernel counts as tracing for map compatibility
+/// (`is_tracing_prog_type`): they may run in any context, where these
+/// objects cannot be used safely.
+fn is_tracing_prog_type(t: ProgType) -> bool {
+    matches!(
+        t,
+        ProgType::KPROBE
+            | ProgType::TRACEPOINT
+            | ProgType::PERF_EVENT
+            | ProgType::RAW_TRACEPOINT
+            | ProgType::RAW_TRACEPOINT_WRITABLE
+    )
+}
+
+/// The program types that may not use a map whose value holds these
+/// special fields.
+fn fields_incompatibility(fields: &[Field], prog_type: ProgType) -> Option<&'static str> {
+    let tracing = is_tracing_prog_type(prog_type);
+    let has = |name: &str| fields.iter().any(|f| f.name == name);
+    if (has("bpf_list_head") || has("bpf_rb_root")) && tracing {
+        return Some("tracing progs cannot use bpf_{list_head,rb_root} yet");
+    }
+    if has("bpf_spin_lock") || has("bpf_res_spin_lock") {
+        if prog_type == ProgType::SOCKET_FILTER {
+            return Some("socket filter progs cannot use bpf_spin_lock yet");
+        }
+        if tracing {
+            return Some("tracing progs cannot use bpf_spin_lock yet");
+        }
+    }
+    if has("bpf_timer") && tracing {
+        return Some("tracing progs cannot use bpf_timer yet");
+    }
+    if has("bpf_wq") && tracing {
+        return Some("tracing progs cannot use bpf_wq yet");
+    }
+    None
+}
+
+/// Map types a sleepable program may use: those whose operations are safe
+/// outside an RCU read section.
+fn sleepable_map_type(t: MapType) -> bool {
+    matches!(
+        t,
+        MapType::HASH
+            | MapType::LRU_HASH
+            | MapType::ARRAY
+            | MapType::PERCPU_HASH
+            | MapType::PERCPU_ARRAY
+            | MapType::LRU_PERCPU_HASH
+            | MapType::ARRAY_OF_MAPS
+            | MapType::HASH_OF_MAPS
+            | MapType::RINGBUF
+            | MapType::USER_RINGBUF
+            | MapType::INODE_STORAGE
+            | MapType::SK_STORAGE
+            | MapType::TASK_STORAGE
+            | MapType::CGRP_STORAGE
+            | MapType::QUEUE
+            | MapType::STACK
+            | MapType::ARENA
+    )
+}
+
+/// Checks the map the `ld_imm64` at `i` references, if any. A reference
+/// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
+/// linked against its maps) names no map the loader created.
+pub fn check_map_ref(
+    obj: &Object,
+    prog: &Program,
+    i: usize,
+    ins: &Insn,
+) -> Result<(), VerifyError> {
+    let err = |msg: String| Err(VerifyError::new(Some(i), msg));
+    match ins.src {
+        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
+            err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
+        }
+        BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE => {
+            // A missing index is reported where the load is explored.
+            match obj.maps.get(ins.imm as u32 as usize) {
+                Some(map) => match map_prog_incompatibility(obj, map, prog) {
+                    Some(msg) => err(msg.to_string()),
+                    None => Ok(()),
+                },
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpfvet_object::btf::Btf;
+
+    /// Raw BTF: [1] struct bpf_timer {}, [2] struct outer { [1] t; },
+    /// [3] int, [4] [1] array of [2], [5] var v: [4], [6] datasec .bss {[5]}.
+    fn btf_with_nested_timer() -> Btf {
+        let mut strings = b"\0bpf_timer\0outer\0t\0int\0v\0.bss\0".to_vec();
+        let s = |name: &str, strings: &[u8]| {
+            strings
+                .windows(name.len() + 2)
+                .position(|w| {
+                    w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0
+                })
+                .map_or(0, |p| p as u32 + 1)
+        };
+        let info = |kind: u32, vlen: u32| (kind << 24) | vlen;
+        let words: Vec<u32> = vec![
+            s("bpf_timer", &strings),
+            info(4, 0),
+            16,
+            s("outer", &strings),
+            info(4, 1),
+            16,
+            s("t", &strings),
+            1,
+            0,
+            s("int", &strings),
+            info(1, 0),
+            4,
+            32,
+            0,
+            info(3, 0),
+            0,
+            2,
+            3,
+            1,
+            s("v", &strings),
+            info(14, 0),
+            4,
+            1,
+            s(".bss", &strings),
+            info(15, 1),
+            16,
+            5,
+            0,
+            16,
+        ];
+        let types: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        for w in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(&types);
+        raw.append(&mut strings);
+        Btf::from_bytes(&raw).expect("valid BTF")
+    }
+
+    #[test]
+    fn timer_nested_in_global_data_is_found() {
+        let mut obj = Object::single_program("p", ProgType::KPROBE, Vec::new());
+        obj.btf = Some(btf_with_nested_timer());
+        let mut map = MapDef::new(".bss", MapType::ARRAY, 4, 16, 1);
+        let prog = obj.programs[0].clone();
+        assert_eq!(map_prog_incompatibility(&obj, &map, &prog), None);
+        map.btf_value_type_id = 6;
+        let fields = map_record::map_fields(obj.btf.as_ref(), &map);
+        assert_eq!(fields.len(), 1);
+        assert_eq!(fields[0].name, "bpf_timer");
+        let prog = obj.programs[0].clone();
+        assert_eq!(
+            map_prog_incompatibility(&obj, &map, &prog),
+            Some("tracing progs cannot use bpf_timer yet")
+        );
+        let mut tc = prog.clone();
+        tc.prog_type = ProgType::SCHED_CLS;
+        assert_eq!(map_prog_incompatibility(&obj, &map, &tc), None);
+    }
+
+    #[test]
+    fn sleepable_programs_take_only_some_map_types() {
+        let obj = Object::single_program("p", ProgType::TRACING, Vec::new());
+        let mut prog = obj.programs[0].clone();
+        prog.sleepable = true;
+        let hash = MapDef::new("h", MapType::HASH, 4, 8, 4);
+        assert_eq!(map_prog_incompatibility(&obj, &hash, &prog), None);
+        let perf = MapDef::new("p", MapType::PERF_EVENT_ARRAY, 4, 4, 4);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &perf, &prog),
+            Some("Sleepable programs can only use array, hash, ringbuf and local storage maps")
+        );
+        prog.sleepable = false;
+        assert_eq!(map_prog_incompatibility(&obj, &perf, &prog), None);
+    }
+}
