@@ -227,7 +227,7 @@ fn field_one(
     }
     if t.kind != Kind::Struct {
         // Anything else may be a kptr: 8 bytes each, 8-aligned.
-        if expected_size != 0 && expected_size as u64 != 8 * nelems || off % 8 != 0 {
+        if expected_size != 0 && expected_size as u64 != 8 * nelems || !off.is_multiple_of(8) {
             return true;
         }
         let Ok(found) = kptr(btf, id) else {
@@ -254,7 +254,7 @@ fn field_one(
         if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
             return true;
         }
-        if off % s.align != 0 || t.size_or_type != s.size {
+        if !off.is_multiple_of(s.align) || t.size_or_type != s.size {
             return true;
         }
         if nelems > 1 && s.unique {
@@ -442,5 +442,45 @@ mod tests {
         // A union is not searched, even nested in a struct.
         assert!(fields(&b, 6).is_empty());
         assert!(fields(&b, 7).is_empty());
+    }
+
+    #[test]
+    fn tagged_pointers_are_kptrs_and_bad_tags_drop_the_record() {
+        let strings = b"\0int\0foo\0kptr_untrusted\0bogus\0v\0m\0";
+        let (int, foo, untrusted, bogus, v, m) = (1u32, 5u32, 9u32, 24u32, 30u32, 32u32);
+        let mut t: Vec<u32> = Vec::new();
+        t.extend([int, 1 << 24, 4, (1 << 24) | 32]); // [1] int
+        t.extend([foo, 4 << 24, 8]); // [2] struct foo
+        t.extend([untrusted, 18 << 24, 2]); // [3] foo __kptr_untrusted
+        t.extend([0, 2 << 24, 3]); // [4] pointer to [3]
+        t.extend([v, (4 << 24) | 2, 16, m, 1, 0, m, 4, 64]); // [5] {int; [4]}
+        t.extend([bogus, 18 << 24, 2]); // [6] foo __bogus
+        t.extend([0, 2 << 24, 6]); // [7] pointer to [6]
+        t.extend([v, (4 << 24) | 1, 8, m, 7, 0]); // [8] {[7]}
+        let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        for w in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(&types);
+        raw.extend_from_slice(strings);
+        let b = Btf::from_bytes(&raw).expect("BTF");
+        let mut map = MapDef::new("m", MapType::ARRAY, 4, 16, 1);
+        map.btf_value_type_id = 5;
+        let f = map_fields(Some(&b), &map);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].name, f[0].off, f[0].size), ("kptr", 8, 8));
+        assert_eq!(f[0].kptr_kind(), Some(KptrKind::Unref));
+        assert_eq!(f[0].kptr.map(|k| k.btf_id), Some(2));
+        map.btf_value_type_id = 8;
+        assert!(map_fields(Some(&b), &map).is_empty());
     }
 }
