@@ -24,62 +24,238 @@ pub fn vmlinux() -> Option<&'static Btf> {
 }
 
 /// What a load from a kernel struct gives.
-enum Field {
+enum Field<'b> {
     Scalar,
-    /// A pointer to the struct with this id.
-    Ptr(u32),
+    /// A pointer to the struct with this id, read from member `field`;
+    /// `flags`: what the walk found (a union: untrusted; the pointer's
+    /// `__user`, `__percpu` or `__rcu` tag).
+    Ptr {
+        id: u32,
+        field: &'b str,
+        flags: u16,
+    },
 }
 
-/// The member of struct `id` covering [off, off+size), descending through
-/// nested structs, unions and arrays.
-fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field, String> {
-    let mut id = id;
-    let mut off = off;
+/// One step of the kernel's btf_struct_walk.
+enum Walk<'b> {
+    Scalar,
+    /// Pointee id, member name, flag of the pointer's type tag.
+    Ptr(u32, &'b str, u16),
+    /// The access starts at a nested struct: walk on inside it from 0.
+    Struct(u32),
+}
+
+/// `size`, innermost element type and element count of a member type,
+/// arrays of arrays flattened (__btf_resolve_size).
+fn member_layout(btf: &Btf, id: u32) -> Option<(u64, u32, u64)> {
+    let mut nelems: u64 = 1;
+    let (mut id, mut t) = btf.skip_mods_and_typedefs(id)?;
     for _ in 0..32 {
-        let Some((tid, t)) = btf.skip_mods_and_typedefs(id) else {
-            return Ok(Field::Scalar);
-        };
-        match t.kind {
-            Kind::Struct | Kind::Union => {
-                if off + size > t.size_or_type {
+        if t.kind != Kind::Array {
+            let size = btf.resolve_size(id).ok()?;
+            return Some((size.checked_mul(nelems)?, id, nelems));
+        }
+        let (elem, _, n) = t.array_info()?;
+        nelems = nelems.checked_mul(n as u64)?;
+        (id, t) = btf.skip_mods_and_typedefs(elem)?;
+    }
+    None
+}
+
+/// One btf_struct_walk of [off, off+size) in struct `id`; walking a union
+/// of several members sets `untrusted`, which lifts the bounds of scalar
+/// members.
+fn struct_walk<'b>(
+    btf: &'b Btf,
+    id: u32,
+    mut off: u32,
+    size: u32,
+    untrusted: &mut bool,
+) -> Result<Walk<'b>, String> {
+    let Some((_, mut t)) = btf.skip_mods_and_typedefs(id) else {
+        return Ok(Walk::Scalar);
+    };
+    'again: for _ in 0..32 {
+        let tname = btf.name(t);
+        if !matches!(t.kind, Kind::Struct | Kind::Union) {
+            return Err(format!("Type '{tname}' is not a struct"));
+        }
+        let members = btf.members(t);
+        if t.kind == Kind::Union && members.len() != 1 {
+            *untrusted = true;
+        }
+        if off as u64 + size as u64 > t.size_or_type as u64 {
+            // A trailing flexible array may be indexed past the end.
+            let beyond = || format!("access beyond struct {tname} at off {off} size {size}");
+            let Some(last) = members.last() else {
+                return Err(beyond());
+            };
+            let Some((_, at)) = btf.skip_mods_and_typedefs(last.type_id) else {
+                return Err(beyond());
+            };
+            let Some((elem, _, 0)) = at.array_info() else {
+                return Err(beyond());
+            };
+            let moff = last.bit_offset / 8;
+            if at.kind != Kind::Array || off < moff {
+                return Err(beyond());
+            }
+            let Some((_, et)) = btf.skip_mods_and_typedefs(elem) else {
+                return Err(beyond());
+            };
+            if et.kind == Kind::Int {
+                return Ok(Walk::Scalar);
+            }
+            if !matches!(et.kind, Kind::Struct | Kind::Union) || et.size_or_type == 0 {
+                return Err(beyond());
+            }
+            off = (off - moff) % et.size_or_type;
+            t = et;
+            continue 'again;
+        }
+        for m in members {
+            let mut moff = m.bit_offset / 8;
+            if off + size <= moff {
+                break;
+            }
+            if m.bitfield_size != 0 {
+                let end_bit = m.bit_offset + m.bitfield_size;
+                if off <= moff && end_bit.div_ceil(8) <= off + size {
+                    return Ok(Walk::Scalar);
+                }
+                continue;
+            }
+            if off < moff {
+                break;
+            }
+            let mname = btf.str_at(m.name_off).unwrap_or("");
+            let Some((mut msize, elem_id, nelems)) = member_layout(btf, m.type_id) else {
+                return Err(format!("field {mname} doesn't have size"));
+            };
+            let mtrue_end = moff as u64 + msize;
+            if off as u64 >= mtrue_end {
+                continue;
+            }
+            let (mut mid, mut mt) = match btf.skip_mods_and_typedefs(m.type_id) {
+                Some(x) => x,
+                None => return Ok(Walk::Scalar),
+            };
+            if mt.kind == Kind::Array {
+                if moff as u64 == mtrue_end {
+                    continue;
+                }
+                msize /= nelems.max(1);
+                if msize == 0 {
+                    continue;
+                }
+                let idx = (off - moff) as u64 / msize;
+                moff += (idx * msize) as u32;
+                (mid, mt) = match btf.skip_mods_and_typedefs(elem_id) {
+                    Some(x) => x,
+                    None => return Ok(Walk::Scalar),
+                };
+            }
+            if matches!(mt.kind, Kind::Struct | Kind::Union) {
+                if off == moff {
+                    return Ok(Walk::Struct(mid));
+                }
+                off -= moff;
+                t = mt;
+                continue 'again;
+            }
+            if mt.kind == Kind::Ptr {
+                if msize != size as u64 || off != moff {
                     return Err(format!(
-                        "access beyond struct {} at off {off} size {size}",
-                        btf.name(t)
+                        "cannot access ptr member {mname} with moff {moff} in struct {tname} with off {off} size {size}"
                     ));
                 }
-                let found = btf.members(t).iter().find_map(|m| {
-                    let moff = m.bit_offset / 8;
-                    let msize = btf.resolve_size(m.type_id).ok()? as u32;
-                    (m.bitfield_size == 0 && off >= moff && off + size <= moff + msize)
-                        .then_some((m.type_id, moff))
-                });
-                let Some((mt, moff)) = found else {
-                    return Ok(Field::Scalar);
+                // Only the first type tag counts, and only a plain one.
+                let tag_flag = match btf.type_by_id(mt.size_or_type) {
+                    Some(tag) if tag.kind == Kind::TypeTag && !tag.kind_flag => match btf.name(tag)
+                    {
+                        "user" => flag::USER,
+                        "percpu" => flag::PERCPU,
+                        "rcu" => flag::RCU,
+                        _ => 0,
+                    },
+                    _ => 0,
                 };
-                id = mt;
-                off -= moff;
-            }
-            Kind::Array => {
-                let (elem, _, _) = t.array_info().unwrap_or_default();
-                let esize = btf.resolve_size(elem).unwrap_or(1).max(1) as u32;
-                id = elem;
-                off %= esize;
-            }
-            Kind::Ptr if off == 0 && size == 8 => {
-                return Ok(match btf.skip_mods_and_typedefs(t.size_or_type) {
-                    Some((pid, pt)) if matches!(pt.kind, Kind::Struct | Kind::Union) => {
-                        Field::Ptr(pid)
+                if let Some((pid, pt)) = btf.skip_mods_and_typedefs(mt.size_or_type) {
+                    if matches!(pt.kind, Kind::Struct | Kind::Union) {
+                        return Ok(Walk::Ptr(pid, mname, tag_flag));
                     }
-                    _ => Field::Scalar,
+                }
+            }
+            if off as u64 + size as u64 > mtrue_end && !*untrusted {
+                return Err(format!(
+                    "access beyond the end of member {mname} (mend:{mtrue_end}) in struct {tname} with off {off} size {size}"
+                ));
+            }
+            return Ok(Walk::Scalar);
+        }
+        return Err(format!("struct {tname} doesn't have field at offset {off}"));
+    }
+    Ok(Walk::Scalar)
+}
+
+/// What [off, off+size) of struct `id` is (btf_struct_access).
+fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String> {
+    let mut untrusted = false;
+    let (mut id, mut off) = (id, off);
+    for _ in 0..32 {
+        match struct_walk(btf, id, off, size, &mut untrusted)? {
+            Walk::Scalar => return Ok(Field::Scalar),
+            Walk::Ptr(pid, field, tag) => {
+                let flags = tag | if untrusted { flag::UNTRUSTED } else { 0 };
+                return Ok(Field::Ptr {
+                    id: pid,
+                    field,
+                    flags,
                 });
             }
-            _ => {
-                let _ = tid;
-                return Ok(Field::Scalar);
-            }
+            Walk::Struct(sid) => (id, off) = (sid, 0),
         }
     }
     Ok(Field::Scalar)
+}
+
+/// btf_nested_type_is_trusted: struct `owner` lists member `field`, a
+/// pointer to `id`, in its `<owner><suffix>` companion type.
+fn safe_member(btf: &Btf, owner: u32, suffix: &str, field: &str, id: u32) -> bool {
+    let Some(t) = btf.type_by_id(owner) else {
+        return false;
+    };
+    let name = format!("{}{suffix}", btf.name(t));
+    let Some(safe) = btf
+        .find_by_name_kind(&name, t.kind)
+        .and_then(|s| btf.type_by_id(s))
+    else {
+        return false;
+    };
+    btf.members(safe).iter().any(|m| {
+        btf.str_at(m.name_off) == Some(field)
+            && btf.type_by_id(m.type_id).is_some_and(|mt| {
+                mt.kind == Kind::Ptr
+                    && btf
+                        .skip_mods_and_typedefs(mt.size_or_type)
+                        .is_some_and(|(pid, _)| pid == id)
+            })
+    })
+}
+
+/// btf_struct_ids_match without the strict mode: whether a pointer to
+/// struct `id` at `off` points at a struct `target` nested at that offset.
+pub fn nested_struct_match(btf: &Btf, id: u32, off: u32, target: u32) -> bool {
+    let (mut id, mut off) = (id, off);
+    let mut untrusted = false;
+    for _ in 0..32 {
+        match struct_walk(btf, id, off, 1, &mut untrusted) {
+            Ok(Walk::Struct(sid)) if sid == target => return true,
+            Ok(Walk::Struct(sid)) => (id, off) = (sid, 0),
+            _ => return false,
+        }
+    }
+    false
 }
 
 impl Env<'_> {
@@ -145,27 +321,138 @@ impl Env<'_> {
         self.log.line(&msg);
     }
 
-    /// A load through a PTR_TO_BTF_ID: bounds of the struct and the type of
-    /// the field read.
-    pub fn btf_load(&self, reg: &Reg, off: i32, size: u32, access: Access) -> VResult<Reg> {
+    /// The trust of a pointer loaded from member `field` (pointing to
+    /// `id`) of the struct `reg` points to (check_ptr_to_btf_access):
+    /// walking an untrusted pointer or leaving an RCU section gives an
+    /// untrusted one; members the kernel lists as safe (the
+    /// `<struct>__safe_*` types in vmlinux BTF) stay trusted or RCU.
+    fn walked_ptr_flags(&self, btf: &Btf, reg: &Reg, field: &str, id: u32, walked: u16) -> u16 {
+        let mut fl = walked;
+        let trusted_reg = reg.ref_obj_id != 0
+            || (reg.flags & flag::TRUSTED != 0 && reg.flags & !flag::TRUSTED == 0);
+        let rcu_reg = reg.flags & flag::RCU != 0;
+        let listed = |suffix: &str| safe_member(btf, reg.aux, suffix, field, id);
+        if reg.flags & flag::UNTRUSTED != 0 {
+            fl = flag::UNTRUSTED;
+        } else if trusted_reg || rcu_reg {
+            if listed("__safe_trusted") {
+                fl |= flag::TRUSTED;
+            } else if listed("__safe_trusted_or_null") {
+                fl |= flag::TRUSTED | flag::MAYBE_NULL;
+            } else if self.in_rcu_cs() && !reg.maybe_null() {
+                let rcu_or_null = listed("__safe_rcu_or_null");
+                if listed("__safe_rcu") {
+                    fl |= flag::RCU;
+                } else if fl & flag::RCU != 0 || rcu_or_null {
+                    fl |= flag::RCU | flag::MAYBE_NULL;
+                    if rcu_or_null {
+                        fl &= !flag::UNTRUSTED;
+                    }
+                } else if fl & (flag::PERCPU | flag::USER) == 0 {
+                    fl &= !(flag::TRUSTED | flag::RCU);
+                }
+            } else {
+                fl = flag::UNTRUSTED;
+            }
+        } else {
+            fl &= !(flag::TRUSTED | flag::RCU);
+        }
+        fl
+    }
+
+    /// A load through a PTR_TO_BTF_ID in `regno`: bounds of the struct and
+    /// the type of the field read (check_ptr_to_btf_access).
+    pub fn btf_load(
+        &self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        access: Access,
+    ) -> VResult<Reg> {
+        let Some(btf) = vmlinux().filter(|_| reg.aux != 0) else {
+            if access == Access::Write {
+                return self.err("only read is supported");
+            }
+            return Ok(Reg::unknown_scalar());
+        };
+        let tname = btf.name_of(reg.aux);
+        if off < 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} invalid negative access: off={off}"
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} invalid variable offset: off={off}, var_off={}",
+                crate::check_alu::tnum_str(&reg.v)
+            ));
+        }
+        if reg.flags & flag::USER != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} access user memory: off={off}"
+            ));
+        }
+        if reg.flags & flag::PERCPU != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} access percpu memory: off={off}"
+            ));
+        }
         if access == Access::Write {
             return self.err("only read is supported");
         }
-        let Some(btf) = vmlinux() else {
-            return Ok(Reg::unknown_scalar());
-        };
-        if reg.aux == 0 || !reg.v.is_const() || off < 0 {
-            return Ok(Reg::unknown_scalar());
-        }
-        let off = off as u32 + reg.v.const_value() as u32;
-        match field_at(btf, reg.aux, off, size) {
+        match field_at(btf, reg.aux, off as u32, size) {
             Ok(Field::Scalar) => Ok(Reg::unknown_scalar()),
-            Ok(Field::Ptr(id)) => {
+            Ok(Field::Ptr { id, field, flags }) => {
                 let mut r = Reg::pointer(RegType::BtfId);
                 r.aux = id;
+                r.flags = self.walked_ptr_flags(btf, reg, field, id, flags);
                 Ok(r)
             }
             Err(e) => self.err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The member bounds of btf_struct_walk, on the host's task_struct.
+    #[test]
+    fn scalar_access_stays_inside_its_member() {
+        let Some(btf) = vmlinux() else {
+            println!("SKIP: no vmlinux BTF");
+            return;
+        };
+        let Some(task) = btf.find_by_name_kind("task_struct", Kind::Struct) else {
+            return;
+        };
+        let t = btf.type_by_id(task).expect("task_struct");
+        let comm = btf
+            .members(t)
+            .iter()
+            .find(|m| btf.str_at(m.name_off) == Some("comm"))
+            .expect("comm")
+            .bit_offset
+            / 8;
+        assert!(matches!(field_at(btf, task, comm, 16), Ok(Field::Scalar)));
+        assert!(matches!(
+            field_at(btf, task, comm + 8, 8),
+            Ok(Field::Scalar)
+        ));
+        let err = field_at(btf, task, comm, 17).err().expect("beyond comm");
+        assert_eq!(
+            err,
+            format!(
+                "access beyond the end of member comm (mend:{}) in struct task_struct with off {comm} size 17",
+                comm + 16
+            )
+        );
+        let end = t.size_or_type;
+        assert!(field_at(btf, task, end, 1)
+            .err()
+            .expect("beyond struct")
+            .starts_with("access beyond struct task_struct"));
     }
 }

@@ -5,7 +5,7 @@
 use crate::check_mem::Access;
 use crate::error::VResult;
 use crate::explore::Env;
-use crate::helpers::{self, id, ArgBase, HelperError, HelperProto, RetBase, TypeFlags};
+use crate::helpers::{self, id, ArgBase, ArgType, HelperError, HelperProto, RetBase, TypeFlags};
 use crate::regs::{flag, Reg, RegType};
 use crate::scalar::Scalar;
 use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
@@ -34,6 +34,8 @@ struct ArgMeta {
     ref_obj_id: Option<u32>,
     /// The largest value of the last size argument (msize_max_value).
     size_max: u64,
+    /// `bpf_kptr_xchg`: the kptr field its destination points to.
+    kptr_field: Option<crate::map_record::Field>,
 }
 
 impl Env<'_> {
@@ -58,6 +60,13 @@ impl Env<'_> {
         raw: bool,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
+        // Helpers never write through map keys or read-only memory, not
+        // even zero bytes of it.
+        let read_only = r.ty == RegType::MapKey
+            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer) && r.flags & flag::RDONLY != 0);
+        if access == Access::Write && read_only {
+            return self.err(format!("R{regno} cannot write into {}", r.type_str()));
+        }
         // Even an empty stack range must lie in the frame, and a variable
         // one must be initialised over the offsets it may start at.
         if size == 0 && zero_ok && r.ty != RegType::Stack {
@@ -139,15 +148,8 @@ impl Env<'_> {
                     return self.err(format!("R{regno} unbounded memory access"));
                 }
                 let sz = size as u32;
-                match r.ty {
-                    RegType::MapKey if access == Access::Write => {
-                        return self.err(format!("R{regno} cannot write into map_key"));
-                    }
-                    RegType::Mem if access == Access::Write && r.flags & flag::RDONLY != 0 => {
-                        return self.err(format!("R{regno} cannot write into {}", r.type_str()));
-                    }
-                    RegType::MapValue => self.check_map_access_type(r.map, r.off, sz, access)?,
-                    _ => {}
+                if r.ty == RegType::MapValue {
+                    self.check_map_access_type(r.map, r.off, sz, access)?;
                 }
                 if r.ty == RegType::Ctx {
                     if crate::ctx::ctx_access_rewritten(self.prog_type) {
@@ -156,6 +158,11 @@ impl Env<'_> {
                     return self.check_mem_access(regno, sz as i32 - 1, 1, access, None, false);
                 }
                 if r.ty == RegType::BtfId {
+                    // The helper reads the struct: the span must be a
+                    // field as for a load of that size.
+                    let r0 = *self.cur.reg(0);
+                    self.btf_load(regno, &r, r.off, sz, Access::Read)?;
+                    *self.cur.reg_mut(0) = r0;
                     return Ok(());
                 }
                 // Check both ends with a byte-wide probe of the whole span.
@@ -169,6 +176,77 @@ impl Env<'_> {
                 r.type_str()
             )),
         }
+    }
+
+    /// A BTF pointer argument (check_reg_type): a plain, trusted or RCU
+    /// pointer (socket arguments: not RCU), of the prototype's struct or
+    /// one that starts with it.
+    fn check_btf_id_arg(&mut self, proto: &HelperProto, i: usize, r: &Reg) -> VResult<()> {
+        let regno = (i + 1) as u8;
+        let at = proto.args[i];
+        let expected = at.base.expected_reg_types().unwrap_or("");
+        let mut flags = r.flags;
+        if at.flags.contains(TypeFlags::MAYBE_NULL) {
+            flags &= !flag::MAYBE_NULL;
+        }
+        let rcu_ok = at.base == ArgBase::PtrToBtfId;
+        let compatible = r.ty == RegType::BtfId
+            && (flags == 0 || flags == flag::TRUSTED || (rcu_ok && flags == flag::RCU));
+        if !compatible {
+            return self.arg_type_err(regno, expected);
+        }
+        let release = at.flags.contains(TypeFlags::OBJ_RELEASE);
+        if r.maybe_null() && (!at.flags.contains(TypeFlags::MAYBE_NULL) || release) {
+            return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+        }
+        let need = match (at.base, proto.arg_btf[i]) {
+            (ArgBase::PtrToBtfIdSockCommon, _) => "sock_common",
+            (_, Some(helpers::BtfRef::Struct(name))) if name != "POISON" => name,
+            _ => return Ok(()),
+        };
+        let need_id = vmlinux_struct(need);
+        // A pointer bpfvet could not type is left unchecked.
+        let (Some(btf), true, true) = (crate::btf_walk::vmlinux(), r.aux != 0, need_id != 0) else {
+            return Ok(());
+        };
+        let strict = release && proto.id != id::SK_RELEASE;
+        let matched = (r.off == 0 && r.aux == need_id)
+            || (!strict
+                && r.off >= 0
+                && crate::btf_walk::nested_struct_match(btf, r.aux, r.off as u32, need_id));
+        if !matched {
+            return self.err(format!(
+                "R{regno} is of type {} but {need} is expected",
+                btf.name_of(r.aux)
+            ));
+        }
+        Ok(())
+    }
+
+    /// A BTF pointer as a memory argument: only a trusted one, and only
+    /// for memory the helper does not write (check_reg_type).
+    fn check_btf_mem_arg(
+        &mut self,
+        proto: &HelperProto,
+        regno: u8,
+        r: &Reg,
+        at: ArgType,
+    ) -> VResult<()> {
+        let mut flags = r.flags;
+        if at.flags.contains(TypeFlags::MAYBE_NULL) {
+            flags &= !flag::MAYBE_NULL;
+        }
+        if flags != flag::TRUSTED {
+            return self.arg_type_err(regno, ArgBase::PtrToMem.expected_reg_types().unwrap_or(""));
+        }
+        if !at.flags.contains(TypeFlags::MEM_RDONLY) {
+            return self.err(format!(
+                "{}() may write into memory pointed by R{regno} type={}",
+                proto.name(),
+                r.type_str()
+            ));
+        }
+        Ok(())
     }
 
     /// The bounds of a helper's access of `size` bytes at a packet, map or
@@ -197,7 +275,7 @@ impl Env<'_> {
         };
         self.check_region(regno, &r, r.off, size, limit as u32, what, sname)?;
         if r.ty == RegType::MapValue && !self.in_kfunc_mem_arg {
-            self.check_map_fields(&r, r.off, size)?;
+            self.check_map_fields(&r, r.off, size, false)?;
         }
         Ok(())
     }
@@ -365,6 +443,9 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToMem => {
+                if r.ty == RegType::BtfId {
+                    self.check_btf_mem_arg(proto, regno, &r, at)?;
+                }
                 if at.flags.contains(TypeFlags::MEM_FIXED_SIZE) {
                     let access = if at.flags.contains(TypeFlags::MEM_UNINIT)
                         || at.flags.contains(TypeFlags::MEM_WRITE)
@@ -401,6 +482,9 @@ impl Env<'_> {
                 }
                 self.check_ctx_ptr_off(regno, &r)?;
             }
+            ArgBase::PtrToBtfIdSockCommon if r.ty == RegType::BtfId => {
+                self.check_btf_id_arg(proto, i, &r)?;
+            }
             ArgBase::PtrToSockCommon | ArgBase::PtrToBtfIdSockCommon => {
                 // Only the BTF variant takes BTF pointers (sock_types vs
                 // btf_id_sock_common_types).
@@ -436,7 +520,10 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToPercpuBtfId => {
-                if r.ty != RegType::BtfId {
+                // Untrusted or maybe-NULL pointers match none of the
+                // per-CPU types, per-CPU or not.
+                let never = flag::UNTRUSTED | flag::MAYBE_NULL;
+                if r.ty != RegType::BtfId || r.flags & never != 0 {
                     return self
                         .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
                 }
@@ -448,6 +535,25 @@ impl Env<'_> {
                     ));
                 }
             }
+            ArgBase::KptrXchgDest => {
+                if !matches!(r.ty, RegType::MapValue | RegType::BtfId) {
+                    return self.arg_type_err(regno, "map_value, ptr_");
+                }
+                meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
+            }
+            ArgBase::PtrToBtfId if meta.kptr_field.is_some() => {
+                if r.ty != RegType::BtfId
+                    || r.flags & !(flag::MAYBE_NULL | flag::TRUSTED | flag::RCU) != 0
+                {
+                    return self.arg_type_err(regno, "ptr_, trusted_ptr_, rcu_ptr_");
+                }
+                if r.maybe_null() {
+                    return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+                }
+                let f = meta.kptr_field.expect("checked");
+                self.kptr_match_type(&f, regno)?;
+            }
+            ArgBase::PtrToBtfId => self.check_btf_id_arg(proto, i, &r)?,
             ArgBase::PtrToStack => {
                 if r.ty != RegType::Stack {
                     return self.arg_type_err(regno, "fp");
@@ -631,7 +737,12 @@ impl Env<'_> {
     /// Which offsets a pointer may carry into a helper
     /// (check_func_arg_reg_off): none for a pointer being released; any for
     /// memory; a fixed one for BTF pointers; none for the rest.
-    fn check_func_arg_reg_off(&self, regno: u8, r: &Reg, at: helpers::ArgType) -> VResult<()> {
+    pub(crate) fn check_func_arg_reg_off(
+        &self,
+        regno: u8,
+        r: &Reg,
+        at: helpers::ArgType,
+    ) -> VResult<()> {
         if at.flags.contains(TypeFlags::OBJ_RELEASE) {
             if r.off != 0 {
                 return self.err(format!(
@@ -704,8 +815,23 @@ impl Env<'_> {
                 }
             }
         }
-        if proto.might_sleep && !self.cur.in_sleepable {
-            return self.err("helper call might sleep in a non-sleepable prog");
+        if proto.might_sleep {
+            if !self.cur.in_sleepable {
+                return self.err("helper call might sleep in a non-sleepable prog");
+            }
+            let region = if self.cur.active_rcu_lock {
+                Some("rcu_read_lock")
+            } else if self.cur.active_preempt_locks > 0 {
+                Some("non-preemptible")
+            } else {
+                None
+            };
+            if let Some(region) = region {
+                return self.err(format!(
+                    "sleepable helper {}#{func_id} in {region} region",
+                    proto.name()
+                ));
+            }
         }
         let mut meta = ArgMeta::default();
         for i in 0..5 {
@@ -873,6 +999,13 @@ impl Env<'_> {
                 let mut r = Reg::pointer(RegType::BtfId);
                 if rt.flags.contains(TypeFlags::PTR_TRUSTED) {
                     r.flags |= flag::TRUSTED;
+                }
+                if let Some(helpers::BtfRef::Struct(name)) = proto.ret_btf {
+                    r.aux = vmlinux_struct(name);
+                }
+                if let Some(t) = meta.kptr_field.and_then(|f| f.kptr?.target) {
+                    // What the field held: its pointee type.
+                    r.aux = t;
                 }
                 r
             }
@@ -1207,6 +1340,13 @@ impl Env<'_> {
 
 fn is_acquire(func_id: u32) -> bool {
     matches!(func_id, 84 | 85 | 99 | 131 | 194)
+}
+
+/// The id of vmlinux struct `name`, 0 if unknown.
+fn vmlinux_struct(name: &str) -> u32 {
+    crate::btf_walk::vmlinux()
+        .and_then(|btf| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Struct))
+        .unwrap_or(0)
 }
 
 /// The kernel's license_is_gpl_compatible.

@@ -366,19 +366,44 @@ impl Env<'_> {
     }
 
     /// The rest of check_map_access: no load, store or helper access may
-    /// touch any byte of a special field (lock, timer, ...).
-    pub fn check_map_fields(&self, reg: &Reg, off: i32, size: u32) -> VResult<()> {
+    /// touch any byte of a special field (lock, timer, ...), except a kptr
+    /// by a load or store (`direct`) of exactly its 8 bytes. Returns the
+    /// kptr field such an access hits.
+    pub fn check_map_fields(
+        &self,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        direct: bool,
+    ) -> VResult<Option<crate::map_record::Field>> {
         let lo = reg.v.smin as i128 + off as i128;
         let hi = reg.v.umax as i128 + off as i128 + size as i128;
+        let mut hit = None;
         for f in self.map_fields(reg.map) {
-            if lo < (f.off as i128 + f.size as i128) && (f.off as i128) < hi {
-                return self.err(format!(
-                    "{} cannot be accessed directly by load/store",
-                    f.name
-                ));
+            let p = f.off as i128;
+            if !(lo < p + f.size as i128 && p < hi) {
+                continue;
             }
+            let name = f.name;
+            if f.kptr.is_none() {
+                return self.err(format!("{name} cannot be accessed directly by load/store"));
+            }
+            if !direct {
+                return self.err(format!("{name} cannot be accessed indirectly by helper"));
+            }
+            if !reg.v.is_const() {
+                return self.err(format!("{name} access cannot have variable offset"));
+            }
+            let at = off as i128 + reg.v.const_value() as i128;
+            if p != at {
+                return self.err(format!("{name} access misaligned expected={p} off={at}"));
+            }
+            if size != 8 {
+                return self.err(format!("{name} access size must be BPF_DW"));
+            }
+            hit = Some(*f);
         }
-        Ok(())
+        Ok(hit)
     }
 
     /// check_mem_access: `regno` + `off` dereferenced for `size` bytes.
@@ -404,8 +429,9 @@ impl Env<'_> {
                 self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
-                self.check_map_fields(&reg, off, size)?;
-                if access == Access::Read {
+                if let Some(f) = self.check_map_fields(&reg, off, size, true)? {
+                    self.check_map_kptr_access(&f, value)?;
+                } else if access == Access::Read {
                     if let Some(d) = value {
                         let v = self.direct_map_read(&reg, off, size);
                         *self.cur.reg_mut(d) = match v {
@@ -516,7 +542,10 @@ impl Env<'_> {
                 }
             }
             RegType::BtfId => {
-                let r = self.btf_load(&reg, off, size, access)?;
+                let mut r = self.btf_load(regno, &reg, off, size, access)?;
+                if r.maybe_null() {
+                    r.id = self.new_id();
+                }
                 if let Some(d) = value {
                     *self.cur.reg_mut(d) = r;
                 }

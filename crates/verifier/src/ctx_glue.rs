@@ -46,9 +46,13 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
         CtxValue::SockCommonOrNull => or_null(env, RegType::SockCommon),
         CtxValue::TpBuffer => ptr(RegType::TpBuffer),
         CtxValue::BtfArg { .. } => {
-            let r = env.btf_ctx_arg(off, size)?;
+            let mut r = env.btf_ctx_arg(off, size)?;
             if env.log.level >= 1 && r.ty == RegType::BtfId {
                 env.log_btf_arg(off, r.aux);
+            }
+            if r.maybe_null() {
+                // A NULL check must find the register by its id.
+                r.id = env.new_id();
             }
             r
         }

@@ -279,25 +279,16 @@ impl Env<'_> {
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
         let res = self
             .check_helper_mem(regno, size as u64, Access::Read, true, false)
-            .and_then(|()| self.check_map_writable(&saved, size))
+            .and_then(|()| match saved.ty {
+                // Checked even for an empty access (check_map_access_type).
+                RegType::MapValue => {
+                    self.check_map_access_type(saved.map, saved.off, size, Access::Write)
+                }
+                _ => Ok(()),
+            })
             .and_then(|()| self.check_helper_mem(regno, size as u64, Access::Write, true, false));
         *self.cur.reg_mut(regno) = saved;
         res
-    }
-
-    /// A frozen-for-the-program map value may not be handed out as writable
-    /// memory (check_map_access_type).
-    fn check_map_writable(&self, r: &Reg, size: u32) -> VResult<()> {
-        if r.ty != RegType::MapValue {
-            return Ok(());
-        }
-        match self.map_def(r.map) {
-            Some(m) if crate::check_mem::map_is_rdonly_prog(m) => self.err(format!(
-                "write into map forbidden, value_size={} off={} size={size}",
-                m.value_size, r.off
-            )),
-            _ => Ok(()),
-        }
     }
 
     /// Verifies every global function the main program called, each from

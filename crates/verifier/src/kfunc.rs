@@ -96,9 +96,9 @@ fn is_scalar(t: &BtfType) -> bool {
     matches!(t.kind, Kind::Int | Kind::Enum | Kind::Enum64)
 }
 
-/// The kernel's btf_type_str: the kind in lower case.
+/// The kernel's btf_type_str: the kind's upper-case name.
 fn kind_str(t: &BtfType) -> String {
-    t.kind.name().to_ascii_lowercase()
+    t.kind.name().to_string()
 }
 
 fn param_name<'b>(btf: &'b Btf, p: &Param) -> &'b str {
@@ -154,7 +154,8 @@ impl Env<'_> {
             Ok(x) => x,
             Err(e) => return self.err(e),
         };
-        let allowed = kfunc(name).filter(|k| k.set.allows(self.prog_type));
+        let allowed =
+            kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
         let Some(k) = allowed else {
             return self.err(format!("calling kernel function {name} is not allowed"));
         };
@@ -203,7 +204,8 @@ impl Env<'_> {
                 args.len()
             ));
         }
-        let trusted = meta.has(KfuncFlags::TRUSTED_ARGS);
+        // Release kfuncs take trusted arguments too (is_kfunc_trusted_args).
+        let trusted = meta.has(KfuncFlags::TRUSTED_ARGS) || meta.has(KfuncFlags::RELEASE);
         let rcu = meta.has(KfuncFlags::RCU);
         let release = meta.has(KfuncFlags::RELEASE);
         let mut i = 0;
@@ -346,6 +348,19 @@ impl Env<'_> {
                             }
                         }
                     }
+                    // A released object is passed as it came; other BTF
+                    // pointers may point inside (check_func_arg_reg_off).
+                    let whole = release && reg.ref_obj_id != 0;
+                    let at = crate::helpers::ArgType {
+                        base: crate::helpers::ArgBase::PtrToBtfId,
+                        flags: if whole {
+                            crate::helpers::TypeFlags::OBJ_RELEASE
+                        } else {
+                            crate::helpers::TypeFlags::default()
+                        },
+                    };
+                    self.check_func_arg_reg_off(regno, &reg, at)?;
+                    self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {
                     let Ok(size) = btf.resolve_size(ref_id) else {
@@ -392,8 +407,46 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The struct a BTF pointer argument points to must be the parameter's
+    /// (process_kf_arg_ptr_to_btf_id): the same type, one that starts with
+    /// it, or the kernel type of a context projection (`__sk_buff`).
+    fn check_kfunc_btf_type(
+        &self,
+        btf: &Btf,
+        meta: &KfuncMeta,
+        i: usize,
+        reg: &Reg,
+        need: u32,
+        need_t: &BtfType,
+    ) -> VResult<()> {
+        if reg.ty != RegType::BtfId || reg.aux == 0 {
+            return Ok(());
+        }
+        let strict = meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0;
+        let same = (reg.off == 0 && reg.aux == need)
+            || (!strict
+                && reg.off >= 0
+                && crate::btf_walk::nested_struct_match(btf, reg.aux, reg.off as u32, need));
+        let need_name = btf.name(need_t);
+        let reg_name = btf.name_of(reg.aux);
+        let projection = matches!(
+            (need_name, reg_name),
+            ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
+        );
+        if same || projection {
+            return Ok(());
+        }
+        let reg_kind = btf.type_by_id(reg.aux).map_or(String::new(), kind_str);
+        self.err(format!(
+            "kernel function {} args#{i} expected pointer to {} {need_name} but R{} has a pointer to {reg_kind} {reg_name}",
+            meta.name,
+            kind_str(need_t),
+            i + 1
+        ))
+    }
+
     /// Memory a kfunc may both read and write (check_mem_reg); NULL passes.
-    fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
+    pub(crate) fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
         let reg = *self.cur.reg(regno);
         if reg.is_null_const() {
             return Ok(());

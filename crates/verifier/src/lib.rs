@@ -20,6 +20,7 @@ mod global_func;
 pub mod helpers;
 mod iter;
 mod kfunc;
+mod kptr;
 mod ksym;
 mod linked_regs;
 mod liveness;

@@ -1,8 +1,9 @@
 //! The special fields of a map value (the kernel's `btf_record`, built by
 //! btf_parse_fields from the value's BTF when the map is created): where a
-//! value's `struct bpf_spin_lock`, `bpf_timer`, ... live. Loads and stores
-//! must not touch them, bpf_spin_lock must be given exactly the lock, and
-//! some program types may not use such a map at all (map_refs).
+//! value's `struct bpf_spin_lock`, `bpf_timer`, kptrs ... live. Loads and
+//! stores must not touch them (kptrs only as kptr.rs allows), bpf_spin_lock
+//! must be given exactly the lock, and some program types may not use such
+//! a map at all (map_refs).
 
 use bpfvet_object::btf::{Btf, Kind, MAX_RESOLVE_DEPTH};
 use bpfvet_object::MapDef;
@@ -18,8 +19,8 @@ struct SpecialStruct {
     unique: bool,
 }
 
-/// The object kinds a map value may embed that are not kptrs (kptrs have
-/// their own access rules, not modelled here).
+/// The object kinds a map value may embed that are not kptrs (kptrs are
+/// tagged pointers, found by `kptr`).
 const SPECIAL_STRUCTS: &[SpecialStruct] = &[
     SpecialStruct {
         name: "bpf_spin_lock",
@@ -29,8 +30,8 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
     },
     SpecialStruct {
         name: "bpf_res_spin_lock",
-        size: 8,
-        align: 8,
+        size: 4,
+        align: 4,
         unique: true,
     },
     SpecialStruct {
@@ -43,6 +44,18 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         name: "bpf_wq",
         size: 16,
         align: 8,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_task_work",
+        size: 8,
+        align: 8,
+        unique: true,
+    },
+    SpecialStruct {
+        name: "bpf_refcount",
+        size: 4,
+        align: 4,
         unique: true,
     },
     SpecialStruct {
@@ -65,10 +78,42 @@ const FIELDS_MAX: usize = 11;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
-    /// The struct's name, e.g. "bpf_spin_lock".
+    /// The kernel's name for the field in messages (btf_field_type_name):
+    /// the struct's, e.g. "bpf_spin_lock", or "kptr", "percpu_kptr", "uptr".
     pub name: &'static str,
     pub off: u32,
     pub size: u32,
+    /// Set for kptr fields.
+    pub kptr: Option<Kptr>,
+}
+
+/// The tag of a kptr field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KptrKind {
+    /// `__kptr_untrusted`
+    Unref,
+    /// `__kptr`
+    Ref,
+    /// `__percpu_kptr`
+    Percpu,
+    /// `__uptr`
+    Uptr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kptr {
+    pub kind: KptrKind,
+    /// The pointee struct in the program's BTF.
+    pub btf_id: u32,
+    /// The same struct in vmlinux BTF; None for types bpfvet cannot place
+    /// (program-local or module types).
+    pub target: Option<u32>,
+}
+
+impl Field {
+    pub fn kptr_kind(&self) -> Option<KptrKind> {
+        self.kptr.map(|k| k.kind)
+    }
 }
 
 /// The special fields of a map's value; empty without BTF or when the
@@ -108,10 +153,29 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
         .iter()
         .enumerate()
         .any(|(i, f)| is_unique(f.name) && out[..i].iter().any(|g| g.name == f.name));
-    if !ok || dup {
+    if !ok || dup || !well_placed(&out, map.value_size) {
         return Vec::new();
     }
     out
+}
+
+/// btf_parse_fields' last checks: fields in order, not overlapping, inside
+/// the value, and graph roots only beside a lock.
+fn well_placed(fields: &[Field], value_size: u32) -> bool {
+    let mut next = 0u64;
+    for f in fields {
+        if (f.off as u64) < next || f.off as u64 + f.size as u64 > value_size as u64 {
+            return false;
+        }
+        next = f.off as u64 + f.size as u64;
+    }
+    let graph = fields
+        .iter()
+        .any(|f| matches!(f.name, "bpf_list_head" | "bpf_rb_root"));
+    let lock = fields
+        .iter()
+        .any(|f| matches!(f.name, "bpf_spin_lock" | "bpf_res_spin_lock"));
+    !graph || lock
 }
 
 fn struct_fields(
@@ -158,8 +222,31 @@ fn field_one(
             None => return true,
         }
     }
-    let _ = id;
-    if nelems == 0 || t.kind != Kind::Struct {
+    if nelems == 0 {
+        return true;
+    }
+    if t.kind != Kind::Struct {
+        // Anything else may be a kptr: 8 bytes each, 8-aligned.
+        if expected_size != 0 && expected_size as u64 != 8 * nelems || !off.is_multiple_of(8) {
+            return true;
+        }
+        let Ok(found) = kptr(btf, id) else {
+            return false;
+        };
+        let Some(k) = found else {
+            return true;
+        };
+        for i in 0..nelems {
+            if out.len() >= FIELDS_MAX {
+                return false;
+            }
+            out.push(Field {
+                name: kptr_name(k.kind),
+                off: (off as u64 + i * 8) as u32,
+                size: 8,
+                kptr: Some(k),
+            });
+        }
         return true;
     }
     let name = btf.name(t);
@@ -167,7 +254,7 @@ fn field_one(
         if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
             return true;
         }
-        if off % s.align != 0 || t.size_or_type != s.size {
+        if !off.is_multiple_of(s.align) || t.size_or_type != s.size {
             return true;
         }
         if nelems > 1 && s.unique {
@@ -182,6 +269,7 @@ fn field_one(
                 name: s.name,
                 off: (off as u64 + k * s.size as u64) as u32,
                 size: s.size,
+                kptr: None,
             });
         }
         return true;
@@ -214,6 +302,58 @@ fn field_one(
         }
     }
     true
+}
+
+/// btf_find_kptr: pointer `id` (modifiers skipped) tagged kptr,
+/// kptr_untrusted, percpu_kptr or uptr, to a struct. Err: a malformed tag
+/// or pointee, which fails map creation.
+fn kptr(btf: &Btf, id: u32) -> Result<Option<Kptr>, ()> {
+    let Some(t) = btf.type_by_id(id).filter(|t| t.kind == Kind::Ptr) else {
+        return Ok(None);
+    };
+    let tag = btf.type_by_id(t.size_or_type).ok_or(())?;
+    if tag.kind != Kind::TypeTag {
+        return Ok(None);
+    }
+    if btf
+        .type_by_id(tag.size_or_type)
+        .is_some_and(|n| n.kind == Kind::TypeTag)
+    {
+        return Err(());
+    }
+    let kind = match btf.name(tag) {
+        "kptr_untrusted" => KptrKind::Unref,
+        "kptr" => KptrKind::Ref,
+        "percpu_kptr" => KptrKind::Percpu,
+        "uptr" => KptrKind::Uptr,
+        _ => return Err(()),
+    };
+    let (btf_id, st) = btf.skip_mods_and_typedefs(tag.size_or_type).ok_or(())?;
+    if st.kind != Kind::Struct {
+        return Err(());
+    }
+    let name = btf.name(st);
+    let target = crate::btf_walk::vmlinux().and_then(|v| v.find_by_name_kind(name, Kind::Struct));
+    // A referenced kptr to a kernel type needs a registered destructor.
+    if kind == KptrKind::Ref
+        && target.is_some()
+        && !crate::helpers::kfuncs::KPTR_DTOR_TYPES.contains(&name)
+    {
+        return Err(());
+    }
+    Ok(Some(Kptr {
+        kind,
+        btf_id,
+        target,
+    }))
+}
+
+fn kptr_name(kind: KptrKind) -> &'static str {
+    match kind {
+        KptrKind::Unref | KptrKind::Ref => "kptr",
+        KptrKind::Percpu => "percpu_kptr",
+        KptrKind::Uptr => "uptr",
+    }
 }
 
 fn is_unique(name: &str) -> bool {
@@ -302,5 +442,45 @@ mod tests {
         // A union is not searched, even nested in a struct.
         assert!(fields(&b, 6).is_empty());
         assert!(fields(&b, 7).is_empty());
+    }
+
+    #[test]
+    fn tagged_pointers_are_kptrs_and_bad_tags_drop_the_record() {
+        let strings = b"\0int\0foo\0kptr_untrusted\0bogus\0v\0m\0";
+        let (int, foo, untrusted, bogus, v, m) = (1u32, 5u32, 9u32, 24u32, 30u32, 32u32);
+        let mut t: Vec<u32> = Vec::new();
+        t.extend([int, 1 << 24, 4, (1 << 24) | 32]); // [1] int
+        t.extend([foo, 4 << 24, 8]); // [2] struct foo
+        t.extend([untrusted, 18 << 24, 2]); // [3] foo __kptr_untrusted
+        t.extend([0, 2 << 24, 3]); // [4] pointer to [3]
+        t.extend([v, (4 << 24) | 2, 16, m, 1, 0, m, 4, 64]); // [5] {int; [4]}
+        t.extend([bogus, 18 << 24, 2]); // [6] foo __bogus
+        t.extend([0, 2 << 24, 6]); // [7] pointer to [6]
+        t.extend([v, (4 << 24) | 1, 8, m, 7, 0]); // [8] {[7]}
+        let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        for w in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(&types);
+        raw.extend_from_slice(strings);
+        let b = Btf::from_bytes(&raw).expect("BTF");
+        let mut map = MapDef::new("m", MapType::ARRAY, 4, 16, 1);
+        map.btf_value_type_id = 5;
+        let f = map_fields(Some(&b), &map);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].name, f[0].off, f[0].size), ("kptr", 8, 8));
+        assert_eq!(f[0].kptr_kind(), Some(KptrKind::Unref));
+        assert_eq!(f[0].kptr.map(|k| k.btf_id), Some(2));
+        map.btf_value_type_id = 8;
+        assert!(map_fields(Some(&b), &map).is_empty());
     }
 }

@@ -68,7 +68,7 @@ fn kfunc_permissions_match_the_host_kernel() {
             let refused =
                 r.last_error_line() == format!("calling kernel function {} is not allowed", k.name);
             compared += 1;
-            if Some(!refused) != kfunc_allowed(k.name, prog_type) {
+            if Some(!refused) != kfunc_allowed(k.name, prog_type, None) {
                 mismatches.push(format!(
                     "{prog_type} {}: kernel refused={refused} ({})",
                     k.name,

@@ -33,7 +33,7 @@ impl KfuncFlags {
     }
 }
 
-use bpfvet_isa::uapi::ProgType;
+use bpfvet_isa::uapi::{AttachType, ProgType};
 use KfuncFlags as K;
 
 /// The registration set a kfunc belongs to, which decides the program
@@ -51,7 +51,7 @@ pub enum KfuncSet {
     Xdp,
     SockAddr,
     TcpReqsk,
-    /// Socket iterators.
+    /// Socket iterators: tracing programs attached as iterators only.
     SkIter,
 }
 
@@ -133,12 +133,15 @@ impl KfuncSet {
         }
     }
 
-    /// Whether a program of this type may call kfuncs of the set.
-    pub fn allows(self, prog_type: ProgType) -> bool {
+    /// Whether a program of this type (and expected attach type) may call
+    /// kfuncs of the set.
+    pub fn allows(self, prog_type: ProgType, attach: Option<AttachType>) -> bool {
         match self {
             KfuncSet::Common => true,
-            // The set's filter admits only (socket iterator) tracing programs.
-            KfuncSet::SkIter => prog_type == ProgType::TRACING,
+            // The set's filter admits only iterator tracing programs.
+            KfuncSet::SkIter => {
+                prog_type == ProgType::TRACING && attach == Some(AttachType::TRACE_ITER)
+            }
             _ => hook(prog_type).is_some_and(|h| self.hooks().contains(&h)),
         }
     }
@@ -392,6 +395,28 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
 ];
 
+/// Kernel structs with a registered kptr destructor
+/// (register_btf_id_dtor_kfuncs): the only ones a map value may hold as
+/// referenced kptrs.
+pub const KPTR_DTOR_TYPES: &[&str] = &[
+    "task_struct",
+    "cgroup",
+    "bpf_cpumask",
+    "bpf_crypto_ctx",
+    "prog_test_ref_kfunc",
+    "prog_test_member",
+];
+
+/// Kernel structs freed after an RCU grace period (rcu_protected_types):
+/// a referenced kptr to one loads as an RCU pointer inside an RCU section.
+pub const RCU_PROTECTED_KPTR_TYPES: &[&str] = &[
+    "prog_test_ref_kfunc",
+    "cgroup",
+    "bpf_cpumask",
+    "task_struct",
+    "bpf_crypto_ctx",
+];
+
 pub fn kfunc(name: &str) -> Option<&'static Kfunc> {
     KFUNCS.iter().find(|k| k.name == name)
 }
@@ -401,10 +426,11 @@ pub fn kfunc_flags(name: &str) -> Option<KfuncFlags> {
     kfunc(name).map(|k| k.flags)
 }
 
-/// Whether a program of `prog_type` may call kfunc `name`; the kernel's
-/// refusal reads `calling kernel function <name> is not allowed`.
-pub fn kfunc_allowed(name: &str, prog_type: ProgType) -> Option<bool> {
-    kfunc(name).map(|k| k.set.allows(prog_type))
+/// Whether a program of `prog_type` (with expected attach type `attach`)
+/// may call kfunc `name`; the kernel's refusal reads `calling kernel
+/// function <name> is not allowed`.
+pub fn kfunc_allowed(name: &str, prog_type: ProgType, attach: Option<AttachType>) -> Option<bool> {
+    kfunc(name).map(|k| k.set.allows(prog_type, attach))
 }
 
 #[cfg(test)]
@@ -427,11 +453,21 @@ mod tests {
         assert_eq!(kfunc_flags("bpf_rcu_read_lock"), Some(K::NONE));
         assert_eq!(kfunc_flags("no_such_kfunc"), None);
         assert_eq!(
-            kfunc_allowed("bpf_cpumask_create", ProgType::XDP),
+            kfunc_allowed("bpf_cpumask_create", ProgType::XDP, None),
             Some(false)
         );
         assert_eq!(
-            kfunc_allowed("bpf_rcu_read_lock", ProgType::XDP),
+            kfunc_allowed("bpf_rcu_read_lock", ProgType::XDP, None),
+            Some(true)
+        );
+        let fentry = Some(AttachType::TRACE_FENTRY);
+        let iter = Some(AttachType::TRACE_ITER);
+        assert_eq!(
+            kfunc_allowed("bpf_sock_destroy", ProgType::TRACING, fentry),
+            Some(false)
+        );
+        assert_eq!(
+            kfunc_allowed("bpf_sock_destroy", ProgType::TRACING, iter),
             Some(true)
         );
     }

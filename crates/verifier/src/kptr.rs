@@ -1,0 +1,226 @@
+//! The rules for kptr fields of map values (found by map_record): loads
+//! and stores at a kptr field (check_map_kptr_access), values stored or
+//! exchanged into one (map_kptr_match_type), and the destination of
+//! `bpf_kptr_xchg` (process_kptr_func).
+//!
+//! Modelled: kptrs to vmlinux structs (`__kptr`, `__kptr_untrusted`),
+//! loads marked untrusted or RCU-protected as the kernel does, stores of
+//! NULL or of a matching unreferenced pointer. Refused by name: kptrs to
+//! types outside vmlinux (program-local or module types), percpu kptrs and
+//! uptrs.
+
+use crate::check_alu::tnum_str;
+use crate::error::{VResult, VerifyError};
+use crate::explore::Env;
+use crate::helpers::kfuncs::RCU_PROTECTED_KPTR_TYPES;
+use crate::map_record::{Field, KptrKind};
+use crate::regs::{flag, Reg, RegType};
+use bpfvet_isa::opcode::{BPF_LDX, BPF_MEM, BPF_ST, BPF_STX};
+
+impl Env<'_> {
+    /// The name of the struct a kptr field points to.
+    fn kptr_struct_name(&self, f: &Field) -> String {
+        let Some(k) = f.kptr else {
+            return String::new();
+        };
+        match (k.target, crate::btf_walk::vmlinux()) {
+            (Some(t), Some(v)) => v.name_of(t).to_string(),
+            _ => self
+                .obj
+                .btf
+                .as_ref()
+                .and_then(|b| b.type_by_id(k.btf_id).map(|t| b.name(t).to_string()))
+                .unwrap_or_default(),
+        }
+    }
+
+    fn unmodelled<T>(&self, what: String) -> VResult<T> {
+        Err(VerifyError::unsupported(Some(self.insn_idx), what))
+    }
+
+    /// check_map_kptr_access: a load or store at a kptr field. `value`
+    /// is the loaded-into or stored register (None for BPF_ST).
+    pub fn check_map_kptr_access(&mut self, f: &Field, value: Option<u8>) -> VResult<()> {
+        let insn = self.insns[self.insn_idx];
+        let class = insn.code & 0x07;
+        let Some(k) = f.kptr else {
+            return Ok(());
+        };
+        let (kind, target) = (&k.kind, k.target);
+        let name = self.kptr_struct_name(f);
+        if insn.code & 0xe0 != BPF_MEM {
+            return self.err("kptr in map can only be accessed using BPF_MEM instruction mode");
+        }
+        if class != BPF_LDX && matches!(kind, KptrKind::Ref | KptrKind::Percpu) {
+            return self.err("store to referenced kptr disallowed");
+        }
+        if class != BPF_LDX && *kind == KptrKind::Uptr {
+            return self.err("store to uptr disallowed");
+        }
+        if matches!(kind, KptrKind::Percpu | KptrKind::Uptr) {
+            return self.unmodelled(format!("loads of {} fields", f.name));
+        }
+        let Some(target) = target else {
+            return self.unmodelled(format!(
+                "kptrs to struct {name}, a type outside vmlinux BTF"
+            ));
+        };
+        match class {
+            BPF_LDX => {
+                let Some(d) = value else { return Ok(()) };
+                let mut r = Reg::pointer(RegType::BtfId);
+                r.aux = target;
+                r.flags = flag::MAYBE_NULL;
+                let rcu_safe =
+                    *kind == KptrKind::Ref && RCU_PROTECTED_KPTR_TYPES.contains(&name.as_str());
+                r.flags |= if rcu_safe && self.in_rcu_cs() {
+                    flag::RCU
+                } else {
+                    flag::UNTRUSTED
+                };
+                r.id = self.new_id();
+                *self.cur.reg_mut(d) = r;
+                Ok(())
+            }
+            BPF_STX => {
+                let Some(v) = value else { return Ok(()) };
+                let vr = *self.cur.reg(v);
+                if vr.is_null_const() {
+                    return self.mark_chain_precision(v);
+                }
+                self.kptr_match_type(f, v)
+            }
+            BPF_ST => {
+                if insn.imm != 0 {
+                    return self.err(format!(
+                        "BPF_ST imm must be 0 when storing to kptr at off={}",
+                        f.off
+                    ));
+                }
+                Ok(())
+            }
+            _ => self.err("kptr in map can only be accessed using BPF_LDX/BPF_STX/BPF_ST"),
+        }
+    }
+
+    /// Inside an RCU read-side section (in_rcu_cs): a non-sleepable
+    /// program is always in one.
+    pub fn in_rcu_cs(&self) -> bool {
+        self.cur.active_rcu_lock || self.cur.active_locks > 0 || !self.cur.in_sleepable
+    }
+
+    /// map_kptr_match_type: register `regno` may be stored into (or
+    /// exchanged with) kptr field `f`.
+    pub fn kptr_match_type(&mut self, f: &Field, regno: u8) -> VResult<()> {
+        let Some(k) = f.kptr else {
+            return Ok(());
+        };
+        let kind = &k.kind;
+        let name = self.kptr_struct_name(f);
+        let Some(target) = k.target else {
+            return self.unmodelled(format!(
+                "kptrs to struct {name}, a type outside vmlinux BTF"
+            ));
+        };
+        let r = *self.cur.reg(regno);
+        let mut perm = flag::MAYBE_NULL | flag::TRUSTED | flag::RCU;
+        if *kind == KptrKind::Unref {
+            perm |= flag::UNTRUSTED;
+        }
+        let vm = crate::btf_walk::vmlinux();
+        let bad = |env: &Self, reg_name: &str| -> VResult<()> {
+            let mut msg = format!(
+                "invalid kptr access, R{regno} type={}{reg_name} expected=ptr_{name}",
+                r.type_str()
+            );
+            if *kind == KptrKind::Unref {
+                msg.push_str(&format!(" or untrusted_ptr_{name}"));
+            }
+            env.err(msg)
+        };
+        if r.ty != RegType::BtfId || r.flags & !perm != 0 {
+            return bad(self, "");
+        }
+        if r.aux == 0 {
+            return self.unmodelled("storing a BTF pointer of unknown type into a kptr".into());
+        }
+        let reg_name = vm.map_or("", |b| b.name_of(r.aux)).to_string();
+        if r.off < 0 {
+            return self.err(format!(
+                "negative offset {} ptr R{regno} off={} disallowed",
+                r.type_str(),
+                r.off
+            ));
+        }
+        if !r.v.is_const() || r.v.const_value() != 0 {
+            return self.err(format!(
+                "variable {} access var_off={} disallowed",
+                r.type_str(),
+                tnum_str(&r.v)
+            ));
+        }
+        let strict = *kind != KptrKind::Unref;
+        let matched = if r.off == 0 && r.aux == target {
+            true
+        } else if strict {
+            false
+        } else {
+            vm.is_some_and(|b| crate::btf_walk::nested_struct_match(b, r.aux, r.off as u32, target))
+        };
+        if !matched {
+            return bad(self, &reg_name);
+        }
+        Ok(())
+    }
+
+    /// process_kptr_func: the destination of `bpf_kptr_xchg` in `regno`.
+    pub fn check_kptr_xchg_dest(&mut self, regno: u8) -> VResult<Field> {
+        let r = *self.cur.reg(regno);
+        if r.ty != RegType::MapValue {
+            return self.unmodelled("bpf_kptr_xchg into allocated objects".into());
+        }
+        let Some(m) = self.map_def(r.map) else {
+            return self.err("invalid map_ptr to access map->value");
+        };
+        if m.btf_value_type_id == 0 || self.obj.btf.is_none() {
+            return self.err(format!(
+                "map '{}' has to have BTF in order to use bpf_kptr_xchg",
+                m.name.chars().take(15).collect::<String>()
+            ));
+        }
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. kptr has to be at the constant offset"
+            ));
+        }
+        let rec = self.map_fields(r.map);
+        if !rec.iter().any(|f| f.kptr_kind().is_some()) {
+            return self.err(format!("R{regno} has no valid kptr"));
+        }
+        let off = r.off as i64 + r.v.const_value() as i64;
+        let field = rec
+            .iter()
+            .find(|f| {
+                f.kptr_kind().is_some()
+                    && (f.off as i64..f.off as i64 + f.size as i64).contains(&off)
+            })
+            .copied();
+        let Some(field) = field else {
+            return self.err(format!("off={off} doesn't point to kptr"));
+        };
+        match field.kptr_kind() {
+            Some(KptrKind::Ref) => {}
+            Some(KptrKind::Percpu) => {
+                return self.unmodelled("bpf_kptr_xchg on percpu_kptr fields".into());
+            }
+            _ => return self.err(format!("off={off} kptr isn't referenced kptr")),
+        }
+        if field.kptr.is_some_and(|k| k.target.is_none()) {
+            return self.unmodelled(format!(
+                "kptrs to struct {}, a type outside vmlinux BTF",
+                self.kptr_struct_name(&field)
+            ));
+        }
+        Ok(field)
+    }
+}
