@@ -6,8 +6,12 @@
 use std::process::{Command, Output};
 
 fn fixture() -> String {
+    fixture_named("annotated")
+}
+
+fn fixture_named(name: &str) -> String {
     format!(
-        "{}/tests/fixtures/annotated/annotated.bpf.o",
+        "{}/tests/fixtures/annotated/{name}.bpf.o",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -82,4 +86,22 @@ fn objects_without_annotations_are_a_usage_error() {
         .expect("run bpfvet");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no annotated test objects"));
+}
+
+/// LSM programs: the hook's prototype decides the return range (errno,
+/// boolean or void hooks) and disabled hooks are rejected; every
+/// annotation of the fixture must hold on bpfvet.
+#[test]
+fn lsm_return_ranges_and_disabled_hooks() {
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfvet"))
+        .args(["test", &fixture_named("lsm")])
+        .output()
+        .expect("run bpfvet");
+    let out = lines(&o);
+    assert_eq!(
+        out.last().map(String::as_str),
+        Some("5 passed, 0 failed, 0 skipped"),
+        "{out:#?}"
+    );
+    assert_eq!(o.status.code(), Some(0));
 }

@@ -9,7 +9,7 @@ use crate::helpers::{self, id, ArgBase, ArgType, HelperError, HelperProto, RetBa
 use crate::regs::{flag, Reg, RegType};
 use crate::scalar::Scalar;
 use crate::state::{Frame, RefKind, RefState, MAX_CALL_FRAMES};
-use bpfvet_isa::uapi::MapType;
+use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_isa::Insn;
 
 /// Size limit of a helper's variable memory argument.
@@ -1260,13 +1260,25 @@ impl Env<'_> {
     /// The program's return value (`regno`: r0 at exit, r1 for the cookie
     /// of bpf_throw) must be a scalar in the type's range.
     pub fn check_return_code(&mut self, regno: u8) -> VResult<()> {
-        self.check_read(regno)?;
-        let r0 = *self.cur.reg(regno);
         let frame = self.cur.frame();
         let async_ret = frame.callback_ret.filter(|_| frame.in_async_callback_fn);
         // The exception callback's return value is the program's.
         let exception_cb = self.exception_cb == Some(frame.subprogno as usize);
-        if frame.subprogno != 0 && async_ret.is_none() && !exception_cb {
+        let program_exit = (frame.subprogno == 0 || exception_cb) && async_ret.is_none();
+        let lsm_rule = match program_exit && self.prog_type == ProgType::LSM {
+            true => Some(crate::lsm::return_rule(self.prog).map_err(|mut e| {
+                e.insn = Some(self.insn_idx);
+                e
+            })?),
+            false => None,
+        };
+        // A void LSM hook ignores R0, which need not even be set.
+        if matches!(lsm_rule, Some(crate::lsm::LsmReturn::Nothing)) {
+            return Ok(());
+        }
+        self.check_read(regno)?;
+        let r0 = *self.cur.reg(regno);
+        if !program_exit && async_ret.is_none() {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
                 return self.err(format!(
@@ -1281,6 +1293,8 @@ impl Env<'_> {
         let attach_btf = self.prog.attach_target.is_some();
         let (lo, hi, subreg, exit_ctx) = if let Some((lo, hi)) = async_ret {
             (lo, hi, false, "At async callback return")
+        } else if let Some(crate::lsm::LsmReturn::Range { min, max, subreg }) = lsm_rule {
+            (min, max, subreg, crate::ctx::retval::AT_PROGRAM_EXIT)
         } else {
             match crate::ctx::return_rule(
                 self.prog_type,

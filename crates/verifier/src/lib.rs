@@ -26,6 +26,7 @@ mod linked_regs;
 mod liveness;
 mod log;
 mod log_state;
+mod lsm;
 mod map_record;
 mod map_refs;
 mod pool;
@@ -165,6 +166,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     let result = loader_refusal(prog)
         .and_then(|()| unmodelled_prog_type(prog))
         .and_then(|()| unmodelled_prog_flags(prog))
+        .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| unmodelled_maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))

@@ -1,0 +1,132 @@
+//! BPF LSM programs: which hooks they may attach to and what they may
+//! return, by the hook's `bpf_lsm_<hook>` function in vmlinux BTF
+//! (bpf_lsm_verify_prog, bpf_lsm_get_retval_range). The lists are those of
+//! the 6.12 sources with the host's config (keys, audit, xfrm); hooks whose
+//! status changed in later kernels are refused by name.
+
+use crate::btf_walk::vmlinux;
+use crate::error::VerifyError;
+use bpfvet_isa::uapi::{AttachType, ProgType};
+use bpfvet_object::btf::Kind;
+
+/// Hooks a BPF LSM program may not attach to.
+const DISABLED_HOOKS: &[&str] = &[
+    "vm_enough_memory",
+    "inode_need_killpriv",
+    "inode_getsecurity",
+    "inode_listsecurity",
+    "inode_copy_up_xattr",
+    "getselfattr",
+    "getprocattr",
+    "setprocattr",
+    "key_getsecurity",
+    "audit_rule_match",
+    "ismaclabel",
+];
+
+/// Hooks disabled in some kernels after 6.12 and not in others: bpfvet
+/// cannot tell which the target has.
+const HOOKS_OF_UNSETTLED_STATUS: &[&str] = &["file_alloc_security", "xfrm_decode_session"];
+
+/// Hooks whose return value is a boolean.
+const BOOL_HOOKS: &[&str] = &[
+    "xfrm_state_pol_flow_match",
+    "audit_rule_known",
+    "inode_xattr_skipcap",
+];
+
+/// The largest errno, as the negated lower bound of errno hooks.
+const MAX_ERRNO: i64 = 4095;
+
+/// The hook an LSM program attaches to (its section's `lsm/<hook>`).
+fn hook(prog: &bpfvet_object::Program) -> Option<&str> {
+    (prog.prog_type == ProgType::LSM)
+        .then_some(prog.attach_target.as_deref())
+        .flatten()
+        .map(|t| t.strip_prefix("bpf_lsm_").unwrap_or(t))
+}
+
+/// The load-time checks of an LSM program: a GPL license and a hook BPF
+/// may attach to.
+pub fn check_attach(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), VerifyError> {
+    let Some(hook) = hook(prog) else {
+        return Ok(());
+    };
+    if !crate::check_call::license_is_gpl(&obj.license) {
+        return Err(VerifyError::new(
+            None,
+            "LSM programs must have a GPL compatible license".into(),
+        ));
+    }
+    if HOOKS_OF_UNSETTLED_STATUS.contains(&hook) {
+        return Err(VerifyError::unsupported(
+            None,
+            format!("whether LSM hook {hook} is open to BPF (it differs between kernels)"),
+        ));
+    }
+    if DISABLED_HOOKS.contains(&hook) {
+        let func = format!("bpf_lsm_{hook}");
+        let id = vmlinux()
+            .and_then(|b| b.find_by_name_kind(&func, Kind::Func))
+            .unwrap_or(0);
+        return Err(VerifyError::new(
+            None,
+            format!("attach_btf_id {id} points to disabled hook {func}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What R0 must hold when an LSM program exits.
+pub enum LsmReturn {
+    /// Void hook of a plain LSM program: nothing, R0 need not be set.
+    Nothing,
+    /// A range of the whole register, or of its low 32 bits.
+    Range { min: i64, max: i64, subreg: bool },
+}
+
+/// The return rule of an LSM program, or an error naming what bpfvet
+/// cannot resolve (the hook's prototype in vmlinux BTF).
+pub fn return_rule(prog: &bpfvet_object::Program) -> Result<LsmReturn, VerifyError> {
+    let hook = hook(prog).unwrap_or("");
+    let func = format!("bpf_lsm_{hook}");
+    let returns_void = vmlinux()
+        .and_then(|b| {
+            let f = b.type_by_id(b.find_by_name_kind(&func, Kind::Func)?)?;
+            Some(b.type_by_id(f.size_or_type)?.size_or_type == 0)
+        })
+        .ok_or_else(|| {
+            VerifyError::unsupported(
+                None,
+                format!("LSM hook {func} without its prototype in kernel BTF"),
+            )
+        })?;
+    Ok(
+        if prog.expected_attach_type == Some(AttachType::LSM_CGROUP) {
+            // A cgroup LSM program on a void hook must not change the result.
+            let min = if returns_void { 1 } else { 0 };
+            LsmReturn::Range {
+                min,
+                max: 1,
+                subreg: false,
+            }
+        } else if returns_void {
+            LsmReturn::Nothing
+        } else if BOOL_HOOKS.contains(&hook) {
+            LsmReturn::Range {
+                min: 0,
+                max: 1,
+                subreg: true,
+            }
+        } else {
+            LsmReturn::Range {
+                min: -MAX_ERRNO,
+                max: 0,
+                subreg: true,
+            }
+        },
+    )
+}
