@@ -89,7 +89,8 @@ fn objects_without_annotations_are_a_usage_error() {
 }
 
 /// LSM programs: the hook's prototype decides the return range (errno,
-/// boolean or void hooks) and disabled hooks are rejected; every
+/// boolean or void hooks), the previous result read from the context lies
+/// in that range, and disabled hooks are rejected; every
 /// annotation of the fixture must hold on bpfvet.
 #[test]
 fn lsm_return_ranges_and_disabled_hooks() {
@@ -100,7 +101,7 @@ fn lsm_return_ranges_and_disabled_hooks() {
     let out = lines(&o);
     assert_eq!(
         out.last().map(String::as_str),
-        Some("5 passed, 0 failed, 0 skipped"),
+        Some("6 passed, 0 failed, 0 skipped"),
         "{out:#?}"
     );
     assert_eq!(o.status.code(), Some(0));

@@ -8,7 +8,7 @@ use crate::ctx::{self, CtxError};
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
-use bpfvet_isa::uapi::AttachType;
+use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_object::btf::{Btf, Kind};
 use std::sync::OnceLock;
 
@@ -260,6 +260,28 @@ pub fn nested_struct_match(btf: &Btf, id: u32, off: u32, target: u32) -> bool {
 
 impl Env<'_> {
     /// The register a BTF-typed context argument loads as.
+    /// For an LSM program's read of the slot after the hook's arguments
+    /// (the return value so far), the 32-bit range it lies in.
+    fn lsm_retval_range(&self, t: &BtfCtxTarget, off: i32) -> Option<(i64, i64)> {
+        if self.prog_type != ProgType::LSM
+            || self.prog.expected_attach_type != Some(AttachType::LSM_MAC)
+        {
+            return None;
+        }
+        let nr_args = t.btf.params(t.btf.type_by_id(t.func_proto?)?).len() as i32;
+        if off != nr_args * 8 {
+            return None;
+        }
+        match crate::lsm::return_rule(self.prog).ok()? {
+            crate::lsm::LsmReturn::Range {
+                min,
+                max,
+                subreg: true,
+            } => Some((min, max)),
+            _ => None,
+        }
+    }
+
     pub fn btf_ctx_arg(&self, off: i32, size: u32) -> VResult<Reg> {
         let (Some(btf), Some(target)) = (vmlinux(), self.prog.attach_target.as_deref()) else {
             return Ok(Reg::unknown_scalar());
@@ -270,7 +292,17 @@ impl Env<'_> {
         };
         match btf_ctx_access(&t, off, size, ctx::Access::Read) {
             Ok(a) => Ok(match a.value {
-                BtfArgValue::Scalar => Reg::unknown_scalar(),
+                BtfArgValue::Scalar => {
+                    let mut r = Reg::unknown_scalar();
+                    if let Some((min, max)) = self.lsm_retval_range(&t, off) {
+                        // The previous program's return value, in the range
+                        // this one must return in too.
+                        r.v.s32_min = r.v.s32_min.max(min as i32);
+                        r.v.s32_max = r.v.s32_max.min(max as i32);
+                        r.v.sync();
+                    }
+                    r
+                }
                 BtfArgValue::BtfId {
                     btf_id,
                     trusted,
