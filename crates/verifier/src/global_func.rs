@@ -117,6 +117,16 @@ impl Env<'_> {
                         {
                             ArgKind::Ctx
                         }
+                        // kprobe and perf_event contexts are the typedef
+                        // bpf_user_pt_regs_t: a struct of that name matches.
+                        Some((_, pt))
+                            if pt.kind == Kind::Struct
+                                && btf.name(pt) == "bpf_user_pt_regs_t"
+                                && (self.prog_type == ProgType::KPROBE
+                                    || self.prog_type == ProgType::PERF_EVENT) =>
+                        {
+                            ArgKind::Ctx
+                        }
                         Some((_, pt))
                             if pt.kind == Kind::Struct && btf.name(pt) == "bpf_dynptr" =>
                         {
