@@ -1241,9 +1241,9 @@ impl Env<'_> {
                     ));
                 }
             }
-        } else if r0.ty == RegType::NotInit {
-            return self.err("R0 !read_ok");
         }
+        // A static subprogram may return with r0 unset (a void function):
+        // the caller only fails if it reads r0 afterwards.
         self.cur.frames.pop();
         if callee.in_callback_fn {
             self.insn_idx = callee.callsite as usize;

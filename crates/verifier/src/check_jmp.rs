@@ -175,6 +175,31 @@ impl Env<'_> {
         } else if source(insn.code) == BPF_X && !is32 {
             self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
         }
+        // Two pointers found equal: a maybe-NULL one equal to a non-NULL
+        // one is not NULL on that edge (BTF pointers, NULL-able without
+        // the flag, are left alone).
+        if source(insn.code) == BPF_X
+            && !is32
+            && (jop == JmpOp::Eq || jop == JmpOp::Ne)
+            && dst.is_pointer()
+            && src.is_pointer()
+            && dst.ty != RegType::BtfId
+            && src.ty != RegType::BtfId
+        {
+            let obj = self.obj;
+            let eq_state = if jop == JmpOp::Eq {
+                &mut self.pending[other_i].st
+            } else {
+                &mut self.cur
+            };
+            for (known, maybe) in [(&dst, s), (&src, d)] {
+                let r = eq_state.reg_mut(maybe);
+                if not_null(known) && r.maybe_null() {
+                    r.flags &= !flag::MAYBE_NULL;
+                    map_lookup_non_null(obj, r);
+                }
+            }
+        }
         Ok(())
     }
 

@@ -8,7 +8,8 @@ use crate::error::VResult;
 use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{Frame, State};
-use bpfvet_object::btf::Kind;
+use bpfvet_isa::uapi::ProgType;
+use bpfvet_object::btf::{Btf, Kind};
 
 /// Context struct names: a pointer to one of these is the program's ctx.
 const CTX_STRUCTS: [&str; 15] = [
@@ -29,6 +30,22 @@ const CTX_STRUCTS: [&str; 15] = [
     "bpf_nf_ctx",
 ];
 
+/// Program types and the struct the kernel names as their context
+/// (include/linux/bpf_types.h), for the ones `arg:ctx` is checked against.
+const CANONICAL_CTX: [(&[ProgType], &str); 3] = [
+    (
+        &[
+            ProgType::SOCKET_FILTER,
+            ProgType::SCHED_CLS,
+            ProgType::SCHED_ACT,
+            ProgType::CGROUP_SKB,
+        ],
+        "__sk_buff",
+    ),
+    (&[ProgType::XDP], "xdp_md"),
+    (&[ProgType::PERF_EVENT], "bpf_perf_event_data"),
+];
+
 /// What a global function's argument is, from its BTF type.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ArgKind {
@@ -38,6 +55,16 @@ pub enum ArgKind {
     Mem(u32),
     /// `struct bpf_dynptr *`: an initialised dynptr, read-only in the callee.
     Dynptr,
+    /// Memory of this many bytes the caller promises is not NULL
+    /// (`arg:nonnull`).
+    NonNullMem(u32),
+    /// An `arg:` tag (or combination) bpfvet does not model: the call is
+    /// refused, except that a `trusted` argument without `nullable` never
+    /// takes a scalar (the kernel rejects the call whether or not the
+    /// signature is valid).
+    UnmodelledTag {
+        trusted_nonnull: bool,
+    },
     Unsupported,
 }
 
@@ -73,7 +100,12 @@ impl Env<'_> {
         };
         btf.params(proto)
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
+                let tags = arg_tags(btf, fi.type_id, i);
+                if !tags.is_empty() {
+                    return self.tagged_arg_kind(&tags, p.type_id);
+                }
                 let Some((_, t)) = btf.skip_mods_and_typedefs(p.type_id) else {
                     return ArgKind::Unsupported;
                 };
@@ -82,6 +114,16 @@ impl Env<'_> {
                     Kind::Ptr => match btf.skip_mods_and_typedefs(t.size_or_type) {
                         Some((_, pt))
                             if pt.kind == Kind::Struct && CTX_STRUCTS.contains(&btf.name(pt)) =>
+                        {
+                            ArgKind::Ctx
+                        }
+                        // kprobe and perf_event contexts are the typedef
+                        // bpf_user_pt_regs_t: a struct of that name matches.
+                        Some((_, pt))
+                            if pt.kind == Kind::Struct
+                                && btf.name(pt) == "bpf_user_pt_regs_t"
+                                && (self.prog_type == ProgType::KPROBE
+                                    || self.prog_type == ProgType::PERF_EVENT) =>
                         {
                             ArgKind::Ctx
                         }
@@ -100,6 +142,91 @@ impl Env<'_> {
                 }
             })
             .collect()
+    }
+
+    /// btf_prepare_func_args for an argument carrying `arg:` decl tags:
+    /// `ctx` on a pointer whose pointee the program type accepts as its
+    /// context (btf_validate_prog_ctx_type), `nonnull` on a pointer to
+    /// sized memory. Anything else is refused by name.
+    fn tagged_arg_kind(&self, tags: &[&str], type_id: u32) -> ArgKind {
+        let unmodelled = ArgKind::UnmodelledTag {
+            trusted_nonnull: tags.contains(&"trusted")
+                && tags.iter().all(|t| *t == "trusted" || *t == "nonnull"),
+        };
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return unmodelled;
+        };
+        let Some((_, t)) = btf.skip_mods_and_typedefs(type_id) else {
+            return unmodelled;
+        };
+        if t.kind != Kind::Ptr {
+            return unmodelled;
+        }
+        match tags {
+            ["ctx"] if self.ctx_tag_pointee_ok(t.size_or_type) => ArgKind::Ctx,
+            ["nonnull"] => match btf.skip_mods_and_typedefs(t.size_or_type) {
+                Some((pid, pt))
+                    if pid != 0
+                        && !(pt.kind == Kind::Struct
+                            && (CTX_STRUCTS.contains(&btf.name(pt))
+                                || btf.name(pt) == "bpf_dynptr")) =>
+                {
+                    match btf.resolve_size(pid) {
+                        Ok(sz) if sz > 0 && sz <= u32::MAX as u64 => ArgKind::NonNullMem(sz as u32),
+                        _ => unmodelled,
+                    }
+                }
+                _ => unmodelled,
+            },
+            _ => unmodelled,
+        }
+    }
+
+    /// The pointee types an `arg:ctx` pointer may have for this program
+    /// type (the accepting cases of btf_validate_prog_ctx_type; the others
+    /// are left unmodelled).
+    fn ctx_tag_pointee_ok(&self, pointee: u32) -> bool {
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return false;
+        };
+        let pt = self.prog_type;
+        let regs_prog = pt == ProgType::KPROBE || pt == ProgType::PERF_EVENT;
+        // bpf_user_pt_regs_t is accepted by name before typedefs are
+        // resolved.
+        let mut id = pointee;
+        for _ in 0..32 {
+            match btf.type_by_id(id) {
+                Some(t) if t.kind == Kind::Typedef => {
+                    if regs_prog && btf.name(t) == "bpf_user_pt_regs_t" {
+                        return true;
+                    }
+                    break;
+                }
+                Some(t) if t.kind.is_modifier() => id = t.size_or_type,
+                _ => break,
+            }
+        }
+        let Some((pid, t)) = btf.skip_mods_and_typedefs(pointee) else {
+            return false;
+        };
+        if pid == 0 {
+            return true; // void *
+        }
+        if pt == ProgType::TRACEPOINT || pt == ProgType::SYSCALL {
+            return !btf.name(t).is_empty();
+        }
+        let is_struct = |name: &str| t.kind == Kind::Struct && btf.name(t) == name;
+        if CANONICAL_CTX
+            .iter()
+            .any(|(types, name)| types.contains(&pt) && is_struct(name))
+        {
+            return true;
+        }
+        // struct pt_regs is x86-64's bpf_user_pt_regs_t.
+        (regs_prog && is_struct("pt_regs"))
+            || ((pt == ProgType::RAW_TRACEPOINT || pt == ProgType::RAW_TRACEPOINT_WRITABLE)
+                && (is_struct("bpf_raw_tracepoint_args")
+                    || (t.kind == Kind::Int && t.size_or_type == 8)))
     }
 
     /// The call site's arguments must match the callee's signature
@@ -210,6 +337,24 @@ impl Env<'_> {
                     self.check_global_mem_arg(regno, size)?;
                 }
                 ArgKind::Dynptr => self.check_global_dynptr_arg(regno)?,
+                ArgKind::NonNullMem(size) => {
+                    self.check_arg_reg_off(regno, &r)?;
+                    if r.is_null_const() {
+                        return self.unsupported("NULL passed to an arg:nonnull argument");
+                    }
+                    self.check_global_mem_arg(regno, size)?;
+                    if r.flags & flag::MAYBE_NULL != 0 {
+                        return self.err(format!("arg#{i} is expected to be non-NULL"));
+                    }
+                }
+                ArgKind::UnmodelledTag { trusted_nonnull } => {
+                    if trusted_nonnull && r.ty == RegType::Scalar {
+                        return self.err(format!(
+                            "R{regno} type=scalar expected=ptr_, trusted_ptr_, rcu_ptr_"
+                        ));
+                    }
+                    return self.unsupported("global function argument tag (arg:...)");
+                }
                 _ => {}
             }
         }
@@ -311,7 +456,14 @@ impl Env<'_> {
             st.frames[0] = Frame::new(-1, 0, k as u32);
             for (i, a) in self.global_args(k).into_iter().enumerate().take(5) {
                 st.frames[0].regs[i + 1] = match a {
-                    ArgKind::Scalar | ArgKind::Unsupported => Reg::unknown_scalar(),
+                    ArgKind::Scalar | ArgKind::Unsupported | ArgKind::UnmodelledTag { .. } => {
+                        Reg::unknown_scalar()
+                    }
+                    ArgKind::NonNullMem(sz) => {
+                        let mut r = Reg::pointer(RegType::Mem);
+                        r.aux = sz;
+                        r
+                    }
                     ArgKind::Ctx => Reg::pointer(RegType::Ctx),
                     ArgKind::Dynptr => self.const_local_dynptr(),
                     ArgKind::Mem(sz) => {
@@ -347,4 +499,18 @@ impl Env<'_> {
         }
         Ok(())
     }
+}
+
+/// The `arg:` decl tags on parameter `arg` of function `func_id`, without
+/// the prefix.
+fn arg_tags(btf: &Btf, func_id: u32, arg: usize) -> Vec<&str> {
+    (1..btf.len())
+        .filter_map(|id| btf.type_by_id(id))
+        .filter(|t| {
+            t.kind == Kind::DeclTag
+                && t.size_or_type == func_id
+                && t.decl_tag_component() == Some(arg as i32)
+        })
+        .filter_map(|t| btf.name(t).strip_prefix("arg:"))
+        .collect()
 }

@@ -19,7 +19,9 @@
 //! # func: 0 main global int int*    (optional, repeatable, one per function
 //!                                   in order: start insn, name, static |
 //!                                   global, return int | void, arguments
-//!                                   int | int* | ctx (struct __sk_buff *);
+//!                                   int | int* | ctx (struct __sk_buff *) |
+//!                                   void*, each optionally with `@TAG` for
+//!                                   an `arg:TAG` decl tag, e.g. void*@ctx;
 //!                                   gives the program BTF and func_info)
 //! ```
 //!
@@ -193,7 +195,8 @@ fn case_btf(
     let lock = name(&mut strings, "bpf_spin_lock");
     let val = name(&mut strings, "val");
     types.extend([lock, (4 << 24) | 1, 4, val, 1, 0]); // [5] STRUCT bpf_spin_lock { int val; }
-    let mut next_id = 6;
+    types.extend([0, 2 << 24, 0]); // [6] PTR -> void
+    let mut next_id = 7;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
     for m in maps.iter_mut().filter(|m| locked(m)) {
@@ -205,11 +208,13 @@ fn case_btf(
         next_id += 1;
     }
     let mut infos = Vec::new();
+    // (tag name offset, FUNC id, argument index), emitted after the FUNCs.
+    let mut arg_tags = Vec::new();
     for f in funcs {
         let w: Vec<&str> = f.split_whitespace().collect();
         assert!(
             w.len() >= 4,
-            "func: <insn> <name> <static|global> <int|void> [int|int*|ctx]..."
+            "func: <insn> <name> <static|global> <int|void> [int|int*|ctx|void*[@tag]]..."
         );
         let ret = match w[3] {
             "int" => 1,
@@ -220,10 +225,15 @@ fn case_btf(
         types.extend([0, (13 << 24) | args.len() as u32, ret]); // FUNC_PROTO
         for (i, a) in args.iter().enumerate() {
             let arg_name = name(&mut strings, &format!("a{i}"));
-            let ty = match *a {
+            let (a, tag) = a.split_once('@').unwrap_or((a, ""));
+            if !tag.is_empty() {
+                arg_tags.push((name(&mut strings, &format!("arg:{tag}")), next_id + 1, i));
+            }
+            let ty = match a {
                 "int" => 1,
                 "int*" => 2,
                 "ctx" => 4,
+                "void*" => 6,
                 other => panic!("func argument {other}"),
             };
             types.extend([arg_name, ty]);
@@ -239,6 +249,9 @@ fn case_btf(
             linkage,
         });
         next_id += 2;
+    }
+    for (tag, func, arg) in arg_tags {
+        types.extend([tag, 17 << 24, func, arg as u32]); // DECL_TAG on an argument
     }
     let type_bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     let mut raw = Vec::new();
