@@ -69,7 +69,24 @@ impl Env<'_> {
         }
         // Even an empty stack range must lie in the frame, and a variable
         // one must be initialised over the offsets it may start at.
-        if size == 0 && zero_ok && r.ty != RegType::Stack {
+        // An empty access passes for memory kinds and NULL; a rewritten
+        // ctx and other registers are refused whatever the size
+        // (check_helper_mem_access).
+        let empty_ok = match r.ty {
+            RegType::Stack => false,
+            RegType::Ctx => !crate::ctx::ctx_access_rewritten(self.prog_type),
+            RegType::Scalar => r.is_null_const(),
+            RegType::Packet
+            | RegType::PacketMeta
+            | RegType::MapValue
+            | RegType::MapKey
+            | RegType::Mem
+            | RegType::BtfId
+            | RegType::TpBuffer
+            | RegType::FlowKeys => true,
+            _ => false,
+        };
+        if size == 0 && zero_ok && empty_ok {
             return Ok(());
         }
         match r.ty {

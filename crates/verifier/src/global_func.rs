@@ -11,40 +11,55 @@ use crate::state::{Frame, State};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_object::btf::{Btf, Kind};
 
-/// Context struct names: a pointer to one of these is the program's ctx.
-const CTX_STRUCTS: [&str; 15] = [
-    "__sk_buff",
-    "xdp_md",
-    "bpf_sock_ops",
-    "sk_msg_md",
-    "bpf_sock",
-    "bpf_sock_addr",
-    "pt_regs",
-    "bpf_perf_event_data",
-    "bpf_raw_tracepoint_args",
-    "bpf_sysctl",
-    "bpf_sockopt",
-    "sk_reuseport_md",
-    "bpf_sk_lookup",
-    "bpf_cgroup_dev_ctx",
-    "bpf_nf_ctx",
+/// Each program type's context struct, as programs name it (the kernel's
+/// include/linux/bpf_types.h); types whose context is `void *` or `u64`
+/// have none.
+const PROG_CTX_STRUCT: &[(ProgType, &str)] = &[
+    (ProgType::SOCKET_FILTER, "__sk_buff"),
+    (ProgType::SCHED_CLS, "__sk_buff"),
+    (ProgType::SCHED_ACT, "__sk_buff"),
+    (ProgType::CGROUP_SKB, "__sk_buff"),
+    (ProgType::LWT_IN, "__sk_buff"),
+    (ProgType::LWT_OUT, "__sk_buff"),
+    (ProgType::LWT_XMIT, "__sk_buff"),
+    (ProgType::LWT_SEG6LOCAL, "__sk_buff"),
+    (ProgType::SK_SKB, "__sk_buff"),
+    (ProgType::FLOW_DISSECTOR, "__sk_buff"),
+    (ProgType::XDP, "xdp_md"),
+    (ProgType::CGROUP_SOCK, "bpf_sock"),
+    (ProgType::CGROUP_SOCK_ADDR, "bpf_sock_addr"),
+    (ProgType::SOCK_OPS, "bpf_sock_ops"),
+    (ProgType::SK_MSG, "sk_msg_md"),
+    // bpf_user_pt_regs_t, struct pt_regs on x86-64.
+    (ProgType::KPROBE, "pt_regs"),
+    (ProgType::PERF_EVENT, "bpf_perf_event_data"),
+    (ProgType::RAW_TRACEPOINT, "bpf_raw_tracepoint_args"),
+    (ProgType::RAW_TRACEPOINT_WRITABLE, "bpf_raw_tracepoint_args"),
+    (ProgType::CGROUP_DEVICE, "bpf_cgroup_dev_ctx"),
+    (ProgType::CGROUP_SYSCTL, "bpf_sysctl"),
+    (ProgType::CGROUP_SOCKOPT, "bpf_sockopt"),
+    (ProgType::SK_REUSEPORT, "sk_reuseport_md"),
+    (ProgType::SK_LOOKUP, "bpf_sk_lookup"),
+    (ProgType::NETFILTER, "bpf_nf_ctx"),
 ];
 
-/// Program types and the struct the kernel names as their context
-/// (include/linux/bpf_types.h), for the ones `arg:ctx` is checked against.
-const CANONICAL_CTX: [(&[ProgType], &str); 3] = [
-    (
-        &[
-            ProgType::SOCKET_FILTER,
-            ProgType::SCHED_CLS,
-            ProgType::SCHED_ACT,
-            ProgType::CGROUP_SKB,
-        ],
-        "__sk_buff",
-    ),
-    (&[ProgType::XDP], "xdp_md"),
-    (&[ProgType::PERF_EVENT], "bpf_perf_event_data"),
-];
+/// Kernel structs of which a context struct is the program's view.
+const CTX_PROJECTIONS: &[(&str, &str)] = &[("__sk_buff", "sk_buff"), ("xdp_md", "xdp_buff")];
+
+/// Whether a pointer to struct `name` is the context of `prog_type`
+/// (btf_is_prog_ctx_type): only that type's own struct, or the kernel
+/// struct it projects.
+fn is_prog_ctx_struct(prog_type: ProgType, name: &str) -> bool {
+    PROG_CTX_STRUCT
+        .iter()
+        .filter(|(t, _)| *t == prog_type)
+        .any(|(_, ctx)| *ctx == name || CTX_PROJECTIONS.contains(&(*ctx, name)))
+}
+
+/// Whether `name` is any program type's context struct.
+fn is_any_ctx_struct(name: &str) -> bool {
+    PROG_CTX_STRUCT.iter().any(|(_, ctx)| *ctx == name)
+}
 
 /// What a global function's argument is, from its BTF type.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -113,7 +128,8 @@ impl Env<'_> {
                     Kind::Int | Kind::Enum | Kind::Enum64 => ArgKind::Scalar,
                     Kind::Ptr => match btf.skip_mods_and_typedefs(t.size_or_type) {
                         Some((_, pt))
-                            if pt.kind == Kind::Struct && CTX_STRUCTS.contains(&btf.name(pt)) =>
+                            if pt.kind == Kind::Struct
+                                && is_prog_ctx_struct(self.prog_type, btf.name(pt)) =>
                         {
                             ArgKind::Ctx
                         }
@@ -132,8 +148,10 @@ impl Env<'_> {
                         {
                             ArgKind::Dynptr
                         }
+                        // Memory of the pointee's size, zero included
+                        // (btf_prepare_func_args).
                         Some((id, _)) => match btf.resolve_size(id) {
-                            Ok(sz) if sz > 0 => ArgKind::Mem(sz as u32),
+                            Ok(sz) if sz <= u32::MAX as u64 => ArgKind::Mem(sz as u32),
                             _ => ArgKind::Unsupported,
                         },
                         None => ArgKind::Unsupported,
@@ -168,7 +186,7 @@ impl Env<'_> {
                 Some((pid, pt))
                     if pid != 0
                         && !(pt.kind == Kind::Struct
-                            && (CTX_STRUCTS.contains(&btf.name(pt))
+                            && (is_any_ctx_struct(btf.name(pt))
                                 || btf.name(pt) == "bpf_dynptr")) =>
                 {
                     match btf.resolve_size(pid) {
@@ -216,10 +234,7 @@ impl Env<'_> {
             return !btf.name(t).is_empty();
         }
         let is_struct = |name: &str| t.kind == Kind::Struct && btf.name(t) == name;
-        if CANONICAL_CTX
-            .iter()
-            .any(|(types, name)| types.contains(&pt) && is_struct(name))
-        {
+        if t.kind == Kind::Struct && is_prog_ctx_struct(pt, btf.name(t)) {
             return true;
         }
         // struct pt_regs is x86-64's bpf_user_pt_regs_t.
