@@ -46,7 +46,11 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
         CtxValue::SockCommonOrNull => or_null(env, RegType::SockCommon),
         CtxValue::TpBuffer => ptr(RegType::TpBuffer),
         CtxValue::BtfArg { .. } => {
-            let r = env.btf_ctx_arg(off, size)?;
+            let mut r = env.btf_ctx_arg(off, size)?;
+            // A maybe-null argument gets an id so a null check refines it.
+            if r.flags & flag::MAYBE_NULL != 0 {
+                r.id = env.new_id();
+            }
             if env.log.level >= 1 && r.ty == RegType::BtfId {
                 env.log_btf_arg(off, r.aux);
             }
