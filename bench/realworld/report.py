@@ -94,6 +94,7 @@ head = ["# Real-world BPF projects: bpfvet vs the host kernel", "",
         "directory and verified with `bpfvet verify --backend both`. Programs the host kernel",
         "refuses before its verifier runs (missing attach target, trampoline, map creation) are",
         "excluded from the comparison and listed with their cause. Durations are each side's",
-        "verification time as reported by `bpfvet verify`.", ""]
+        "verification time as reported by `bpfvet verify` (wall clock on a shared host: they vary",
+        "between runs by up to 2x).", ""]
 body = [sections[p].rstrip("\n") + "\n" for p in sorted(sections, key=lambda p: (ORDER + [p]).index(p))]
 open(report, "w").write("\n".join(head) + "\n" + "\n".join(body))
