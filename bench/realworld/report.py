@@ -9,6 +9,7 @@ TITLES = {
     "xdp-tools": "xdp-tools (xdp-project/xdp-tools)",
     "libbpf-bootstrap": "libbpf-bootstrap examples (libbpf/libbpf-bootstrap)",
     "katran": "Katran (facebookincubator/katran)",
+    "cilium-ebpf": "cilium/ebpf examples (cilium/ebpf)",
 }
 ORDER = list(TITLES)
 

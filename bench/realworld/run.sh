@@ -5,7 +5,7 @@
 # kept. Each project takes a checkout: a work tree or a bare repository
 # (a bare one is read with git; blobs it lacks are skipped).
 #   bench/realworld/run.sh [--bcc DIR] [--xdp-tools DIR]
-#                          [--libbpf-bootstrap DIR] [--katran DIR]
+#                          [--libbpf-bootstrap DIR] [--katran DIR] [--cilium-ebpf DIR]
 #   bench/realworld/run.sh /path/to/bcc      (as before: bcc only)
 # For every project given, writes results-PROJECT.csv and replaces that
 # project's section of REPORT.md; sections of projects not given are kept.
@@ -24,9 +24,9 @@ if [ $# -eq 1 ] && [ "${1#--}" = "$1" ]; then set -- --bcc "$1"; fi
 if [ $# -eq 0 ] && [ -n "${GIT_DIR:-}" ]; then set -- --bcc "$GIT_DIR"; unset GIT_DIR; fi
 while [ $# -gt 0 ]; do
     case $1 in
-        --bcc|--xdp-tools|--libbpf-bootstrap|--katran)
+        --bcc|--xdp-tools|--libbpf-bootstrap|--katran|--cilium-ebpf)
             p=${1#--}; checkouts[$p]=$(cd "${2:?$1 needs a directory}" && pwd); order+=("$p"); shift 2 ;;
-        *) echo "usage: $0 [--bcc DIR] [--xdp-tools DIR] [--libbpf-bootstrap DIR] [--katran DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--bcc DIR] [--xdp-tools DIR] [--libbpf-bootstrap DIR] [--katran DIR] [--cilium-ebpf DIR]" >&2; exit 2 ;;
     esac
 done
 [ ${#order[@]} -gt 0 ] || { echo "no project given" >&2; exit 2; }
@@ -136,6 +136,15 @@ build_katran() {  # Katran: the flags of katran/lib/Makefile-bpf; its tpr progra
     for f in "$s"/katran/tpr/bpf/*.bpf.c; do
         x=$(basename "$f" .bpf.c)
         compile "$x" "$f" "$o" -I"$work/inc" -I"$s" -I"$(dirname "$f")"
+    done
+}
+
+build_cilium_ebpf() {  # cilium/ebpf's examples, as their go:generate lines build them (bpf2go)
+    local s=$1 o=$2 x
+    export_tree "${checkouts[cilium-ebpf]}" "$s" examples
+    for f in "$s"/examples/*/*.c; do
+        x=$(basename "$(dirname "$f")")
+        compile "$x" "$f" "$o" -I"$s/examples/headers" -I"$(dirname "$f")"
     done
 }
 
