@@ -50,6 +50,9 @@ for r in unsound:
     out.append(f"  - {key(r)}: kernel `{first_line(key(r), 'kernel')}`")
 out.append(f"- objects built with clang-19: {len(built)}; not built: {len(failed)}")
 out += [f"  - {f}" for f in failed]
+empty = sorted(set(built) - {r["file_name"][: -len(".bpf.o")] for r in rows})
+if empty:
+    out.append(f"- objects with no program (nothing to verify): {', '.join(empty)}")
 out.append(f"- programs found: {len(rows)}; refused by the kernel before verification "
            f"(excluded): {len(kernel_refused)}")
 for why, n in collections.Counter(
