@@ -11,6 +11,7 @@ HERE = Path(__file__).resolve().parent
 
 # What each program is there for (shown in the table's last column).
 NOTES = {
+    'iter_task_pids': 'task iterator: ctx->task may be NULL; a null check makes it usable',
     'tp_btf_cpumask': 'kfuncs bpf_cpumask_create (acquire, may be NULL) / set_cpu / weight / release',
     'tp_btf_cpumask_leak': 'preceded by `Unreleased reference id=2 alloc_insn=0`',
     'tp_btf_task_ref': 'bpf_task_acquire / bpf_task_release on a trusted task pointer',
@@ -110,7 +111,7 @@ def main() -> None:
     end = text.index("\n## The stress programs")
     text = text[:start] + table + text[end:]
     text = re.sub(r"\d+ programs in \d+ objects: \d+ accepted, \d+ rejected \(one reason per\n"
-                  r"`reject_\*` object\)\.", summary, text)
+                  r"`reject_\*` object\)[^.]*\.", summary, text)
 
     runs = subprocess.run([str(HERE / "run_packets.py")], capture_output=True, text=True,
                           check=True).stdout

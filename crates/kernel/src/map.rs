@@ -114,28 +114,9 @@ fn parse_cpu_list(s: &str) -> Option<usize> {
     Some(n)
 }
 
-/// max_entries as libbpf and veristat adjust it before creation: perf event
-/// arrays default to one slot per possible CPU, ring buffers are rounded up
-/// to a power-of-two number of pages, other zero sizes become 1 (veristat's
-/// fixup) except for local-storage maps, which must have 0.
+/// max_entries the map is created with (see `MapDef::created_max_entries`).
 pub fn effective_max_entries(def: &MapDef) -> u32 {
-    let t = def.map_type;
-    match t {
-        MapType::PERF_EVENT_ARRAY if def.max_entries == 0 => possible_cpus() as u32,
-        MapType::RINGBUF | MapType::USER_RINGBUF => {
-            let page = 4096u32;
-            let want = def.max_entries.max(page);
-            want.checked_next_power_of_two().unwrap_or(want)
-        }
-        MapType::SK_STORAGE
-        | MapType::INODE_STORAGE
-        | MapType::TASK_STORAGE
-        | MapType::CGRP_STORAGE
-        | MapType::CGROUP_STORAGE
-        | MapType::PERCPU_CGROUP_STORAGE => def.max_entries,
-        _ if def.max_entries == 0 => 1,
-        _ => def.max_entries,
-    }
+    def.created_max_entries(possible_cpus() as u32)
 }
 
 /// Map types whose key/value BTF types libbpf does not pass to the kernel

@@ -107,6 +107,28 @@ pub struct MapDef {
 }
 
 impl MapDef {
+    /// max_entries as libbpf and veristat adjust it before creation: perf
+    /// event arrays default to one slot per possible CPU, ring buffers are
+    /// rounded up to a power-of-two number of pages, other zero sizes become
+    /// 1 (veristat's fixup) except for local-storage maps, which must have 0.
+    pub fn created_max_entries(&self, possible_cpus: u32) -> u32 {
+        match self.map_type {
+            MapType::PERF_EVENT_ARRAY if self.max_entries == 0 => possible_cpus,
+            MapType::RINGBUF | MapType::USER_RINGBUF => {
+                let want = self.max_entries.max(4096);
+                want.checked_next_power_of_two().unwrap_or(want)
+            }
+            MapType::SK_STORAGE
+            | MapType::INODE_STORAGE
+            | MapType::TASK_STORAGE
+            | MapType::CGRP_STORAGE
+            | MapType::CGROUP_STORAGE
+            | MapType::PERCPU_CGROUP_STORAGE => self.max_entries,
+            _ if self.max_entries == 0 => 1,
+            _ => self.max_entries,
+        }
+    }
+
     /// A map as a BTF `.maps` definition of this type and these sizes, with
     /// no flags, BTF ids or initial contents: for objects built by hand.
     pub fn new(

@@ -876,7 +876,7 @@ impl Env<'_> {
                 }
                 // A constant in-range index is kept exact (record_func_key).
                 let key = self.cur.reg(3).v;
-                let max = m.map_or(0, |m| m.max_entries) as u64;
+                let max = m.map_or(0, created_max_entries) as u64;
                 if key.is_const() && key.const_value() < max {
                     self.mark_chain_precision(3)?;
                 }
@@ -1031,7 +1031,7 @@ impl Env<'_> {
             && meta.const_key.is_some_and(|k| {
                 meta.map
                     .and_then(|m| self.map_def(m))
-                    .is_some_and(|d| k < d.max_entries as u64)
+                    .is_some_and(|d| k < created_max_entries(d) as u64)
             });
         if r0.is_pointer() && maybe_null && !in_bounds_key {
             r0.flags |= flag::MAYBE_NULL;
@@ -1486,4 +1486,10 @@ impl Env<'_> {
         }
         Ok(())
     }
+}
+
+/// The size a map is created with: a zero in the object is the loader's to
+/// fill. Asked only of array-like maps, where the CPU count plays no part.
+fn created_max_entries(def: &bpfvet_object::MapDef) -> u32 {
+    def.created_max_entries(1)
 }
