@@ -701,10 +701,14 @@ impl Btf {
     /// (component index -1), in type-id order: how `__attribute__((
     /// btf_decl_tag("...")))` on a function or variable appears in BTF.
     pub fn decl_tags_of(&self, id: u32) -> impl Iterator<Item = &str> + '_ {
-        self.types.iter().filter_map(move |t| {
-            (t.kind == Kind::DeclTag && t.size_or_type == id && t.decl_tag_component() == Some(-1))
-                .then(|| self.name(t))
-        })
+        self.types
+            .iter()
+            .filter(move |t| {
+                t.kind == Kind::DeclTag
+                    && t.size_or_type == id
+                    && t.decl_tag_component() == Some(-1)
+            })
+            .map(|t| self.name(t))
     }
 
     /// First type with this name and kind.

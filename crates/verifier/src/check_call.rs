@@ -104,7 +104,7 @@ impl Env<'_> {
                         "invalid unbounded variable-offset {what} stack R{regno}"
                     ));
                 }
-                if off < -512 || off >= 0 || max + size as i64 > 0 || size > 512 {
+                if !(-512..0).contains(&off) || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"

@@ -291,7 +291,7 @@ impl Env<'_> {
             ));
         }
         let tagged = |i: usize| {
-            (1..btf.len() as u32).any(|id| {
+            (1..btf.len()).any(|id| {
                 btf.type_by_id(id).is_some_and(|t| {
                     t.kind == Kind::DeclTag
                         && t.size_or_type == fi.type_id
