@@ -7,6 +7,21 @@
 use std::ops::Range;
 
 pub const BTF_MAGIC: u16 = 0xeb9f;
+
+/// A BTF blob (version 1, 24-byte header) holding encoded type records and
+/// a string section: for tests and tools that build BTF by hand.
+pub fn encode(types: &[u8], strings: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + types.len() + strings.len());
+    out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
+    out.extend_from_slice(&[1, 0]);
+    let (tl, sl) = (types.len() as u32, strings.len() as u32);
+    for w in [24u32, 0, tl, tl, sl] {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out.extend_from_slice(types);
+    out.extend_from_slice(strings);
+    out
+}
 const HEADER_MIN: usize = 24;
 /// Depth limit when following typedef/modifier/array chains; BTF from a file
 /// may contain loops, which must not hang us.
@@ -871,21 +886,7 @@ pub(crate) mod tests {
             }
         }
         pub fn build(&self) -> Vec<u8> {
-            let mut out = Vec::new();
-            out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
-            out.extend_from_slice(&[1, 0]);
-            for w in [
-                24u32,
-                0,
-                self.types.len() as u32,
-                self.types.len() as u32,
-                self.strings.len() as u32,
-            ] {
-                out.extend_from_slice(&w.to_le_bytes());
-            }
-            out.extend_from_slice(&self.types);
-            out.extend_from_slice(&self.strings);
-            out
+            super::encode(&self.types, &self.strings)
         }
     }
 

@@ -163,20 +163,7 @@ mod tests {
         t.extend([tag, 17 << 24, 3, u32::MAX]); // [6] decl tag on main
         t.extend([0, (13 << 24) | 1, 1, 0, 1]); // [7] int (int)
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mut raw = Vec::new();
-        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
-        raw.extend_from_slice(&[1, 0]);
-        for w in [
-            24u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ] {
-            raw.extend_from_slice(&w.to_le_bytes());
-        }
-        raw.extend_from_slice(&types);
-        raw.extend_from_slice(strings);
+        let raw = bpfvet_object::btf::encode(&types, strings);
         (raw, [3, 4, 5])
     }
 

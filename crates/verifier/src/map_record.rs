@@ -403,20 +403,7 @@ mod tests {
             }
         }
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mut raw = Vec::new();
-        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
-        raw.extend_from_slice(&[1, 0]);
-        for w in [
-            24u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ] {
-            raw.extend_from_slice(&w.to_le_bytes());
-        }
-        raw.extend_from_slice(&types);
-        raw.extend_from_slice(strings);
+        let raw = bpfvet_object::btf::encode(&types, strings);
         Btf::from_bytes(&raw).expect("BTF")
     }
 
@@ -458,20 +445,7 @@ mod tests {
         t.extend([0, 2 << 24, 6]); // [7] pointer to [6]
         t.extend([v, (4 << 24) | 1, 8, m, 7, 0]); // [8] {[7]}
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mut raw = Vec::new();
-        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
-        raw.extend_from_slice(&[1, 0]);
-        for w in [
-            24u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ] {
-            raw.extend_from_slice(&w.to_le_bytes());
-        }
-        raw.extend_from_slice(&types);
-        raw.extend_from_slice(strings);
+        let raw = bpfvet_object::btf::encode(&types, strings);
         let b = Btf::from_bytes(&raw).expect("BTF");
         let mut map = MapDef::new("m", MapType::ARRAY, 4, 16, 1);
         map.btf_value_type_id = 5;

@@ -131,7 +131,7 @@ mod tests {
     /// Raw BTF: [1] struct bpf_timer {}, [2] struct outer { [1] t; },
     /// [3] int, [4] [1] array of [2], [5] var v: [4], [6] datasec .bss {[5]}.
     fn btf_with_nested_timer() -> Btf {
-        let mut strings = b"\0bpf_timer\0outer\0t\0int\0v\0.bss\0".to_vec();
+        let strings = b"\0bpf_timer\0outer\0t\0int\0v\0.bss\0".to_vec();
         let s = |name: &str, strings: &[u8]| {
             strings
                 .windows(name.len() + 2)
@@ -173,20 +173,7 @@ mod tests {
             16,
         ];
         let types: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mut raw = Vec::new();
-        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
-        raw.extend_from_slice(&[1, 0]);
-        for w in [
-            24u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ] {
-            raw.extend_from_slice(&w.to_le_bytes());
-        }
-        raw.extend_from_slice(&types);
-        raw.append(&mut strings);
+        let raw = bpfvet_object::btf::encode(&types, &strings);
         Btf::from_bytes(&raw).expect("valid BTF")
     }
 

@@ -254,20 +254,7 @@ fn case_btf(
         types.extend([tag, 17 << 24, func, arg as u32]); // DECL_TAG on an argument
     }
     let type_bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
-    let mut raw = Vec::new();
-    raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
-    raw.extend_from_slice(&[1, 0]);
-    for h in [
-        24u32,
-        0,
-        type_bytes.len() as u32,
-        type_bytes.len() as u32,
-        strings.len() as u32,
-    ] {
-        raw.extend_from_slice(&h.to_le_bytes());
-    }
-    raw.extend_from_slice(&type_bytes);
-    raw.extend_from_slice(&strings);
+    let raw = bpfvet_object::btf::encode(&type_bytes, &strings);
     Some((raw, infos))
 }
 

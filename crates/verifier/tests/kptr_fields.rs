@@ -37,16 +37,7 @@ impl Builder {
         }
     }
     fn build(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&0xeb9fu16.to_le_bytes());
-        out.extend_from_slice(&[1, 0]);
-        let tl = self.types.len() as u32;
-        for w in [24u32, 0, tl, tl, self.strings.len() as u32] {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
-        out.extend_from_slice(&self.types);
-        out.extend_from_slice(&self.strings);
-        out
+        bpfvet_object::btf::encode(&self.types, &self.strings)
     }
 }
 
