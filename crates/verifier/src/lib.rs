@@ -39,6 +39,7 @@ mod scc;
 mod state;
 mod stats;
 pub mod tnum;
+mod unmodelled;
 
 pub use stats::Stats;
 
@@ -163,11 +164,11 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             iter_next: false,
         }
     };
-    let result = loader_refusal(prog)
-        .and_then(|()| unmodelled_prog_type(prog))
-        .and_then(|()| unmodelled_prog_flags(prog))
+    let result = unmodelled::loader_refusal(prog)
+        .and_then(|()| unmodelled::prog_type(prog))
+        .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
-        .and_then(|()| unmodelled_maps(obj, prog))
+        .and_then(|()| unmodelled::maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
@@ -279,96 +280,6 @@ fn source_line(prog: &bpfvet_object::Program, insn: usize) -> Option<String> {
     let l = &prog.line_info[i];
     let file = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
     Some(format!("{}:{}: {}", file, l.line, l.line_text.trim()))
-}
-
-/// Program types whose verification depends on something bpfvet does not
-/// resolve: they are refused by name rather than verified as something else.
-fn unmodelled_prog_type(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
-    use bpfvet_isa::uapi::ProgType as Pt;
-    let what = match prog.prog_type {
-        Pt::UNSPEC => format!(
-            "no program type: section '{}' names none (give one with --prog-type)",
-            prog.section
-        ),
-        Pt::STRUCT_OPS => "struct_ops programs (the struct_ops member a program implements \
-                           decides its arguments, return value and allowed kfuncs)"
-            .to_string(),
-        Pt::EXT => "freplace programs (verified against the program they replace)".to_string(),
-        _ => return Ok(()),
-    };
-    Err(error::VerifyError::unsupported(None, what))
-}
-
-/// Program flags that change verification in ways bpfvet does not model.
-/// The others are modelled (BPF_F_TEST_STATE_FREQ), or change nothing the
-/// verifier decides for a root loader on x86-64 (which has efficient
-/// unaligned access: BPF_F_ANY_ALIGNMENT; BPF_F_TEST_RND_HI32 only changes
-/// the rewritten program).
-fn unmodelled_prog_flags(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
-    use bpfvet_isa::uapi::*;
-    let flags = prog.prog_flags;
-    let what = if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
-        "program flag BPF_F_STRICT_ALIGNMENT (strict pointer alignment checks)".to_string()
-    } else if flags & BPF_F_TEST_REG_INVARIANTS != 0 {
-        "program flag BPF_F_TEST_REG_INVARIANTS (bounds invariant violations as errors)".to_string()
-    } else {
-        let known = PROG_FLAGS.iter().fold(0, |all, (_, bit)| all | bit);
-        if flags & !known == 0 {
-            return Ok(());
-        }
-        format!("program flags {:#x}", flags & !known)
-    };
-    Err(error::VerifyError::unsupported(None, what))
-}
-
-/// A program the object loader could not prepare has no instruction
-/// stream to verify.
-fn loader_refusal(prog: &bpfvet_object::Program) -> Result<(), error::VerifyError> {
-    match &prog.refused {
-        Some(why) => Err(error::VerifyError::unsupported(
-            None,
-            format!("the object loader refused this program: {why}"),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Map types whose verification bpfvet does not model: a program that
-/// references one is refused by name.
-fn unmodelled_maps(
-    obj: &bpfvet_object::Object,
-    prog: &bpfvet_object::Program,
-) -> Result<(), error::VerifyError> {
-    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
-    use bpfvet_isa::uapi::MapType;
-    let what = "BPF arenas (arena maps, pointers into an arena, addr_space_cast)";
-    let mut i = 0;
-    while i < prog.insns.len() {
-        let insn = prog.insns[i];
-        let is_kfunc_call = insn.code == bpfvet_isa::opcode::BPF_JMP | bpfvet_isa::opcode::BPF_CALL
-            && insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
-        if is_kfunc_call && kfunc::is_arena_kfunc_call(&insn) {
-            return Err(error::VerifyError::unsupported(
-                Some(i),
-                format!("{what}: arena kfunc call"),
-            ));
-        }
-        if insn.is_ld_imm64() {
-            let is_map = insn.src == BPF_PSEUDO_MAP_IDX || insn.src == BPF_PSEUDO_MAP_IDX_VALUE;
-            let map = is_map
-                .then(|| obj.maps.get(insn.imm as u32 as usize))
-                .flatten();
-            if let Some(m) = map.filter(|m| m.map_type == MapType::ARENA) {
-                return Err(error::VerifyError::unsupported(
-                    Some(i),
-                    format!("{what}: arena map '{}'", m.name),
-                ));
-            }
-            i += 1;
-        }
-        i += 1;
-    }
-    Ok(())
 }
 
 /// LD_ABS/IND and tail calls can leave a subprogram with a hidden
