@@ -25,9 +25,16 @@ fn explanations(args: &[&str]) -> Vec<(String, String, Option<String>)> {
         let Some((prog, explanation)) = rest.split_once(" (bpfvet): ") else {
             continue;
         };
-        let source = lines
-            .get(i + 1)
-            .and_then(|n| n.strip_prefix("    "))
+        // Indented lines follow: the verifier's detail line, then the
+        // source line (`file.c:42: text`).
+        let source = lines[i + 1..]
+            .iter()
+            .map_while(|n| n.strip_prefix("    "))
+            .find(|n| {
+                n.split_once(": ")
+                    .and_then(|(place, _)| place.rsplit_once(':'))
+                    .is_some_and(|(file, line)| file.ends_with(".c") && line.parse::<u32>().is_ok())
+            })
             .map(str::to_string);
         found.push((prog.to_string(), explanation.to_string(), source));
     }
@@ -93,6 +100,16 @@ fn packet_access_without_bounds_check_is_explained() {
     assert_eq!(prog, "reject_pkt_oob.bpf.o/xdp_no_bounds_check");
     // The load of eth->h_proto (insn 1) from an unchecked packet pointer.
     assert_eq!(explanation, "insn 1: R1 offset is outside of the packet");
+    // The kernel's detail line names the access and the register.
+    let out = Command::new(env!("CARGO_BIN_EXE_bpfvet"))
+        .args(["verify", obj.to_str().expect("utf-8 path")])
+        .output()
+        .expect("run bpfvet");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\n    invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)\n"),
+        "{stderr}"
+    );
     assert!(
         source
             .as_deref()

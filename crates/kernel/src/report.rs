@@ -107,12 +107,37 @@ impl ProgramReport {
         Some(format!("{place}: {text}"))
     }
 
+    /// The kernel's detail line just before its error, if any.
+    pub fn error_detail(&self) -> Option<String> {
+        error_detail(&self.log, self.error_line()?)
+    }
+
     /// Processed instructions: bpf_prog_info when loaded, else the log.
     pub fn processed_insns(&self) -> Option<u64> {
         self.verified_insns
             .map(u64::from)
             .or(self.stats.processed_insns)
     }
+}
+
+/// The message line a verifier prints just before its error, the detail
+/// that says which access or register failed (`invalid access to packet,
+/// off=12 size=1, R1(id=0,off=12,r=0)` before `R1 offset is outside of the
+/// packet`): None when the line before is an instruction, a source line or
+/// a state.
+pub fn error_detail(log: &str, error: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let at = lines.iter().rposition(|l| l.starts_with(error))?;
+    let prev = lines.get(at.checked_sub(1)?)?.trim_end();
+    let is_insn = prev
+        .split_once(": ")
+        .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+    let not_detail = prev.is_empty()
+        || prev.starts_with("; ")
+        || prev.starts_with("from ")
+        || is_insn
+        || prev == error;
+    (!not_detail).then(|| prev.to_string())
 }
 
 /// The last line of a verifier log that is not statistics or the state dump
@@ -151,6 +176,23 @@ mod tests {
             last_error_line(log),
             Some("invalid bpf_context access off=64 size=4")
         );
+    }
+
+    #[test]
+    fn detail_is_the_message_before_the_error() {
+        let log = "1: (71) r2 = *(u8 *)(r1 +12)\n\
+                   invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)\n\
+                   R1 offset is outside of the packet\n\
+                   processed 2 insns\n";
+        assert_eq!(
+            error_detail(log, "R1 offset is outside of the packet").as_deref(),
+            Some("invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)")
+        );
+        // An instruction or source line before the error is no detail.
+        let log = "0: (95) exit\nR0 !read_ok\n";
+        assert_eq!(error_detail(log, "R0 !read_ok"), None);
+        let log = "; return x; @ a.c:3\nR0 !read_ok\n";
+        assert_eq!(error_detail(log, "R0 !read_ok"), None);
     }
 
     #[test]

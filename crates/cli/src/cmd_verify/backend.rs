@@ -63,6 +63,31 @@ const MIB: u64 = 1024 * 1024;
 /// Prefix of row reasons that are bpfvet's own failures, not verdicts.
 pub const INTERNAL_ERROR: &str = "internal error";
 
+/// The detail line before a bpfvet rejection: from the log when one was
+/// kept, else from verifying the program again at level 1 (rejections
+/// only, so accepted programs pay nothing).
+fn rejection_detail(
+    out: &bpfvet_verifier::Outcome,
+    obj: &Object,
+    idx: usize,
+    error: &str,
+) -> Option<String> {
+    if !out.log.is_empty() {
+        return bpfvet_kernel::report::error_detail(&out.log, error);
+    }
+    // A logged run costs several times a plain one: not for programs that
+    // made the verifier work hard before failing.
+    if out.stats.processed_insns > 100_000 {
+        return None;
+    }
+    let opts = bpfvet_verifier::Options {
+        log_level: 1,
+        ..Default::default()
+    };
+    let again = bpfvet_verifier::verify(obj, idx, &opts);
+    bpfvet_kernel::report::error_detail(&again.log, error)
+}
+
 pub struct KernelBackend {
     kernel: Kernel,
 }
@@ -104,6 +129,7 @@ pub fn kernel_row(file: &str, obj: &Object, idx: usize, r: &ProgramReport, keep_
     }
     row.rejection = r.error_line().map(|e| Rejection {
         error: e.to_string(),
+        detail: r.error_detail(),
         insn: None,
         source: r.error_source(),
     });
@@ -232,6 +258,7 @@ impl Backend for BpfvetBackend {
                     } => {
                         row.rejection = Some(Rejection {
                             error: error.clone(),
+                            detail: rejection_detail(&out, obj, i, error),
                             insn: *insn,
                             source: source.clone(),
                         });

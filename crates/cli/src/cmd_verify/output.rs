@@ -145,7 +145,7 @@ fn row_json(row: &Row, stats: &[Stat]) -> Value {
     if let Some(r) = &row.rejection {
         m.insert(
             "error".into(),
-            json!({ "message": r.error, "insn": r.insn, "source": r.source }),
+            json!({ "message": r.error, "detail": r.detail, "insn": r.insn, "source": r.source }),
         );
     }
     if let Some(l) = &row.log {

@@ -28,18 +28,26 @@ pub struct Row {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rejection {
     pub error: String,
+    /// The verifier's line before the error naming what failed (which
+    /// access, which register and its state).
+    pub detail: Option<String>,
     pub insn: Option<usize>,
     /// `file.c:42: <source text>`.
     pub source: Option<String>,
 }
 
 impl Rejection {
-    /// `insn 12: <error>` and, on a second indented line, the source line.
+    /// `insn 12: <error>` and, on indented lines, the detail and the
+    /// source line.
     pub fn explain(&self) -> String {
         let mut s = match self.insn {
             Some(i) => format!("insn {i}: {}", self.error),
             None => self.error.clone(),
         };
+        if let Some(d) = &self.detail {
+            s.push_str("\n    ");
+            s.push_str(d);
+        }
         if let Some(src) = &self.source {
             s.push_str("\n    ");
             s.push_str(src);
