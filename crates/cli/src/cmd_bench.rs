@@ -1,6 +1,6 @@
 //! `bpfvet bench`: benchmarks with the machine named in the output.
-//! `bench maps` runs the seed tables of the maps crate; `bench run` is the
-//! slot for the runtime's benchmarks.
+//! `bench maps` runs the seed tables of the maps crate. The runtime's
+//! benchmarks against the kernel are `bench/vm/run.sh`.
 
 use std::process::ExitCode;
 
@@ -15,8 +15,6 @@ enum What {
     /// HASH vs RHASH (plus papaya and dashmap) on the seed workloads:
     /// lookups, full updates, 8-writer overwrite with memory, hash functions.
     Maps(MapsArgs),
-    /// Runtime (vm) benchmarks: not built yet.
-    Run,
 }
 
 #[derive(clap::Args)]
@@ -68,6 +66,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             maps_report(a)
         }
-        What::Run => anyhow::bail!("`bench run` is not implemented yet (runtime benchmarks)"),
     }
 }
