@@ -162,7 +162,7 @@ pub fn last_error_line(log: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::last_error_line;
+    use super::{error_detail, last_error_line};
 
     #[test]
     fn error_line_skips_stats_and_source_lines() {
