@@ -775,7 +775,6 @@ impl Env<'_> {
             | RegType::MapKey
             | RegType::MapValue
             | RegType::Mem
-            | RegType::TpBuffer
             | RegType::Scalar => Ok(()),
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed

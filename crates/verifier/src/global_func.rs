@@ -392,41 +392,11 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// check_func_arg_reg_off for an argument without a type of its own:
-    /// memory pointers may carry any offset, BTF pointers a fixed one,
-    /// other pointers none.
+    /// check_func_arg_reg_off for an argument without a type of its own
+    /// (the kernel passes ARG_DONTCARE): memory pointers may carry any
+    /// offset, BTF pointers a fixed one, other pointers none.
     fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
-        let fixed_ok = match r.ty {
-            RegType::Stack
-            | RegType::Packet
-            | RegType::PacketMeta
-            | RegType::MapKey
-            | RegType::MapValue
-            | RegType::Mem
-            | RegType::Scalar => return Ok(()),
-            RegType::BtfId => true,
-            _ => false,
-        };
-        let ty = r.type_str();
-        if !fixed_ok && r.off < 0 {
-            return self.err(format!(
-                "negative offset {ty} ptr R{regno} off={} disallowed",
-                r.off
-            ));
-        }
-        if !fixed_ok && r.off != 0 {
-            return self.err(format!(
-                "dereference of modified {ty} ptr R{regno} off={} disallowed",
-                r.off
-            ));
-        }
-        if !r.v.is_const() || r.v.const_value() != 0 {
-            return self.err(format!(
-                "variable {ty} access var_off={} disallowed",
-                crate::check_alu::tnum_str(&r.v)
-            ));
-        }
-        Ok(())
+        self.check_func_arg_reg_off(regno, r, crate::helpers::ArgType::default())
     }
 
     /// check_mem_reg: NULL passes; otherwise the callee may read and write
