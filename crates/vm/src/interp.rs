@@ -19,6 +19,33 @@ struct Frame {
     saved: [u64; 4],
 }
 
+/// A bpf-to-bpf call from the instruction before `ret_pc`: the callee-saved
+/// registers are kept for the return and r10 moves to the new frame.
+#[inline]
+fn enter_frame(
+    frames: &mut Vec<Frame>,
+    depth: &mut usize,
+    regs: &mut [u64; 16],
+    run: &Run,
+    prog: usize,
+    ret_pc: usize,
+) -> Result<()> {
+    if *depth + 1 >= MAX_FRAMES {
+        return Err(VmError::CallDepth {
+            pc: ret_pc - 1,
+            max: MAX_FRAMES,
+        });
+    }
+    frames.push(Frame {
+        prog,
+        ret_pc,
+        saved: [regs[6], regs[7], regs[8], regs[9]],
+    });
+    *depth += 1;
+    regs[10] = run.frame_pointer(*depth);
+    Ok(())
+}
+
 /// An execution engine: the interpreter today, a JIT later. Runs program
 /// `prog` of the run's VM from instruction `pc` at call depth `depth` with
 /// r1..r5 = `args`, and returns r0.
@@ -336,19 +363,7 @@ pub fn execute(
             }
             0x85 => {
                 if op.src == BPF_PSEUDO_CALL {
-                    if depth + 1 >= MAX_FRAMES {
-                        return Err(VmError::CallDepth {
-                            pc: pc - 1,
-                            max: MAX_FRAMES,
-                        });
-                    }
-                    frames.push(Frame {
-                        prog,
-                        ret_pc: pc,
-                        saved: [regs[6], regs[7], regs[8], regs[9]],
-                    });
-                    depth += 1;
-                    regs[10] = run.frame_pointer(depth);
+                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
                     pc = jump(pc, op.imm as i64);
                 } else if op.src != 0 {
                     regs[0] = run.kfunc(op.imm, &mut regs, pc - 1)?;
@@ -368,19 +383,7 @@ pub fn execute(
             // call %reg: a function of this program or a helper by ID.
             0x8d => match callx_target(regs[d], code.len(), pc - 1)? {
                 CallxTarget::Function(target) => {
-                    if depth + 1 >= MAX_FRAMES {
-                        return Err(VmError::CallDepth {
-                            pc: pc - 1,
-                            max: MAX_FRAMES,
-                        });
-                    }
-                    frames.push(Frame {
-                        prog,
-                        ret_pc: pc,
-                        saved: [regs[6], regs[7], regs[8], regs[9]],
-                    });
-                    depth += 1;
-                    regs[10] = run.frame_pointer(depth);
+                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
                     pc = target;
                 }
                 CallxTarget::Helper(id) => {

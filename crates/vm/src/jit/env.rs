@@ -142,6 +142,13 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         pc as usize,
         depth as usize,
     );
+    after_call(env, run, r)
+}
+
+/// Back from a helper or an interpreted function: the shared may_goto
+/// budget and packet bounds come back to the compiled code, and an error
+/// stops the run (r0 reads 0 until the caller sees the failure).
+fn after_call(env: &mut Env, run: &mut Run, r: crate::error::Result<u64>) -> u64 {
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);
@@ -170,16 +177,7 @@ pub(super) extern "C" fn callx(env: *mut Env, value: u64, pc: u64, depth: u64) -
             Interpreter.execute(run, env.prog, start, args, depth as usize + 1)
         }
     });
-    env.may_goto_left = run.may_goto_left;
-    run.refresh_packet_bounds();
-    env.refresh_packet(run);
-    match r {
-        Ok(v) => v,
-        Err(e) => {
-            env.fail(e);
-            0
-        }
-    }
+    after_call(env, run, r)
 }
 
 pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
