@@ -123,3 +123,43 @@ fn quiet_suppresses_explanations() {
     let obj = progs_dir().join("reject_pkt_oob.bpf.o");
     assert!(explanations(&["-q", obj.to_str().expect("utf-8 path")]).is_empty());
 }
+
+#[test]
+fn kernel_rejection_names_its_instruction_and_source_line() {
+    let obj = progs_dir().join("reject_pkt_oob.bpf.o");
+    let out = Command::new(env!("CARGO_BIN_EXE_bpfvet"))
+        .args([
+            "verify",
+            "--backend",
+            "both",
+            obj.to_str().expect("utf-8 path"),
+        ])
+        .output()
+        .expect("run bpfvet");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if let Some(line) = stderr
+        .lines()
+        .find(|l| l.contains("kernel backend unavailable"))
+    {
+        println!("SKIP: {line}");
+        return;
+    }
+    // The kernel's stats-only log names no instruction: bpfvet loads the
+    // rejected program again at level 1 to find it, and its C line.
+    let kernel: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.contains(" (kernel): "))
+        .take_while(|l| l.contains(" (kernel): ") || l.starts_with("    "))
+        .collect();
+    assert_eq!(
+        kernel.first().copied(),
+        Some("bpfvet: reject_pkt_oob.bpf.o/xdp_no_bounds_check (kernel): insn 1: R1 offset is outside of the packet"),
+        "{stderr}"
+    );
+    let source = kernel
+        .iter()
+        .find_map(|l| l.strip_prefix("    ").filter(|l| l.contains(".c:")))
+        .expect("a source line");
+    assert!(source.contains("eth->h_proto"), "{source}");
+    assert_source_line_is_real(&progs_dir(), source);
+}

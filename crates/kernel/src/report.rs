@@ -140,6 +140,33 @@ pub fn error_detail(log: &str, error: &str) -> Option<String> {
     (!not_detail).then(|| prev.to_string())
 }
 
+/// The instruction a level-1 (or higher) log shows last before its error
+/// (the one that failed), and the C line shown last before that
+/// instruction (`file.c:42: <text>`). None in a stats-only log, which
+/// prints no instructions.
+pub fn failing_site(log: &str, error: &str) -> Option<(usize, Option<String>)> {
+    let lines: Vec<&str> = log.lines().collect();
+    let at = lines.iter().rposition(|l| l.starts_with(error))?;
+    let (pos, insn) = lines[..at]
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, l)| Some((i, insn_index(l)?)))?;
+    let source = lines[..pos].iter().rev().find_map(|l| {
+        let (text, place) = l.strip_prefix("; ")?.rsplit_once(" @ ")?;
+        Some(format!("{place}: {text}"))
+    });
+    Some((insn, source))
+}
+
+/// `12: (79) r0 = ...` is instruction 12; state lines (`12: R0=...`) and
+/// branch lines (`from 3 to 12: ...`) are not instructions.
+fn insn_index(line: &str) -> Option<usize> {
+    let (n, rest) = line.split_once(": (")?;
+    rest.get(..3)?.ends_with(')').then_some(())?;
+    n.parse().ok()
+}
+
 /// The last line of a verifier log that is not statistics or the state dump
 /// that follows "infinite loop detected".
 pub fn last_error_line(log: &str) -> Option<&str> {
@@ -162,7 +189,7 @@ pub fn last_error_line(log: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{error_detail, last_error_line};
+    use super::{error_detail, failing_site, last_error_line};
 
     #[test]
     fn error_line_skips_stats_and_source_lines() {
@@ -175,6 +202,32 @@ mod tests {
         assert_eq!(
             last_error_line(log),
             Some("invalid bpf_context access off=64 size=4")
+        );
+    }
+
+    #[test]
+    fn failing_site_is_the_last_instruction_before_the_error() {
+        let log = "0: R1=ctx() R10=fp0\n\
+                   ; int x = 0; @ prog.c:3\n\
+                   0: (b7) r0 = 0                        ; R0_w=0\n\
+                   ; return skb->data[12]; @ prog.c:4\n\
+                   1: (71) r2 = *(u8 *)(r1 +12)\n\
+                   from 4 to 6: R0=1\n\
+                   6: R0=1\n\
+                   invalid access to packet, off=12 size=1, R1(id=0,off=12,r=0)\n\
+                   R1 offset is outside of the packet\n\
+                   processed 2 insns\n";
+        assert_eq!(
+            failing_site(log, "R1 offset is outside of the packet"),
+            Some((1, Some("prog.c:4: return skb->data[12];".to_string())))
+        );
+        // A stats-only log names no instruction.
+        assert_eq!(
+            failing_site(
+                "R1 offset is outside of the packet\nprocessed 2 insns\n",
+                "R1 offset"
+            ),
+            None
         );
     }
 

@@ -167,11 +167,46 @@ impl Backend for KernelBackend {
         progs
             .iter()
             .map(|&i| match session.load_program(i, &load) {
-                Some(r) => kernel_row(file, obj, i, &r, opts.keep_log),
+                Some(r) => {
+                    let mut row = kernel_row(file, obj, i, &r, opts.keep_log);
+                    if let Some(rejection) = &mut row.rejection {
+                        if let Some((insn, source)) = kernel_failing_site(&session, i, &r, &load) {
+                            rejection.insn = Some(insn);
+                            rejection.source = rejection.source.take().or(source);
+                        }
+                    }
+                    row
+                }
                 None => base_row(file, obj, i),
             })
             .collect()
     }
+}
+
+/// The instruction the kernel rejected and its C line: from the log when it
+/// was kept at level 1 or more, else from loading the program again at
+/// level 1 (as for bpfvet's detail line: rejections only, and not after
+/// long explorations).
+fn kernel_failing_site(
+    session: &bpfvet_kernel::ObjectSession<'_>,
+    idx: usize,
+    report: &ProgramReport,
+    load: &LoadOptions,
+) -> Option<(usize, Option<String>)> {
+    let error = report.error_line()?;
+    if let Some(site) = bpfvet_kernel::report::failing_site(&report.log, error) {
+        return Some(site);
+    }
+    if load.log_level > 0 || report.processed_insns()? > 100_000 {
+        return None;
+    }
+    let level1 = LoadOptions {
+        log_level: 1,
+        log_size: 16 * 1024 * 1024,
+        ..load.clone()
+    };
+    let again = session.load_program(idx, &level1)?;
+    bpfvet_kernel::report::failing_site(&again.log, again.error_line()?)
 }
 
 /// The reason a program the object loader could not prepare is refused,
