@@ -115,7 +115,22 @@ impl Backtrack {
                 }
             }
             BPF_JMP | BPF_JMP32 => {
-                if cfg::is_pseudo_call(&insn) {
+                let callee = cfg::is_pseudo_call(&insn)
+                    .then(|| {
+                        env.cfg
+                            .subprog_at((idx as i64 + insn.imm as i64 + 1) as usize)
+                    })
+                    .flatten();
+                if callee.is_some_and(|sub| env.is_global(sub)) {
+                    // A global subprogram was verified on its own: the path
+                    // goes straight from the call to the next instruction.
+                    // It sets R0 and clobbers R1-R5, so none of those can
+                    // still be asked for.
+                    if idx as i64 + 1 != subseq || self.regs[self.frame] & ARGS != 0 {
+                        return Err(Unsupported);
+                    }
+                    self.clear_reg(0);
+                } else if cfg::is_pseudo_call(&insn) {
                     // Walking back out of the callee into the caller.
                     self.regs[self.frame] &= ARGS;
                     let moved = self.regs[self.frame];
