@@ -870,9 +870,9 @@ impl Env<'_> {
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
                     return self.err("expected prog array map for tail call");
                 }
-                if !self.cur.refs.is_empty() {
-                    return self.err("tail_call would lead to reference leak");
-                }
+                // A tail call leaves the program: no lock, reference, RCU
+                // or preemption region may be held across it.
+                self.check_resource_leak("tail_call", true)?;
                 // A constant in-range index is kept exact (record_func_key).
                 let key = self.cur.reg(3).v;
                 let max = m.map_or(0, created_max_entries) as u64;

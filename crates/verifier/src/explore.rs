@@ -612,21 +612,24 @@ impl<'a> Env<'a> {
 
     /// check_reference_leak: references still held where the program would
     /// end (a subprogram's exit hands them back to its caller, an exception
-    /// exit does not); the first one held is logged.
+    /// exit does not); every one held is logged.
     pub fn check_reference_leak(&mut self, what: &str, exception_exit: bool) -> VResult<()> {
         if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());
         }
-        if let Some(r) = self
+        let held: Vec<String> = self
             .cur
             .refs
             .iter()
-            .find(|r| r.kind == crate::state::RefKind::Ptr)
-        {
-            let msg = format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx);
-            self.log.line(&msg);
-            return self.err(format!("{what} would lead to reference leak"));
+            .filter(|r| r.kind == crate::state::RefKind::Ptr)
+            .map(|r| format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx))
+            .collect();
+        if held.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        for line in &held {
+            self.log.line(line);
+        }
+        self.err(format!("{what} would lead to reference leak"))
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! # prog_type: xdp                 (libbpf's name; default socket_filter)
+//! # attach_type: trace_uprobe_session (optional: expected attach type)
 //! # verdict: reject                (accept | reject)
 //! # error: R2 !read_ok             (for reject: the kernel's error line)
 //! # processed: 3                   (optional: processed insns)
@@ -23,13 +24,14 @@
 //!                                   void*, each optionally with `@TAG` for
 //!                                   an `arg:TAG` decl tag, e.g. void*@ctx;
 //!                                   gives the program BTF and func_info)
+//! # any other text                  (a comment)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
 //! programs (root and a working bpf(2)), replayed against the kernel too,
 //! so every expectation is also checked against the oracle.
 
-use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_isa::uapi::{AttachType, MapType, ProgType};
 use bpfvet_kernel::{oracle, Errno};
 use bpfvet_object::{MapDef, Object};
 use bpfvet_verifier::{verify, Options, Verdict};
@@ -38,6 +40,7 @@ use std::path::PathBuf;
 struct Case {
     name: String,
     prog_type: ProgType,
+    attach_type: Option<AttachType>,
     accept: bool,
     error: Option<String>,
     processed: Option<u64>,
@@ -52,6 +55,7 @@ fn parse(name: &str, src: &str) -> Case {
     let mut c = Case {
         name: name.to_string(),
         prog_type: ProgType::SOCKET_FILTER,
+        attach_type: None,
         accept: true,
         error: None,
         processed: None,
@@ -62,11 +66,15 @@ fn parse(name: &str, src: &str) -> Case {
         text: String::new(),
     };
     for line in src.lines() {
-        if let Some(d) = line.strip_prefix("# ") {
-            if let Some((k, v)) = d.split_once(':') {
+        if let Some(d) = line.strip_prefix('#') {
+            // A directive, or a comment saying what the case pins and why.
+            if let Some((k, v)) = d.trim_start().split_once(':') {
                 let v = v.trim();
                 match k.trim() {
                     "prog_type" => c.prog_type = ProgType::from_name(v).expect("known prog type"),
+                    "attach_type" => {
+                        c.attach_type = Some(AttachType::from_name(v).expect("known attach type"))
+                    }
                     "verdict" => c.accept = v == "accept",
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
@@ -76,8 +84,8 @@ fn parse(name: &str, src: &str) -> Case {
                     "func" => c.funcs.push(v.to_string()),
                     _ => {}
                 }
-                continue;
             }
+            continue;
         }
         c.text.push_str(line);
         c.text.push('\n');
@@ -156,6 +164,7 @@ fn object(c: &Case) -> Object {
     let insns =
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
+    obj.programs[0].expected_attach_type = c.attach_type;
     obj.maps = c.maps.clone();
     if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
@@ -311,7 +320,9 @@ fn log_stat(text: &str, key: &str) -> Option<u64> {
 /// it cannot be asked.
 fn kernel_load(obj: &Object) -> Option<KernelSays> {
     let p = &obj.programs[0];
-    let v = oracle::load(&oracle::RawProgram::new(p.prog_type.0, &p.insns));
+    let mut raw = oracle::RawProgram::new(p.prog_type.0, &p.insns);
+    raw.expected_attach_type = p.expected_attach_type.map_or(0, |a| a.0);
+    let v = oracle::load(&raw);
     if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
         return None;
     }

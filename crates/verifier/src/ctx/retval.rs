@@ -60,7 +60,9 @@ pub fn return_rule(
             At::TRACE_ITER => range(0, 1),
             _ => ReturnRule::Unsupported,
         },
-        Pt::KPROBE if eat == At::TRACE_KPROBE_SESSION => range(0, 1),
+        Pt::KPROBE if matches!(eat, At::TRACE_KPROBE_SESSION | At::TRACE_UPROBE_SESSION) => {
+            range(0, 1)
+        }
         // SK_DROP..SK_PASS
         Pt::SK_LOOKUP => range(0, 1),
         Pt::LSM => ReturnRule::DependsOnLsmHook,

@@ -773,7 +773,7 @@ fn tracing(func: u32, p: &CallerProg) -> Proto {
 fn kprobe(func: u32, p: &CallerProg) -> Proto {
     let e = eat(p);
     let kmulti = matches!(e, At::TRACE_KPROBE_MULTI | At::TRACE_KPROBE_SESSION);
-    let umulti = e == At::TRACE_UPROBE_MULTI;
+    let umulti = matches!(e, At::TRACE_UPROBE_MULTI | At::TRACE_UPROBE_SESSION);
     match func {
         id::OVERRIDE_RETURN if !p.kprobe_override => None,
         id::GET_STACK if p.sleepable => Some(&BPF_GET_STACK_SLEEPABLE),
