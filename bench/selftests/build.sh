@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Builds the kernel's BPF selftest objects (tools/testing/selftests/bpf/progs)
-# from Debian's linux-source-6.12 package, the way the selftests Makefile
-# builds test_progs' objects, into a directory outside the repository.
-#   bench/selftests/build.sh [OUT_DIR]      (default /var/tmp/bpfvet-selftests)
+# the way the selftests Makefile builds test_progs' objects, into a
+# directory outside the repository, from Debian's linux-source-6.12 package
+# or, with SELFTESTS=6.18, from Debian's 6.18 sources (the host kernel's
+# version; fetched by bench/verifier_fuzz/kernel_src.sh).
+#   [SELFTESTS=6.12|6.18] bench/selftests/build.sh [OUT_DIR]
+#   (default OUT_DIR: /var/tmp/bpfvet-selftests, or -6.18 appended)
 # OUT_DIR/verifier holds the objects of progs/verifier_*.c, OUT_DIR/other the
 # rest; OUT_DIR/build_failures.txt names the sources that did not compile.
 # Needs root (apt) or the packages: linux-source-6.12 clang-19 bpftool
 # libbpf-dev python3.
 set -euo pipefail
-out=${1:-/var/tmp/bpfvet-selftests}
+here=$(cd "$(dirname "$0")" && pwd)
+release=${SELFTESTS:-6.12}
+case $release in
+6.12) out=${1:-/var/tmp/bpfvet-selftests} ;;
+6.18) out=${1:-/var/tmp/bpfvet-selftests-6.18} ;;
+*) echo "build.sh: SELFTESTS must be 6.12 or 6.18" >&2; exit 2 ;;
+esac
 tarball=/usr/src/linux-source-6.12.tar.xz
 need=()
-[ -f "$tarball" ] || need+=(linux-source-6.12)
+[ "$release" != 6.12 ] || [ -f "$tarball" ] || need+=(linux-source-6.12)
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v bpftool >/dev/null || need+=(bpftool)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
@@ -21,7 +30,11 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
 fi
 mkdir -p "$out"
-src=$out/linux-source-6.12
+if [ "$release" = 6.18 ]; then
+    src=$("$here/../verifier_fuzz/kernel_src.sh")
+else
+    src=$out/linux-source-6.12
+fi
 if [ ! -d "$src/tools/testing/selftests/bpf/progs" ]; then
     echo "extracting the selftests from $tarball" >&2
     tar xf "$tarball" -C "$out" --wildcards \
