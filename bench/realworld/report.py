@@ -10,6 +10,7 @@ TITLES = {
     "libbpf-bootstrap": "libbpf-bootstrap examples (libbpf/libbpf-bootstrap)",
     "katran": "Katran (facebookincubator/katran)",
     "cilium-ebpf": "cilium/ebpf examples (cilium/ebpf)",
+    "cilium": "Cilium datapath (cilium/cilium bpf/, its Makefile's load-tested configurations)",
 }
 ORDER = list(TITLES)
 
@@ -43,7 +44,7 @@ first_line = lambda k, side: next(
     (l.split(": ", 2)[-1] for l in err if l.startswith(f"bpfvet: {k} ({side})")), "")
 
 out = [f"<!-- begin {project} -->", f"## {TITLES[project]}", ""]
-out.append(f"Commit `{commit}`, host kernel {kernel}; rows in `results-{project}.csv`.")
+out.append(f"{'Version' if commit.startswith('v') else 'Commit'} `{commit}`, host kernel {kernel}; rows in `results-{project}.csv`.")
 out.append("")
 out.append(f"- **bpfvet accepts what the kernel rejects: {len(unsound)}**")
 for r in unsound:

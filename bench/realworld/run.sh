@@ -6,6 +6,10 @@
 # (a bare one is read with git; blobs it lacks are skipped).
 #   bench/realworld/run.sh [--bcc DIR] [--xdp-tools DIR]
 #                          [--libbpf-bootstrap DIR] [--katran DIR] [--cilium-ebpf DIR]
+#                          [--cilium DIR]
+# Cilium's tree is too large to fetch whole; fetch_cilium.sh brings its
+# bpf/ directory and Makefiles from the Go module proxy at a pinned
+# version and prints the DIR to give.
 #   bench/realworld/run.sh /path/to/bcc      (as before: bcc only)
 # For every project given, writes results-PROJECT.csv and replaces that
 # project's section of REPORT.md; sections of projects not given are kept.
@@ -24,9 +28,9 @@ if [ $# -eq 1 ] && [ "${1#--}" = "$1" ]; then set -- --bcc "$1"; fi
 if [ $# -eq 0 ] && [ -n "${GIT_DIR:-}" ]; then set -- --bcc "$GIT_DIR"; unset GIT_DIR; fi
 while [ $# -gt 0 ]; do
     case $1 in
-        --bcc|--xdp-tools|--libbpf-bootstrap|--katran|--cilium-ebpf)
+        --bcc|--xdp-tools|--libbpf-bootstrap|--katran|--cilium-ebpf|--cilium)
             p=${1#--}; checkouts[$p]=$(cd "${2:?$1 needs a directory}" && pwd); order+=("$p"); shift 2 ;;
-        *) echo "usage: $0 [--bcc DIR] [--xdp-tools DIR] [--libbpf-bootstrap DIR] [--katran DIR] [--cilium-ebpf DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--bcc DIR] [--xdp-tools DIR] [--libbpf-bootstrap DIR] [--katran DIR] [--cilium-ebpf DIR] [--cilium DIR]" >&2; exit 2 ;;
     esac
 done
 [ ${#order[@]} -gt 0 ] || { echo "no project given" >&2; exit 2; }
@@ -145,6 +149,21 @@ build_cilium_ebpf() {  # cilium/ebpf's examples, as their go:generate lines buil
     for f in "$s"/examples/*/*.c; do
         x=$(basename "$(dirname "$f")")
         compile "$x" "$f" "$o" -I"$s/examples/headers" -I"$(dirname "$f")"
+    done
+}
+
+build_cilium() {  # Cilium's datapath: its own Makefile (the MAX_*_OPTIONS configurations it load-tests)
+    local s=$1 o=$2 x
+    export_tree "${checkouts[cilium]}" "$s" bpf Makefile.defs Makefile.quiet
+    [ -f "${checkouts[cilium]}/.commit" ] && cp "${checkouts[cilium]}/.commit" "$s/.commit"
+    for x in $(sed -n 's/^BPF = //p' "$s/bpf/Makefile" | sed 's/\$(BPF_SIMPLE)//') \
+        $(sed -n 's/^BPF_SIMPLE = //p' "$s/bpf/Makefile"); do
+        if make -s -C "$s/bpf" CLANG="$clang" "$x" > "$o/../${x%.o}.err" 2>&1; then
+            mv "$s/bpf/$x" "$o/${x%.o}.bpf.o"
+            echo "${x%.o}" >> "$o/../built.txt"
+        else
+            echo "${x%.o}: $(grep -m1 'error:' "$o/../${x%.o}.err" | sed 's/^[^ ]* //')" >> "$o/../failed.txt"
+        fi
     done
 }
 
