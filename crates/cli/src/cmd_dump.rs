@@ -40,6 +40,8 @@ pub struct Args {
     /// Objects read at once [default: all cores]; the output is the same.
     #[arg(short = 'j', long)]
     pub jobs: Option<usize>,
+    #[arg(long, value_name = "LOADER", default_value = "auto", value_parser = crate::loader_arg::parse, help = crate::loader_arg::HELP)]
+    pub loader: crate::loader_arg::LoaderArg,
 }
 
 /// What the kernel knows when it prints a loaded program: kfunc names
@@ -98,7 +100,10 @@ fn dump_file(args: &Args, input: &Input, opts: &LoadOptions, syms: Option<&Kerne
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let inputs = expand_inputs(&args.objects)?;
-    let mut opts = LoadOptions::default();
+    let mut opts = LoadOptions {
+        loader: args.loader.0,
+        ..Default::default()
+    };
     if args.no_core {
         opts.target_btf = TargetBtf::None;
     } else if let Some(p) = &args.btf {
@@ -242,6 +247,9 @@ fn write_object(out: &mut String, obj: &Object, disasm: Option<&dyn Symbols>, so
             "  no programs: no function is in a program section (.text functions are subprograms)"
         );
     }
+    if let Some(note) = crate::loader_arg::detected_note(obj) {
+        let _ = writeln!(out, "  {note}");
+    }
     for w in &obj.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
@@ -366,6 +374,8 @@ fn object_json(obj: &Object, disasm: Option<&dyn Symbols>, source: bool) -> Valu
         "maps": obj.maps.iter().map(map_json).collect::<Vec<_>>(),
         "programs": programs,
         "unresolved_externs": obj.unresolved_externs,
+        "loader": obj.loader.name(),
+        "loader_reason": obj.loader_reason,
         "warnings": obj.warnings,
     })
 }

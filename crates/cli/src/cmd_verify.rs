@@ -80,6 +80,8 @@ pub struct Args {
     /// come after the command line's.
     #[arg(long = "prog-types", value_name = "FILE")]
     prog_types: Option<PathBuf>,
+    #[arg(long, value_name = "LOADER", default_value = "auto", value_parser = crate::loader_arg::parse, help = crate::loader_arg::HELP)]
+    loader: crate::loader_arg::LoaderArg,
     /// BPF_PROG_LOAD prog_flags added to every program, for both backends:
     /// UAPI names or numbers joined by `|` (BPF_F_TEST_STATE_FREQ|0x2).
     /// bpfvet refuses programs whose flags it does not model.
@@ -442,6 +444,10 @@ fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
         }
     };
     out.opened = true;
+    if let Some(note) = crate::loader_arg::detected_note(&obj) {
+        out.messages
+            .push(Message::Note(format!("bpfvet: {name}: {note}")));
+    }
     for w in &obj.warnings {
         out.messages
             .push(Message::Note(format!("bpfvet: {name}: warning: {w}")));
@@ -514,6 +520,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     // so that no program's duration includes them.
     let mut object_opts = bpfvet_object::LoadOptions {
         text_programs: prog_types::types_text(&type_rules),
+        loader: args.loader.0,
         ..Default::default()
     };
     object_opts

@@ -10,6 +10,7 @@ mod cmd_dump;
 mod cmd_run;
 mod cmd_test;
 mod cmd_verify;
+mod loader_arg;
 
 #[derive(Parser)]
 #[command(

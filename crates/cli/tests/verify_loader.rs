@@ -56,11 +56,42 @@ fn other_loaders_pin_flags_are_warnings() {
         stdout.contains(",tc_count_and_tail_call,success\n"),
         "{stdout}"
     );
+    // Cilium's flag names the loader; the value it does not know warns.
+    assert!(stderr.contains("read as cilium reads it"), "{stderr}");
     assert!(
-        stderr.contains("warning: map 'calls': pinning value 16"),
+        stderr.contains("warning: map 'packets': pinning value 2 means nothing to cilium"),
         "{stderr}"
     );
+    assert!(!stderr.contains("warning: map 'calls'"), "{stderr}");
     assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let (_, stderr) = out(&verify(&[
+        "--loader",
+        "libbpf",
+        &prog("loader_pin_flag.bpf.o"),
+    ]));
+    assert!(
+        stderr.contains("warning: map 'calls': pinning value 16 means nothing to libbpf"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("read as"), "{stderr}");
+}
+
+#[test]
+fn iproute2_tail_call_sections_take_the_entry_type() {
+    let obj = prog("loader_iproute2.bpf.o");
+    let (stdout, stderr) = out(&verify(&[&obj]));
+    assert!(stdout.contains(",tail_mark,success\n"), "{stdout}");
+    assert!(stderr.contains("read as iproute2 reads it"), "{stderr}");
+    // As libbpf reads it, the numbered section has no type.
+    let (stdout, stderr) = out(&verify(&["--loader", "libbpf", &obj]));
+    assert!(stdout.contains(",tail_mark,failure\n"), "{stdout}");
+    assert!(
+        stderr.contains("no program type: section '1/0'"),
+        "{stderr}"
+    );
+    let o = verify(&["--loader", "nonsense", &obj]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out(&o).1.contains("unknown loader 'nonsense'"));
 }
 
 #[test]

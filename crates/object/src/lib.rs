@@ -22,11 +22,13 @@ mod externs;
 mod kconfig;
 mod link;
 mod load;
+pub mod loader;
 mod maps;
 pub mod sec_def;
 pub mod types;
 
 pub use error::{ErrorKind, ObjectError};
 pub use load::{LoadOptions, TargetBtf, HOST_VMLINUX};
+pub use loader::Loader;
 pub use maps::{internal_map_name, object_name};
 pub use types::*;

@@ -14,6 +14,7 @@ use crate::btf_ext::BtfExt;
 use crate::elf::{ElfFile, SHN_LORESERVE, SHN_UNDEF};
 use crate::error::{err, ErrorKind, LResult, Located, ObjectError};
 use crate::externs::{self, Extern};
+use crate::loader::Loader;
 
 use crate::link::{CodeSec, Func, Reloc};
 use crate::maps::{self, MapClass, MapLoc, PendingValues};
@@ -54,6 +55,9 @@ pub struct LoadOptions {
     /// are). libbpf treats `.text` functions as subprograms only, so by
     /// default such an object has no programs.
     pub text_programs: bool,
+    /// The loader whose conventions apply; None to detect it from the
+    /// object (crate::loader).
+    pub loader: Option<Loader>,
 }
 
 impl Default for LoadOptions {
@@ -65,6 +69,7 @@ impl Default for LoadOptions {
             kconfig: Some(PathBuf::from("/proc/config.gz")),
             object_name: None,
             text_programs: false,
+            loader: None,
         }
     }
 }
@@ -213,9 +218,10 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
 
     // Maps in libbpf's order.
     let mut maps_acc: Vec<(MapDef, MapLoc)> = Vec::new();
+    let mut elf_map_records = false;
     for (shndx, sec) in elf.sections.iter().enumerate() {
         if maps::is_legacy_maps_section(&sec.name) {
-            maps::legacy_maps(&elf, shndx, &mut maps_acc)?;
+            elf_map_records |= maps::legacy_maps(&elf, shndx, &mut maps_acc)?;
         }
     }
     let mut pending = Vec::new();
@@ -331,6 +337,11 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         )?;
     }
 
+    let (detected, loader_reason) = Loader::detect(elf_map_records, &maps_out);
+    let loader = opts.loader.unwrap_or(detected);
+    warnings.extend(loader.pin_warnings(&maps_out));
+    warnings.extend(loader.type_untyped_programs(&mut programs));
+
     // The final BTF is what the kernel will see; ids of the object's own
     // types are unchanged by the fix-ups.
     let btf = match &btf_raw {
@@ -347,6 +358,8 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         btf,
         unresolved_externs: unresolved,
         warnings,
+        loader,
+        loader_reason: opts.loader.is_none().then_some(loader_reason).flatten(),
     })
 }
 

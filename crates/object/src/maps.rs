@@ -93,7 +93,9 @@ pub fn is_legacy_maps_section(name: &str) -> bool {
 /// `struct bpf_map_def` records of any size: the record size is the section
 /// size divided by the number of symbols in it, as libbpf computes it.
 /// Fields past the five known ones are ignored.
-pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>) -> LResult<()> {
+/// The maps of a legacy `maps` section; true when its records are
+/// iproute2's `struct bpf_elf_map`.
+pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>) -> LResult<bool> {
     let sec = &elf.sections[shndx];
     let sname = sec.name.as_str();
     let mut syms: Vec<_> = elf
@@ -104,7 +106,7 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         })
         .collect();
     if syms.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let size = sec.data.len();
     if size == 0 || !size.is_multiple_of(syms.len()) {
@@ -155,6 +157,7 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
         m.max_entries = field(3);
         m.map_flags = field(4);
         if rec >= IPROUTE2_MAP_DEF_SIZE {
+            m.pinning = field(6);
             iproute2_ids.push((out.len(), field(5), field(7)));
         } else if rec == SAMPLES_MAP_DEF_SIZE {
             inner_idx.push((out.len(), field(5)));
@@ -170,7 +173,7 @@ pub fn legacy_maps(elf: &ElfFile, shndx: usize, out: &mut Vec<(MapDef, MapLoc)>)
     }
     link_iproute2_inner_maps(out, &iproute2_ids);
     link_indexed_inner_maps(out, first, &inner_idx);
-    Ok(())
+    Ok(rec >= IPROUTE2_MAP_DEF_SIZE)
 }
 
 /// Size of the `struct bpf_map_def` of the kernel's samples/bpf loader
@@ -388,16 +391,10 @@ fn parse_def(
                         format!("map '{map}': inner map can't be pinned"),
                     ));
                 }
-                let p = field_int(btf, mem, &map, attr)?;
-                // libbpf knows 0 and 1 only; Cilium adds its own flag (16)
-                // and cilium/ebpf keeps any value for its caller. Pinning
-                // does not change what the kernel verifies.
-                if p > 1 {
-                    warnings.push(format!(
-                        "map '{map}': pinning value {p} is not libbpf's (another loader's pin flag); the map is not pinned"
-                    ));
-                }
-                m.pinning = p;
+                // Kept as found: which values mean something depends on the
+                // loader (crate::loader), and pinning does not change what
+                // the kernel verifies.
+                m.pinning = field_int(btf, mem, &map, attr)?;
             }
             "map_extra" => m.map_extra = field_long(btf, mem, &map, attr)?,
             "key_size" => {

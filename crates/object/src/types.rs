@@ -26,6 +26,11 @@ pub struct Object {
     /// What the loader accepted although a strict libbpf would not (e.g. a
     /// map pin flag of another loader), one sentence each.
     pub warnings: Vec<String>,
+    /// The loader whose conventions were applied.
+    pub loader: crate::loader::Loader,
+    /// What in the object named that loader, when it was detected rather
+    /// than given.
+    pub loader_reason: Option<String>,
 }
 
 impl Object {
@@ -55,6 +60,8 @@ impl Object {
             btf: None,
             unresolved_externs: Vec::new(),
             warnings: Vec::new(),
+            loader: crate::loader::Loader::Libbpf,
+            loader_reason: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX_VALUE;
 use bpfvet_isa::uapi::{MapType, ProgType};
-use bpfvet_object::{LoadOptions, Object};
+use bpfvet_object::{LoadOptions, Loader, Object};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
 
 fn progs_dir() -> PathBuf {
@@ -27,16 +27,54 @@ fn names(obj: &Object) -> Vec<&str> {
 }
 
 #[test]
-fn other_loaders_pin_flags_warn_and_open() {
+fn pin_flags_warn_unless_the_loader_knows_them() {
+    // Cilium's replace flag (16) names Cilium; iproute2's PIN_GLOBAL_NS (2)
+    // then means nothing.
     let obj = load("loader_pin_flag.bpf.o");
     let pin = |m: &str| obj.maps.iter().find(|x| x.name == m).unwrap().pinning;
     assert_eq!((pin("calls"), pin("packets")), (16, 2));
-    assert_eq!(obj.warnings.len(), 2, "{:?}", obj.warnings);
+    assert_eq!(obj.loader, Loader::Cilium);
     assert!(obj
-        .warnings
-        .iter()
-        .any(|w| w.contains("'calls'") && w.contains("16")));
+        .loader_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("'calls'")));
+    assert_eq!(obj.warnings.len(), 1, "{:?}", obj.warnings);
+    assert!(obj.warnings[0].contains("'packets'") && obj.warnings[0].contains("value 2"));
     assert_eq!(names(&obj), ["tc_count_and_tail_call"]);
+    // libbpf knows neither.
+    let libbpf = load_with(
+        "loader_pin_flag.bpf.o",
+        &LoadOptions {
+            loader: Some(Loader::Libbpf),
+            ..LoadOptions::offline()
+        },
+    );
+    assert_eq!(libbpf.warnings.len(), 2, "{:?}", libbpf.warnings);
+    assert_eq!(libbpf.loader_reason, None);
+}
+
+#[test]
+fn iproute2_objects_type_their_tail_calls_like_their_entry() {
+    let obj = load("loader_iproute2.bpf.o");
+    assert_eq!(obj.loader, Loader::Iproute2);
+    let jmp = obj.maps.iter().find(|m| m.name == "jmp_table").unwrap();
+    assert_eq!(jmp.pinning, 2);
+    let ty = |o: &Object, n: &str| o.programs.iter().find(|p| p.name == n).unwrap().prog_type;
+    assert_eq!(ty(&obj, "entry"), ProgType::SCHED_CLS);
+    assert_eq!(ty(&obj, "tail_mark"), ProgType::SCHED_CLS);
+    // The typing is said; iproute2's pin value is not a warning.
+    assert_eq!(obj.warnings.len(), 1, "{:?}", obj.warnings);
+    assert!(obj.warnings[0].contains("'tail_mark'"));
+    // libbpf leaves the numbered section untyped.
+    let libbpf = load_with(
+        "loader_iproute2.bpf.o",
+        &LoadOptions {
+            loader: Some(Loader::Libbpf),
+            ..LoadOptions::offline()
+        },
+    );
+    assert_eq!(ty(&libbpf, "tail_mark"), ProgType::UNSPEC);
+    assert!(libbpf.warnings.iter().any(|w| w.contains("'jmp_table'")));
 }
 
 #[test]
