@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Which of the kernel verifier's error messages the fuzzer reaches, and
+whether bpfvet then says the same.
+
+usage: error_sites.py KERNEL_SRC [--fuzz TSV...] [--selftests CSV ERR]... [--out MD] [--sites TSV]
+
+KERNEL_SRC is an extracted kernel tree (bench/verifier_fuzz/kernel_src.sh
+fetches Debian's 6.18 sources). The list of error sites is read from its
+kernel/bpf/verifier.c at run time: every `verbose(env, FORMAT, ...)` call
+that is followed by a failing exit (`return -E...`,
+`return err`, `return false`, a goto to an error label, or the end of a
+void helper that prints part of its caller's message), unless it only
+prints when the log is on, or it is a piece of a line other calls print. Nothing of the kernel's text is stored in the project.
+
+A site is *reached* when some program's kernel error line (the last line of
+its log) matches the site's format; it *agrees* when bpfvet rejected every
+such program with the identical line. `--fuzz` takes the batch TSVs of
+bench/verifier_fuzz (columns kernel_verdict, kernel_error, bpfvet_verdict,
+bpfvet_error); `--selftests` takes a CSV and stderr pair of
+bench/selftests/compare.sh, shown as a second, separate column.
+"""
+import argparse, collections, csv, os, re, sys
+
+SPEC = re.compile(r"%(?:%|[-+ #0]*(?:\d+|\*)?(?:\.\d+)?(?:hh|h|ll|l|z|L)?[diouxXscpS]"
+                  r"(?:K|S|s|B)?)")
+
+
+def c_string_literals(text):
+    """The concatenated C string literals at the start of `text`, and
+    whether the first argument was made only of literals."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i < n and text[i] == '"':
+            j, buf = i + 1, []
+            while j < n and text[j] != '"':
+                if text[j] == "\\" and j + 1 < n:
+                    esc = text[j + 1]
+                    buf.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\"}.get(esc, esc))
+                    j += 2
+                else:
+                    buf.append(text[j])
+                    j += 1
+            out.append("".join(buf))
+            i = j + 1
+        else:
+            break
+    rest = text[i:].lstrip()
+    return "".join(out), rest == "" or rest.startswith(",") or rest.startswith(")")
+
+
+def call_end(src, start):
+    """Index just past the `)` closing the call whose `(` is at `start`."""
+    depth, i, n = 0, start, len(src)
+    while i < n:
+        c = src[i]
+        if c == '"':
+            i += 1
+            while i < n and src[i] != '"':
+                i += 2 if src[i] == "\\" else 1
+        elif c == "'":
+            i += 1
+            while i < n and src[i] != "'":
+                i += 2 if src[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
+
+
+# After a message, the first of these decides whether it reported a failure:
+# a return of an error (or false), a goto to an error label, or the end of a
+# void function (a helper that prints part of its caller's error).
+NEXT_EXIT = re.compile(r"\breturn\b\s*([^;]*);|(?:err|ret)\s*=\s*(-E\w+)|\bgoto\s+(\w+)|\n\}")
+IMMEDIATE_EXIT = re.compile(r"\s*;\s*(?:\}\s*)*(?:return\b|goto\b)")
+FAILING_RETURN = re.compile(r"^(?:-E\w+|-1|err|ret|false|PTR_ERR\b.*|\(?-E.*)$")
+
+
+def in_log_level_block(src, start):
+    """Whether the innermost block around `start` runs only when the log
+    is on (`if (env->log.level ...) {`): such prints trace, never fail."""
+    depth, i = 0, start
+    while i > 0:
+        i -= 1
+        c = src[i]
+        if c == "}":
+            depth += 1
+        elif c == "{":
+            if depth == 0:
+                header_start = max(src.rfind(";", 0, i), src.rfind("}", 0, i), src.rfind("{", 0, i))
+                return "log.level" in src[header_start:i]
+            depth -= 1
+    return False
+
+
+def function_start(src, pos):
+    return src.rfind("\n{", 0, pos)
+
+
+def ends_void_function(src, end):
+    m = NEXT_EXIT.search(src, end)
+    return m is not None and m.group(0) == "\n}"
+
+
+def reports_failure(src, end):
+    m = NEXT_EXIT.search(src, end)
+    if m is None:
+        return False
+    if m.group(2) is not None:
+        return True
+    if m.group(3) is not None:
+        return re.search(r"err|fail", m.group(3)) is not None
+    if m.group(1) is not None:
+        return FAILING_RETURN.match(m.group(1).strip()) is not None
+    return True
+
+
+# What may stand between two verbose() calls that print one line: nothing,
+# or the header of a loop whose body is the second call.
+SAME_LINE_GAP = re.compile(r"^;\s*(for\s*\(.*\)|while\s*\(.*\))?\s*$", re.S)
+
+
+def verbose_calls(src):
+    """(start, end, format, literal) of every verbose(env, ...) call, in order."""
+    calls = []
+    for m in re.finditer(r"\bverbose\s*\(\s*env\s*,", src):
+        end = call_end(src, src.index("(", m.start()))
+        fmt, literal = c_string_literals(src[m.end():end])
+        calls.append((m.start(), end, fmt, literal))
+    return calls
+
+
+def error_sites(verifier_c):
+    """format pieces -> verifier.c lines. A site's message is a tuple of
+    (format, repeated) pieces: the calls that print its last log line, a
+    piece printed in a loop being repeated."""
+    src = open(verifier_c, errors="replace").read()
+    calls = verbose_calls(src)
+    sites = {}
+    for i, (start, end, fmt, literal) in enumerate(calls):
+        if not literal or not fmt.strip() or not reports_failure(src, end):
+            continue
+        if in_log_level_block(src, start):
+            continue
+        if fmt.startswith(" ") and ends_void_function(src, end):
+            # The end of a helper printing one line in pieces: its first
+            # piece, then anything.
+            first = next(c for c in calls if c[0] > function_start(src, start))
+            key = ((first[2], False), ("%s", False), (fmt.rstrip("\n"), False))
+            sites.setdefault(key, []).append(src.count("\n", 0, start) + 1)
+            continue
+        if fmt.startswith(" ") or len(re.findall(r"[A-Za-z]", SPEC.sub("", fmt))) < 6:
+            continue  # a piece of a line that other calls start
+        if not fmt.endswith("\n") and not IMMEDIATE_EXIT.match(src, end):
+            continue  # the first part of a line that later prints complete
+        pieces = [(fmt.rstrip("\n").rsplit("\n", 1)[-1], False)]
+        j = i
+        while "\n" not in fmt.rstrip("\n") and j > 0:
+            pstart, pend, pfmt, plit = calls[j - 1]
+            gap = SAME_LINE_GAP.match(src[pend:calls[j][0]])
+            if not plit or gap is None or pfmt.endswith("\n"):
+                break
+            if gap.group(1):  # calls[j] is a loop's body
+                pieces[0] = (pieces[0][0], True)
+            pieces.insert(0, (pfmt.rsplit("\n", 1)[-1], False))
+            j -= 1
+        key = tuple(p for p in pieces if p[0])
+        if not key:
+            continue
+        line = src.count("\n", 0, start) + 1
+        sites.setdefault(key, []).append(line)
+    return sites
+
+
+def bug_sites(verifier_c):
+    """The verifier_bug() and verifier_bug_if() reports: internal
+    inconsistencies the kernel logs as "verifier bug: ..." (with the failed
+    condition for the _if form). Kept apart from the error sites: a correct
+    verifier never reaches them."""
+    src = open(verifier_c, errors="replace").read()
+    sites = {}
+    for m in re.finditer(r"\bverifier_bug(_if)?\s*\(", src):
+        open_paren = src.index("(", m.start())
+        args = src[open_paren + 1:call_end(src, open_paren) - 1]
+        cond = ""
+        if m.group(1):
+            depth, i = 0, 0
+            while i < len(args) and not (args[i] == "," and depth == 0):
+                depth += {"(": 1, ")": -1}.get(args[i], 0)
+                i += 1
+            cond, args = " ".join(args[:i].split()), args[i + 1:]
+        env_end = args.find(",")
+        fmt, literal = c_string_literals(args[env_end + 1:])
+        if env_end < 0 or not literal:
+            continue
+        fmt = "verifier bug: " + fmt + (f" ({cond})" if m.group(1) else "")
+        key = ((fmt, False),)
+        sites.setdefault(key, []).append(src.count("\n", 0, m.start()) + 1)
+    return sites
+
+
+def display(site):
+    return "".join(f"({f})…" if rep else f for f, rep in site)
+
+
+def site_regex(site):
+    out = []
+    for fmt, rep in site:
+        parts, pos = [], 0
+        for m in SPEC.finditer(fmt):
+            parts.append(re.escape(fmt[pos:m.start()]))
+            parts.append("%" if m.group() == "%%" else ".*?")
+            pos = m.end()
+        parts.append(re.escape(fmt[pos:]))
+        piece = "".join(parts)
+        out.append(f"(?:{piece})*" if rep else piece)
+    return re.compile("^" + "".join(out) + "$")
+
+
+def literal_len(site):
+    return sum(len(SPEC.sub("", f)) for f, _ in site)
+
+
+def read_fuzz(paths):
+    for p in paths:
+        with open(p, newline="") as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                yield (r.get("kernel_verdict", ""), r.get("kernel_error", ""),
+                       r.get("bpfvet_verdict", ""), r.get("bpfvet_error", ""))
+
+
+def read_selftests(csv_path, err_path):
+    msgs = {}
+    for line in open(err_path, errors="replace"):
+        m = re.match(r"bpfvet: (\S+?) \((bpfvet|kernel)\): (.*)", line.rstrip("\n"))
+        if m:
+            msgs[(m.group(1), m.group(2))] = re.sub(r"^insn \d+: ", "", m.group(3))
+    for r in csv.DictReader(open(csv_path)):
+        key = f"{r['file_name']}/{r['prog_name']}"
+        yield (r["verdict_kernel"], msgs.get((key, "kernel"), ""),
+               r["verdict_bpfvet"], msgs.get((key, "bpfvet"), ""))
+
+
+def tally(sites, rows):
+    """site format -> [programs reaching it, programs where bpfvet agrees]"""
+    regexes = sorted(((literal_len(f), f, site_regex(f)) for f in sites), reverse=True)
+    counts = collections.defaultdict(lambda: [0, 0])
+    unmatched = collections.Counter()
+    rejected = ("failure", "reject")  # compare.sh's and the fuzzer's words
+    for kv, ke, bv, be in rows:
+        if kv not in rejected or not ke or ke.startswith("refused"):
+            continue
+        hit = next((f for _, f, rx in regexes if rx.match(ke)), None)
+        if hit is None:
+            unmatched[ke] += 1
+            continue
+        counts[hit][0] += 1
+        if bv in rejected and be == ke:
+            counts[hit][1] += 1
+    return counts, unmatched
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("kernel_src")
+    ap.add_argument("--fuzz", nargs="*", default=[])
+    ap.add_argument("--selftests", nargs=2, action="append", default=[], metavar=("CSV", "ERR"))
+    ap.add_argument("--out", default="-")
+    args = ap.parse_args()
+    vc = os.path.join(args.kernel_src, "kernel/bpf/verifier.c")
+    sites, bugs = error_sites(vc), bug_sites(vc)
+    every = {**bugs, **sites}
+    fuzz, fuzz_unmatched = tally(every, read_fuzz(args.fuzz))
+    self_rows = [row for c, e in args.selftests for row in read_selftests(c, e)]
+    selft, self_unmatched = tally(every, self_rows)
+    reached = [f for f in sites if fuzz[f][0]]
+    agree = [f for f in reached if fuzz[f][1] == fuzz[f][0]]
+    pct = lambda a: f"{100 * a / max(1, len(sites)):.1f}%"
+    out = sys.stdout if args.out == "-" else open(args.out, "w")
+    w = lambda s="": print(s, file=out)
+    w("# Error sites of the kernel verifier reached by generated programs")
+    w()
+    w("Generated by `bench/verifier_fuzz/error_sites.py` from the batch TSVs of "
+      "`bench/verifier_fuzz/batch.sh` and the selftests' `compare.sh` output. A site is a "
+      "`verbose()` call of the kernel's `kernel/bpf/verifier.c` followed by a failing exit, "
+      f"read from `{os.path.basename(os.path.normpath(args.kernel_src))}` at run time "
+      "(multi-line messages counted by their last line). Reached: some program's kernel "
+      "error line matches the site's format. Agrees: bpfvet rejected every such program with "
+      "the identical line. `verifier_bug()` reports are listed apart.")
+    w()
+    w("| | sites |")
+    w("|---|---:|")
+    w(f"| error sites in verifier.c | {len(sites)} |")
+    w(f"| reached by generated programs | {len(reached)} ({pct(len(reached))}) |")
+    w(f"| reached, bpfvet agrees on every program | {len(agree)} |")
+    if self_rows:
+        sreached = [f for f in sites if selft[f][0]]
+        sagree = [f for f in sreached if selft[f][1] == selft[f][0]]
+        either = [f for f in sites if selft[f][0] or fuzz[f][0]]
+        w(f"| reached by the kernel selftests | {len(sreached)} ({pct(len(sreached))}) |")
+        w(f"| reached by the selftests, bpfvet agrees on every program | {len(sagree)} |")
+        w(f"| reached by either | {len(either)} ({pct(len(either))}) |")
+    w()
+    w(f"Kernel error lines matching no site: {sum(fuzz_unmatched.values())} programs "
+      f"({len(fuzz_unmatched)} distinct lines) from the fuzzer"
+      + (f", {sum(self_unmatched.values())} from the selftests." if self_rows else "."))
+    bugs_hit = [f for f in bugs if fuzz[f][0] or selft[f][0]]
+    if bugs_hit:
+        w()
+        w("## verifier_bug() reports the kernel printed")
+        w()
+        w("| verifier.c line | report | fuzz programs | bpfvet same line | selftests programs |")
+        w("|---:|---|---:|---:|---:|")
+        for f in bugs_hit:
+            w(f"| {','.join(map(str, bugs[f]))} | `{cell(f)}` | {fuzz[f][0]} | {fuzz[f][1]} | {selft[f][0]} |")
+    for title, unmatched in (("the fuzzer", fuzz_unmatched), ("the selftests", self_unmatched)):
+        if unmatched:
+            w()
+            w(f"## Kernel errors of {title} matching no site (most frequent first)")
+            w()
+            for line, n in unmatched.most_common(40):
+                w(f"- {n} × `{line}`")
+    w()
+    w("## Every site")
+    w()
+    w("| verifier.c line | format | fuzz programs | bpfvet agrees | selftests programs | bpfvet agrees |")
+    w("|---:|---|---:|---:|---:|---:|")
+    for f, lines in sorted(sites.items(), key=lambda kv: kv[1][0]):
+        fr, fa = fuzz[f]
+        sr, sa = selft[f]
+        w(f"| {','.join(map(str, lines))} | `{cell(f)}` | {fr} | {fa if fr else ''} | {sr} | {sa if sr else ''} |")
+
+
+def cell(site):
+    return display(site).replace("|", "\\|").replace("`", "'")
+
+
+if __name__ == "__main__":
+    main()
