@@ -180,14 +180,6 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
-/// Every byte reads as an unknown scalar: STACK_MISC, or STACK_INVALID,
-/// which a privileged program may read too (is_stack_all_misc).
-fn all_misc(types: &[SlotType; REG_SIZE]) -> bool {
-    types
-        .iter()
-        .all(|t| matches!(t, SlotType::Misc | SlotType::Invalid))
-}
-
 fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     let unbound = Reg::unknown_scalar();
     let old_bytes = old.allocated_stack();
@@ -197,6 +189,12 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         let spi = i / REG_SIZE;
         let b = i % REG_SIZE;
         let os = &old.stack[spi];
+        // Most explored slots are dead or unknown bytes, which match
+        // anything: skip such a slot whole rather than byte by byte.
+        if b == 0 && exact == Exact::Loose && os.all_invalid_or_misc() {
+            i += REG_SIZE;
+            continue;
+        }
         if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
             return false;
         }
@@ -212,14 +210,17 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
         let cs = &cur.stack[spi];
         let old_scalar = if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
             Some(&os.spilled)
-        } else if all_misc(&os.types) {
+        } else if os.all_invalid_or_misc() {
+            // Every byte reads as an unknown scalar: STACK_MISC, or
+            // STACK_INVALID, which a privileged program may read too
+            // (is_stack_all_misc).
             Some(&unbound)
         } else {
             None
         };
         let cur_scalar = if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
             Some(&cs.spilled)
-        } else if all_misc(&cs.types) {
+        } else if cs.all_invalid_or_misc() {
             Some(&unbound)
         } else {
             None

@@ -62,7 +62,20 @@ impl Slot {
         self.types[REG_SIZE - 1] == SlotType::Iter
     }
     pub fn is_full_spill(&self) -> bool {
-        self.types.iter().all(|t| *t == SlotType::Spill)
+        self.type_word() == u64::from_ne_bytes([SlotType::Spill as u8; REG_SIZE])
+    }
+    /// Every byte uninitialised or unknown (STACK_INVALID or STACK_MISC):
+    /// a slot that holds nothing a comparison must look at.
+    pub fn all_invalid_or_misc(&self) -> bool {
+        // Invalid is 0 and Misc a single bit, so a byte is one of the two
+        // exactly when no other bit is set.
+        const _: () =
+            assert!(SlotType::Invalid as u8 == 0 && (SlotType::Misc as u8).count_ones() == 1);
+        self.type_word() & !u64::from_ne_bytes([SlotType::Misc as u8; REG_SIZE]) == 0
+    }
+    /// The eight byte types as one word, for whole-slot tests.
+    fn type_word(&self) -> u64 {
+        u64::from_ne_bytes(self.types.map(|t| t as u8))
     }
 }
 
