@@ -1390,7 +1390,11 @@ pub static BPF_SEND_SIGNAL_THREAD: HelperProto =
 
 /// `bpf_d_path` in kernel/trace/bpf_trace.c.
 pub static BPF_D_PATH: HelperProto = HelperProto::new(147, "bpf_d_path", r(RB::Integer))
-    .args(&[a(AB::PtrToBtfId), a(AB::PtrToMem), a(AB::ConstSizeOrZero)])
+    .args(&[
+        a(AB::PtrToBtfId),
+        af(AB::PtrToMem, F::MEM_WRITE),
+        a(AB::ConstSizeOrZero),
+    ])
     .arg_btf(0, "path")
     .allowed(AllowRule::DPath);
 
@@ -2232,7 +2236,7 @@ pub static BPF_SET_RETVAL: HelperProto =
 pub static BPF_SYSCTL_GET_NAME: HelperProto =
     HelperProto::new(101, "bpf_sysctl_get_name", r(RB::Integer)).args(&[
         a(AB::PtrToCtx),
-        a(AB::PtrToMem),
+        af(AB::PtrToMem, F::MEM_WRITE),
         a(AB::ConstSize),
         a(AB::Anything),
     ]);
