@@ -207,6 +207,10 @@ impl Env<'_> {
         if dst.is_scalar() && src.is_scalar() {
             return scalar::is_branch_taken(&dst.v, &src.v, op, is32);
         }
+        let pkt_any = |r: &Reg| r.ty.is_pkt() || r.ty == RegType::PacketEnd;
+        if pkt_any(dst) && pkt_any(src) && !is32 {
+            return pkt_end_branch_taken(dst, src, op);
+        }
         // A pointer compared with NULL.
         let (p, k) = if dst.is_pointer() && src.is_scalar() {
             (dst, src)
@@ -255,7 +259,6 @@ impl Env<'_> {
         } else {
             return;
         };
-        let _ = preg;
         // Normalise to "pkt OP end".
         let op = if left { op } else { op.flip() };
         // (edge is the taken branch?, range right-open?)
@@ -267,6 +270,18 @@ impl Env<'_> {
             _ => None,
         };
         let Some((on_taken, open)) = good else { return };
+        // On the other edge the pointer is at (`>=`) or past (`>`) the
+        // packet's end: nothing may be read through it, and a later
+        // compare with the end is decided (mark_pkt_end).
+        if p.ty == RegType::Packet {
+            let at_or_beyond = if open { AT_PKT_END } else { BEYOND_PKT_END };
+            let st = if on_taken {
+                &mut self.cur
+            } else {
+                &mut self.pending[other_i].st
+            };
+            st.reg_mut(preg).aux = at_or_beyond as u32;
+        }
         if p.off < 0 || (p.off == 0 && open) {
             return;
         }
@@ -342,10 +357,9 @@ pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
             r.ty = RegType::MapPtr;
             r.map |= crate::explore::INNER_MAP;
         }
-        MapType::SOCKMAP | MapType::SOCKHASH => {
-            r.ty = RegType::Sock;
-            r.map = u32::MAX;
-        }
+        // The socket keeps the map it came from (the kernel's map_ptr):
+        // pruning tells it from a socket of a lookup helper.
+        MapType::SOCKMAP | MapType::SOCKHASH => r.ty = RegType::Sock,
         _ => {}
     }
 }
@@ -381,6 +395,34 @@ fn mark_ptr_or_null(
     // it) drops the reference when NULL.
     if is_null && ref_obj_id != 0 && ref_obj_id == id {
         st.refs.retain(|x| x.id != ref_obj_id);
+    }
+}
+
+/// The range of a packet pointer known to be at, or past, the packet's end
+/// (negative: no byte is readable through it).
+const AT_PKT_END: i32 = -1;
+const BEYOND_PKT_END: i32 = -2;
+
+/// A compare of a packet pointer with the packet's end that an earlier
+/// compare decided (is_pkt_ptr_branch_taken).
+fn pkt_end_branch_taken(dst: &Reg, src: &Reg, op: JmpOp) -> Option<bool> {
+    let (pkt, op) = if src.ty == RegType::PacketEnd {
+        (dst, op)
+    } else if dst.ty == RegType::PacketEnd {
+        (src, op.flip())
+    } else {
+        return None;
+    };
+    let range = pkt.aux as i32;
+    if range >= 0 || !pkt.ty.is_pkt() {
+        return None;
+    }
+    match op {
+        // Past the end: "pkt > end" holds, "pkt <= end" does not.
+        JmpOp::Gt | JmpOp::Le if range == BEYOND_PKT_END => Some(op == JmpOp::Gt),
+        // At or past the end: "pkt >= end" holds, "pkt < end" does not.
+        JmpOp::Ge | JmpOp::Lt => Some(op == JmpOp::Ge),
+        _ => None,
     }
 }
 
