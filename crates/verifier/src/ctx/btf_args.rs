@@ -50,6 +50,8 @@ const ITER_ARGS: &[(&str, &[(&str, IterArg)])] = {
         ("bpf_prog", &[("prog", BtfIdOrNull { trusted: false })]),
         ("bpf_link", &[("link", BtfIdOrNull { trusted: false })]),
         ("cgroup", &[("cgroup", BtfIdOrNull { trusted: true })]),
+        ("kmem_cache", &[("s", BtfIdOrNull { trusted: true })]),
+        ("dmabuf", &[("dmabuf", BtfIdOrNull { trusted: false })]),
         ("tcp", &[("sk_common", BtfIdOrNull { trusted: true })]),
         ("udp", &[("udp_sk", BtfIdOrNull { trusted: true })]),
         ("unix", &[("unix_sk", BtfIdOrNull { trusted: false })]),
