@@ -19,9 +19,9 @@
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
-use crate::error::VResult;
+use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
-use crate::helpers::kfuncs::{kfunc, KfuncFlags};
+use crate::helpers::kfuncs::{kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::Insn;
@@ -518,6 +518,14 @@ impl Env<'_> {
         let pointee = ret_ptr.and_then(|(_, t)| btf.skip_mods_and_typedefs(t.size_or_type));
         let returns_struct = pointee.is_some_and(|(_, t)| t.kind == Kind::Struct);
         if meta.has(KfuncFlags::ACQUIRE) && !returns_struct {
+            // The kernel's exceptions are the allocators of program-typed
+            // objects, which bpfvet does not model (graph types with them).
+            if ALLOCATED_OBJECT_KFUNCS.contains(&name) {
+                return Err(VerifyError::unsupported(
+                    Some(self.insn_idx),
+                    format!("{name}: allocated objects (bpf_obj_new and the list/rbtree kfuncs)"),
+                ));
+            }
             return self.err("acquire kernel function does not return PTR_TO_BTF_ID");
         }
         let Some((_, rt)) = ret.filter(|_| proto.size_or_type != 0) else {

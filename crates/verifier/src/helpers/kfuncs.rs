@@ -33,6 +33,16 @@ impl KfuncFlags {
     }
 }
 
+/// Acquire kfuncs that return an object of the program's own BTF rather
+/// than a kernel struct (the kernel's exceptions to "acquire kernel
+/// function does not return PTR_TO_BTF_ID"). bpfvet does not model such
+/// allocated objects and the list/rbtree graphs built from them.
+pub const ALLOCATED_OBJECT_KFUNCS: &[&str] = &[
+    "bpf_obj_new_impl",
+    "bpf_percpu_obj_new_impl",
+    "bpf_refcount_acquire_impl",
+];
+
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use KfuncFlags as K;
 
