@@ -20,6 +20,7 @@ pub use crate::scalar::ADD_CONST;
 const ID_MAP_SIZE: usize = 8 * (11 + 64);
 
 /// Scratch map of (old id, cur id) pairs for one comparison.
+#[derive(Clone)]
 pub struct IdMap {
     pairs: Box<[(u32, u32); ID_MAP_SIZE]>,
     cnt: usize,
@@ -188,7 +189,7 @@ fn all_misc(types: &[SlotType; REG_SIZE]) -> bool {
         .all(|t| matches!(t, SlotType::Misc | SlotType::Invalid))
 }
 
-fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
+pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     let unbound = Reg::unknown_scalar();
     let old_bytes = old.allocated_stack();
     let cur_bytes = cur.allocated_stack();
@@ -257,7 +258,7 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     true
 }
 
-fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
+pub(crate) fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
     if old.refs.len() != cur.refs.len() {
         return false;
     }
