@@ -70,6 +70,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let obj = open(&args.object, &type_rules)?;
     let name = input::display_name(&args.object);
+    if obj.programs.is_empty() {
+        bail!(
+            "{name}: no programs: no function is in a program section (--prog-type \
+             '.text=TYPE' explains the global ones of an object without SEC())"
+        );
+    }
     let progs: Vec<usize> = (0..obj.programs.len())
         .filter(|&i| {
             args.prog
@@ -191,11 +197,16 @@ pub struct Report {
     /// Every source line with instructions, hottest first; their
     /// processed_insns sum to the program's.
     pub lines: Vec<LineCost>,
+    /// Runs of nearby source lines with work, hottest first: where the
+    /// work is when it is spread thinly over many lines.
+    pub regions: Vec<Region>,
     /// Every processed instruction, hottest first.
     pub insns: Vec<InsnRow>,
     pub loops: Vec<LoopCost>,
     /// Checkpoints with failed comparisons, most misses first.
     pub checkpoints: Vec<Checkpoint>,
+    /// The first differences over all checkpoints, most frequent first.
+    pub miss_reasons: Vec<ReasonTotal>,
     pub failing_path: Option<path::FailingPath>,
 }
 
@@ -215,6 +226,47 @@ pub struct LineCost {
     /// The loop most of its instructions belong to.
     #[serde(rename = "loop")]
     pub loop_id: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Region {
+    pub file: String,
+    pub first_line: u32,
+    pub last_line: u32,
+    pub processed_insns: u64,
+    /// Lines with work in it.
+    pub lines: usize,
+}
+
+/// Source lines this far apart or nearer (blank lines, comments, braces
+/// between them) belong to one region.
+const REGION_GAP: u32 = 5;
+
+fn regions(lines: &[LineCost]) -> Vec<Region> {
+    let mut worked: Vec<&LineCost> = lines
+        .iter()
+        .filter(|l| l.processed_insns > 0 && l.line != 0)
+        .collect();
+    worked.sort_by(|a, b| a.file.cmp(&b.file).then(a.line.cmp(&b.line)));
+    let mut out: Vec<Region> = Vec::new();
+    for l in worked {
+        match out.last_mut() {
+            Some(r) if r.file == l.file && l.line <= r.last_line + REGION_GAP => {
+                r.last_line = l.line;
+                r.processed_insns += l.processed_insns;
+                r.lines += 1;
+            }
+            _ => out.push(Region {
+                file: l.file.clone(),
+                first_line: l.line,
+                last_line: l.line,
+                processed_insns: l.processed_insns,
+                lines: 1,
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.processed_insns.cmp(&a.processed_insns));
+    out
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -257,6 +309,14 @@ pub struct Checkpoint {
     pub hits: u64,
     pub states: u64,
     pub reasons: Vec<MissReason>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReasonTotal {
+    pub what: String,
+    pub count: u64,
+    /// Checkpoint instructions where it was seen.
+    pub checkpoints: usize,
 }
 
 /// The first difference that failed a comparison, and how often.
@@ -336,9 +396,11 @@ pub fn build_report(file: &str, obj: &Object, idx: usize) -> Report {
         prune_misses: 0,
         precision_walks: 0,
         lines: Vec::new(),
+        regions: Vec::new(),
         insns: Vec::new(),
         loops: Vec::new(),
         checkpoints: Vec::new(),
+        miss_reasons: Vec::new(),
         failing_path: None,
     };
     if let Some(why) = &prog.refused {
@@ -417,6 +479,7 @@ fn fill_costs(report: &mut Report, prog: &Program, profile: &Profile, texts: &[S
             .then(a.file.cmp(&b.file))
             .then(a.line.cmp(&b.line))
     });
+    report.regions = regions(&lines);
     report.lines = lines;
     report.insns.sort_by(|a, b| {
         b.processed_insns
@@ -469,6 +532,20 @@ fn fill_costs(report: &mut Report, prog: &Program, profile: &Profile, texts: &[S
     });
 
     // Checkpoints: the miss reasons of each instruction, most frequent first.
+    let mut totals: BTreeMap<&str, ReasonTotal> = BTreeMap::new();
+    for m in &profile.misses {
+        let t = totals.entry(&m.what).or_insert_with(|| ReasonTotal {
+            what: m.what.clone(),
+            count: 0,
+            checkpoints: 0,
+        });
+        t.count += m.count;
+        t.checkpoints += 1;
+    }
+    report.miss_reasons = totals.into_values().collect();
+    report
+        .miss_reasons
+        .sort_by(|a, b| b.count.cmp(&a.count).then(a.what.cmp(&b.what)));
     let mut by_insn: BTreeMap<usize, Vec<MissReason>> = BTreeMap::new();
     for m in &profile.misses {
         by_insn.entry(m.insn).or_default().push(MissReason {

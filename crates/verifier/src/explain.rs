@@ -199,7 +199,22 @@ impl Env<'_> {
             return;
         };
         let diff = match exact {
-            None => Difference::plain("checkpoint still being explored (loop not converged)"),
+            // A checkpoint on the current path is only checked for an
+            // infinite loop: what changed since it is what keeps the loop
+            // going.
+            None => {
+                let mut d = first_difference(
+                    old,
+                    &self.cur,
+                    &mut c.idmap,
+                    &self.cfg.live_regs_before,
+                    self.id_gen,
+                    Exact::Identical,
+                    &c.maps,
+                );
+                d.what = format!("loop iteration in progress, changed: {}", d.what);
+                d
+            }
             Some(exact) => first_difference(
                 old,
                 &self.cur,
@@ -244,10 +259,9 @@ fn first_difference(
     if old.active_locks > 0 && (old.lock.0 != cur.lock.0 || !m.check(old.lock.1, cur.lock.1)) {
         return Difference::plain("lock held");
     }
-    let range = if exact == Exact::Loose {
-        ""
-    } else {
-        " (loop: range-within)"
+    let range = match exact {
+        Exact::Loose | Exact::Identical => "",
+        Exact::RangeWithin => " (loop: range-within)",
     };
     let last = old.frames.len() - 1;
     for (i, (o, c)) in old.frames.iter().zip(&cur.frames).enumerate() {
@@ -271,7 +285,7 @@ fn first_difference(
                 let kind = if ro.ty != rc.ty {
                     "type".to_string()
                 } else if ro.ty == RegType::Scalar {
-                    if ro.precise {
+                    if ro.precise && exact != Exact::Identical {
                         "precise scalar".to_string()
                     } else {
                         "scalar".to_string()
@@ -281,7 +295,7 @@ fn first_difference(
                 };
                 return Difference {
                     what: format!("{frame}R{r} {kind}{range}"),
-                    precise: ro.precise,
+                    precise: ro.precise && exact != Exact::Identical,
                     old: reg_text(ro, i, maps),
                     cur: reg_text(rc, i, maps),
                 };
@@ -290,7 +304,7 @@ fn first_difference(
         if !stacksafe(o, c, m, exact) {
             let spi = first_unsafe_slot(o, c, m, exact);
             let (so, sc) = (&o.stack[spi], c.stack.get(spi));
-            let precise = so.is_spill() && so.spilled.precise;
+            let precise = so.is_spill() && so.spilled.precise && exact != Exact::Identical;
             let precise_note = if precise { " precise" } else { "" };
             return Difference {
                 what: format!("{frame}fp-{}{precise_note}{range}", (spi + 1) * REG_SIZE),

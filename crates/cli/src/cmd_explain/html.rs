@@ -105,6 +105,8 @@ const SCRIPT: &str = r#"
       target.scrollIntoView({block: 'center'});
     });
   });
+  // Tells a headless check that the script ran to its end.
+  document.body.setAttribute('data-report-ready', '1');
 })();
 "#;
 
@@ -256,6 +258,23 @@ pub fn render(r: &Report, sources: &[Source]) -> String {
     }
 
     // Prune misses.
+    if !r.miss_reasons.is_empty() {
+        o.push_str(
+            "<h2>Top prune-miss reasons</h2><table class=\"sortable\"><thead><tr><th data-type=\"num\">misses</th>\
+             <th data-type=\"num\">%</th><th data-type=\"str\">first difference</th><th data-type=\"num\">checkpoints</th></tr></thead><tbody>",
+        );
+        for m in r.miss_reasons.iter().take(100) {
+            let _ = write!(
+                o,
+                "<tr><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+                m.count,
+                pct(m.count, r.prune_misses),
+                esc(&m.what),
+                m.checkpoints
+            );
+        }
+        o.push_str("</tbody></table>\n");
+    }
     if !r.checkpoints.is_empty() {
         o.push_str(
             "<h2>Why pruning failed</h2><p>Per checkpoint instruction: the first difference that made the comparison with a saved state fail.</p>\

@@ -21,6 +21,9 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// Failing-path steps the text shows at least.
+const TEXT_PATH_STEPS: usize = 40;
+
 pub fn render(r: &Report, top: usize) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{}/{}: {}", r.file, r.prog, r.verdict);
@@ -45,12 +48,24 @@ pub fn render(r: &Report, top: usize) -> String {
         .collect();
     let covered: u64 = shown.iter().map(|l| l.processed_insns).sum();
     if !shown.is_empty() {
+        // How many of the hottest lines hold 80% of the work.
+        let mut sum = 0;
+        let for_80 = r
+            .lines
+            .iter()
+            .take_while(|l| {
+                let before = sum;
+                sum += l.processed_insns;
+                before * 5 < total * 4
+            })
+            .count();
         let _ = writeln!(
             o,
-            "\nHot lines (top {} of {} with work: {:.1}% of processed insns)",
+            "\nHot lines (top {} of {} with work: {:.1}% of processed insns; {} lines hold 80%)",
             shown.len(),
             r.lines.iter().filter(|l| l.processed_insns > 0).count(),
-            pct(covered, total)
+            pct(covered, total),
+            for_80
         );
         let _ = writeln!(
             o,
@@ -75,6 +90,37 @@ pub fn render(r: &Report, top: usize) -> String {
         }
     }
 
+    // Nearby lines together, as many as cover 80% of the work.
+    let mut regions = Vec::new();
+    let mut in_regions = 0;
+    for g in &r.regions {
+        if in_regions * 5 >= total * 4 || regions.len() >= top.max(1) {
+            break;
+        }
+        in_regions += g.processed_insns;
+        regions.push(g);
+    }
+    if regions.len() > 1 || regions.first().is_some_and(|g| g.lines > 1) {
+        let _ = writeln!(
+            o,
+            "\nHot regions (nearby lines; these {} cover {:.1}% of processed insns)",
+            regions.len(),
+            pct(in_regions, total)
+        );
+        for g in regions {
+            let _ = writeln!(
+                o,
+                "  {:>9} {:>5.1}%  {}:{}-{} ({} lines with work)",
+                g.processed_insns,
+                pct(g.processed_insns, total),
+                g.file,
+                g.first_line,
+                g.last_line,
+                g.lines
+            );
+        }
+    }
+
     if !r.loops.is_empty() {
         let _ = writeln!(o, "\nLoops (strongly connected components)");
         for lp in r.loops.iter().take(top) {
@@ -91,6 +137,23 @@ pub fn render(r: &Report, top: usize) -> String {
                 lp.head_visits,
                 lp.states,
                 lp.prune_misses
+            );
+        }
+    }
+
+    if !r.miss_reasons.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nTop prune-miss reasons (first difference, all checkpoints)"
+        );
+        for m in r.miss_reasons.iter().take(top) {
+            let _ = writeln!(
+                o,
+                "  {:>9} {:>5.1}%  {}  (at {} checkpoints)",
+                m.count,
+                pct(m.count, r.prune_misses),
+                m.what,
+                m.checkpoints
             );
         }
     }
@@ -140,11 +203,14 @@ pub fn render(r: &Report, top: usize) -> String {
 
     if let Some(p) = &r.failing_path {
         let _ = writeln!(o, "\nFailing path");
-        if p.omitted_steps > 0 {
-            let _ = writeln!(o, "  ... {} earlier steps", p.omitted_steps);
+        // The terminal shows the last steps, nearest the failure.
+        let keep = p.steps.len().min(TEXT_PATH_STEPS.max(top * 4));
+        let earlier = p.omitted_steps + p.steps.len() - keep;
+        if earlier > 0 {
+            let _ = writeln!(o, "  ... {earlier} earlier steps");
         }
         let mut last_line = None;
-        for s in &p.steps {
+        for s in &p.steps[p.steps.len() - keep..] {
             if last_line != Some((s.file.as_str(), s.line)) {
                 let _ = writeln!(o, "  {}:{}: {}", s.file, s.line, s.source);
                 last_line = Some((s.file.as_str(), s.line));
