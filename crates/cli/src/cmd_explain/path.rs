@@ -70,13 +70,18 @@ pub fn parse(log: &str, prog: &Program, texts: &[String], error: &str) -> Failin
         .iter()
         .rposition(|l| l.starts_with(error))
         .unwrap_or(lines.len());
+    // Only the last steps become Steps: a path to the insn limit has
+    // hundreds of thousands.
+    let at: Vec<usize> = (0..end)
+        .filter(|&k| insn_line(lines[k]).is_some())
+        .collect();
+    let omitted = at.len().saturating_sub(MAX_STEPS);
+    let last_insn_line = at.last().copied();
     let mut steps: Vec<Step> = Vec::new();
-    let mut last_insn_line = None;
-    for (k, l) in lines[..end].iter().enumerate() {
-        let Some((i, rest)) = insn_line(l) else {
+    for &k in &at[omitted..] {
+        let Some((i, rest)) = insn_line(lines[k]) else {
             continue;
         };
-        last_insn_line = Some(k);
         // The state follows "; " at the state column; a taken jump prints
         // its target and the full state instead ("goto pc+3 22: R0=...").
         let state = match rest.split_once(" ; ") {
@@ -113,8 +118,6 @@ pub fn parse(log: &str, prog: &Program, texts: &[String], error: &str) -> Failin
         // No instruction on the path (a whole-program check failed).
         None => Vec::new(),
     };
-    let omitted = steps.len().saturating_sub(MAX_STEPS);
-    steps.drain(..omitted);
     FailingPath {
         steps,
         omitted_steps: omitted,

@@ -90,11 +90,12 @@ pub fn render(r: &Report, top: usize) -> String {
         }
     }
 
-    // Nearby lines together, as many as cover 80% of the work.
+    // Nearby lines together, as many as cover 80% of the work (at most
+    // three times the top-N).
     let mut regions = Vec::new();
     let mut in_regions = 0;
     for g in &r.regions {
-        if in_regions * 5 >= total * 4 || regions.len() >= top.max(1) {
+        if in_regions * 5 >= total * 4 || regions.len() >= 3 * top.max(1) {
             break;
         }
         in_regions += g.processed_insns;
