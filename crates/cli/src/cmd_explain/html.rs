@@ -105,6 +105,15 @@ const SCRIPT: &str = r#"
       target.scrollIntoView({block: 'center'});
     });
   });
+  // Each source pane opens at its hottest line.
+  var seen = {};
+  document.querySelectorAll('#hot-lines tbody a[data-goto]').forEach(function (a) {
+    var line = document.getElementById(a.getAttribute('data-goto'));
+    var pane = line && line.parentNode;
+    if (!pane || seen[pane.id]) { return; }
+    seen[pane.id] = true;
+    pane.scrollTop = Math.max(0, line.offsetTop - pane.offsetTop - pane.clientHeight / 3);
+  });
   // Tells a headless check that the script ran to its end.
   document.body.setAttribute('data-report-ready', '1');
 })();
@@ -204,8 +213,12 @@ pub fn render(r: &Report, sources: &[Source]) -> String {
         .as_ref()
         .and_then(|p| p.steps.last())
         .map(|s| (s.file.as_str(), s.line));
-    for s in sources {
-        let _ = write!(o, "<h2>Source: {}</h2><div class=\"src\">", esc(&s.file));
+    for (k, s) in sources.iter().enumerate() {
+        let _ = write!(
+            o,
+            "<h2>Source: {}</h2><div class=\"src\" id=\"src-{k}\">",
+            esc(&s.file)
+        );
         for (n, text) in &s.lines {
             let c = cost.get(&(s.file.as_str(), *n)).copied().unwrap_or(0);
             let h = heat(c, max);
