@@ -119,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             v + "\n"
         }
-        Format::Html => html::render(&reports[0], &sources(&reports[0], &obj, &args.object)),
+        Format::Html => html::render(&reports[0], &sources(&reports[0], &args.object)),
     };
     match &args.out {
         Some(p) => {
@@ -208,6 +208,9 @@ pub struct Report {
     /// The first differences over all checkpoints, most frequent first.
     pub miss_reasons: Vec<ReasonTotal>,
     pub failing_path: Option<path::FailingPath>,
+    /// The line info the report used (BTF's, else DWARF's).
+    #[serde(skip)]
+    pub line_info: Vec<bpfvet_object::LineInfo>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -333,6 +336,35 @@ pub struct MissReason {
     pub cur: String,
 }
 
+/// Line info from the object's DWARF line table, with each line's text
+/// where the source file can be read.
+fn dwarf_line_info(obj: &Object, prog: &Program) -> Vec<bpfvet_object::LineInfo> {
+    let Ok(bytes) = std::fs::read(&obj.path) else {
+        return Vec::new();
+    };
+    let mut lines = bpfvet_object::dwarf_lines::dwarf_line_info(&bytes, prog);
+    let dir = obj.path.parent().unwrap_or(Path::new("."));
+    let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    for l in &mut lines {
+        let text = files.entry(l.file_name.clone()).or_insert_with(|| {
+            [
+                PathBuf::from(&l.file_name),
+                dir.join(base_name(&l.file_name)),
+            ]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+            .map(|t| t.lines().map(str::to_string).collect())
+        });
+        if let Some(t) = text {
+            l.line_text = t
+                .get((l.line as usize).wrapping_sub(1))
+                .cloned()
+                .unwrap_or_default();
+        }
+    }
+    lines
+}
+
 /// Where instruction `i` comes from: the line_info entry covering it.
 fn line_index(prog: &Program, i: usize) -> Option<usize> {
     prog.line_info
@@ -402,6 +434,7 @@ pub fn build_report(file: &str, obj: &Object, idx: usize) -> Report {
         checkpoints: Vec::new(),
         miss_reasons: Vec::new(),
         failing_path: None,
+        line_info: Vec::new(),
     };
     if let Some(why) = &prog.refused {
         report.error = Some(format!("the object loader refused this program: {why}"));
@@ -429,6 +462,18 @@ pub fn build_report(file: &str, obj: &Object, idx: usize) -> Report {
     report.prune_misses = total.prune_misses;
     report.precision_walks = total.precision_walks;
     let texts = disasm(prog);
+    // Objects built without BTF line info may still have DWARF's.
+    let with_dwarf;
+    let prog = if prog.line_info.is_empty() {
+        with_dwarf = Program {
+            line_info: dwarf_line_info(obj, prog),
+            ..prog.clone()
+        };
+        &with_dwarf
+    } else {
+        prog
+    };
+    report.line_info = prog.line_info.clone();
     fill_costs(&mut report, prog, &profile, &texts);
     if matches!(
         outcome.verdict,
@@ -600,14 +645,9 @@ pub struct Source {
     pub lines: Vec<(u32, String)>,
 }
 
-fn sources(report: &Report, obj: &Object, object_path: &Path) -> Vec<Source> {
-    let prog = obj
-        .programs
-        .iter()
-        .find(|p| p.name == report.prog)
-        .expect("the report's program");
+fn sources(report: &Report, object_path: &Path) -> Vec<Source> {
     let mut files: BTreeMap<String, (String, BTreeMap<u32, String>)> = BTreeMap::new();
-    for l in &prog.line_info {
+    for l in report.line_info.iter().filter(|l| l.line > 0) {
         let e = files
             .entry(base_name(&l.file_name))
             .or_insert_with(|| (l.file_name.clone(), BTreeMap::new()));
