@@ -305,9 +305,12 @@ fn first_difference(
             let spi = first_unsafe_slot(o, c, m, exact);
             let (so, sc) = (&o.stack[spi], c.stack.get(spi));
             let precise = so.is_spill() && so.spilled.precise && exact != Exact::Identical;
-            let precise_note = if precise { " precise" } else { "" };
             return Difference {
-                what: format!("{frame}fp-{}{precise_note}{range}", (spi + 1) * REG_SIZE),
+                what: format!(
+                    "{frame}fp-{} {}{range}",
+                    (spi + 1) * REG_SIZE,
+                    slot_kind(so, precise)
+                ),
                 precise,
                 old: slot_text(Some(so), i, maps),
                 cur: slot_text(sc, i, maps),
@@ -337,6 +340,40 @@ fn first_unsafe_slot(old: &Frame, cur: &Frame, m: &IdMap, exact: Exact) -> usize
     hi.saturating_sub(1)
 }
 
+/// What the checkpoint's slot held: `spilled precise scalar`,
+/// `spilled pkt`, `zero`, `misc`, `dynptr`, `iter`, or `mixed bytes`.
+fn slot_kind(s: &Slot, precise: bool) -> String {
+    if s.is_spill() {
+        let ty = if s.spilled.ty == RegType::Scalar {
+            if precise {
+                "precise scalar".to_string()
+            } else {
+                "scalar".to_string()
+            }
+        } else {
+            s.spilled.type_str()
+        };
+        return if s.is_full_spill() {
+            format!("spilled {ty}")
+        } else {
+            format!("partly spilled {ty}")
+        };
+    }
+    let first = s.types[0];
+    if s.types.iter().all(|&t| t == first) {
+        return match first {
+            SlotType::Zero => "zero",
+            SlotType::Misc => "misc",
+            SlotType::Dynptr => "dynptr",
+            SlotType::Iter => "iter",
+            SlotType::Invalid => "uninitialised",
+            SlotType::Spill => "partial spill",
+        }
+        .to_string();
+    }
+    "mixed bytes".to_string()
+}
+
 fn reg_text(r: &crate::regs::Reg, frame: usize, maps: &[MapInfo]) -> String {
     if r.ty == RegType::NotInit {
         return "not initialised".into();
@@ -350,8 +387,12 @@ fn slot_text(s: Option<&Slot>, frame: usize, maps: &[MapInfo]) -> String {
     let Some(s) = s else {
         return "not allocated".into();
     };
-    if s.types[REG_SIZE - 1] == SlotType::Spill {
-        return reg_text(&s.spilled, frame, maps);
+    let types: String = s.types.iter().rev().map(|t| t.ch()).collect();
+    if s.is_full_spill() {
+        reg_text(&s.spilled, frame, maps)
+    } else if s.is_spill() {
+        format!("{types} {}", reg_text(&s.spilled, frame, maps))
+    } else {
+        types
     }
-    s.types.iter().rev().map(|t| t.ch()).collect()
 }
