@@ -104,6 +104,11 @@ fn per_line_processed_insns_sum_to_the_programs_total() {
                     assert!(u(l, "line") > 0, "{l}");
                 }
             }
+            // The explanation follows states_equal's checks: a miss it
+            // cannot place means the two have drifted apart.
+            for m in r["miss_reasons"].as_array().expect("miss_reasons") {
+                assert_ne!(m["what"], "other", "{}/{prog}: {m}", obj.display());
+            }
             // Collecting costs does not change the verifier's count.
             if let Some(Some(insns)) = verified.get(&prog) {
                 assert_eq!(total, *insns, "{}/{prog}", obj.display());
