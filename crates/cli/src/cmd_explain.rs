@@ -296,8 +296,10 @@ pub struct LoopCost {
     pub lines: String,
     /// Instructions processed inside the loop, over all paths.
     pub processed_insns: u64,
-    /// Times paths reached the loop's entry instruction: its iterations
-    /// over all paths.
+    /// Instructions paths enter the loop by (its headers).
+    pub entry_insns: Vec<usize>,
+    /// Times paths reached the loop's headers: its iterations over all
+    /// paths.
     pub head_visits: u64,
     pub states: u64,
     pub prune_misses: u64,
@@ -546,6 +548,16 @@ fn fill_costs(report: &mut Report, prog: &Program, profile: &Profile, texts: &[S
         }
         let first = members[0];
         let last = *members.last().unwrap_or(&first);
+        // Entered from outside at its headers; a loop only entered by a
+        // call (a subprogram that is all loop) counts from its first insn.
+        let mut entries: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| profile.loop_entry.get(i).copied().unwrap_or(false))
+            .collect();
+        if entries.is_empty() {
+            entries.push(first);
+        }
         let places: Vec<(String, u32)> = members
             .iter()
             .map(|&i| place(prog, i))
@@ -565,7 +577,8 @@ fn fill_costs(report: &mut Report, prog: &Program, profile: &Profile, texts: &[S
             last_insn: last,
             lines,
             processed_insns: cost.processed,
-            head_visits: profile.insns[first].processed,
+            head_visits: entries.iter().map(|&i| profile.insns[i].processed).sum(),
+            entry_insns: entries,
             states: cost.states,
             prune_misses: cost.prune_misses,
         });

@@ -8,6 +8,7 @@ use crate::log_state::{write_reg, MapInfo};
 use crate::prune::{refsafe, regsafe, stacksafe, Exact, IdMap};
 use crate::regs::RegType;
 use crate::state::{Frame, Slot, SlotType, State, REG_SIZE};
+use bpfvet_isa::Insn;
 use std::collections::HashMap;
 
 /// The verifier's work at one instruction.
@@ -116,8 +117,22 @@ impl Collector {
     }
 
     /// The collected figures; `cfg` adds what the program's shape says.
-    pub(crate) fn finish(self, cfg: Option<&crate::cfg::Cfg>) -> Profile {
+    pub(crate) fn finish(self, cfg: Option<&crate::cfg::Cfg>, insns: &[Insn]) -> Profile {
         let n = self.insns.len();
+        let loop_of = cfg.map_or_else(|| vec![0; n], |c| c.scc.clone());
+        // A loop's entries: its instructions reached from outside it.
+        let mut loop_entry = vec![false; n];
+        if loop_of.len() == n && insns.len() == n {
+            let mut succ = [0usize; 2];
+            for i in 0..n {
+                let k = crate::cfg::successors(insns, i, &mut succ);
+                for &w in &succ[..k] {
+                    if loop_of[w] != 0 && loop_of[w] != loop_of[i] {
+                        loop_entry[w] = true;
+                    }
+                }
+            }
+        }
         let mut misses: Vec<MissReason> = self.misses.into_values().collect();
         misses.sort_by(|a, b| {
             b.count
@@ -130,7 +145,8 @@ impl Collector {
             prune_point: (0..n)
                 .map(|i| cfg.is_some_and(|c| c.is(i, crate::cfg::mark::PRUNE_POINT)))
                 .collect(),
-            loop_of: cfg.map_or_else(|| vec![0; n], |c| c.scc.clone()),
+            loop_of,
+            loop_entry,
             misses,
         }
     }
@@ -145,6 +161,8 @@ pub struct Profile {
     /// Loop (strongly connected component) of each instruction; 0 outside
     /// loops.
     pub loop_of: Vec<u32>,
+    /// Instructions of a loop that paths enter it by (its headers).
+    pub loop_entry: Vec<bool>,
     /// Prune-miss reasons, most frequent first.
     pub misses: Vec<MissReason>,
 }

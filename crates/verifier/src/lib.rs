@@ -211,7 +211,7 @@ fn verify_with(
                 stats,
                 log: log.into_string(),
             };
-            return (outcome, explain.map(|c| c.finish(None)));
+            return (outcome, explain.map(|c| c.finish(None, &[])));
         }
     };
     let mut env = explore::Env::new(obj, prog, opts, cfg);
@@ -243,7 +243,10 @@ fn verify_with(
     stats.idmap_pairs_scanned = env.idmap.pairs_scanned;
     stats.state_nodes_from_pool = env.pool.from_pool;
     stats.state_nodes_fresh = env.pool.fresh;
-    let profile = env.explain.take().map(|c| c.finish(Some(&env.cfg)));
+    let profile = env
+        .explain
+        .take()
+        .map(|c| c.finish(Some(&env.cfg), env.insns));
     let mut log = std::mem::replace(&mut env.log, log::Log::new(0));
     let verdict = match res {
         Ok(()) => Verdict::Accepted,

@@ -248,20 +248,25 @@ pub fn render(r: &Report, sources: &[Source]) -> String {
         o.push_str(
             "<h2>Loops</h2><table class=\"sortable\"><thead><tr><th data-type=\"num\">loop</th>\
              <th data-type=\"num\">first insn</th><th data-type=\"num\">last insn</th><th data-type=\"str\">lines</th>\
-             <th data-type=\"num\">processed insns</th><th data-type=\"num\">%</th><th data-type=\"num\">entry reached</th>\
+             <th data-type=\"num\">processed insns</th><th data-type=\"num\">%</th><th data-type=\"str\">header insns</th><th data-type=\"num\">header reached</th>\
              <th data-type=\"num\">states</th><th data-type=\"num\">prune misses</th></tr></thead><tbody>",
         );
         for lp in &r.loops {
             let _ = write!(
                 o,
                 "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                 <td class=\"n\">{:.1}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 lp.id,
                 lp.first_insn,
                 lp.last_insn,
                 esc(&lp.lines),
                 lp.processed_insns,
                 pct(lp.processed_insns, total),
+                lp.entry_insns
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
                 lp.head_visits,
                 lp.states,
                 lp.prune_misses

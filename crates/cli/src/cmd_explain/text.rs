@@ -127,14 +127,18 @@ pub fn render(r: &Report, top: usize) -> String {
         for lp in r.loops.iter().take(top) {
             let _ = writeln!(
                 o,
-                "  loop {}: insns {}-{} ({}): {} processed insns ({:.1}%), entry insn {} reached {} times, {} states, {} prune misses",
+                "  loop {}: insns {}-{} ({}): {} processed insns ({:.1}%), header insn {} reached {} times, {} states, {} prune misses",
                 lp.id,
                 lp.first_insn,
                 lp.last_insn,
                 lp.lines,
                 lp.processed_insns,
                 pct(lp.processed_insns, total),
-                lp.first_insn,
+                lp.entry_insns
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
                 lp.head_visits,
                 lp.states,
                 lp.prune_misses
