@@ -268,7 +268,7 @@ fn regions(lines: &[LineCost]) -> Vec<Region> {
             }),
         }
     }
-    out.sort_by(|a, b| b.processed_insns.cmp(&a.processed_insns));
+    out.sort_by_key(|r| std::cmp::Reverse(r.processed_insns));
     out
 }
 

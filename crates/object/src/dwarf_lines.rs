@@ -13,10 +13,13 @@ use std::rc::Rc;
 /// sequence's address relocates against is kept above this bit.
 const SECTION_SHIFT: u32 = 40;
 
-/// Relocations of `.debug_line` by offset: (section index, symbol value,
-/// explicit addend or None when the addend is in place).
+/// A relocation's target: (section index, symbol value, explicit addend
+/// or None when the addend is in place).
+type Target = (u64, u64, Option<i64>);
+
+/// Relocations of `.debug_line` by offset.
 #[derive(Clone, Debug)]
-struct Relocs(Rc<HashMap<usize, (u64, u64, Option<i64>)>>);
+struct Relocs(Rc<HashMap<usize, Target>>);
 
 impl gimli::Relocate for Relocs {
     fn relocate_address(&self, offset: usize, value: u64) -> gimli::Result<u64> {
