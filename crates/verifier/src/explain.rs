@@ -322,7 +322,9 @@ fn first_difference(
         if !stacksafe(o, c, m, exact) {
             let spi = first_unsafe_slot(o, c, m, exact);
             let (so, sc) = (&o.stack[spi], c.stack.get(spi));
-            let precise = so.is_spill() && so.spilled.precise && exact != Exact::Identical;
+            // A partial spill is compared byte by byte: precision plays
+            // no part.
+            let precise = so.is_full_spill() && so.spilled.precise && exact != Exact::Identical;
             return Difference {
                 what: format!(
                     "{frame}fp-{} {}{range}",
@@ -374,7 +376,7 @@ fn slot_kind(s: &Slot, precise: bool) -> String {
         return if s.is_full_spill() {
             format!("spilled {ty}")
         } else {
-            format!("partly spilled {ty}")
+            format!("partly spilled {}", s.spilled.type_str())
         };
     }
     let first = s.types[0];
