@@ -9,7 +9,7 @@ mod fields;
 pub(crate) mod filter;
 pub(crate) mod input;
 mod output;
-mod prog_types;
+pub(crate) mod prog_types;
 mod row;
 mod sort;
 
@@ -105,6 +105,10 @@ pub struct Args {
     /// Re-print a saved CSV with new filters, sort and format.
     #[arg(short = 'R', long = "replay")]
     replay: bool,
+    /// Instead of the statistics, print `bpfvet explain`'s report of every
+    /// selected program (bpfvet backend; -n sets its top-N, default 10).
+    #[arg(long, conflicts_with_all = ["compare", "replay", "backend"])]
+    explain: bool,
 }
 
 /// `30s`, `500ms`, `2m`, `1h`, or plain seconds.
@@ -191,6 +195,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.replay {
         return run_replay(&args, &plan);
+    }
+    if args.explain {
+        let mut type_rules = args.prog_type.clone();
+        if let Some(path) = &args.prog_types {
+            type_rules.extend(prog_types::read_rules(path)?);
+        }
+        let allows = |file: &str, prog: &str| plan.filters.allows_name(file, Some(prog));
+        return crate::cmd_explain::run_selection(&crate::cmd_explain::Selection {
+            paths: &args.paths,
+            allows: &allows,
+            type_rules,
+            top_n: plan.top_n.unwrap_or(10),
+        });
     }
     run_verify(&args, &plan)
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod cmd_bench;
 mod cmd_conformance;
 mod cmd_dump;
+mod cmd_explain;
 mod cmd_run;
 mod cmd_test;
 mod cmd_verify;
@@ -41,6 +42,11 @@ enum Command {
     /// Verify programs (veristat-compatible output, A/B comparison).
     #[command(after_help = EXIT_CODES)]
     Verify(cmd_verify::Args),
+    /// Where the verifier spends its work on a program (per C line, per
+    /// instruction, per loop), why checkpoints fail to prune, and the path
+    /// to a rejection: text, JSON or a self-contained HTML report.
+    #[command(after_help = EXIT_CODES)]
+    Explain(cmd_explain::Args),
     /// Check the kernel selftests' annotated tests (__success, __failure,
     /// __msg, __retval, ...) as their test_loader does.
     #[command(after_help = EXIT_CODES)]
@@ -69,6 +75,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(a) => cmd_dump::run(a),
         Command::Verify(a) => cmd_verify::run(a),
+        Command::Explain(a) => cmd_explain::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Test(a) => cmd_test::run(a),
         Command::Bench(a) => cmd_bench::run(a),

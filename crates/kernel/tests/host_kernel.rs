@@ -49,6 +49,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
         insns,
         func_info: vec![],
         line_info: vec![],
+        placement: vec![],
         core_unresolved: vec![],
         refused: None,
     }

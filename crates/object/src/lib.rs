@@ -16,6 +16,7 @@ pub mod btf;
 pub mod btf_ext;
 mod btf_fixup;
 mod core_relo;
+pub mod dwarf_lines;
 mod elf;
 pub mod error;
 mod externs;

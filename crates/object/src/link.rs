@@ -16,7 +16,7 @@ use crate::btf::Btf;
 use crate::btf_ext::BtfExt;
 use crate::error::{ErrorKind, LResult, Located};
 use crate::externs::ExternValue;
-use crate::types::{CoreFailure, FuncInfo, LineInfo};
+use crate::types::{CoreFailure, FuncInfo, LineInfo, Placement};
 
 pub struct Func {
     pub name: String,
@@ -70,6 +70,7 @@ pub struct Linked {
     pub insns: Vec<Insn>,
     pub func_info: Vec<FuncInfo>,
     pub line_info: Vec<LineInfo>,
+    pub placement: Vec<Placement>,
     pub core_unresolved: Vec<CoreFailure>,
 }
 
@@ -113,6 +114,7 @@ pub fn link(
         insns: Vec::new(),
         func_info: Vec::new(),
         line_info: Vec::new(),
+        placement: Vec::new(),
         core_unresolved: Vec::new(),
     };
     let mut placed: HashMap<(usize, usize), usize> = HashMap::new();
@@ -295,6 +297,12 @@ fn place(
     out.insns
         .extend_from_slice(&c.insns[f.start..f.start + f.len]);
     placed.insert((sec, func), base);
+    out.placement.push(Placement {
+        section: c.name.clone(),
+        section_insn: f.start,
+        len: f.len,
+        insn: base,
+    });
     let range = f.start..f.start + f.len;
     let rebase = |off: u32, what: &str| -> LResult<Option<u32>> {
         if !off.is_multiple_of(8) {

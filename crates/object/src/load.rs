@@ -319,6 +319,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 insns: linked.insns,
                 func_info: linked.func_info,
                 line_info: linked.line_info,
+                placement: linked.placement,
                 core_unresolved: linked.core_unresolved,
                 refused,
             });

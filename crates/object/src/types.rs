@@ -53,6 +53,7 @@ impl Object {
                 insns,
                 func_info: Vec::new(),
                 line_info: Vec::new(),
+                placement: Vec::new(),
                 core_unresolved: Vec::new(),
                 refused: None,
             }],
@@ -203,6 +204,9 @@ pub struct Program {
     pub func_info: Vec<FuncInfo>,
     /// BTF.ext line_info rebased onto the final stream, sorted by insn.
     pub line_info: Vec<LineInfo>,
+    /// Where each function of `insns` comes from, in order: for line
+    /// tables that name section offsets (DWARF).
+    pub placement: Vec<Placement>,
     /// CO-RE relocations that could not be resolved; the loader poisons
     /// those instructions as libbpf does and lists them here.
     pub core_unresolved: Vec<CoreFailure>,
@@ -211,6 +215,17 @@ pub struct Program {
     /// program has no instructions; verifiers must refuse it with this
     /// reason instead of verifying it.
     pub refused: Option<String>,
+}
+
+/// A function of a program's final stream and its place in the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub section: String,
+    /// Its first instruction in the section.
+    pub section_insn: usize,
+    pub len: usize,
+    /// Its first instruction in the program's `insns`.
+    pub insn: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

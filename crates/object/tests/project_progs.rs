@@ -369,3 +369,57 @@ fn iproute2_outer_map_gets_the_template_its_inner_id_names() {
     assert!(map("orphan_outer").inner.is_none());
     assert!(map("slots_template").inner.is_none());
 }
+
+/// The line a line-info list gives instruction `i`: (file base name, line).
+fn line_of(lines: &[bpfvet_object::LineInfo], i: usize) -> Option<(String, u32)> {
+    let k = lines
+        .partition_point(|l| l.insn_off as usize <= i)
+        .checked_sub(1)?;
+    let l = &lines[k];
+    let base = l.file_name.rsplit('/').next().unwrap_or(&l.file_name);
+    Some((base.to_string(), l.line))
+}
+
+/// The objects are built with -g: DWARF's line table and BTF's line_info
+/// come from the same compilation, so the DWARF fallback (for objects
+/// without BTF.ext) must name the lines BTF names, across subprograms too.
+#[test]
+fn dwarf_line_table_agrees_with_btf_line_info() {
+    let Ok(dir) = std::fs::read_dir(progs_dir()) else {
+        println!("SKIP: tests/progs missing");
+        return;
+    };
+    let (mut compared, mut same, mut with_subprogs) = (0usize, 0usize, 0usize);
+    for e in dir.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "o") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).expect("read object");
+        let obj = Object::from_file(&p, &LoadOptions::offline()).unwrap_or_else(|e| panic!("{e}"));
+        for prog in obj.programs.iter().filter(|p| p.refused.is_none()) {
+            let dwarf = bpfvet_object::dwarf_lines::dwarf_line_info(&bytes, prog);
+            assert!(
+                dwarf.windows(2).all(|w| w[0].insn_off < w[1].insn_off),
+                "{}: sorted",
+                prog.name
+            );
+            with_subprogs += (prog.placement.len() > 1) as usize;
+            // BTF names a line where DWARF has a row; instructions between
+            // BTF's entries inherit the previous entry, so compare at them.
+            for l in &prog.line_info {
+                let i = l.insn_off as usize;
+                let btf = line_of(&prog.line_info, i);
+                let dw = line_of(&dwarf, i);
+                compared += 1;
+                same += (btf == dw) as usize;
+            }
+        }
+    }
+    println!("dwarf vs btf: {same}/{compared} line_info entries agree");
+    assert!(compared > 1000, "{compared}");
+    assert!(with_subprogs > 0);
+    // Clang's BTF line_info takes DWARF's rows (is_stmt ones, without
+    // line 0), so nearly every entry agrees.
+    assert!(same * 100 >= compared * 95, "{same}/{compared}");
+}

@@ -192,6 +192,9 @@ impl Env<'_> {
                 );
             }
             if hit {
+                if let Some(c) = self.explain.as_deref_mut() {
+                    c.prune_hit(idx);
+                }
                 self.pool.get_mut(n).hit_cnt += 1;
                 if self.cfg.is(idx, mark::JMP_POINT) {
                     self.push_history(0, 0);
@@ -204,6 +207,9 @@ impl Env<'_> {
                 return Ok(true);
             }
             // miss
+            if self.explain.is_some() {
+                self.explain_miss(idx, n, is_iter_next || is_may_goto || calls_callback);
+            }
             let node = self.pool.get_mut(n);
             if add_new {
                 node.miss_cnt += 1;
@@ -239,6 +245,9 @@ impl Env<'_> {
             return Ok(false);
         }
         self.stats.total_states += 1;
+        if let Some(c) = self.explain.as_deref_mut() {
+            c.state_saved(idx);
+        }
         self.explored_count += 1;
         self.prev_jmps_processed = self.jmps_processed;
         self.prev_insn_processed = self.insn_processed;

@@ -93,6 +93,8 @@ pub struct Env<'a> {
     pub in_kfunc_mem_arg: bool,
     /// Special fields of each map's value and of its inner map template.
     pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
+    /// Cost collection for `bpfvet explain`; None in ordinary runs.
+    pub explain: Option<Box<crate::explain::Collector>>,
 }
 
 impl<'a> Env<'a> {
@@ -158,6 +160,7 @@ impl<'a> Env<'a> {
                     ]
                 })
                 .collect(),
+            explain: None,
         }
     }
 
@@ -327,6 +330,9 @@ impl<'a> Env<'a> {
                 ));
             }
             self.insn_processed += 1;
+            if let Some(c) = self.explain.as_deref_mut() {
+                c.processed(self.insn_idx);
+            }
             if self.insn_processed > self.opts.max_processed_insns {
                 let msg = format!(
                     "BPF program is too large. Processed {} insn",

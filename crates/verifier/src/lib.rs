@@ -15,6 +15,7 @@ mod ctx_glue;
 mod dynptr;
 mod error;
 mod exception;
+pub mod explain;
 mod explore;
 mod global_func;
 pub mod helpers;
@@ -137,9 +138,31 @@ pub struct Outcome {
 /// Verifies program `prog_index` of `obj` as the Linux 6.18 verifier does for
 /// a root loader.
 pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) -> Outcome {
+    verify_with(obj, prog_index, opts, None).0
+}
+
+/// [`verify`], also measuring where the verifier spent its work
+/// (`bpfvet explain`).
+pub fn verify_explained(
+    obj: &bpfvet_object::Object,
+    prog_index: usize,
+    opts: &Options,
+) -> (Outcome, explain::Profile) {
+    let insn_cnt = obj.programs.get(prog_index).map_or(0, |p| p.insns.len());
+    let collector = Box::new(explain::Collector::new(obj, insn_cnt));
+    let (outcome, profile) = verify_with(obj, prog_index, opts, Some(collector));
+    (outcome, profile.unwrap_or_default())
+}
+
+fn verify_with(
+    obj: &bpfvet_object::Object,
+    prog_index: usize,
+    opts: &Options,
+    explain: Option<Box<explain::Collector>>,
+) -> (Outcome, Option<explain::Profile>) {
     let started = std::time::Instant::now();
     let Some(prog) = obj.programs.get(prog_index) else {
-        return Outcome {
+        let outcome = Outcome {
             verdict: Verdict::Rejected {
                 error: format!("no program with index {prog_index}"),
                 insn: None,
@@ -148,6 +171,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             stats: Stats::default(),
             log: String::new(),
         };
+        return (outcome, None);
     };
     let calls = |insn: &bpfvet_isa::Insn| {
         if insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL {
@@ -182,14 +206,16 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
                 duration: started.elapsed(),
                 ..Stats::default()
             };
-            return Outcome {
+            let outcome = Outcome {
                 verdict: rejected(prog, e),
                 stats,
                 log: log.into_string(),
             };
+            return (outcome, explain.map(|c| c.finish(None, &[])));
         }
     };
     let mut env = explore::Env::new(obj, prog, opts, cfg);
+    env.explain = explain;
     if opts.log_level >= 2 {
         let starts: Vec<usize> = env.cfg.subprogs.iter().map(|s| s.start).collect();
         env.log
@@ -217,6 +243,10 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
     stats.idmap_pairs_scanned = env.idmap.pairs_scanned;
     stats.state_nodes_from_pool = env.pool.from_pool;
     stats.state_nodes_fresh = env.pool.fresh;
+    let profile = env
+        .explain
+        .take()
+        .map(|c| c.finish(Some(&env.cfg), env.insns));
     let mut log = std::mem::replace(&mut env.log, log::Log::new(0));
     let verdict = match res {
         Ok(()) => Verdict::Accepted,
@@ -242,11 +272,12 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
             stats.mark_read
         ));
     }
-    Outcome {
+    let outcome = Outcome {
         verdict,
         stats,
         log: log.into_string(),
-    }
+    };
+    (outcome, profile)
 }
 
 fn rejected(prog: &bpfvet_object::Program, e: error::VerifyError) -> Verdict {

@@ -310,6 +310,9 @@ impl Env<'_> {
             return Ok(());
         }
         self.stats.backtrack_walks += 1;
+        if let Some(c) = self.explain.as_deref_mut() {
+            c.precision_walk(self.insn_idx);
+        }
         // The logging walk is a separate instance, so the walk at lower
         // log levels carries no trace of it.
         let walked = if self.log.level >= 2 {

@@ -20,6 +20,7 @@ pub use crate::scalar::ADD_CONST;
 const ID_MAP_SIZE: usize = 8 * (11 + 64);
 
 /// Scratch map of (old id, cur id) pairs for one comparison.
+#[derive(Clone)]
 pub struct IdMap {
     pairs: Box<[(u32, u32); ID_MAP_SIZE]>,
     cnt: usize,
@@ -180,7 +181,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
-fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
+pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     let unbound = Reg::unknown_scalar();
     let old_bytes = old.allocated_stack();
     let cur_bytes = cur.allocated_stack();
@@ -258,7 +259,7 @@ fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     true
 }
 
-fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
+pub(crate) fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
     if old.refs.len() != cur.refs.len() {
         return false;
     }

@@ -110,6 +110,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             insns: p.insns.clone(),
             func_info: Vec::new(),
             line_info: Vec::new(),
+            placement: Vec::new(),
             core_unresolved: Vec::new(),
             refused: None,
         })
