@@ -171,6 +171,11 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
+        if name == "bpf_session_cookie" {
+            // The session's cookie: eight writable bytes.
+            meta.r0_size = Some(8);
+            meta.r0_rdonly = false;
+        }
         self.kfunc_lock_regions(&meta, sleepable)?;
         if meta.release_regno != 0 {
             let rid = self.cur.reg(meta.release_regno).ref_obj_id;

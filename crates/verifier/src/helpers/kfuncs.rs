@@ -63,6 +63,8 @@ pub enum KfuncSet {
     TcpReqsk,
     /// Socket iterators: tracing programs attached as iterators only.
     SkIter,
+    /// Kprobe and uprobe session programs only.
+    ProbeSession,
 }
 
 /// Program types share kfunc registrations in groups (`enum
@@ -140,6 +142,7 @@ impl KfuncSet {
             KfuncSet::SockAddr => &[H::Cgroup],
             KfuncSet::TcpReqsk => &[H::Tc],
             KfuncSet::SkIter => &[H::Tracing],
+            KfuncSet::ProbeSession => &[H::Kprobe],
         }
     }
 
@@ -151,6 +154,14 @@ impl KfuncSet {
             // The set's filter admits only iterator tracing programs.
             KfuncSet::SkIter => {
                 prog_type == ProgType::TRACING && attach == Some(AttachType::TRACE_ITER)
+            }
+            // The set's filter admits only session programs.
+            KfuncSet::ProbeSession => {
+                prog_type == ProgType::KPROBE
+                    && matches!(
+                        attach,
+                        Some(AttachType::TRACE_KPROBE_SESSION | AttachType::TRACE_UPROBE_SESSION)
+                    )
             }
             _ => hook(prog_type).is_some_and(|h| self.hooks().contains(&h)),
         }
@@ -402,6 +413,9 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
     kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
     kf("bpf_sock_destroy", K::TRUSTED_ARGS, S::SkIter),
+    // kernel/trace/bpf_trace.c
+    kf("bpf_session_is_return", K::NONE, S::ProbeSession),
+    kf("bpf_session_cookie", K::NONE, S::ProbeSession),
     kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
 ];
 
