@@ -38,6 +38,8 @@ pub struct KfuncMeta {
     pub release_regno: u8,
     /// Size and writability of returned memory from a buf-size argument.
     pub r0_size: Option<u64>,
+    /// The value of the last `__k` (known constant) argument.
+    pub arg_constant: Option<u64>,
     pub r0_rdonly: bool,
     /// (frame, spi) of the iterator argument.
     pub iter: Option<(usize, usize)>,
@@ -233,6 +235,7 @@ impl Env<'_> {
                     if !reg.v.is_const() {
                         return self.err(format!("R{regno} must be a known constant"));
                     }
+                    meta.arg_constant = Some(reg.v.const_value());
                     self.mark_chain_precision(regno)?;
                 } else if pname == "rdonly_buf_size" || pname == "rdwr_buf_size" {
                     if meta.r0_size.is_some() {
@@ -278,7 +281,9 @@ impl Env<'_> {
                 (n.ends_with("__sz") || n.ends_with("__szk"))
                     && self.cur.reg(regno + 1).ty == RegType::Scalar
             });
-            let kind = if reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct {
+            let kind = if meta.name == "bpf_cast_to_kern_ctx"
+                || (reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct)
+            {
                 PtrArg::Ctx
             } else if nullable && reg.is_null_const() {
                 PtrArg::Null
@@ -332,6 +337,12 @@ impl Env<'_> {
             match kind {
                 PtrArg::Null => {}
                 PtrArg::Ctx => {
+                    if reg.ty != RegType::Ctx {
+                        return self.err(format!(
+                            "arg#{i} expected pointer to ctx, but got {}",
+                            reg.type_str()
+                        ));
+                    }
                     if reg.off != 0 || !reg.v.is_const() || reg.v.const_value() != 0 {
                         return self.err(format!(
                             "dereference of modified ctx ptr R{regno} off={} disallowed",
@@ -547,7 +558,45 @@ impl Env<'_> {
                 kind_str(rt)
             ));
         }
-        const DYNAMIC_RETURN: [&str; 10] = [
+        if name == "bpf_cast_to_kern_ctx" {
+            // The kernel's own context behind the program's (__sk_buff ->
+            // sk_buff, xdp_md -> xdp_buff ...), as a trusted pointer.
+            let id = match kern_ctx_type(btf, self.prog.prog_type) {
+                Ok(id) => id,
+                Err(id) => return self.err(format!("kern ctx type id {id} is not a struct")),
+            };
+            let mut r0 = Reg::pointer(RegType::BtfId);
+            r0.aux = id;
+            r0.flags |= flag::TRUSTED;
+            *self.cur.reg_mut(0) = r0;
+            return Ok(());
+        }
+        if name == "bpf_rdonly_cast" {
+            // A kernel object of the type the constant names, read through
+            // probe loads; `void` gives untrusted memory, not modelled.
+            let id = meta.arg_constant.unwrap_or(0);
+            let target = u32::try_from(id).ok().and_then(|id| btf.type_by_id(id));
+            return match target {
+                // A struct or a union (btf_type_is_struct).
+                Some(t) if matches!(t.kind, Kind::Struct | Kind::Union) => {
+                    let mut r0 = Reg::pointer(RegType::BtfId);
+                    r0.aux = id as u32;
+                    r0.flags |= flag::UNTRUSTED;
+                    *self.cur.reg_mut(0) = r0;
+                    Ok(())
+                }
+                _ if id == 0 => {
+                    self.unsupported("bpf_rdonly_cast to void (read-only untrusted memory)")
+                }
+                Some(_) => {
+                    self.err("kfunc bpf_rdonly_cast type ID argument must be of a struct or void")
+                }
+                None => self.err(format!(
+                    "Unknown type ID {id} passed to kfunc bpf_rdonly_cast"
+                )),
+            };
+        }
+        const DYNAMIC_RETURN: [&str; 8] = [
             "bpf_obj_new_impl",
             "bpf_percpu_obj_new_impl",
             "bpf_refcount_acquire_impl",
@@ -555,8 +604,6 @@ impl Env<'_> {
             "bpf_list_pop_back",
             "bpf_rbtree_remove",
             "bpf_rbtree_first",
-            "bpf_cast_to_kern_ctx",
-            "bpf_rdonly_cast",
             "bpf_dynptr_slice",
         ];
         if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
@@ -626,5 +673,29 @@ impl Env<'_> {
         }
         *self.cur.reg_mut(0) = r0;
         Ok(())
+    }
+}
+
+/// The kernel context type behind a program type's context: the `_kern`
+/// member of vmlinux's `struct bpf_ctx_convert` for the type
+/// (get_kern_ctx_btf_id). Err with the member's type id when that is not
+/// a struct (tracing programs, whose context is `void *`), or 0 when the
+/// BTF has no such member.
+fn kern_ctx_type(btf: &Btf, prog_type: bpfvet_isa::uapi::ProgType) -> Result<u32, u32> {
+    let member = prog_type
+        .name()
+        .map(|n| format!("BPF_PROG_TYPE_{}_kern", n.to_uppercase()));
+    let m = btf
+        .find_by_name_kind("bpf_ctx_convert", Kind::Struct)
+        .and_then(|id| btf.type_by_id(id))
+        .and_then(|t| {
+            btf.members(t)
+                .iter()
+                .find(|m| btf.str_at(m.name_off) == member.as_deref())
+        })
+        .ok_or(0u32)?;
+    match btf.skip_mods_and_typedefs(m.type_id) {
+        Some((id, kt)) if kt.kind == Kind::Struct => Ok(id),
+        _ => Err(m.type_id),
     }
 }

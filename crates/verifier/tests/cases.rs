@@ -127,7 +127,8 @@ fn map_def(index: usize, spec: &str) -> MapDef {
 /// Kfunc calls are written as the kernel logs them, `call bpf_iter_num_new#64231`;
 /// the id is re-resolved by name in the host's vmlinux BTF, so a case stays
 /// valid on a kernel build that numbers its types differently; likewise a
-/// variable written `btf_id[name]` in an ldimm64.
+/// variable written `btf_id[name]` in an ldimm64, and a struct's type id
+/// written `btf_struct[name]` as an immediate.
 fn resolve_kfunc_ids(text: &str) -> String {
     let Some(btf) = std::fs::read(bpfvet_object::HOST_VMLINUX)
         .ok()
@@ -152,6 +153,13 @@ fn resolve_kfunc_ids(text: &str) -> String {
             let (name, tail) = rest.split_once(']')?;
             let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Var)?;
             Some(format!("{head}btf_id[{id}]{tail}"))
+        });
+        // `btf_struct[name]` is the type id of a vmlinux struct, as a number.
+        let resolved = resolved.or_else(|| {
+            let (head, rest) = line.split_once("btf_struct[")?;
+            let (name, tail) = rest.split_once(']')?;
+            let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Struct)?;
+            Some(format!("{head}{id}{tail}"))
         });
         out.push_str(resolved.as_deref().unwrap_or(line));
         out.push('\n');
