@@ -14,6 +14,10 @@ use bpfvet_isa::Insn;
 
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
+/// The register types a helper memory argument takes, as the kernel lists
+/// them when none matches.
+const MEM_ARG_TYPES: &str =
+    "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_";
 
 /// What the arguments told us, for the return value and side effects.
 #[derive(Default)]
@@ -435,16 +439,20 @@ impl Env<'_> {
                 } else {
                     m.value_size
                 } as u64;
-                if !matches!(
-                    r.ty,
-                    RegType::Stack
-                        | RegType::Packet
-                        | RegType::PacketMeta
-                        | RegType::MapValue
-                        | RegType::MapKey
-                        | RegType::Mem
-                ) {
-                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_");
+                // A maybe-NULL pointer matches none of the types: the
+                // argument does not take NULL (check_reg_type).
+                if r.maybe_null()
+                    || !matches!(
+                        r.ty,
+                        RegType::Stack
+                            | RegType::Packet
+                            | RegType::PacketMeta
+                            | RegType::MapValue
+                            | RegType::MapKey
+                            | RegType::Mem
+                    )
+                {
+                    return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
                     Access::Write
@@ -460,6 +468,21 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToMem => {
+                // check_reg_type: ctx is none of the memory types; a
+                // maybe-NULL pointer only where the argument takes NULL.
+                let mem_type = matches!(
+                    r.ty,
+                    RegType::Stack
+                        | RegType::Packet
+                        | RegType::PacketMeta
+                        | RegType::MapValue
+                        | RegType::MapKey
+                        | RegType::Mem
+                        | RegType::BtfId
+                );
+                if !mem_type || (r.maybe_null() && !may_null) {
+                    return self.arg_type_err(regno, MEM_ARG_TYPES);
+                }
                 if r.ty == RegType::BtfId {
                     self.check_btf_mem_arg(proto, regno, &r, at)?;
                 }
@@ -476,21 +499,6 @@ impl Env<'_> {
                     if at.flags.contains(TypeFlags::MEM_ALIGNED) {
                         self.check_strict_alignment(regno, 0, proto.arg_size[i])?;
                     }
-                } else if !matches!(
-                    r.ty,
-                    RegType::Stack
-                        | RegType::Packet
-                        | RegType::PacketMeta
-                        | RegType::MapValue
-                        | RegType::MapKey
-                        | RegType::Mem
-                        | RegType::BtfId
-                        | RegType::Ctx
-                ) {
-                    return self.err(format!(
-                        "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
-                        r.type_str()
-                    ));
                 }
             }
             ArgBase::PtrToCtx => {

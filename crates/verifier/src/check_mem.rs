@@ -482,8 +482,10 @@ impl Env<'_> {
                 }
             }
             RegType::Packet | RegType::PacketMeta => {
-                if access == Access::Write && !self.may_write_packet() {
-                    return self.err("cannot write into packet");
+                if access == Access::Write
+                    && !crate::ctx::packet::direct_write_allowed(self.prog_type)
+                {
+                    return self.err(crate::ctx::packet::CANNOT_WRITE_INTO_PACKET);
                 }
                 self.packet_access(regno, &reg, off, size)?;
                 if access == Access::Read {
@@ -567,23 +569,6 @@ impl Env<'_> {
             }
         }
         Ok(())
-    }
-
-    fn may_write_packet(&self) -> bool {
-        use bpfvet_isa::uapi::ProgType as P;
-        matches!(
-            self.prog_type,
-            P::LWT_XMIT
-                | P::LWT_SEG6LOCAL
-                | P::SCHED_CLS
-                | P::SCHED_ACT
-                | P::XDP
-                | P::SK_SKB
-                | P::SK_MSG
-                | P::CGROUP_SOCKOPT
-                | P::CGROUP_SKB
-                | P::SOCK_OPS
-        )
     }
 
     /// A load from a frozen read-only global-data map at a constant offset
