@@ -50,7 +50,11 @@ fn random_programs_match_host_kernel() {
     let n = env_u64("BPFVET_FUZZ_PROGRAMS").unwrap_or(500);
     let seed = env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED);
     let started = std::time::Instant::now();
-    let run = random_diff::run(&kernel, seed, n);
+    let features = match env_u64("BPFVET_FUZZ_FEATURES") {
+        Some(bits) => random_diff::gen::Features(bits as u32),
+        None => random_diff::gen::Features::ALL,
+    };
+    let run = random_diff::run(&kernel, seed, n, features);
     println!("{n} programs in {:?}", started.elapsed());
     for c in Class::ALL {
         println!("{:>5}  {}", run.count(c), c.name());
@@ -101,6 +105,46 @@ fn random_programs_match_host_kernel() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The resumable batch runner behind bench/verifier_fuzz/batch.sh
+/// (`--ignored`): `BPFVET_FUZZ_DIR` (output directory, required),
+/// `BPFVET_FUZZ_BATCHES` (50), `BPFVET_FUZZ_BATCH_SIZE` (2000),
+/// `BPFVET_FUZZ_SEED` (base seed), `BPFVET_FUZZ_SWARM` (1: each batch draws
+/// a feature subset; 0: all features), `BPFVET_FUZZ_MINIMISE` (tries per
+/// minimisation, 300). Fails when a batch holds an unsound accept or a
+/// bpfvet panic or hang, after writing everything.
+#[test]
+#[ignore = "long run: bench/verifier_fuzz/batch.sh"]
+fn fuzz_batches() {
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
+        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+        return;
+    };
+    let cfg = random_diff::batch::Config {
+        dir: dir.into(),
+        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
+        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
+        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
+        minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(300) as usize,
+    };
+    random_diff::batch::run_batches(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
+    let report = random_diff::batch::report(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let bad: Vec<&str> = report
+        .lines()
+        .filter(|l| {
+            l.starts_with("| unsound |") || l.starts_with("| panic |") || l.starts_with("| hang |")
+        })
+        .collect();
+    assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
 }
 
 proptest! {

@@ -68,8 +68,12 @@ impl Class {
 /// What bpfvet said.
 #[derive(Clone, Debug)]
 pub enum Ours {
-    Accepted { insns: u64 },
+    Accepted {
+        insns: u64,
+    },
     Rejected(String),
+    /// Not modelled by bpfvet (never an accept).
+    Refused(String),
     Timeout,
     Panic(String),
     Hang,
@@ -121,6 +125,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
         maps: vec![
             map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
+            map("progs", MapType::PROG_ARRAY, 4, 4),
         ],
         programs,
         btf_raw: None,
@@ -131,11 +136,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
 }
 
 pub fn prog_type_name(t: ProgType) -> &'static str {
-    match t {
-        ProgType::XDP => "xdp",
-        ProgType::SCHED_CLS => "sched_cls",
-        _ => "socket_filter",
-    }
+    t.name().unwrap_or("?")
 }
 
 /// Runs bpfvet on its own thread so a panic or a hang is caught.
@@ -166,9 +167,7 @@ pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
                 ..
             } => Ours::Timeout,
             Verdict::LimitExceeded { error, .. } => Ours::Rejected(error),
-            // A refusal is never an accept; it shows as a rejection whose
-            // text cannot match the kernel's.
-            Verdict::Unsupported { what, .. } => Ours::Rejected(format!("refused: {what}")),
+            Verdict::Unsupported { what, .. } => Ours::Refused(what),
         },
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Ours::Panic("verify panicked (see the panic message above)".into())
@@ -229,7 +228,8 @@ pub fn classify(ours: &Ours, theirs: &Theirs) -> Class {
         (Ours::Timeout, _) => Class::Timeout,
         (_, Theirs::Refused(_)) => Class::KernelRefused,
         (Ours::Accepted { .. }, Theirs::Rejected(_)) => Class::Unsound,
-        (Ours::Rejected(_), Theirs::Accepted { .. }) => Class::Overstrict,
+        (Ours::Rejected(_) | Ours::Refused(_), Theirs::Accepted { .. }) => Class::Overstrict,
+        (Ours::Refused(_), Theirs::Rejected(_)) => Class::Message,
         (Ours::Rejected(a), Theirs::Rejected(b)) if a.trim() != b.trim() => Class::Message,
         (Ours::Accepted { insns }, Theirs::Accepted { insns: k }) if Some(*insns) != *k => {
             Class::Insns
@@ -278,8 +278,11 @@ pub fn cause_group(msg: &str) -> String {
 pub fn cause(r: &Result) -> String {
     match (&r.ours, &r.theirs) {
         (Ours::Rejected(e), _) if r.class == Class::Overstrict => e.clone(),
+        (Ours::Refused(e), _) if r.class == Class::Overstrict => format!("refused: {e}"),
         (_, Theirs::Rejected(e)) if r.class == Class::Unsound => e.clone(),
         (Ours::Rejected(a), Theirs::Rejected(b)) => format!("{b} | {a}"),
+        (Ours::Refused(a), Theirs::Rejected(b)) => format!("{b} | refused: {a}"),
+        (_, Theirs::Refused(e)) => e.clone(),
         (Ours::Panic(m), _) => m.clone(),
         _ => String::new(),
     }
@@ -289,6 +292,7 @@ pub fn ours_text(o: &Ours) -> String {
     match o {
         Ours::Accepted { insns } => format!("accepted ({insns} insns)"),
         Ours::Rejected(e) => format!("rejected: `{e}`"),
+        Ours::Refused(e) => format!("refused (not modelled): `{e}`"),
         Ours::Timeout => "timeout".into(),
         Ours::Panic(m) => format!("panic: {m}"),
         Ours::Hang => "no return".into(),

@@ -4,6 +4,7 @@
 
 use super::diff::{cause, classify, object, run_ours, run_theirs, Class, Ours, Result};
 use super::gen::GenProgram;
+use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
 use bpfvet_isa::Insn;
 use bpfvet_kernel::Kernel;
 use std::sync::Arc;
@@ -38,10 +39,18 @@ pub fn delete_range(insns: &[Insn], a: usize, b: usize) -> Option<Vec<Insn>> {
             continue;
         }
         let mut ins = ins;
-        if is_jump_with_off(ins) && !(j > 0 && insns[j - 1].is_ld_imm64()) {
+        let second_slot = j > 0 && insns[j - 1].is_ld_imm64();
+        if is_jump_with_off(ins) && !second_slot {
             let target = j as i64 + 1 + i64::from(ins.off);
             let off = map(target) - map(j as i64) - 1;
             ins.off = i16::try_from(off).ok()?;
+        }
+        // bpf-to-bpf calls and callback addresses: relative in imm.
+        let pseudo_call = ins.code == 0x85 && ins.src == BPF_PSEUDO_CALL;
+        let func_addr = ins.is_ld_imm64() && ins.src == BPF_PSEUDO_FUNC && !second_slot;
+        if pseudo_call || func_addr {
+            let target = j as i64 + 1 + i64::from(ins.imm);
+            ins.imm = i32::try_from(map(target) - map(j as i64) - 1).ok()?;
         }
         out.push(ins);
     }
@@ -113,7 +122,8 @@ fn keeps(kernel: &Kernel, p: &GenProgram, class: Class, key: &str) -> bool {
     let plausible = match (&ours, class) {
         (Ours::Accepted { .. }, Class::Unsound | Class::Insns) => true,
         (Ours::Rejected(e), Class::Overstrict) => e == key,
-        (Ours::Rejected(_), Class::Message) => true,
+        (Ours::Refused(e), Class::Overstrict) => key.strip_prefix("refused: ") == Some(e.as_str()),
+        (Ours::Rejected(_) | Ours::Refused(_), Class::Message) => true,
         (Ours::Timeout, Class::Timeout) | (Ours::Panic(_), Class::Panic) => true,
         _ => false,
     };

@@ -2,6 +2,7 @@
 //! generator ([`gen`]), the two verdicts and their class ([`diff`]),
 //! shrinking of findings ([`minimise`]) and the FINDINGS.md report.
 
+pub mod batch;
 pub mod diff;
 pub mod gen;
 pub mod minimise;
@@ -43,9 +44,12 @@ impl Run {
     }
 }
 
-/// Generates `n` programs from `seed` and runs both verifiers on each.
-pub fn run(kernel: &Kernel, seed: u64, n: u64) -> Run {
-    let programs: Vec<GenProgram> = (0..n).map(|i| gen::program(seed, i)).collect();
+/// Generates `n` programs from `seed` with `features` and runs both
+/// verifiers on each.
+pub fn run(kernel: &Kernel, seed: u64, n: u64, features: gen::Features) -> Run {
+    let programs: Vec<GenProgram> = (0..n)
+        .map(|i| gen::program_with(seed, i, features))
+        .collect();
     let obj = Arc::new(object(&programs));
     let results = (0..programs.len())
         .map(|i| {
