@@ -123,7 +123,7 @@ impl Env<'_> {
                 || x == BPF_XCHG || x == BPF_CMPXCHG
         );
         if imm == BPF_LOAD_ACQ || imm == BPF_STORE_REL {
-            return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
+            return self.check_acquire_release(insn);
         }
         if !known {
             return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
@@ -176,6 +176,50 @@ impl Env<'_> {
         self.save_aux_ptr_type(dst_ty)?;
         self.check_atomic_alignment(insn.dst, off, size)?;
         self.check_mem_access(insn.dst, off, size, Access::Write, None, false)
+    }
+
+    /// Load-acquire and store-release (any width): a load or store held to
+    /// strict alignment, then refused through pointers the JIT cannot
+    /// order (ctx, packet, flow keys, sockets). The kernel looks at the
+    /// pointer register after the access, so a load-acquire into its own
+    /// address register passes that test.
+    fn check_acquire_release(&mut self, insn: &Insn) -> VResult<()> {
+        let size = size_bytes(insn.code);
+        let off = insn.off as i32;
+        let load = insn.imm == BPF_LOAD_ACQ;
+        let (ptr, value) = if load {
+            self.check_read(insn.src)?;
+            self.check_write(insn.dst)?;
+            (insn.src, insn.dst)
+        } else {
+            self.check_read(insn.src)?;
+            self.check_read(insn.dst)?;
+            (insn.dst, insn.src)
+        };
+        let ptr_ty = self.cur.reg(ptr).ty;
+        self.check_atomic_alignment(ptr, off, size)?;
+        let access = if load { Access::Read } else { Access::Write };
+        self.check_mem_access(ptr, off, size, access, Some(value), false)?;
+        self.save_aux_ptr_type(ptr_ty)?;
+        let now = *self.cur.reg(ptr);
+        let unordered = matches!(
+            now.ty,
+            RegType::Ctx
+                | RegType::Packet
+                | RegType::PacketMeta
+                | RegType::FlowKeys
+                | RegType::Sock
+                | RegType::SockCommon
+                | RegType::TcpSock
+        );
+        if unordered {
+            let verb = if load { "loads from" } else { "stores into" };
+            return self.err(format!(
+                "BPF_ATOMIC {verb} R{ptr} {} is not allowed",
+                now.type_str()
+            ));
+        }
+        Ok(())
     }
 
     /// Atomics are held to strict alignment on every pointer kind
