@@ -1457,11 +1457,37 @@ impl Env<'_> {
         // callbacks, the exception callback), highest index first as the
         // kernel walks them. The walk is static: a recursive function, even
         // one the exploration saw end, runs into the frame limit.
-        let roots = (0..subs.len())
+        let roots: Vec<usize> = (0..subs.len())
             .rev()
-            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
+            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k))
+            .collect();
+        // Private stacks (bpf_enable_priv_stack): tracing-like programs
+        // without tail calls give each frame of 64 bytes or more, reached
+        // from main only, a stack of its own, outside the chain's sum.
+        let traced = match self.prog_type {
+            ProgType::KPROBE
+            | ProgType::TRACEPOINT
+            | ProgType::PERF_EVENT
+            | ProgType::RAW_TRACEPOINT => true,
+            ProgType::TRACING => {
+                self.prog.expected_attach_type != Some(bpfvet_isa::uapi::AttachType::TRACE_ITER)
+            }
+            _ => false,
+        };
+        let priv_mode = traced && !subs.iter().any(|sp| sp.has_tail_call);
+        let mut kernel_stack = vec![!priv_mode; subs.len()];
+        for &root in roots.iter().filter(|&&r| r != 0) {
+            let mut todo = vec![root];
+            while let Some(k) = todo.pop() {
+                if !std::mem::replace(&mut kernel_stack[k], true) {
+                    todo.extend(callees[k].iter().copied());
+                }
+            }
+        }
+        let own_stack = |k: usize| !kernel_stack[k] && frame(k) >= 64;
         for root in roots {
-            self.walk_stack_depth(root, &callees, &frame)?;
+            let own = |k: usize| root == 0 && own_stack(k);
+            self.walk_stack_depth(root, &callees, &frame, &own)?;
         }
         Ok(())
     }
@@ -1471,15 +1497,33 @@ impl Env<'_> {
         root: usize,
         callees: &[Vec<usize>],
         frame: &impl Fn(usize) -> u32,
+        own_stack: &impl Fn(usize) -> bool,
     ) -> VResult<()> {
-        let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
-        while let Some((k, depth, calls)) = stack.pop() {
+        let subs = &self.cfg.subprogs;
+        // (subprog, stack of the frames before it, calls so far)
+        let mut stack: Vec<(usize, u32, u32)> = vec![(root, 0, 1)];
+        while let Some((k, before, calls)) = stack.pop() {
             if calls > MAX_CALL_FRAMES as u32 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
                 ));
             }
+            // A tail call unwinds its own frame only: the callers' frames
+            // stay, up to 33 times over.
+            if k != 0 && subs[k].has_tail_call && before >= 256 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!(
+                        "tail_calls are not allowed when call stack of previous frames is {before} bytes. Too large"
+                    ),
+                ));
+            }
+            let depth = if own_stack(k) {
+                before
+            } else {
+                before + frame(k)
+            };
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
@@ -1488,7 +1532,7 @@ impl Env<'_> {
             }
             // Reversed so that calls are walked in instruction order.
             for &c in callees[k].iter().rev() {
-                stack.push((c, depth + frame(c), calls + 1));
+                stack.push((c, depth, calls + 1));
             }
         }
         Ok(())
