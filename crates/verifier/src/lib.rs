@@ -200,7 +200,8 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         .do_check()
         .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
-        .and_then(|()| env.check_max_stack_depth());
+        .and_then(|()| env.check_max_stack_depth())
+        .and_then(|()| env.check_unexplored_callbacks());
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();

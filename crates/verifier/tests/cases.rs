@@ -4,8 +4,10 @@
 //!
 //! ```text
 //! # prog_type: xdp                 (libbpf's name; default socket_filter)
-//! # verdict: reject                (accept | reject)
-//! # error: R2 !read_ok             (for reject: the kernel's error line)
+//! # verdict: reject                (accept | reject | refuse: bpfvet says
+//!                                   "not modelled", the kernel rejects)
+//! # error: R2 !read_ok             (for reject: the kernel's error line;
+//!                                   for refuse: the kernel's only)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
@@ -39,6 +41,8 @@ struct Case {
     name: String,
     prog_type: ProgType,
     accept: bool,
+    /// bpfvet must refuse (not modelled); the kernel must reject.
+    refuse: bool,
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
@@ -53,6 +57,7 @@ fn parse(name: &str, src: &str) -> Case {
         name: name.to_string(),
         prog_type: ProgType::SOCKET_FILTER,
         accept: true,
+        refuse: false,
         error: None,
         processed: None,
         states: None,
@@ -67,7 +72,10 @@ fn parse(name: &str, src: &str) -> Case {
                 let v = v.trim();
                 match k.trim() {
                     "prog_type" => c.prog_type = ProgType::from_name(v).expect("known prog type"),
-                    "verdict" => c.accept = v == "accept",
+                    "verdict" => {
+                        c.accept = v == "accept";
+                        c.refuse = v == "refuse";
+                    }
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
@@ -344,7 +352,8 @@ fn cases() {
         let out = verify(&obj, 0, &Options::default());
         match (&out.verdict, c.accept) {
             (Verdict::Accepted, true) => {}
-            (Verdict::Rejected { error, .. }, false) => {
+            (Verdict::Unsupported { .. }, false) if c.refuse => {}
+            (Verdict::Rejected { error, .. }, false) if !c.refuse => {
                 if let Some(want) = &c.error {
                     if error != want {
                         failures.push(format!("{name}: error {error:?}, expected {want:?}"));

@@ -116,6 +116,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     for m in ["array 4 48", "hash 8 32", "prog_array 4 4"] {
         let _ = writeln!(out, "# map: {m}");
     }
+    let funcs = super::diff::func_info(&p.insns);
+    for (k, f) in funcs.iter().enumerate() {
+        let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+    }
     match &r.theirs {
         Theirs::Accepted { insns } => {
             let _ = writeln!(out, "# verdict: accept");

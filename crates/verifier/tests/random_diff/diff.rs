@@ -98,7 +98,59 @@ fn map(name: &str, map_type: MapType, key: i32, value: i32) -> MapDef {
     MapDef::new(name, map_type, key as u32, value as u32, 16)
 }
 
-/// An object with the generator's two maps and the given programs.
+/// Where each function of a program starts: 0 and the targets of
+/// bpf-to-bpf calls and callback addresses, in order.
+pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
+    let mut starts = vec![0];
+    for (j, i) in insns.iter().enumerate() {
+        let second_slot = j > 0 && insns[j - 1].is_ld_imm64();
+        let call = i.code == 0x85 && i.src == BPF_PSEUDO_CALL;
+        let func = i.is_ld_imm64() && i.src == BPF_PSEUDO_FUNC && !second_slot;
+        if call || func {
+            let t = j as i64 + 1 + i64::from(i.imm);
+            if t > 0 && (t as usize) < insns.len() {
+                starts.push(t as usize);
+            }
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// BTF with `int`, a prototype `int (void)` and one static FUNC `f` of it
+/// (type 3): enough func_info for the kernel to take callbacks
+/// (`missing btf func_info` otherwise) and to check the subprogram layout.
+fn func_btf() -> Vec<u8> {
+    let mut types: Vec<u32> = Vec::new();
+    let strings = b"\0int\0f\0".to_vec();
+    types.extend([1, 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
+    types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
+    types.extend([5, 12 << 24, 2]); // [3] FUNC f, static
+    let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
+    bpfvet_object::btf::encode(&bytes, &strings)
+}
+
+/// func_info for a program with subprograms (none for a single function,
+/// so plain programs load as before).
+pub fn func_info(insns: &[bpfvet_isa::Insn]) -> Vec<bpfvet_object::FuncInfo> {
+    let starts = func_starts(insns);
+    if starts.len() < 2 {
+        return Vec::new();
+    }
+    starts
+        .into_iter()
+        .map(|s| bpfvet_object::FuncInfo {
+            insn_off: s as u32,
+            type_id: 3,
+            name: "f".into(),
+            linkage: 0,
+        })
+        .collect()
+}
+
+/// An object with the generator's maps and the given programs.
 pub fn object(progs: &[GenProgram]) -> Object {
     let programs = progs
         .iter()
@@ -112,12 +164,13 @@ pub fn object(progs: &[GenProgram]) -> Object {
             sleepable: false,
             prog_flags: 0,
             insns: p.insns.clone(),
-            func_info: Vec::new(),
+            func_info: func_info(&p.insns),
             line_info: Vec::new(),
             core_unresolved: Vec::new(),
             refused: None,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let with_funcs = programs.iter().any(|p| !p.func_info.is_empty());
     Object {
         path: PathBuf::from("random_kernel_diff"),
         license: "GPL".into(),
@@ -127,9 +180,11 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
             map("progs", MapType::PROG_ARRAY, 4, 4),
         ],
+        btf_raw: with_funcs.then(func_btf),
+        btf: with_funcs
+            .then(|| bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok())
+            .flatten(),
         programs,
-        btf_raw: None,
-        btf: None,
         unresolved_externs: Vec::new(),
         warnings: Vec::new(),
     }

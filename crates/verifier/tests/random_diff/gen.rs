@@ -362,8 +362,9 @@ impl Gen {
                     let (sz, _) = self.rng.pick(&SIZES);
                     return (off, sz, Kind::Scalar);
                 }
+                // The first word (common fields) is not readable.
                 let (sz, b) = self.rng.pick(&SIZES);
-                return (b as i16 * self.rng.below(8) as i16, sz, Kind::Scalar);
+                return (8 + b as i16 * self.rng.below(8) as i16, sz, Kind::Scalar);
             }
             _ => (
                 &[
@@ -1364,7 +1365,11 @@ impl Gen {
     /// Spills of any register (pointers, r10) at any width and offset,
     /// then fills of any width, maybe shifted into the slot.
     fn spill_any(&mut self) {
-        let (sz, bytes) = self.rng.pick(&SIZES);
+        let (sz, bytes) = if self.rng.chance(50) {
+            (0x18, 8)
+        } else {
+            self.rng.pick(&SIZES)
+        };
         let off = if self.rng.chance(80) {
             -(8 * (1 + self.rng.below(8) as i32))
         } else {
