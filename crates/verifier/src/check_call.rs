@@ -1084,9 +1084,10 @@ impl Env<'_> {
 
     /// Queues the callback's entry as a pending path (push_callback_call).
     fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
+        // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(
-                "the call stack of {} frames is too deep !",
+                "the call stack of {} frames is too deep",
                 self.cur.frames.len() + 1
             ));
         }
@@ -1204,9 +1205,10 @@ impl Env<'_> {
         let Some(sub) = self.cfg.subprog_at(target) else {
             return self.err(format!("verifier bug. No program starts at insn {target}"));
         };
+        // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(
-                "the call stack of {} frames is too deep !",
+                "the call stack of {} frames is too deep",
                 self.cur.frames.len() + 1
             ));
         }
