@@ -761,14 +761,22 @@ impl Env<'_> {
                 Access::Read => self.stack_read_fixed(frameno, o, size, value),
             };
         }
+        let what = if access == Access::Write {
+            "write to"
+        } else {
+            "read from"
+        };
+        // check_stack_access_within_bounds: bounds past 2^29 either way
+        // are "unbounded", before the range is looked at.
+        let max_var_off = crate::check_alu::MAX_VAR_OFF;
+        if v.smax >= max_var_off || v.smin <= -max_var_off {
+            return self.err(format!(
+                "invalid unbounded variable-offset {what} stack R{regno}"
+            ));
+        }
         let min = off as i64 + v.smin;
         let max = off as i64 + v.smax;
-        if v.smin == i64::MIN || min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
-            let what = if access == Access::Write {
-                "write to"
-            } else {
-                "read from"
-            };
+        if min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
             return self.err(format!(
                 "invalid variable-offset {what} stack R{regno} var_off={} off={} size={}",
                 tnum_str(v),
