@@ -147,6 +147,61 @@ fn fuzz_batches() {
     assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
 }
 
+/// Mutation of real programs behind bench/verifier_fuzz/mutate.sh
+/// (`--ignored`): `BPFVET_MUTATE_DIR` (output, required),
+/// `BPFVET_MUTATE_OBJECTS` (`:`-separated directories or object files),
+/// `BPFVET_MUTATE_N` (mutants per program, 20), `BPFVET_MUTATE_MAX_INSNS`
+/// (longer programs skipped, 3000), `BPFVET_FUZZ_SEED`. Fails on an unsound
+/// accept, a panic or a hang, after writing mutate.tsv.
+#[test]
+#[ignore = "long run: bench/verifier_fuzz/mutate.sh"]
+fn mutate_real_programs() {
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let Ok(dir) = std::env::var("BPFVET_MUTATE_DIR") else {
+        println!("SKIP: BPFVET_MUTATE_DIR is not set");
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let list = std::env::var("BPFVET_MUTATE_OBJECTS")
+        .unwrap_or_else(|_| root.join("tests/progs").display().to_string());
+    let mut objects = Vec::new();
+    for part in list.split(':').filter(|s| !s.is_empty()) {
+        let p = std::path::PathBuf::from(part);
+        if p.is_dir() {
+            objects.extend(random_diff::mutate::objects_in(&p));
+        } else {
+            objects.push(p);
+        }
+    }
+    let cfg = random_diff::mutate::Config {
+        dir: dir.into(),
+        objects,
+        mutants_per_prog: env_u64("BPFVET_MUTATE_N").unwrap_or(20),
+        seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        max_insns: env_u64("BPFVET_MUTATE_MAX_INSNS").unwrap_or(3000) as usize,
+    };
+    let counts = random_diff::mutate::run(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
+    for (c, n) in &counts {
+        println!("{n:>7}  {}", c.name());
+    }
+    let bad: usize = [Class::Unsound, Class::Panic, Class::Hang]
+        .iter()
+        .map(|c| counts.get(c).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        bad,
+        0,
+        "unsound/panic/hang mutants: see {}/mutants",
+        cfg.dir.display()
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod diff;
 pub mod gen;
 pub mod minimise;
+pub mod mutate;
 
 use bpfvet_isa::disasm::{disasm_program, NoSymbols};
 use bpfvet_kernel::Kernel;
