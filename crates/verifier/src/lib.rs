@@ -170,6 +170,7 @@ pub fn verify(obj: &bpfvet_object::Object, prog_index: usize, opts: &Options) ->
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| unmodelled::maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
         .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));

@@ -104,3 +104,30 @@ fn missing_program_index_is_an_error() {
         Verdict::Rejected { .. }
     ));
 }
+
+/// The kernel checks the subprogram layout (check_subprogs) before the
+/// opcodes (resolve_pseudo_ldimm64): an exit with the X bit set, an
+/// opcode that does not exist, is first a last instruction that is not an
+/// exit. Checked against the host kernel where it can load programs.
+#[test]
+fn layout_is_checked_before_opcodes() {
+    let insns = vec![Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x9d, 0, 0, 0, 0)];
+    let obj = object(insns.clone(), ProgType::SOCKET_FILTER);
+    let out = verify(&obj, 0, &Options::default());
+    let Verdict::Rejected { error, .. } = &out.verdict else {
+        panic!("{:?}", out.verdict);
+    };
+    assert_eq!(error, "last insn is not an exit or jmp");
+    let v = bpfvet_kernel::oracle::load(&bpfvet_kernel::oracle::RawProgram::new(
+        ProgType::SOCKET_FILTER.0,
+        &insns,
+    ));
+    if matches!(
+        v.errno(),
+        Some(bpfvet_kernel::Errno::EPERM | bpfvet_kernel::Errno::ENOSYS)
+    ) {
+        println!("SKIP: host kernel replay");
+        return;
+    }
+    assert_eq!(v.error_line(), "last insn is not an exit or jmp");
+}
