@@ -1,14 +1,18 @@
 //! Differential fuzzing against the host kernel's verifier (Linux 6.18, the
 //! oracle): random plausible programs (ALU, ctx loads, stack spills/fills,
 //! map lookups with and without NULL checks, packet access with and without
-//! data_end checks, forward branches, bounded loops, helper calls) go
-//! through bpfvet and the kernel. The test fails on a bpfvet panic or hang
+//! data_end checks, forward branches, bounded loops, helper calls, and the
+//! feature blocks of `gen::Features`: bpf-to-bpf calls, dead-path calls,
+//! tail calls, callbacks, helper arguments of every kind, more program
+//! types, pointer ALU, atomics, variable stack offsets, loops with bodies)
+//! go through bpfvet and the kernel. The test fails on a bpfvet panic or hang
 //! and on any program bpfvet accepts and the kernel rejects that is not in
 //! [`KNOWN_UNSOUND`]; other disagreements are counted and printed (they are
 //! tracked in bench/verifier_fuzz/FINDINGS.md).
 //!
 //! Environment: `BPFVET_FUZZ_PROGRAMS` (default 500), `BPFVET_FUZZ_SEED`
-//! (default [`SEED`]), `BPFVET_FUZZ_FINDINGS=<path>` writes the findings
+//! (default [`SEED`]), `BPFVET_FUZZ_FEATURES` (a `gen::Features` bit set;
+//! default all), `BPFVET_FUZZ_FINDINGS=<path>` writes the findings
 //! report there (report mode: no allow-list, nothing asserted).
 //!
 //! Needs root and a working bpf(2); prints `SKIP:` otherwise.

@@ -366,7 +366,7 @@ impl Gen {
                 let (sz, b) = self.rng.pick(&SIZES);
                 return (8 + b as i16 * self.rng.below(8) as i16, sz, Kind::Scalar);
             }
-            _ => (
+            ProgType::CGROUP_SKB => (
                 &[
                     (0, Kind::Scalar),
                     (4, Kind::Scalar),
@@ -375,6 +375,18 @@ impl Gen {
                     (56, Kind::Scalar),
                     (76, Kind::Pkt),
                     (80, Kind::PktEnd),
+                ],
+                200,
+            ),
+            // socket_filter: no data/data_end (those are mistakes here).
+            _ => (
+                &[
+                    (0, Kind::Scalar),
+                    (4, Kind::Scalar),
+                    (8, Kind::Scalar),
+                    (16, Kind::Scalar),
+                    (48, Kind::Scalar),
+                    (56, Kind::Scalar),
                 ],
                 200,
             ),
@@ -427,7 +439,14 @@ impl Gen {
             self.stack.push((off, bytes, Kind::Scalar));
             return;
         }
-        let s = match self.reg_of(&|k| k != Kind::Uninit && k != Kind::Fp) {
+        // Pointers spill whole; a narrow spill takes a scalar (unless the
+        // pick is a mistake).
+        let s = if bytes == 8 {
+            self.reg_of(&|k| k != Kind::Uninit && k != Kind::Fp)
+        } else {
+            self.reg_of(&|k| k == Kind::Scalar)
+        };
+        let s = match s {
             Some(s) => s,
             None => self.scalar(),
         };
