@@ -1083,8 +1083,15 @@ impl Env<'_> {
 /// A pointer's variable offset in the alignment messages: a constant as a
 /// number, otherwise the tnum.
 fn var_off_str(v: &Scalar) -> String {
+    // A constant prints in decimal up to 65535 and in hex above (a
+    // negative offset is a large u64), as measured on 6.18.
     if v.is_const() {
-        (v.const_value() as i64).to_string()
+        let c = v.const_value();
+        if c <= 0xffff {
+            c.to_string()
+        } else {
+            format!("{c:#x}")
+        }
     } else {
         tnum_str(v)
     }
