@@ -784,6 +784,14 @@ impl Env<'_> {
                 size
             ));
         }
+        // check_stack_read: a read into no register (an atomic's first
+        // read) must be at a constant offset.
+        if access == Access::Read && value.is_none() {
+            return self.err(format!(
+                "variable offset stack pointer cannot be passed into helper function; var_off={} off={off} size={size}",
+                tnum_str(v)
+            ));
+        }
         self.log.scratch_stack(min, max + size as i64);
         self.note_stack_depth(frameno, (-min) as u32);
         // A variable-offset write may miss any one slot: it kills none
