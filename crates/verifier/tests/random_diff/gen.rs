@@ -880,7 +880,7 @@ impl Gen {
     fn stack_buf_into(&mut self, r: u8, off: i32, words: i32) {
         for k in 0..words {
             let o = off + 8 * k;
-            if o < 0 && o >= -512 {
+            if (-512..0).contains(&o) {
                 self.emit(Insn::new(0x7a, 10, 0, o as i16, 0));
                 self.stack.push((o, 8, Kind::Scalar));
             }
@@ -1394,10 +1394,7 @@ impl Gen {
         } else {
             self.rng.pick(&[-4, -2, -1, -7, -12])
         };
-        let s = match self.reg_of(&|k| k != Kind::Uninit) {
-            Some(s) => s,
-            None => 10,
-        };
+        let s = self.reg_of(&|k| k != Kind::Uninit).unwrap_or(10);
         self.emit(Insn::new(0x63 | sz, 10, s, off as i16, 0));
         let k = if bytes == 8 && s < 10 {
             self.kinds[s as usize]

@@ -87,7 +87,7 @@ pub fn mutate(rng: &mut Rng, insns: &[Insn]) -> Option<(Vec<Insn>, String)> {
                 ins.code = (ins.code & 0x0f) | ops[rng.below(ops.len() as u64) as usize];
                 "jmp op"
             }
-            4 | 5 if matches!(class, 0x01 | 0x02 | 0x03) => {
+            4 | 5 if matches!(class, 0x01..=0x03) => {
                 ins.code = (ins.code & !0x18) | [0x00, 0x08, 0x10, 0x18][rng.below(4) as usize];
                 "width"
             }
@@ -106,7 +106,7 @@ pub fn mutate(rng: &mut Rng, insns: &[Insn]) -> Option<(Vec<Insn>, String)> {
             }
             6 => {
                 // K <-> X source.
-                if matches!(class, 0x04 | 0x05 | 0x06 | 0x07) {
+                if matches!(class, 0x04..=0x07) {
                     ins.code ^= 0x08;
                 }
                 "k/x"
