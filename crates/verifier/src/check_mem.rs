@@ -596,6 +596,45 @@ impl Env<'_> {
                     *self.cur.reg_mut(d) = r;
                 }
             }
+            RegType::MapPtr => {
+                // check_ptr_to_map_access: fields of the map's kernel struct,
+                // read through vmlinux BTF.
+                let name = self
+                    .map_def(reg.map)
+                    .and_then(|m| map_kernel_struct(m.map_type));
+                let Some(name) = name else {
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        "access through a map pointer of this map type".into(),
+                    ));
+                };
+                if off < 0 {
+                    return self.err(format!(
+                        "R{regno} is {name} invalid negative access: off={off}"
+                    ));
+                }
+                if access != Access::Read {
+                    return self.err(format!("only read from {name} is supported"));
+                }
+                // Read as through a plain BTF pointer to that struct.
+                let id = crate::btf_walk::vmlinux()
+                    .and_then(|btf| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Struct));
+                let Some(id) = id else {
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("loads of struct {name} fields without vmlinux BTF"),
+                    ));
+                };
+                let mut as_btf = Reg::pointer(RegType::BtfId);
+                as_btf.aux = id;
+                let mut r = self.btf_load(regno, &as_btf, off, size, access)?;
+                if r.maybe_null() {
+                    r.id = self.new_id();
+                }
+                if let Some(d) = value {
+                    *self.cur.reg_mut(d) = r;
+                }
+            }
             _ => {
                 return self.err(format!("R{regno} invalid mem access '{}'", reg.type_str()));
             }
@@ -1090,6 +1129,24 @@ impl Env<'_> {
 
 /// A pointer's variable offset in the alignment messages: a constant as a
 /// number, otherwise the tnum.
+/// The kernel struct behind a map pointer (`map_ops->map_btf_id`), for
+/// the map types whose loads bpfvet names.
+fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
+    use bpfvet_isa::uapi::MapType as M;
+    match t {
+        M::ARRAY
+        | M::PERCPU_ARRAY
+        | M::PROG_ARRAY
+        | M::PERF_EVENT_ARRAY
+        | M::CGROUP_ARRAY
+        | M::ARRAY_OF_MAPS => Some("bpf_array"),
+        M::HASH | M::PERCPU_HASH | M::LRU_HASH | M::LRU_PERCPU_HASH | M::HASH_OF_MAPS => {
+            Some("bpf_htab")
+        }
+        _ => None,
+    }
+}
+
 fn var_off_str(v: &Scalar) -> String {
     // A constant prints in decimal up to 65535 and in hex above (a
     // negative offset is a large u64), as measured on 6.18.
