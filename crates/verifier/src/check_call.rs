@@ -1453,7 +1453,7 @@ impl Env<'_> {
             if !entered(k) {
                 return Err(crate::error::VerifyError::unsupported(
                     Some(i),
-                    format!("callback at insn {t} is never explored (the kernel's JIT step then fails after dead-code removal)"),
+                    format!("callback at insn {t} is never explored (after the kernel drops it as dead code, its JIT step may fail)"),
                 ));
             }
         }
