@@ -168,6 +168,27 @@ mod tests {
     }
 
     #[test]
+    fn delete_range_keeps_call_and_callback_targets() {
+        // 0: call pc+3 (-> 4); 1-2: r2 = func (-> 4); 3: exit; 4: r0 = 0; 5: exit
+        let insns = vec![
+            Insn::new(0x85, 0, BPF_PSEUDO_CALL, 0, 3),
+            Insn::new(0x18, 2, BPF_PSEUDO_FUNC, 0, 2),
+            Insn::new(0, 0, 0, 0, 0),
+            Insn::new(0x95, 0, 0, 0, 0),
+            Insn::new(0xb7, 0, 0, 0, 0),
+            Insn::new(0x95, 0, 0, 0, 0),
+        ];
+        let out = delete_range(&insns, 1, 3).unwrap();
+        // 0: call pc+1 (-> 2); 1: exit; 2: r0 = 0
+        assert_eq!(out[0].imm, 1);
+        assert_eq!(out[2].code, 0xb7);
+        let out = delete_range(&insns, 3, 4).unwrap();
+        assert_eq!(out[0].imm, 2);
+        assert_eq!(out[1].imm, 1);
+        assert_eq!(out[3].code, 0xb7);
+    }
+
+    #[test]
     fn delete_range_refuses_to_split_ld_imm64() {
         let insns = vec![
             Insn::new(0x18, 1, 0, 0, 1),
