@@ -50,6 +50,11 @@ pub enum Refusal {
     /// The log did not fit under the size cap; the load is not conclusive.
     #[error("verifier log needs {needed} bytes, over the cap of {cap} (raise --log-size)")]
     LogTruncated { needed: u64, cap: u64 },
+    /// The verifier passed the program (the log holds its statistics and
+    /// no error) but the load failed after it: a prog array owned by
+    /// another program type, a failing JIT step.
+    #[error("refused after verification: {errno}")]
+    AfterVerification { errno: Errno },
     /// Any other refusal before the verifier ran.
     #[error("refused before verification: {errno}{}", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
     Other { errno: Errno, detail: String },

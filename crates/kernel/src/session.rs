@@ -519,6 +519,17 @@ fn classify_failure(errno: Errno, log: &str, truncated_need: Option<u32>, cap: u
         });
     }
     if parse_log_stats(log).has_processed_line() {
+        // A rejection's log names the error before the statistics; with
+        // none (or only an instruction line: level 2) and an errno the
+        // verifier's checks do not use for their rejections, it passed.
+        let verified = errno != Errno::EACCES
+            && crate::report::last_error_line(log).is_none_or(|l| {
+                l.split_once(": ")
+                    .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+            });
+        if verified {
+            return Verdict::Refused(Refusal::AfterVerification { errno });
+        }
         return Verdict::Rejected;
     }
     if log.trim().is_empty() && errno == Errno::EPERM {
@@ -574,6 +585,25 @@ mod tests {
                 errno: Errno::EINVAL,
                 detail: "unknown attach type".into()
             })
+        );
+        // Verified, then refused (a prog array of another program type).
+        assert_eq!(
+            classify_failure(Errno::EINVAL, stats, None, 1 << 20),
+            Verdict::Refused(Refusal::AfterVerification {
+                errno: Errno::EINVAL
+            })
+        );
+        let level2 = format!("0: R1=ctx() R10=fp0\n0: (b7) r0 = 0\n1: (95) exit\n{stats}");
+        assert_eq!(
+            classify_failure(Errno::EINVAL, &level2, None, 1 << 20),
+            Verdict::Refused(Refusal::AfterVerification {
+                errno: Errno::EINVAL
+            })
+        );
+        let rejected = format!("0: (95) exit\nR0 !read_ok\n{stats}");
+        assert_eq!(
+            classify_failure(Errno::EACCES, &rejected, None, 1 << 20),
+            Verdict::Rejected
         );
         assert!(matches!(
             classify_failure(Errno::ENOSPC, stats, Some(5000), 4096),

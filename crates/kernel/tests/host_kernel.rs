@@ -415,3 +415,46 @@ fn per_cpu_values_hold_one_slot_per_possible_cpu() {
         Err(bpfvet_kernel::Errno::EINVAL)
     );
 }
+
+#[test]
+fn a_prog_array_of_another_program_type_is_a_refusal_after_verification() {
+    let Some(k) = kernel() else { return };
+    // Both tail-call through one prog array: the first load makes it an
+    // XDP array, so the socket filter passes the verifier and is then
+    // refused (bpf_check_tail_call, EINVAL, no error in the log).
+    let tail_call = |ty| {
+        let mut insns = vec![Insn::new(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0)];
+        insns.extend(ld_map(2, 0, None));
+        insns.extend([
+            Insn::new(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0),
+            mov_imm(3, 0),
+            Insn::new(BPF_JMP | BPF_CALL, 0, 0, 0, 12),
+            mov_imm(0, 0),
+            exit(),
+        ]);
+        program("tc", ty, insns)
+    };
+    let obj = object(
+        vec![map("progs", MapType::PROG_ARRAY, 4, 4, 4)],
+        vec![tail_call(ProgType::XDP), tail_call(ProgType::SOCKET_FILTER)],
+    );
+    let s = k.open_object(&obj);
+    let opts = LoadOptions {
+        log_level: 1,
+        ..Default::default()
+    };
+    let first = s.load_program(0, &opts).expect("program 0");
+    assert_eq!(first.verdict, Verdict::Accepted, "{}", first.log);
+    // The first program must stay loaded: it owns the array.
+    let second = s.load_program(1, &opts).expect("program 1");
+    assert!(
+        matches!(
+            second.verdict,
+            Verdict::Refused(Refusal::AfterVerification { .. })
+        ),
+        "{:?}: {}",
+        second.verdict,
+        second.log
+    );
+    drop(first);
+}

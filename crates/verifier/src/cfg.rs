@@ -305,6 +305,20 @@ pub struct CallSummary {
 
 /// `exception_cb`: the first instruction of the program's exception
 /// callback, a subprogram nothing calls that the kernel walks after main.
+/// The kernel's first passes over the subprogram layout
+/// (add_subprog_and_kfunc, check_subprogs), which run before the opcode
+/// and ld_imm64 checks of resolve_pseudo_ldimm64.
+pub fn check_layout(insns: &[Insn], exception_cb: Option<usize>) -> Result<(), VerifyError> {
+    if insns.is_empty() {
+        return Err(VerifyError::new(
+            None,
+            "last insn is not an exit or jmp".into(),
+        ));
+    }
+    let mut subprogs = find_subprogs(insns, exception_cb)?;
+    check_subprogs(insns, &mut subprogs)
+}
+
 pub fn analyze(
     insns: &[Insn],
     calls: &dyn Fn(&Insn) -> CallSummary,

@@ -217,7 +217,11 @@ impl Env<'_> {
             };
             *self.cur.reg_mut(d) = r;
         } else {
+            // A 32-bit copy of a pointer (root may leak it): unknown, then
+            // zero-extended like any 32-bit result.
             self.set_unknown(d);
+            let r = self.cur.reg_mut(d);
+            r.v = Scalar::mov32(&r.v);
         }
         Ok(())
     }

@@ -14,6 +14,10 @@ use bpfvet_isa::Insn;
 
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
+/// The register types a helper memory argument takes, as the kernel lists
+/// them when none matches.
+const MEM_ARG_TYPES: &str =
+    "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_";
 
 /// What the arguments told us, for the return value and side effects.
 #[derive(Default)]
@@ -435,16 +439,20 @@ impl Env<'_> {
                 } else {
                     m.value_size
                 } as u64;
-                if !matches!(
-                    r.ty,
-                    RegType::Stack
-                        | RegType::Packet
-                        | RegType::PacketMeta
-                        | RegType::MapValue
-                        | RegType::MapKey
-                        | RegType::Mem
-                ) {
-                    return self.arg_type_err(regno, "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_");
+                // A maybe-NULL pointer matches none of the types: the
+                // argument does not take NULL (check_reg_type).
+                if r.maybe_null()
+                    || !matches!(
+                        r.ty,
+                        RegType::Stack
+                            | RegType::Packet
+                            | RegType::PacketMeta
+                            | RegType::MapValue
+                            | RegType::MapKey
+                            | RegType::Mem
+                    )
+                {
+                    return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
                     Access::Write
@@ -460,6 +468,21 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToMem => {
+                // check_reg_type: ctx is none of the memory types; a
+                // maybe-NULL pointer only where the argument takes NULL.
+                let mem_type = matches!(
+                    r.ty,
+                    RegType::Stack
+                        | RegType::Packet
+                        | RegType::PacketMeta
+                        | RegType::MapValue
+                        | RegType::MapKey
+                        | RegType::Mem
+                        | RegType::BtfId
+                );
+                if !mem_type || (r.maybe_null() && !may_null) {
+                    return self.arg_type_err(regno, MEM_ARG_TYPES);
+                }
                 if r.ty == RegType::BtfId {
                     self.check_btf_mem_arg(proto, regno, &r, at)?;
                 }
@@ -476,21 +499,6 @@ impl Env<'_> {
                     if at.flags.contains(TypeFlags::MEM_ALIGNED) {
                         self.check_strict_alignment(regno, 0, proto.arg_size[i])?;
                     }
-                } else if !matches!(
-                    r.ty,
-                    RegType::Stack
-                        | RegType::Packet
-                        | RegType::PacketMeta
-                        | RegType::MapValue
-                        | RegType::MapKey
-                        | RegType::Mem
-                        | RegType::BtfId
-                        | RegType::Ctx
-                ) {
-                    return self.err(format!(
-                        "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
-                        r.type_str()
-                    ));
                 }
             }
             ArgBase::PtrToCtx => {
@@ -1076,9 +1084,10 @@ impl Env<'_> {
 
     /// Queues the callback's entry as a pending path (push_callback_call).
     fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
+        // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(
-                "the call stack of {} frames is too deep !",
+                "the call stack of {} frames is too deep",
                 self.cur.frames.len() + 1
             ));
         }
@@ -1098,8 +1107,10 @@ impl Env<'_> {
         let regs = &mut callee.regs;
         match func_id {
             id::LOOP => {
+                // The index is a plain unknown scalar: the kernel gives it
+                // no 32-bit bound.
                 regs[1] = Reg::unknown_scalar();
-                regs[1].v = Scalar::unknown_u32();
+                regs[1].v = Scalar::unknown();
                 regs[2] = caller_regs[3];
             }
             id::FOR_EACH_MAP_ELEM => {
@@ -1194,9 +1205,10 @@ impl Env<'_> {
         let Some(sub) = self.cfg.subprog_at(target) else {
             return self.err(format!("verifier bug. No program starts at insn {target}"));
         };
+        // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(
-                "the call stack of {} frames is too deep !",
+                "the call stack of {} frames is too deep",
                 self.cur.frames.len() + 1
             ));
         }
@@ -1412,6 +1424,42 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// A callback whose address an explored instruction loads but whose
+    /// body no path entered (bpf_loop with zero iterations): the kernel's
+    /// dead-code removal drops the body, and when another subprogram
+    /// survives, the JIT step may then fail ("No program to jit"), depending
+    /// on where the stale address lands after the removal (it loads the
+    /// program when the address falls on a later live subprogram, but not
+    /// always). bpfvet does not model that: refused. With main alone left
+    /// the JIT never looks, and the kernel loads the program.
+    pub fn check_unexplored_callbacks(&self) -> VResult<()> {
+        let entered = |k: usize| {
+            self.cfg.subprogs.get(k).is_some_and(|sp| {
+                (sp.start..sp.end).any(|j| self.aux.get(j).is_some_and(|a| a.seen))
+            })
+        };
+        if !(1..self.cfg.subprogs.len()).any(entered) {
+            return Ok(());
+        }
+        for (i, ins) in self.insns.iter().enumerate() {
+            let seen = self.aux.get(i).is_some_and(|a| a.seen);
+            if !seen || !crate::cfg::is_pseudo_func(ins) {
+                continue;
+            }
+            let t = (i as i64 + ins.imm as i64 + 1) as usize;
+            let Some(k) = self.cfg.subprog_at(t) else {
+                continue;
+            };
+            if !entered(k) {
+                return Err(crate::error::VerifyError::unsupported(
+                    Some(i),
+                    format!("callback at insn {t} is never explored (after the kernel drops it as dead code, its JIT step may fail)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The deepest chain of calls must fit in 512 bytes of stack
     /// (check_max_stack_depth). Global functions and callbacks count as
     /// calls (a callback is entered where its address is taken); an async
@@ -1449,11 +1497,37 @@ impl Env<'_> {
         // callbacks, the exception callback), highest index first as the
         // kernel walks them. The walk is static: a recursive function, even
         // one the exploration saw end, runs into the frame limit.
-        let roots = (0..subs.len())
+        let roots: Vec<usize> = (0..subs.len())
             .rev()
-            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k));
+            .filter(|&k| k == 0 || is_async(k) || self.exception_cb == Some(k))
+            .collect();
+        // Private stacks (bpf_enable_priv_stack): tracing-like programs
+        // without tail calls give each frame of 64 bytes or more, reached
+        // from main only, a stack of its own, outside the chain's sum.
+        let traced = match self.prog_type {
+            ProgType::KPROBE
+            | ProgType::TRACEPOINT
+            | ProgType::PERF_EVENT
+            | ProgType::RAW_TRACEPOINT => true,
+            ProgType::TRACING => {
+                self.prog.expected_attach_type != Some(bpfvet_isa::uapi::AttachType::TRACE_ITER)
+            }
+            _ => false,
+        };
+        let priv_mode = traced && !subs.iter().any(|sp| sp.has_tail_call);
+        let mut kernel_stack = vec![!priv_mode; subs.len()];
+        for &root in roots.iter().filter(|&&r| r != 0) {
+            let mut todo = vec![root];
+            while let Some(k) = todo.pop() {
+                if !std::mem::replace(&mut kernel_stack[k], true) {
+                    todo.extend(callees[k].iter().copied());
+                }
+            }
+        }
+        let own_stack = |k: usize| !kernel_stack[k] && frame(k) >= 64;
         for root in roots {
-            self.walk_stack_depth(root, &callees, &frame)?;
+            let own = |k: usize| root == 0 && own_stack(k);
+            self.walk_stack_depth(root, &callees, &frame, &own)?;
         }
         Ok(())
     }
@@ -1463,15 +1537,33 @@ impl Env<'_> {
         root: usize,
         callees: &[Vec<usize>],
         frame: &impl Fn(usize) -> u32,
+        own_stack: &impl Fn(usize) -> bool,
     ) -> VResult<()> {
-        let mut stack: Vec<(usize, u32, u32)> = vec![(root, frame(root), 1)];
-        while let Some((k, depth, calls)) = stack.pop() {
+        let subs = &self.cfg.subprogs;
+        // (subprog, stack of the frames before it, calls so far)
+        let mut stack: Vec<(usize, u32, u32)> = vec![(root, 0, 1)];
+        while let Some((k, before, calls)) = stack.pop() {
             if calls > MAX_CALL_FRAMES as u32 {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("the call stack of {MAX_CALL_FRAMES} frames is too deep !"),
                 ));
             }
+            // A tail call unwinds its own frame only: the callers' frames
+            // stay, up to 33 times over.
+            if k != 0 && subs[k].has_tail_call && before >= 256 {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!(
+                        "tail_calls are not allowed when call stack of previous frames is {before} bytes. Too large"
+                    ),
+                ));
+            }
+            let depth = if own_stack(k) {
+                before
+            } else {
+                before + frame(k)
+            };
             if depth > 512 {
                 return Err(crate::error::VerifyError::new(
                     None,
@@ -1480,7 +1572,7 @@ impl Env<'_> {
             }
             // Reversed so that calls are walked in instruction order.
             for &c in callees[k].iter().rev() {
-                stack.push((c, depth + frame(c), calls + 1));
+                stack.push((c, depth, calls + 1));
             }
         }
         Ok(())

@@ -299,7 +299,7 @@ impl Env<'_> {
 
     fn check_may_goto(&mut self, insn: &Insn) -> VResult<()> {
         if insn.src != BPF_MAY_GOTO || insn.imm != 0 || insn.dst != 0 {
-            return self.err("invalid may_goto imm");
+            return self.err(format!("invalid may_goto imm {}", insn.imm));
         }
         let idx = self.insn_idx;
         // Compared from the checkpoint just saved at this instruction.

@@ -123,7 +123,7 @@ impl Env<'_> {
                 || x == BPF_XCHG || x == BPF_CMPXCHG
         );
         if imm == BPF_LOAD_ACQ || imm == BPF_STORE_REL {
-            return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
+            return self.check_acquire_release(insn);
         }
         if !known {
             return self.err(format!("BPF_ATOMIC uses invalid atomic opcode {imm:02x}"));
@@ -176,6 +176,50 @@ impl Env<'_> {
         self.save_aux_ptr_type(dst_ty)?;
         self.check_atomic_alignment(insn.dst, off, size)?;
         self.check_mem_access(insn.dst, off, size, Access::Write, None, false)
+    }
+
+    /// Load-acquire and store-release (any width): a load or store held to
+    /// strict alignment, then refused through pointers the JIT cannot
+    /// order (ctx, packet, flow keys, sockets). The kernel looks at the
+    /// pointer register after the access, so a load-acquire into its own
+    /// address register passes that test.
+    fn check_acquire_release(&mut self, insn: &Insn) -> VResult<()> {
+        let size = size_bytes(insn.code);
+        let off = insn.off as i32;
+        let load = insn.imm == BPF_LOAD_ACQ;
+        let (ptr, value) = if load {
+            self.check_read(insn.src)?;
+            self.check_write(insn.dst)?;
+            (insn.src, insn.dst)
+        } else {
+            self.check_read(insn.src)?;
+            self.check_read(insn.dst)?;
+            (insn.dst, insn.src)
+        };
+        let ptr_ty = self.cur.reg(ptr).ty;
+        self.check_atomic_alignment(ptr, off, size)?;
+        let access = if load { Access::Read } else { Access::Write };
+        self.check_mem_access(ptr, off, size, access, Some(value), false)?;
+        self.save_aux_ptr_type(ptr_ty)?;
+        let now = *self.cur.reg(ptr);
+        let unordered = matches!(
+            now.ty,
+            RegType::Ctx
+                | RegType::Packet
+                | RegType::PacketMeta
+                | RegType::FlowKeys
+                | RegType::Sock
+                | RegType::SockCommon
+                | RegType::TcpSock
+        );
+        if unordered {
+            let verb = if load { "loads from" } else { "stores into" };
+            return self.err(format!(
+                "BPF_ATOMIC {verb} R{ptr} {} is not allowed",
+                now.type_str()
+            ));
+        }
+        Ok(())
     }
 
     /// Atomics are held to strict alignment on every pointer kind
@@ -482,8 +526,10 @@ impl Env<'_> {
                 }
             }
             RegType::Packet | RegType::PacketMeta => {
-                if access == Access::Write && !self.may_write_packet() {
-                    return self.err("cannot write into packet");
+                if access == Access::Write
+                    && !crate::ctx::packet::direct_write_allowed(self.prog_type)
+                {
+                    return self.err(crate::ctx::packet::CANNOT_WRITE_INTO_PACKET);
                 }
                 self.packet_access(regno, &reg, off, size)?;
                 if access == Access::Read {
@@ -550,6 +596,45 @@ impl Env<'_> {
                     *self.cur.reg_mut(d) = r;
                 }
             }
+            RegType::MapPtr => {
+                // check_ptr_to_map_access: fields of the map's kernel struct,
+                // read through vmlinux BTF.
+                let name = self
+                    .map_def(reg.map)
+                    .and_then(|m| map_kernel_struct(m.map_type));
+                let Some(name) = name else {
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        "access through a map pointer of this map type".into(),
+                    ));
+                };
+                if off < 0 {
+                    return self.err(format!(
+                        "R{regno} is {name} invalid negative access: off={off}"
+                    ));
+                }
+                if access != Access::Read {
+                    return self.err(format!("only read from {name} is supported"));
+                }
+                // Read as through a plain BTF pointer to that struct.
+                let id = crate::btf_walk::vmlinux()
+                    .and_then(|btf| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Struct));
+                let Some(id) = id else {
+                    return Err(crate::error::VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("loads of struct {name} fields without vmlinux BTF"),
+                    ));
+                };
+                let mut as_btf = Reg::pointer(RegType::BtfId);
+                as_btf.aux = id;
+                let mut r = self.btf_load(regno, &as_btf, off, size, access)?;
+                if r.maybe_null() {
+                    r.id = self.new_id();
+                }
+                if let Some(d) = value {
+                    *self.cur.reg_mut(d) = r;
+                }
+            }
             _ => {
                 return self.err(format!("R{regno} invalid mem access '{}'", reg.type_str()));
             }
@@ -567,23 +652,6 @@ impl Env<'_> {
             }
         }
         Ok(())
-    }
-
-    fn may_write_packet(&self) -> bool {
-        use bpfvet_isa::uapi::ProgType as P;
-        matches!(
-            self.prog_type,
-            P::LWT_XMIT
-                | P::LWT_SEG6LOCAL
-                | P::SCHED_CLS
-                | P::SCHED_ACT
-                | P::XDP
-                | P::SK_SKB
-                | P::SK_MSG
-                | P::CGROUP_SOCKOPT
-                | P::CGROUP_SKB
-                | P::SOCK_OPS
-        )
     }
 
     /// A load from a frozen read-only global-data map at a constant offset
@@ -732,19 +800,35 @@ impl Env<'_> {
                 Access::Read => self.stack_read_fixed(frameno, o, size, value),
             };
         }
+        let what = if access == Access::Write {
+            "write to"
+        } else {
+            "read from"
+        };
+        // check_stack_access_within_bounds: bounds past 2^29 either way
+        // are "unbounded", before the range is looked at.
+        let max_var_off = crate::check_alu::MAX_VAR_OFF;
+        if v.smax >= max_var_off || v.smin <= -max_var_off {
+            return self.err(format!(
+                "invalid unbounded variable-offset {what} stack R{regno}"
+            ));
+        }
         let min = off as i64 + v.smin;
         let max = off as i64 + v.smax;
-        if v.smin == i64::MIN || min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
-            let what = if access == Access::Write {
-                "write to"
-            } else {
-                "read from"
-            };
+        if min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
             return self.err(format!(
                 "invalid variable-offset {what} stack R{regno} var_off={} off={} size={}",
                 tnum_str(v),
                 off,
                 size
+            ));
+        }
+        // check_stack_read: a read into no register (an atomic's first
+        // read) must be at a constant offset.
+        if access == Access::Read && value.is_none() {
+            return self.err(format!(
+                "variable offset stack pointer cannot be passed into helper function; var_off={} off={off} size={size}",
+                tnum_str(v)
             ));
         }
         self.log.scratch_stack(min, max + size as i64);
@@ -1045,9 +1129,34 @@ impl Env<'_> {
 
 /// A pointer's variable offset in the alignment messages: a constant as a
 /// number, otherwise the tnum.
+/// The kernel struct behind a map pointer (`map_ops->map_btf_id`), for
+/// the map types whose loads bpfvet names.
+fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
+    use bpfvet_isa::uapi::MapType as M;
+    match t {
+        M::ARRAY
+        | M::PERCPU_ARRAY
+        | M::PROG_ARRAY
+        | M::PERF_EVENT_ARRAY
+        | M::CGROUP_ARRAY
+        | M::ARRAY_OF_MAPS => Some("bpf_array"),
+        M::HASH | M::PERCPU_HASH | M::LRU_HASH | M::LRU_PERCPU_HASH | M::HASH_OF_MAPS => {
+            Some("bpf_htab")
+        }
+        _ => None,
+    }
+}
+
 fn var_off_str(v: &Scalar) -> String {
+    // A constant prints in decimal up to 65535 and in hex above (a
+    // negative offset is a large u64), as measured on 6.18.
     if v.is_const() {
-        (v.const_value() as i64).to_string()
+        let c = v.const_value();
+        if c <= 0xffff {
+            c.to_string()
+        } else {
+            format!("{c:#x}")
+        }
     } else {
         tnum_str(v)
     }

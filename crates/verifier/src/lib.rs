@@ -194,6 +194,7 @@ fn verify_with(
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| unmodelled::maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
         .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
@@ -226,7 +227,8 @@ fn verify_with(
         .do_check()
         .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
-        .and_then(|()| env.check_max_stack_depth());
+        .and_then(|()| env.check_max_stack_depth())
+        .and_then(|()| env.check_unexplored_callbacks());
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();

@@ -5,8 +5,10 @@
 //! ```text
 //! # prog_type: xdp                 (libbpf's name; default socket_filter)
 //! # attach_type: trace_uprobe_session (optional: expected attach type)
-//! # verdict: reject                (accept | reject)
-//! # error: R2 !read_ok             (for reject: the kernel's error line)
+//! # verdict: reject                (accept | reject | refuse: bpfvet says
+//!                                   "not modelled", the kernel rejects)
+//! # error: R2 !read_ok             (for reject: the kernel's error line;
+//!                                   for refuse: the kernel's only)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
 //! # map: ringbuf 0 0 4096          (optional, repeatable: a map the program
@@ -42,6 +44,8 @@ struct Case {
     prog_type: ProgType,
     attach_type: Option<AttachType>,
     accept: bool,
+    /// bpfvet must refuse (not modelled); the kernel must reject.
+    refuse: bool,
     error: Option<String>,
     processed: Option<u64>,
     states: Option<u64>,
@@ -57,6 +61,7 @@ fn parse(name: &str, src: &str) -> Case {
         prog_type: ProgType::SOCKET_FILTER,
         attach_type: None,
         accept: true,
+        refuse: false,
         error: None,
         processed: None,
         states: None,
@@ -75,7 +80,10 @@ fn parse(name: &str, src: &str) -> Case {
                     "attach_type" => {
                         c.attach_type = Some(AttachType::from_name(v).expect("known attach type"))
                     }
-                    "verdict" => c.accept = v == "accept",
+                    "verdict" => {
+                        c.accept = v == "accept";
+                        c.refuse = v == "refuse";
+                    }
                     "error" => c.error = Some(v.to_string()),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
@@ -363,7 +371,8 @@ fn cases() {
         let out = verify(&obj, 0, &Options::default());
         match (&out.verdict, c.accept) {
             (Verdict::Accepted, true) => {}
-            (Verdict::Rejected { error, .. }, false) => {
+            (Verdict::Unsupported { .. }, false) if c.refuse => {}
+            (Verdict::Rejected { error, .. }, false) if !c.refuse => {
                 if let Some(want) = &c.error {
                     if error != want {
                         failures.push(format!("{name}: error {error:?}, expected {want:?}"));

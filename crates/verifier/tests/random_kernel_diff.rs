@@ -1,14 +1,18 @@
 //! Differential fuzzing against the host kernel's verifier (Linux 6.18, the
 //! oracle): random plausible programs (ALU, ctx loads, stack spills/fills,
 //! map lookups with and without NULL checks, packet access with and without
-//! data_end checks, forward branches, bounded loops, helper calls) go
-//! through bpfvet and the kernel. The test fails on a bpfvet panic or hang
+//! data_end checks, forward branches, bounded loops, helper calls, and the
+//! feature blocks of `gen::Features`: bpf-to-bpf calls, dead-path calls,
+//! tail calls, callbacks, helper arguments of every kind, more program
+//! types, pointer ALU, atomics, variable stack offsets, loops with bodies)
+//! go through bpfvet and the kernel. The test fails on a bpfvet panic or hang
 //! and on any program bpfvet accepts and the kernel rejects that is not in
 //! [`KNOWN_UNSOUND`]; other disagreements are counted and printed (they are
 //! tracked in bench/verifier_fuzz/FINDINGS.md).
 //!
 //! Environment: `BPFVET_FUZZ_PROGRAMS` (default 500), `BPFVET_FUZZ_SEED`
-//! (default [`SEED`]), `BPFVET_FUZZ_FINDINGS=<path>` writes the findings
+//! (default [`SEED`]), `BPFVET_FUZZ_FEATURES` (a `gen::Features` bit set;
+//! default all), `BPFVET_FUZZ_FINDINGS=<path>` writes the findings
 //! report there (report mode: no allow-list, nothing asserted).
 //!
 //! Needs root and a working bpf(2); prints `SKIP:` otherwise.
@@ -50,7 +54,11 @@ fn random_programs_match_host_kernel() {
     let n = env_u64("BPFVET_FUZZ_PROGRAMS").unwrap_or(500);
     let seed = env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED);
     let started = std::time::Instant::now();
-    let run = random_diff::run(&kernel, seed, n);
+    let features = match env_u64("BPFVET_FUZZ_FEATURES") {
+        Some(bits) => random_diff::gen::Features(bits as u32),
+        None => random_diff::gen::Features::ALL,
+    };
+    let run = random_diff::run(&kernel, seed, n, features);
     println!("{n} programs in {:?}", started.elapsed());
     for c in Class::ALL {
         println!("{:>5}  {}", run.count(c), c.name());
@@ -100,6 +108,101 @@ fn random_programs_match_host_kernel() {
         "{} new findings (seed {seed:#x}):\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// The resumable batch runner behind bench/verifier_fuzz/batch.sh
+/// (`--ignored`): `BPFVET_FUZZ_DIR` (output directory, required),
+/// `BPFVET_FUZZ_BATCHES` (50), `BPFVET_FUZZ_BATCH_SIZE` (2000),
+/// `BPFVET_FUZZ_SEED` (base seed), `BPFVET_FUZZ_SWARM` (1: each batch draws
+/// a feature subset; 0: all features), `BPFVET_FUZZ_MINIMISE` (tries per
+/// minimisation, 300). Fails when a batch holds an unsound accept or a
+/// bpfvet panic or hang, after writing everything.
+#[test]
+#[ignore = "long run: bench/verifier_fuzz/batch.sh"]
+fn fuzz_batches() {
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
+        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+        return;
+    };
+    let cfg = random_diff::batch::Config {
+        dir: dir.into(),
+        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
+        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
+        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
+        minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(300) as usize,
+    };
+    random_diff::batch::run_batches(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
+    let report = random_diff::batch::report(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let bad: Vec<&str> = report
+        .lines()
+        .filter(|l| {
+            l.starts_with("| unsound |") || l.starts_with("| panic |") || l.starts_with("| hang |")
+        })
+        .collect();
+    assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
+}
+
+/// Mutation of real programs behind bench/verifier_fuzz/mutate.sh
+/// (`--ignored`): `BPFVET_MUTATE_DIR` (output, required),
+/// `BPFVET_MUTATE_OBJECTS` (`:`-separated directories or object files),
+/// `BPFVET_MUTATE_N` (mutants per program, 20), `BPFVET_MUTATE_MAX_INSNS`
+/// (longer programs skipped, 3000), `BPFVET_FUZZ_SEED`. Fails on an unsound
+/// accept, a panic or a hang, after writing mutate.tsv.
+#[test]
+#[ignore = "long run: bench/verifier_fuzz/mutate.sh"]
+fn mutate_real_programs() {
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let Ok(dir) = std::env::var("BPFVET_MUTATE_DIR") else {
+        println!("SKIP: BPFVET_MUTATE_DIR is not set");
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let list = std::env::var("BPFVET_MUTATE_OBJECTS")
+        .unwrap_or_else(|_| root.join("tests/progs").display().to_string());
+    let mut objects = Vec::new();
+    for part in list.split(':').filter(|s| !s.is_empty()) {
+        let p = std::path::PathBuf::from(part);
+        if p.is_dir() {
+            objects.extend(random_diff::mutate::objects_in(&p));
+        } else {
+            objects.push(p);
+        }
+    }
+    let cfg = random_diff::mutate::Config {
+        dir: dir.into(),
+        objects,
+        mutants_per_prog: env_u64("BPFVET_MUTATE_N").unwrap_or(20),
+        seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        max_insns: env_u64("BPFVET_MUTATE_MAX_INSNS").unwrap_or(3000) as usize,
+    };
+    let counts = random_diff::mutate::run(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
+    for (c, n) in &counts {
+        println!("{n:>7}  {}", c.name());
+    }
+    let bad: usize = [Class::Unsound, Class::Panic, Class::Hang]
+        .iter()
+        .map(|c| counts.get(c).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        bad,
+        0,
+        "unsound/panic/hang mutants: see {}/mutants",
+        cfg.dir.display()
     );
 }
 

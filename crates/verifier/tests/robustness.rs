@@ -104,3 +104,59 @@ fn missing_program_index_is_an_error() {
         Verdict::Rejected { .. }
     ));
 }
+
+/// The kernel checks the subprogram layout (check_subprogs) before the
+/// opcodes (resolve_pseudo_ldimm64): an exit with the X bit set, an
+/// opcode that does not exist, is first a last instruction that is not an
+/// exit. Checked against the host kernel where it can load programs.
+#[test]
+fn layout_is_checked_before_opcodes() {
+    let insns = vec![Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x9d, 0, 0, 0, 0)];
+    let obj = object(insns.clone(), ProgType::SOCKET_FILTER);
+    let out = verify(&obj, 0, &Options::default());
+    let Verdict::Rejected { error, .. } = &out.verdict else {
+        panic!("{:?}", out.verdict);
+    };
+    assert_eq!(error, "last insn is not an exit or jmp");
+    let v = bpfvet_kernel::oracle::load(&bpfvet_kernel::oracle::RawProgram::new(
+        ProgType::SOCKET_FILTER.0,
+        &insns,
+    ));
+    if matches!(
+        v.errno(),
+        Some(bpfvet_kernel::Errno::EPERM | bpfvet_kernel::Errno::ENOSYS)
+    ) {
+        println!("SKIP: host kernel replay");
+        return;
+    }
+    assert_eq!(v.error_line(), "last insn is not an exit or jmp");
+}
+
+/// may_goto takes no immediate; 6.18 names the one it got.
+#[test]
+fn may_goto_with_an_immediate_names_it() {
+    let insns = vec![
+        Insn::new(0xb7, 0, 0, 0, 0),
+        Insn::new(0xe5, 0, 0, 1, 5),
+        Insn::new(0xb7, 0, 0, 0, 1),
+        Insn::new(0x95, 0, 0, 0, 0),
+    ];
+    let obj = object(insns.clone(), ProgType::SOCKET_FILTER);
+    let out = verify(&obj, 0, &Options::default());
+    let Verdict::Rejected { error, .. } = &out.verdict else {
+        panic!("{:?}", out.verdict);
+    };
+    assert_eq!(error, "invalid may_goto imm 5");
+    let v = bpfvet_kernel::oracle::load(&bpfvet_kernel::oracle::RawProgram::new(
+        ProgType::SOCKET_FILTER.0,
+        &insns,
+    ));
+    if matches!(
+        v.errno(),
+        Some(bpfvet_kernel::Errno::EPERM | bpfvet_kernel::Errno::ENOSYS)
+    ) {
+        println!("SKIP: host kernel replay");
+        return;
+    }
+    assert_eq!(v.error_line(), "invalid may_goto imm 5");
+}

@@ -68,8 +68,12 @@ impl Class {
 /// What bpfvet said.
 #[derive(Clone, Debug)]
 pub enum Ours {
-    Accepted { insns: u64 },
+    Accepted {
+        insns: u64,
+    },
     Rejected(String),
+    /// Not modelled by bpfvet (never an accept).
+    Refused(String),
     Timeout,
     Panic(String),
     Hang,
@@ -94,7 +98,59 @@ fn map(name: &str, map_type: MapType, key: i32, value: i32) -> MapDef {
     MapDef::new(name, map_type, key as u32, value as u32, 16)
 }
 
-/// An object with the generator's two maps and the given programs.
+/// Where each function of a program starts: 0 and the targets of
+/// bpf-to-bpf calls and callback addresses, in order.
+pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
+    let mut starts = vec![0];
+    for (j, i) in insns.iter().enumerate() {
+        let second_slot = j > 0 && insns[j - 1].is_ld_imm64();
+        let call = i.code == 0x85 && i.src == BPF_PSEUDO_CALL;
+        let func = i.is_ld_imm64() && i.src == BPF_PSEUDO_FUNC && !second_slot;
+        if call || func {
+            let t = j as i64 + 1 + i64::from(i.imm);
+            if t > 0 && (t as usize) < insns.len() {
+                starts.push(t as usize);
+            }
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// BTF with `int`, a prototype `int (void)` and one static FUNC `f` of it
+/// (type 3): enough func_info for the kernel to take callbacks
+/// (`missing btf func_info` otherwise) and to check the subprogram layout.
+fn func_btf() -> Vec<u8> {
+    let mut types: Vec<u32> = Vec::new();
+    let strings = b"\0int\0f\0".to_vec();
+    types.extend([1, 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
+    types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
+    types.extend([5, 12 << 24, 2]); // [3] FUNC f, static
+    let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
+    bpfvet_object::btf::encode(&bytes, &strings)
+}
+
+/// func_info for a program with subprograms (none for a single function,
+/// so plain programs load as before).
+pub fn func_info(insns: &[bpfvet_isa::Insn]) -> Vec<bpfvet_object::FuncInfo> {
+    let starts = func_starts(insns);
+    if starts.len() < 2 {
+        return Vec::new();
+    }
+    starts
+        .into_iter()
+        .map(|s| bpfvet_object::FuncInfo {
+            insn_off: s as u32,
+            type_id: 3,
+            name: "f".into(),
+            linkage: 0,
+        })
+        .collect()
+}
+
+/// An object with the generator's maps and the given programs.
 pub fn object(progs: &[GenProgram]) -> Object {
     let programs = progs
         .iter()
@@ -108,13 +164,14 @@ pub fn object(progs: &[GenProgram]) -> Object {
             sleepable: false,
             prog_flags: 0,
             insns: p.insns.clone(),
-            func_info: Vec::new(),
+            func_info: func_info(&p.insns),
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
             refused: None,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let with_funcs = programs.iter().any(|p| !p.func_info.is_empty());
     Object {
         path: PathBuf::from("random_kernel_diff"),
         license: "GPL".into(),
@@ -122,21 +179,20 @@ pub fn object(progs: &[GenProgram]) -> Object {
         maps: vec![
             map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
+            map("progs", MapType::PROG_ARRAY, 4, 4),
         ],
+        btf_raw: with_funcs.then(func_btf),
+        btf: with_funcs
+            .then(|| bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok())
+            .flatten(),
         programs,
-        btf_raw: None,
-        btf: None,
         unresolved_externs: Vec::new(),
         warnings: Vec::new(),
     }
 }
 
 pub fn prog_type_name(t: ProgType) -> &'static str {
-    match t {
-        ProgType::XDP => "xdp",
-        ProgType::SCHED_CLS => "sched_cls",
-        _ => "socket_filter",
-    }
+    t.name().unwrap_or("?")
 }
 
 /// Runs bpfvet on its own thread so a panic or a hang is caught.
@@ -167,9 +223,7 @@ pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
                 ..
             } => Ours::Timeout,
             Verdict::LimitExceeded { error, .. } => Ours::Rejected(error),
-            // A refusal is never an accept; it shows as a rejection whose
-            // text cannot match the kernel's.
-            Verdict::Unsupported { what, .. } => Ours::Rejected(format!("refused: {what}")),
+            Verdict::Unsupported { what, .. } => Ours::Refused(what),
         },
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Ours::Panic("verify panicked (see the panic message above)".into())
@@ -230,7 +284,8 @@ pub fn classify(ours: &Ours, theirs: &Theirs) -> Class {
         (Ours::Timeout, _) => Class::Timeout,
         (_, Theirs::Refused(_)) => Class::KernelRefused,
         (Ours::Accepted { .. }, Theirs::Rejected(_)) => Class::Unsound,
-        (Ours::Rejected(_), Theirs::Accepted { .. }) => Class::Overstrict,
+        (Ours::Rejected(_) | Ours::Refused(_), Theirs::Accepted { .. }) => Class::Overstrict,
+        (Ours::Refused(_), Theirs::Rejected(_)) => Class::Message,
         (Ours::Rejected(a), Theirs::Rejected(b)) if a.trim() != b.trim() => Class::Message,
         (Ours::Accepted { insns }, Theirs::Accepted { insns: k }) if Some(*insns) != *k => {
             Class::Insns
@@ -279,8 +334,11 @@ pub fn cause_group(msg: &str) -> String {
 pub fn cause(r: &Result) -> String {
     match (&r.ours, &r.theirs) {
         (Ours::Rejected(e), _) if r.class == Class::Overstrict => e.clone(),
+        (Ours::Refused(e), _) if r.class == Class::Overstrict => format!("refused: {e}"),
         (_, Theirs::Rejected(e)) if r.class == Class::Unsound => e.clone(),
         (Ours::Rejected(a), Theirs::Rejected(b)) => format!("{b} | {a}"),
+        (Ours::Refused(a), Theirs::Rejected(b)) => format!("{b} | refused: {a}"),
+        (_, Theirs::Refused(e)) => e.clone(),
         (Ours::Panic(m), _) => m.clone(),
         _ => String::new(),
     }
@@ -290,6 +348,7 @@ pub fn ours_text(o: &Ours) -> String {
     match o {
         Ours::Accepted { insns } => format!("accepted ({insns} insns)"),
         Ours::Rejected(e) => format!("rejected: `{e}`"),
+        Ours::Refused(e) => format!("refused (not modelled): `{e}`"),
         Ours::Timeout => "timeout".into(),
         Ours::Panic(m) => format!("panic: {m}"),
         Ours::Hang => "no return".into(),

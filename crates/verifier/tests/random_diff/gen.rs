@@ -4,7 +4,7 @@
 //! deliberate mistake (wrong register, offset past a bound, missing check)
 //! at a small rate, so that the kernel rejects a good share of them.
 
-use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
@@ -51,6 +51,102 @@ pub const HASH_MAP: i32 = 1;
 pub const ARRAY_VALUE_SIZE: i32 = 48;
 pub const HASH_VALUE_SIZE: i32 = 32;
 pub const HASH_KEY_SIZE: i32 = 8;
+pub const PROG_ARRAY_MAP: i32 = 2;
+
+/// Feature blocks a batch may enable (swarm testing: each seed draws a
+/// subset, so rare combinations get room that a uniform mix would crowd
+/// out). [`Features::ALL`] is the CI smoke batch's set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Features(pub u32);
+
+impl Features {
+    /// bpf-to-bpf calls, deep call chains, large frames.
+    pub const CALLS: u32 = 1 << 0;
+    /// Calls only reachable through branches the verifier proves dead.
+    pub const DEAD_CALLS: u32 = 1 << 1;
+    /// bpf_tail_call, also from subprograms.
+    pub const TAIL_CALLS: u32 = 1 << 2;
+    /// bpf_loop and bpf_for_each_map_elem callbacks.
+    pub const CALLBACKS: u32 = 1 << 3;
+    /// Helper memory arguments from registers of every kind.
+    pub const HELPER_ARGS: u32 = 1 << 4;
+    /// cgroup_skb, kprobe and tracepoint programs (ctx layouts, read-only
+    /// packets).
+    pub const MORE_PROG_TYPES: u32 = 1 << 5;
+    /// Packet reads and writes, in every program type.
+    pub const PACKET: u32 = 1 << 6;
+    /// 32-bit ALU on pointers, pointer comparisons, pointer arithmetic.
+    pub const PTR_ALU: u32 = 1 << 7;
+    /// Atomics of every kind and width (load-acquire/store-release).
+    pub const ATOMICS: u32 = 1 << 8;
+    /// Variable-offset stack accesses, bounded and not.
+    pub const VAR_STACK: u32 = 1 << 9;
+    /// Loops: counted, nested, may_goto.
+    pub const LOOPS: u32 = 1 << 10;
+    /// Spills and fills of every width, of pointers too.
+    pub const SPILLS: u32 = 1 << 11;
+    pub const ALL: Features = Features((1 << 12) - 1);
+    pub const NAMES: [(u32, &'static str); 12] = [
+        (Self::CALLS, "calls"),
+        (Self::DEAD_CALLS, "dead_calls"),
+        (Self::TAIL_CALLS, "tail_calls"),
+        (Self::CALLBACKS, "callbacks"),
+        (Self::HELPER_ARGS, "helper_args"),
+        (Self::MORE_PROG_TYPES, "more_prog_types"),
+        (Self::PACKET, "packet"),
+        (Self::PTR_ALU, "ptr_alu"),
+        (Self::ATOMICS, "atomics"),
+        (Self::VAR_STACK, "var_stack"),
+        (Self::LOOPS, "loops"),
+        (Self::SPILLS, "spills"),
+    ];
+
+    /// The subset a batch seed enables: each feature with probability one
+    /// half, never none.
+    pub fn swarm(seed: u64) -> Features {
+        let mut rng = Rng::new(seed ^ 0x5357_4152_4d21);
+        let bits = (rng.next() as u32) & Self::ALL.0;
+        Features(if bits == 0 { Self::ALL.0 } else { bits })
+    }
+
+    pub fn has(self, f: u32) -> bool {
+        self.0 & f != 0
+    }
+
+    pub fn names(self) -> String {
+        let v: Vec<&str> = Self::NAMES
+            .iter()
+            .filter(|(b, _)| self.has(*b))
+            .map(|(_, n)| *n)
+            .collect();
+        v.join(",")
+    }
+}
+
+/// What a subprogram is and how it is entered.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum SubKind {
+    /// A bpf-to-bpf call with r1 of this kind.
+    Call(Kind),
+    /// A bpf_loop callback: (u32 index, void *ctx).
+    LoopCb,
+    /// A bpf_for_each_map_elem callback: (map, key, value, ctx) of the map.
+    ForEachCb(i32, i32),
+}
+
+#[derive(Clone, Debug)]
+struct Sub {
+    kind: SubKind,
+    /// Call-chain depth of its frame (main is 0).
+    level: u32,
+    insns: Vec<Insn>,
+    /// (insn index in `insns`, callee sub) of its calls and func loads.
+    calls: Vec<(usize, usize)>,
+}
+
+/// Call-chain depth the generator goes to (the kernel allows 8 frames).
+const MAX_LEVEL: u32 = 9;
+const MAX_SUBS: usize = 8;
 
 /// What the generator believes a register holds on every path reaching the
 /// current instruction.
@@ -65,6 +161,8 @@ enum Kind {
     MapVal(i32, i32),
     Pkt,
     PktEnd,
+    /// A map pointer (ld_imm64 of a map): (map index).
+    MapPtr(i32),
 }
 
 const ALU_OPS: [u8; 13] = [
@@ -94,6 +192,14 @@ struct Gen {
     /// Mistake rate, percent per register pick.
     mistakes: u64,
     depth: u32,
+    features: Features,
+    /// Subprograms, generated after main; `calls` of the function being
+    /// generated now.
+    subs: Vec<Sub>,
+    calls: Vec<(usize, usize)>,
+    level: u32,
+    /// Whether the function being generated is a callback.
+    in_callback: bool,
 }
 
 impl Gen {
@@ -241,7 +347,26 @@ impl Gen {
                 ],
                 200,
             ),
-            _ => (
+            ProgType::KPROBE => {
+                // struct pt_regs: 21 words, read-only.
+                if self.rng.chance(self.mistakes * 2) {
+                    let off = self.rng.below(180) as i16;
+                    let (sz, _) = self.rng.pick(&SIZES);
+                    return (off, sz, Kind::Scalar);
+                }
+                return (8 * self.rng.below(21) as i16, 0x18, Kind::Scalar);
+            }
+            ProgType::TRACEPOINT => {
+                if self.rng.chance(self.mistakes * 2) {
+                    let off = self.rng.pick(&[-8, 3, 2048, 4096, 6]);
+                    let (sz, _) = self.rng.pick(&SIZES);
+                    return (off, sz, Kind::Scalar);
+                }
+                // The first word (common fields) is not readable.
+                let (sz, b) = self.rng.pick(&SIZES);
+                return (8 + b as i16 * self.rng.below(8) as i16, sz, Kind::Scalar);
+            }
+            ProgType::CGROUP_SKB => (
                 &[
                     (0, Kind::Scalar),
                     (4, Kind::Scalar),
@@ -250,6 +375,18 @@ impl Gen {
                     (56, Kind::Scalar),
                     (76, Kind::Pkt),
                     (80, Kind::PktEnd),
+                ],
+                200,
+            ),
+            // socket_filter: no data/data_end (those are mistakes here).
+            _ => (
+                &[
+                    (0, Kind::Scalar),
+                    (4, Kind::Scalar),
+                    (8, Kind::Scalar),
+                    (16, Kind::Scalar),
+                    (48, Kind::Scalar),
+                    (56, Kind::Scalar),
                 ],
                 200,
             ),
@@ -302,7 +439,14 @@ impl Gen {
             self.stack.push((off, bytes, Kind::Scalar));
             return;
         }
-        let s = match self.reg_of(&|k| k != Kind::Uninit && k != Kind::Fp) {
+        // Pointers spill whole; a narrow spill takes a scalar (unless the
+        // pick is a mistake).
+        let s = if bytes == 8 {
+            self.reg_of(&|k| k != Kind::Uninit && k != Kind::Fp)
+        } else {
+            self.reg_of(&|k| k == Kind::Scalar)
+        };
+        let s = match s {
             Some(s) => s,
             None => self.scalar(),
         };
@@ -468,16 +612,15 @@ impl Gen {
     /// Loads data/data_end, compares, and reads the packet under the check
     /// (or without it, as a mistake).
     fn packet(&mut self) {
-        if !matches!(self.prog_type, ProgType::XDP | ProgType::SCHED_CLS) {
-            return self.ctx_load();
-        }
+        let (doff, eoff) = match self.prog_type {
+            ProgType::XDP => (0, 4),
+            ProgType::SCHED_CLS | ProgType::CGROUP_SKB => (76, 80),
+            // Program types without direct packet access, as a mistake.
+            _ if self.features.has(Features::PACKET) && self.rng.chance(15) => (76, 80),
+            _ => return self.ctx_load(),
+        };
         let Some(c) = self.reg_of(&|k| k == Kind::Ctx) else {
             return self.alu();
-        };
-        let (doff, eoff) = if self.prog_type == ProgType::XDP {
-            (0, 4)
-        } else {
-            (76, 80)
         };
         let (pd, pe, pc) = (7u8, 8u8, 9u8);
         let (pd, pe, pc) = if self.rng.chance(30) {
@@ -504,6 +647,12 @@ impl Gen {
             (0x3d, pc, pe),
             (0xbd, pe, pc),
         ]);
+        if self.features.has(Features::PACKET) && self.rng.chance(10) {
+            // Both edges rejoin at once.
+            self.emit(Insn::new(code, a, b, 0, 0));
+            self.pkt_access(pd, len);
+            return;
+        }
         self.guarded(
             move |_| (code, a, b, 0),
             false,
@@ -531,7 +680,12 @@ impl Gen {
         if self.kinds[p as usize] != Kind::Pkt {
             return self.alu();
         }
-        if self.rng.chance(75) {
+        let read = if self.features.has(Features::PACKET) {
+            50
+        } else {
+            75
+        };
+        if self.rng.chance(read) {
             let d = self.rng.pick(&[0, 5, 6]);
             self.emit(Insn::new(0x61 | sz, d, p, off as i16, 0));
             self.set(d, Kind::Scalar);
@@ -685,7 +839,8 @@ impl Gen {
         if self.depth > 3 {
             return self.alu();
         }
-        match self.rng.below(100) {
+        let f = self.features;
+        match self.rng.below(124) {
             0..=5 => self.extra(),
             6..=21 => self.alu(),
             22..=31 => self.ctx_load(),
@@ -698,7 +853,574 @@ impl Gen {
             75..=87 => self.branch(),
             88..=91 => self.helper(),
             92..=95 => self.ptr_arith(),
-            _ => self.bounded_loop(),
+            96..=99 => self.bounded_loop(),
+            100..=103 if f.has(Features::CALLS) => self.call_sub(),
+            104..=105 if f.has(Features::DEAD_CALLS) => self.dead_call(),
+            106..=107 if f.has(Features::TAIL_CALLS) => self.tail_call(),
+            108..=110 if f.has(Features::CALLBACKS) => self.callback_call(),
+            111..=114 if f.has(Features::HELPER_ARGS) => self.helper_mem_arg(),
+            115..=116 if f.has(Features::PTR_ALU) => self.ptr_alu(),
+            117..=118 if f.has(Features::VAR_STACK) => self.var_stack(),
+            119 if f.has(Features::LOOPS) => self.loop_with_body(),
+            120..=121 if f.has(Features::ATOMICS) => self.atomic_any(),
+            122..=123 if f.has(Features::SPILLS) => self.spill_any(),
+            _ => self.alu(),
+        }
+    }
+
+    /// The register holding ctx (r6..r9 first), if any.
+    fn ctx_reg(&self) -> Option<u8> {
+        [6u8, 7, 8, 9, 1, 2, 3, 4, 5, 0]
+            .into_iter()
+            .find(|&r| self.kinds[r as usize] == Kind::Ctx)
+    }
+
+    /// `r = r10 + off` over `words` zeroed stack words (a buffer the
+    /// helpers may read).
+    fn stack_buf_into(&mut self, r: u8, off: i32, words: i32) {
+        for k in 0..words {
+            let o = off + 8 * k;
+            if (-512..0).contains(&o) {
+                self.emit(Insn::new(0x7a, 10, 0, o as i16, 0));
+                self.stack.push((o, 8, Kind::Scalar));
+            }
+        }
+        self.emit(Insn::new(0xbf, r, 10, 0, 0));
+        self.emit(Insn::new(0x07, r, 0, 0, off));
+        self.set(r, Kind::Fp);
+    }
+
+    /// Sets `r` to a value of a random kind, the way a helper memory
+    /// argument or a subprogram argument might be fed: stack buffers of
+    /// every size and offset, ctx, packet and packet end, map pointers,
+    /// scalars, map values maybe NULL, whatever a register holds.
+    fn load_kind_into(&mut self, r: u8) {
+        let copy_of = |g: &mut Gen, want: &dyn Fn(Kind) -> bool| -> bool {
+            let cands: Vec<u8> = (0..10u8)
+                .filter(|&x| x != r && want(g.kinds[x as usize]))
+                .collect();
+            if cands.is_empty() {
+                return false;
+            }
+            let s = g.rng.pick(&cands);
+            g.emit(Insn::new(0xbf, r, s, 0, 0));
+            g.set(r, g.kinds[s as usize]);
+            true
+        };
+        match self.rng.below(10) {
+            0 | 1 => {
+                let words = self.rng.below(7) as i32;
+                let off = -(8 * (1 + self.rng.below(8) as i32));
+                self.stack_buf_into(r, off, words);
+            }
+            2 => {
+                let off = self.rng.pick(&[-1, -4, -12, -512, -516, 0, 8, -600, -60]);
+                self.emit(Insn::new(0xbf, r, 10, 0, 0));
+                self.emit(Insn::new(0x07, r, 0, 0, off));
+                self.set(r, Kind::Fp);
+            }
+            3 => {
+                if !copy_of(self, &|k| k == Kind::Ctx) {
+                    self.emit(Insn::new(0xb7, r, 0, 0, 0));
+                    self.set(r, Kind::Scalar);
+                }
+            }
+            4 => {
+                let m = self.rng.pick(&[ARRAY_MAP, HASH_MAP, PROG_ARRAY_MAP]);
+                self.emit(Insn::new(0x18, r, BPF_PSEUDO_MAP_IDX, 0, m));
+                self.emit(Insn::new(0, 0, 0, 0, 0));
+                self.set(r, Kind::MapPtr(m));
+            }
+            5 => {
+                let imm = self.rng.pick(&[0, 0, 1, 8, -8, 4096]);
+                self.emit(Insn::new(0xb7, r, 0, 0, imm));
+                self.set(r, Kind::Scalar);
+            }
+            6 => {
+                if !copy_of(self, &|k| {
+                    matches!(k, Kind::MapVal(..) | Kind::MapOrNull(..))
+                }) {
+                    self.emit(Insn::new(0xb7, r, 0, 0, 0));
+                    self.set(r, Kind::Scalar);
+                }
+            }
+            7 => {
+                if !copy_of(self, &|k| matches!(k, Kind::Pkt | Kind::PktEnd)) {
+                    self.emit(Insn::new(0xbf, r, 10, 0, 0));
+                    self.set(r, Kind::Fp);
+                }
+            }
+            _ => {
+                if !copy_of(self, &|k| k != Kind::Uninit) {
+                    self.emit(Insn::new(0xb7, r, 0, 0, 0));
+                    self.set(r, Kind::Scalar);
+                }
+            }
+        }
+        // Sometimes moved off its start.
+        if self.rng.chance(10) {
+            let d = self.rng.pick(&[1, 4, 8, -8, 16]);
+            self.emit(Insn::new(0x07, r, 0, 0, d));
+        }
+    }
+
+    /// A helper whose memory argument comes from a register of any kind
+    /// (and sizes of any value).
+    fn helper_mem_arg(&mut self) {
+        match self.rng.below(5) {
+            0 | 1 => {
+                let (map, vsize, _) = self.pick_map();
+                self.load_kind_into(2);
+                self.emit(Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, map));
+                self.emit(Insn::new(0, 0, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, 1));
+                self.clobber();
+                self.kinds[0] = Kind::MapOrNull(map, vsize);
+                if self.rng.chance(70) {
+                    self.null_check();
+                }
+            }
+            2 => {
+                let (map, _, ksize) = self.pick_map();
+                self.load_kind_into(3);
+                self.map_and_key(map, ksize);
+                self.emit(Insn::new(0xb7, 4, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, 2));
+                self.clobber();
+            }
+            3 => {
+                self.load_kind_into(1);
+                let size = self.rng.pick(&[0, 1, 4, 8, 16, 48, 64, 512, -1, 7]);
+                self.emit(Insn::new(0xb7, 2, 0, 0, size));
+                self.emit(Insn::new(0xb7, 3, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, 113));
+                self.clobber();
+            }
+            _ => {
+                let (map, _, _) = self.pick_map();
+                self.load_kind_into(2);
+                self.emit(Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, map));
+                self.emit(Insn::new(0, 0, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, 3));
+                self.clobber();
+            }
+        }
+    }
+
+    fn new_sub(&mut self, kind: SubKind) -> usize {
+        self.subs.push(Sub {
+            kind,
+            level: self.level + 1,
+            insns: Vec::new(),
+            calls: Vec::new(),
+        });
+        self.subs.len() - 1
+    }
+
+    fn can_add_sub(&self) -> bool {
+        self.subs.len() < MAX_SUBS && self.level < MAX_LEVEL
+    }
+
+    /// `r1 = <argument>; call pc+N` to a new or a deeper subprogram.
+    fn call_sub(&mut self) {
+        let deeper: Vec<usize> = (0..self.subs.len())
+            .filter(|&i| {
+                self.subs[i].level > self.level && matches!(self.subs[i].kind, SubKind::Call(_))
+            })
+            .collect();
+        let id = if !deeper.is_empty() && (self.rng.chance(30) || !self.can_add_sub()) {
+            self.rng.pick(&deeper)
+        } else if self.can_add_sub() {
+            let arg = match self.rng.below(10) {
+                0..=3 if self.ctx_reg().is_some() => Kind::Ctx,
+                0..=5 => Kind::Scalar,
+                _ => Kind::Fp,
+            };
+            self.new_sub(SubKind::Call(arg))
+        } else {
+            return self.alu();
+        };
+        let SubKind::Call(arg) = self.subs[id].kind else {
+            return self.alu();
+        };
+        if self.rng.chance(self.mistakes * 2) {
+            self.load_kind_into(1);
+        } else {
+            match arg {
+                Kind::Ctx => match self.ctx_reg() {
+                    Some(c) => self.emit(Insn::new(0xbf, 1, c, 0, 0)),
+                    None => self.emit(Insn::new(0xb7, 1, 0, 0, 0)),
+                },
+                Kind::Fp => {
+                    let off = -(8 * (1 + self.rng.below(4) as i32));
+                    self.stack_buf_into(1, off, 1);
+                }
+                _ => {
+                    let s = self.scalar();
+                    self.emit(Insn::new(0xbf, 1, s, 0, 0));
+                }
+            }
+        }
+        if self.rng.chance(30) {
+            let s = self.scalar();
+            self.emit(Insn::new(0xbf, 2, s, 0, 0));
+        }
+        self.calls.push((self.insns.len(), id));
+        self.emit(Insn::new(0x85, 0, BPF_PSEUDO_CALL, 0, 0));
+        self.clobber();
+    }
+
+    /// `rX = K; if rX == K goto +len; <a call>`: the call (and whatever
+    /// it reaches) is only on a path the verifier proves dead, but the
+    /// static checks (call graph, stack depth, tail-call reachability)
+    /// still see it.
+    fn dead_call(&mut self) {
+        let r = self.dst();
+        let k = self.rng.below(4) as i32;
+        self.emit(Insn::new(0xb7, r, 0, 0, k));
+        self.set(r, Kind::Scalar);
+        let live = self.rng.chance(15);
+        let code = if live { 0x55 } else { 0x15 };
+        self.guarded(
+            move |_| (code, r, 0, k),
+            false,
+            move |g| match g.rng.below(4) {
+                0 => g.tail_call(),
+                1 => g.callback_call(),
+                _ => g.call_sub(),
+            },
+        );
+    }
+
+    /// `bpf_tail_call(ctx, &prog_array, index)`.
+    fn tail_call(&mut self) {
+        if self.rng.chance(self.mistakes * 2) {
+            self.load_kind_into(1);
+        } else {
+            match self.ctx_reg() {
+                Some(c) => self.emit(Insn::new(0xbf, 1, c, 0, 0)),
+                None => return self.alu(),
+            }
+        }
+        if self.rng.chance(50) {
+            let s = self.scalar();
+            self.emit(Insn::new(0xbf, 3, s, 0, 0));
+        } else {
+            let idx = self.rng.pick(&[0, 1, 3, 15, 16, -1]);
+            self.emit(Insn::new(0xb7, 3, 0, 0, idx));
+        }
+        let map = if self.rng.chance(100 - self.mistakes * 3) {
+            PROG_ARRAY_MAP
+        } else {
+            ARRAY_MAP
+        };
+        self.emit(Insn::new(0x18, 2, BPF_PSEUDO_MAP_IDX, 0, map));
+        self.emit(Insn::new(0, 0, 0, 0, 0));
+        self.emit(Insn::new(0x85, 0, 0, 0, 12));
+        self.clobber();
+    }
+
+    /// `bpf_loop(n, cb, ctx, 0)` or `bpf_for_each_map_elem(&map, cb, ctx, 0)`.
+    fn callback_call(&mut self) {
+        if !self.can_add_sub() {
+            return self.alu();
+        }
+        let for_each = self.rng.chance(40);
+        let kind = if for_each {
+            let (map, vsize, _) = self.pick_map();
+            SubKind::ForEachCb(map, vsize)
+        } else {
+            SubKind::LoopCb
+        };
+        let id = self.new_sub(kind);
+        if self.rng.chance(30) {
+            let off = -(8 * (1 + self.rng.below(4) as i32));
+            self.stack_buf_into(3, off, 1);
+        } else {
+            self.emit(Insn::new(0xb7, 3, 0, 0, 0));
+        }
+        let flags = if self.rng.chance(self.mistakes * 2) {
+            1
+        } else {
+            0
+        };
+        self.emit(Insn::new(0xb7, 4, 0, 0, flags));
+        match kind {
+            SubKind::ForEachCb(map, _) => {
+                self.emit(Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, map));
+                self.emit(Insn::new(0, 0, 0, 0, 0));
+            }
+            _ => {
+                if self.rng.chance(20) {
+                    let s = self.scalar();
+                    self.emit(Insn::new(0xbf, 1, s, 0, 0));
+                } else {
+                    let n = self.rng.pick(&[1, 2, 4, 8, 0, 1 << 23, (1 << 23) + 1]);
+                    self.emit(Insn::new(0xb7, 1, 0, 0, n));
+                }
+            }
+        }
+        self.calls.push((self.insns.len(), id));
+        self.emit(Insn::new(0x18, 2, BPF_PSEUDO_FUNC, 0, 0));
+        self.emit(Insn::new(0, 0, 0, 0, 0));
+        let helper = if for_each { 164 } else { 181 };
+        self.emit(Insn::new(0x85, 0, 0, 0, helper));
+        self.clobber();
+    }
+
+    /// ALU on pointers: 32-bit moves and arithmetic, pointer-pointer
+    /// subtraction and comparisons, unbounded offsets; then a use.
+    fn ptr_alu(&mut self) {
+        let Some(p) = self.reg_of(&|k| {
+            matches!(
+                k,
+                Kind::Ctx
+                    | Kind::Fp
+                    | Kind::MapVal(..)
+                    | Kind::MapOrNull(..)
+                    | Kind::Pkt
+                    | Kind::PktEnd
+                    | Kind::MapPtr(_)
+            )
+        }) else {
+            return self.alu();
+        };
+        let p = if p == 10 { self.copy_fp() } else { p };
+        match self.rng.below(6) {
+            0 => {
+                // w_d = w_p, then pointer-like use.
+                let d = self.dst();
+                self.emit(Insn::new(0xbc, d, p, 0, 0));
+                self.set(d, Kind::Scalar);
+                if self.rng.chance(50) {
+                    self.emit(Insn::new(0x07, d, 0, 0, 8));
+                }
+                if self.rng.chance(60) {
+                    let (sz, _) = self.rng.pick(&SIZES);
+                    let r = self.rng.pick(&[0, 5]);
+                    self.emit(Insn::new(0x61 | sz, r, d, 0, 0));
+                    self.set(r, Kind::Scalar);
+                }
+            }
+            1 => {
+                let op = self.rng.pick(&[0x04, 0x14, 0x54, 0x64, 0xa4, 0x84]);
+                self.emit(Insn::new(op, p, 0, 0, 4));
+                if self.rng.chance(50) {
+                    self.emit(Insn::new(0x61, 0, p, 0, 0));
+                    self.set(0, Kind::Scalar);
+                }
+                self.set(p, Kind::Scalar);
+            }
+            2 => {
+                let q = self.reg_of(&|k| k != Kind::Uninit).unwrap_or(10);
+                let class = if self.rng.chance(25) { 0x06 } else { 0x05 };
+                let op = self.rng.pick(&JMP_OPS);
+                let n = 1 + self.rng.below(2);
+                self.guarded(
+                    move |_| (class | op | 0x08, p, q, 0),
+                    false,
+                    move |g| {
+                        for _ in 0..n {
+                            g.block();
+                        }
+                    },
+                );
+            }
+            3 => {
+                let q = self.reg_of(&|k| k != Kind::Uninit).unwrap_or(10);
+                let d = self.dst();
+                self.emit(Insn::new(0xbf, d, p, 0, 0));
+                self.emit(Insn::new(0x1f, d, q, 0, 0));
+                self.set(d, Kind::Scalar);
+                if self.rng.chance(40) {
+                    self.emit(Insn::new(0x0f, p, d, 0, 0));
+                    self.emit(Insn::new(0x71, 0, p, 0, 0));
+                    self.set(0, Kind::Scalar);
+                }
+            }
+            4 => {
+                // An offset with no bound, or a bound only on one side.
+                let s = self.scalar();
+                if self.rng.chance(50) {
+                    let sh = self.rng.pick(&[1, 32, 56, 60]);
+                    self.emit(Insn::new(0x77, s, 0, 0, sh));
+                }
+                self.emit(Insn::new(0x0f, p, s, 0, 0));
+                if self.rng.chance(70) {
+                    let (sz, _) = self.rng.pick(&SIZES);
+                    self.emit(Insn::new(0x61 | sz, 0, p, 0, 0));
+                    self.set(0, Kind::Scalar);
+                }
+            }
+            _ => {
+                // Pointer as a scalar operand, both ways.
+                let s = self.scalar();
+                let op = self.rng.pick(&[0x0f, 0x1f, 0x2f, 0xaf, 0x5f, 0xcf, 0x6f]);
+                if self.rng.chance(50) {
+                    self.emit(Insn::new(op, s, p, 0, 0));
+                } else {
+                    self.emit(Insn::new(op, p, s, 0, 0));
+                }
+                self.set(s, Kind::Scalar);
+            }
+        }
+    }
+
+    /// A stack access at a variable offset: masked, one-sided, or
+    /// unbounded.
+    fn var_stack(&mut self) {
+        let s = self.scalar();
+        match self.rng.below(4) {
+            0 => self.emit(Insn::new(0x57, s, 0, 0, 0x38)),
+            1 => self.emit(Insn::new(0x57, s, 0, 0, 0x3f)),
+            2 => {
+                self.emit(Insn::new(0x57, s, 0, 0, 0xff));
+                self.emit(Insn::new(0x87, s, 0, 0, 0));
+            }
+            _ => {}
+        }
+        let d = self.copy_fp();
+        let base = self.rng.pick(&[-64, -128, -256, -512, -8]);
+        self.emit(Insn::new(0x07, d, 0, 0, base));
+        self.emit(Insn::new(0x0f, d, s, 0, 0));
+        let (sz, _) = self.rng.pick(&SIZES);
+        match self.rng.below(3) {
+            0 => {
+                let r = self.rng.pick(&[0, 5]);
+                self.emit(Insn::new(0x61 | sz, r, d, 0, 0));
+                self.set(r, Kind::Scalar);
+            }
+            1 => {
+                let v = self.scalar();
+                self.emit(Insn::new(0x63 | sz, d, v, 0, 0));
+            }
+            _ => {
+                let imm = self.rng.imm();
+                self.emit(Insn::new(0x62 | sz, d, 0, 0, imm));
+            }
+        }
+    }
+
+    /// A loop whose body holds other blocks: a counter on the stack (the
+    /// body may clobber any register), or may_goto.
+    fn loop_with_body(&mut self) {
+        let before = self.kinds;
+        let stack_before = self.stack.len();
+        self.depth += 1;
+        if self.rng.chance(50) {
+            let slot = -504;
+            let n = 1 + self.rng.below(6) as i32;
+            self.emit(Insn::new(0x7a, 10, 0, slot, 0));
+            let start = self.insns.len();
+            for _ in 0..1 + self.rng.below(2) {
+                self.block();
+            }
+            self.emit(Insn::new(0x79, 0, 10, slot, 0));
+            self.emit(Insn::new(0x07, 0, 0, 0, 1));
+            self.emit(Insn::new(0x7b, 10, 0, slot, 0));
+            let back = start as i64 - self.insns.len() as i64 - 1;
+            let code = self.rng.pick(&[0xa5, 0xa6, 0x55]);
+            self.emit(Insn::new(code, 0, 0, back as i16, n));
+            self.kinds[0] = Kind::Scalar;
+        } else {
+            // l: may_goto +len+1; body; goto l
+            let at = self.insns.len();
+            self.emit(Insn::new(0xe5, 0, 0, 0, 0));
+            for _ in 0..1 + self.rng.below(2) {
+                self.block();
+            }
+            let len = self.insns.len() - at;
+            self.emit(Insn::new(0x05, 0, 0, -(len as i16) - 1, 0));
+            self.insns[at].off = len as i16;
+        }
+        self.depth -= 1;
+        for (now, was) in self.kinds.iter_mut().zip(before) {
+            if *now != was {
+                *now = Kind::Uninit;
+            }
+        }
+        self.stack.truncate(stack_before);
+    }
+
+    /// Atomics of every width and kind, load-acquire and store-release,
+    /// on the stack, a map value, or (as a mistake) any pointer.
+    fn atomic_any(&mut self) {
+        let (code, bytes) = self.rng.pick(&[(0xdb, 8), (0xc3, 4), (0xcb, 2), (0xd3, 1)]);
+        let op = self.rng.pick(&[
+            0x100, 0x110, 0x100, 0x110, 0x00, 0x01, 0x40, 0x51, 0xa1, 0xe1, 0xf1,
+        ]);
+        let (base, off) = match self.rng.below(3) {
+            0 => match self.reg_of(&|k| matches!(k, Kind::MapVal(..))) {
+                Some(p) => (p, bytes * self.rng.below(4) as i32),
+                None => (10, -8),
+            },
+            1 => match self.reg_of(&|k| k != Kind::Uninit && k != Kind::Scalar) {
+                Some(p) => (p, 0),
+                None => (10, -16),
+            },
+            _ => (10, -(8 * (1 + self.rng.below(4) as i32))),
+        };
+        if base == 10 && self.rng.chance(80) {
+            self.emit(Insn::new(0x7a, 10, 0, off as i16, 0));
+            self.stack.push((off, 8, Kind::Scalar));
+        }
+        if op == 0x100 {
+            let d = self.dst();
+            self.emit(Insn::new(code, d, base, off as i16, op));
+            self.set(d, Kind::Scalar);
+            return;
+        }
+        let s = self.scalar();
+        if op == 0xf1 && self.kinds[0] != Kind::Scalar {
+            self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+            self.kinds[0] = Kind::Scalar;
+        }
+        self.emit(Insn::new(code, base, s, off as i16, op));
+        if op & 0x01 != 0 {
+            self.set(if op == 0xf1 { 0 } else { s }, Kind::Scalar);
+        }
+    }
+
+    /// Spills of any register (pointers, r10) at any width and offset,
+    /// then fills of any width, maybe shifted into the slot.
+    fn spill_any(&mut self) {
+        let (sz, bytes) = if self.rng.chance(50) {
+            (0x18, 8)
+        } else {
+            self.rng.pick(&SIZES)
+        };
+        let off = if self.rng.chance(80) {
+            -(8 * (1 + self.rng.below(8) as i32))
+        } else {
+            self.rng.pick(&[-4, -2, -1, -7, -12])
+        };
+        let s = self.reg_of(&|k| k != Kind::Uninit).unwrap_or(10);
+        self.emit(Insn::new(0x63 | sz, 10, s, off as i16, 0));
+        let k = if bytes == 8 && s < 10 {
+            self.kinds[s as usize]
+        } else if bytes == 8 {
+            Kind::Fp
+        } else {
+            Kind::Scalar
+        };
+        self.stack.push((off, bytes, k));
+        if self.rng.chance(70) {
+            let (fsz, fbytes) = self.rng.pick(&SIZES);
+            let shift = if fbytes < bytes && self.rng.chance(50) {
+                bytes - fbytes
+            } else {
+                0
+            };
+            let d = self.dst();
+            self.emit(Insn::new(0x61 | fsz, d, 10, (off + shift) as i16, 0));
+            self.set(
+                d,
+                if fbytes == 8 && shift == 0 {
+                    k
+                } else {
+                    Kind::Scalar
+                },
+            );
         }
     }
 
@@ -835,10 +1557,20 @@ impl Gen {
     }
 }
 
-/// Program `index` of the run with `seed`.
+/// Program `index` of the run with `seed`, all features on.
+#[allow(dead_code)]
 pub fn program(seed: u64, index: u64) -> GenProgram {
+    program_with(seed, index, Features::ALL)
+}
+
+/// Program `index` of the run with `seed`, using only `features`' blocks.
+pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x0010_0000_01b3));
-    let prog_type = rng.pick(&[ProgType::SOCKET_FILTER, ProgType::XDP, ProgType::SCHED_CLS]);
+    let prog_type = if features.has(Features::MORE_PROG_TYPES) && rng.chance(40) {
+        rng.pick(&[ProgType::CGROUP_SKB, ProgType::KPROBE, ProgType::TRACEPOINT])
+    } else {
+        rng.pick(&[ProgType::SOCKET_FILTER, ProgType::XDP, ProgType::SCHED_CLS])
+    };
     let mut kinds = [Kind::Uninit; 11];
     kinds[1] = Kind::Ctx;
     kinds[10] = Kind::Fp;
@@ -852,6 +1584,11 @@ pub fn program(seed: u64, index: u64) -> GenProgram {
         stack: Vec::new(),
         mistakes,
         depth: 0,
+        features,
+        subs: Vec::new(),
+        calls: Vec::new(),
+        level: 0,
+        in_callback: false,
     };
     if g.rng.chance(90) {
         g.emit(Insn::new(0xbf, 6, 1, 0, 0));
@@ -861,8 +1598,87 @@ pub fn program(seed: u64, index: u64) -> GenProgram {
         g.block();
     }
     g.epilogue();
-    GenProgram {
-        prog_type,
-        insns: g.insns,
+    let mut funcs = vec![(std::mem::take(&mut g.insns), std::mem::take(&mut g.calls))];
+    let mut i = 0;
+    while i < g.subs.len() {
+        g.sub_body(i);
+        funcs.push((
+            std::mem::take(&mut g.subs[i].insns),
+            std::mem::take(&mut g.subs[i].calls),
+        ));
+        i += 1;
+    }
+    // Lay the functions out one after the other and point the calls.
+    let mut starts = Vec::new();
+    let mut insns = Vec::new();
+    for (body, _) in &funcs {
+        starts.push(insns.len());
+        insns.extend_from_slice(body);
+    }
+    for (f, (_, calls)) in funcs.iter().enumerate() {
+        for &(at, callee) in calls {
+            let at = starts[f] + at;
+            insns[at].imm = (starts[callee + 1] as i64 - at as i64 - 1) as i32;
+        }
+    }
+    GenProgram { prog_type, insns }
+}
+
+impl Gen {
+    /// Generates subprogram `i`'s body into `insns`/`calls`.
+    fn sub_body(&mut self, i: usize) {
+        let sub = self.subs[i].clone();
+        self.kinds = [Kind::Uninit; 11];
+        self.kinds[10] = Kind::Fp;
+        self.stack.clear();
+        self.depth = 0;
+        self.level = sub.level;
+        self.in_callback = !matches!(sub.kind, SubKind::Call(_));
+        match sub.kind {
+            SubKind::Call(k) => {
+                self.kinds[1] = k;
+                self.kinds[2] = Kind::Uninit;
+            }
+            SubKind::LoopCb => self.kinds[1] = Kind::Scalar,
+            SubKind::ForEachCb(map, vsize) => {
+                self.kinds[1] = Kind::MapPtr(map);
+                self.kinds[3] = Kind::MapVal(map, vsize);
+            }
+        }
+        if self.rng.chance(70) {
+            self.emit(Insn::new(0xbf, 6, 1, 0, 0));
+            self.kinds[6] = self.kinds[1];
+        }
+        if self.features.has(Features::CALLS) && self.rng.chance(40) {
+            // A large frame: with the callers' frames it may pass 512
+            // bytes, or 256 with a tail call below.
+            let off = self.rng.pick(&[64, 128, 192, 256, 320, 384, 448, 512]);
+            self.emit(Insn::new(0x7a, 10, 0, -off, 0));
+        }
+        for _ in 0..1 + self.rng.below(6) {
+            if self.features.has(Features::CALLS) && self.rng.chance(35) {
+                self.call_sub();
+            } else if self.features.has(Features::TAIL_CALLS) && self.rng.chance(10) {
+                self.tail_call();
+            } else {
+                self.block();
+            }
+        }
+        if self.in_callback {
+            let imm = if self.rng.chance(self.mistakes * 3) {
+                self.rng.pick(&[2, -1, 0x100])
+            } else {
+                self.rng.pick(&[0, 1])
+            };
+            self.emit(Insn::new(0xb7, 0, 0, 0, imm));
+            self.emit(Insn::new(0x95, 0, 0, 0, 0));
+        } else if self.rng.chance(self.mistakes * 3) {
+            // Returns without setting r0 (unless a call did).
+            self.emit(Insn::new(0x95, 0, 0, 0, 0));
+        } else {
+            self.epilogue();
+        }
+        self.subs[i].insns = std::mem::take(&mut self.insns);
+        self.subs[i].calls = std::mem::take(&mut self.calls);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::diff::{cause, classify, object, run_ours, run_theirs, Class, Ours, Result};
 use super::gen::GenProgram;
+use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
 use bpfvet_isa::Insn;
 use bpfvet_kernel::Kernel;
 use std::sync::Arc;
@@ -38,10 +39,18 @@ pub fn delete_range(insns: &[Insn], a: usize, b: usize) -> Option<Vec<Insn>> {
             continue;
         }
         let mut ins = ins;
-        if is_jump_with_off(ins) && !(j > 0 && insns[j - 1].is_ld_imm64()) {
+        let second_slot = j > 0 && insns[j - 1].is_ld_imm64();
+        if is_jump_with_off(ins) && !second_slot {
             let target = j as i64 + 1 + i64::from(ins.off);
             let off = map(target) - map(j as i64) - 1;
             ins.off = i16::try_from(off).ok()?;
+        }
+        // bpf-to-bpf calls and callback addresses: relative in imm.
+        let pseudo_call = ins.code == 0x85 && ins.src == BPF_PSEUDO_CALL;
+        let func_addr = ins.is_ld_imm64() && ins.src == BPF_PSEUDO_FUNC && !second_slot;
+        if pseudo_call || func_addr {
+            let target = j as i64 + 1 + i64::from(ins.imm);
+            ins.imm = i32::try_from(map(target) - map(j as i64) - 1).ok()?;
         }
         out.push(ins);
     }
@@ -113,7 +122,8 @@ fn keeps(kernel: &Kernel, p: &GenProgram, class: Class, key: &str) -> bool {
     let plausible = match (&ours, class) {
         (Ours::Accepted { .. }, Class::Unsound | Class::Insns) => true,
         (Ours::Rejected(e), Class::Overstrict) => e == key,
-        (Ours::Rejected(_), Class::Message) => true,
+        (Ours::Refused(e), Class::Overstrict) => key.strip_prefix("refused: ") == Some(e.as_str()),
+        (Ours::Rejected(_) | Ours::Refused(_), Class::Message) => true,
         (Ours::Timeout, Class::Timeout) | (Ours::Panic(_), Class::Panic) => true,
         _ => false,
     };
@@ -155,6 +165,27 @@ mod tests {
         ];
         let out = delete_range(&back, 1, 2).unwrap();
         assert_eq!(out[1].off, -2);
+    }
+
+    #[test]
+    fn delete_range_keeps_call_and_callback_targets() {
+        // 0: call pc+3 (-> 4); 1-2: r2 = func (-> 4); 3: exit; 4: r0 = 0; 5: exit
+        let insns = vec![
+            Insn::new(0x85, 0, BPF_PSEUDO_CALL, 0, 3),
+            Insn::new(0x18, 2, BPF_PSEUDO_FUNC, 0, 2),
+            Insn::new(0, 0, 0, 0, 0),
+            Insn::new(0x95, 0, 0, 0, 0),
+            Insn::new(0xb7, 0, 0, 0, 0),
+            Insn::new(0x95, 0, 0, 0, 0),
+        ];
+        let out = delete_range(&insns, 1, 3).unwrap();
+        // 0: call pc+1 (-> 2); 1: exit; 2: r0 = 0
+        assert_eq!(out[0].imm, 1);
+        assert_eq!(out[2].code, 0xb7);
+        let out = delete_range(&insns, 3, 4).unwrap();
+        assert_eq!(out[0].imm, 2);
+        assert_eq!(out[1].imm, 1);
+        assert_eq!(out[3].code, 0xb7);
     }
 
     #[test]

@@ -1,0 +1,361 @@
+//! Resumable batch runs of the differential fuzzer: batch `k` of an
+//! output directory uses seed [`batch_seed`]`(base, k)` and (with swarm
+//! testing) the feature subset that seed draws. Each finished batch leaves
+//! `batch-KKKK.tsv` (one row per program, format in
+//! bench/verifier_fuzz/README.md); a batch whose file exists is skipped, so
+//! an interrupted run resumes where it stopped. Every distinct disagreement
+//! of a batch (class and cause) is minimised and written as a `.case` file
+//! under `cases/`; `REPORT.md` sums all batch files of the directory.
+
+use super::diff::{cause, cause_group, Class, Ours, Result, Theirs};
+use super::gen::{Features, GenProgram};
+use super::{listing, minimise, Run};
+use bpfvet_kernel::Kernel;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The first line of every batch TSV; the column order is stable.
+pub const TSV_HEADER: &str = "index\tprog_type\tclass\tkernel_verdict\tkernel_error\tbpfvet_verdict\tbpfvet_error\tkernel_insns\tbpfvet_insns\tlen\tcase";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub base_seed: u64,
+    pub batches: u64,
+    pub size: u64,
+    pub swarm: bool,
+    /// Candidate programs tried per minimisation.
+    pub minimise_tries: usize,
+}
+
+pub fn batch_seed(base: u64, k: u64) -> u64 {
+    base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+impl Config {
+    pub fn features(&self, k: u64) -> Features {
+        if self.swarm {
+            Features::swarm(batch_seed(self.base_seed, k))
+        } else {
+            Features::ALL
+        }
+    }
+
+    /// What must not change between runs into one directory.
+    fn identity(&self) -> String {
+        format!(
+            "base_seed={:#x}\nbatch_size={}\nswarm={}\n",
+            self.base_seed, self.size, self.swarm
+        )
+    }
+
+    fn tsv(&self, k: u64) -> PathBuf {
+        self.dir.join(format!("batch-{k:04}.tsv"))
+    }
+}
+
+/// Short class names used in the TSV.
+pub fn class_key(c: Class) -> &'static str {
+    match c {
+        Class::Agree => "agree",
+        Class::Unsound => "unsound",
+        Class::Overstrict => "overstrict",
+        Class::Message => "message",
+        Class::Insns => "insns",
+        Class::Panic => "panic",
+        Class::Timeout => "timeout",
+        Class::Hang => "hang",
+        Class::KernelRefused => "kernel_refused",
+    }
+}
+
+fn class_of_key(k: &str) -> Option<Class> {
+    Class::ALL.into_iter().find(|&c| class_key(c) == k)
+}
+
+/// A TSV field: tabs and line breaks become spaces.
+fn field(s: &str) -> String {
+    s.replace(['\t', '\n', '\r'], " ")
+}
+
+fn kernel_cols(t: &Theirs) -> (&'static str, String, String) {
+    match t {
+        Theirs::Accepted { insns } => (
+            "accept",
+            String::new(),
+            insns.map_or(String::new(), |n| n.to_string()),
+        ),
+        Theirs::Rejected(e) => ("reject", field(e), String::new()),
+        Theirs::Refused(e) => ("refused", field(e), String::new()),
+    }
+}
+
+fn bpfvet_cols(o: &Ours) -> (&'static str, String, String) {
+    match o {
+        Ours::Accepted { insns } => ("accept", String::new(), insns.to_string()),
+        Ours::Rejected(e) => ("reject", field(e), String::new()),
+        Ours::Refused(e) => ("refused", field(e), String::new()),
+        Ours::Timeout => ("timeout", String::new(), String::new()),
+        Ours::Panic(m) => ("panic", field(m), String::new()),
+        Ours::Hang => ("hang", String::new(), String::new()),
+    }
+}
+
+/// The `.case` text of a (minimised) program: the kernel's verdict, error
+/// and processed insns are the expectation; bpfvet's answer is a comment.
+pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# fuzz: {header}");
+    let _ = writeln!(
+        out,
+        "# prog_type: {}",
+        super::diff::prog_type_name(p.prog_type)
+    );
+    for m in ["array 4 48", "hash 8 32", "prog_array 4 4"] {
+        let _ = writeln!(out, "# map: {m}");
+    }
+    let funcs = super::diff::func_info(&p.insns);
+    for (k, f) in funcs.iter().enumerate() {
+        let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+    }
+    match &r.theirs {
+        Theirs::Accepted { insns } => {
+            let _ = writeln!(out, "# verdict: accept");
+            if let Some(n) = insns {
+                let _ = writeln!(out, "# processed: {n}");
+            }
+        }
+        Theirs::Rejected(e) => {
+            let _ = writeln!(out, "# verdict: reject\n# error: {e}");
+        }
+        Theirs::Refused(e) => {
+            let _ = writeln!(out, "# kernel refused: {e}");
+        }
+    }
+    let _ = writeln!(out, "# bpfvet said: {}", super::diff::ours_text(&r.ours));
+    out.push_str(&listing(p));
+    out
+}
+
+/// Minimises one program per distinct (class, cause) of the run and
+/// writes it as a case; returns the case file name per program index.
+fn write_cases(kernel: &Kernel, cfg: &Config, k: u64, run: &Run) -> BTreeMap<usize, String> {
+    let mut first: BTreeMap<(Class, String), usize> = BTreeMap::new();
+    for (i, r) in run.results.iter().enumerate() {
+        if matches!(r.class, Class::Agree | Class::KernelRefused) {
+            continue;
+        }
+        first.entry((r.class, cause_group(&cause(r)))).or_insert(i);
+    }
+    let dir = cfg.dir.join("cases");
+    let _ = std::fs::create_dir_all(&dir);
+    let mut names = BTreeMap::new();
+    for ((class, _), i) in first {
+        let p = &run.programs[i];
+        let key = cause(&run.results[i]);
+        // A hang leaves a thread running per try; timeouts cost a second
+        // each: keep those unminimised.
+        let small = match class {
+            Class::Hang | Class::Timeout | Class::Panic => p.clone(),
+            _ => minimise::minimise(kernel, p, class, &key, cfg.minimise_tries),
+        };
+        let r = super::diff::diff_one(kernel, &small);
+        let name = format!("b{k:04}-{i:05}-{}.case", class_key(class));
+        let header = format!(
+            "batch {k} (seed {:#x}) program {i}, class {}, {} of {} insns kept",
+            batch_seed(cfg.base_seed, k),
+            class_key(class),
+            small.insns.len(),
+            p.insns.len()
+        );
+        let _ = std::fs::write(dir.join(&name), case_text(&header, &small, &r));
+        names.insert(i, name);
+    }
+    names
+}
+
+fn tsv_text(run: &Run, cases: &BTreeMap<usize, String>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{TSV_HEADER}");
+    for (i, (p, r)) in run.programs.iter().zip(&run.results).enumerate() {
+        let (kv, ke, ki) = kernel_cols(&r.theirs);
+        let (bv, be, bi) = bpfvet_cols(&r.ours);
+        let _ = writeln!(
+            out,
+            "{i}\t{}\t{}\t{kv}\t{ke}\t{bv}\t{be}\t{ki}\t{bi}\t{}\t{}",
+            super::diff::prog_type_name(p.prog_type),
+            class_key(r.class),
+            p.insns.len(),
+            cases.get(&i).map_or("", |s| s.as_str())
+        );
+    }
+    out
+}
+
+/// Runs every batch of `cfg` not yet in its directory, then writes
+/// REPORT.md. Errors are I/O errors or a directory made with another
+/// configuration.
+pub fn run_batches(kernel: &Kernel, cfg: &Config) -> std::result::Result<(), String> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    let conf = cfg.dir.join("run.conf");
+    match std::fs::read_to_string(&conf) {
+        Ok(old) if old != cfg.identity() => {
+            return Err(format!(
+                "{} was made with another configuration:\n{old}",
+                conf.display()
+            ))
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::write(&conf, cfg.identity()).map_err(|e| e.to_string())?,
+    }
+    let started = Instant::now();
+    let mut ran = 0u64;
+    let todo = (0..cfg.batches).filter(|&k| !cfg.tsv(k).exists()).count() as u64;
+    for k in 0..cfg.batches {
+        let path = cfg.tsv(k);
+        if path.exists() {
+            continue;
+        }
+        let seed = batch_seed(cfg.base_seed, k);
+        let features = cfg.features(k);
+        let run = super::run(kernel, seed, cfg.size, features);
+        let cases = write_cases(kernel, cfg, k, &run);
+        let tmp = path.with_extension("tsv.part");
+        std::fs::write(&tmp, tsv_text(&run, &cases)).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+        ran += 1;
+        let per = started.elapsed() / ran as u32;
+        let mut line = format!(
+            "batch {k} ({ran}/{todo}, seed {seed:#x}, {}):",
+            features.names()
+        );
+        for c in Class::ALL {
+            let n = run.count(c);
+            if n > 0 {
+                let _ = write!(line, " {} {n}", class_key(c));
+            }
+        }
+        let _ = write!(
+            line,
+            "; {:.0?} so far, about {:.0?} left",
+            started.elapsed(),
+            per * (todo - ran) as u32
+        );
+        println!("{line}");
+    }
+    let report = report(cfg)?;
+    std::fs::write(cfg.dir.join("REPORT.md"), report).map_err(|e| e.to_string())?;
+    println!("wrote {}", cfg.dir.join("REPORT.md").display());
+    Ok(())
+}
+
+/// One TSV row, as read back.
+struct Row {
+    class: Class,
+    kernel_error: String,
+    bpfvet_error: String,
+    case: String,
+}
+
+fn read_tsv(path: &Path) -> std::result::Result<Vec<Row>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rows = Vec::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 11 {
+            return Err(format!("{}: short row {line:?}", path.display()));
+        }
+        let class =
+            class_of_key(f[2]).ok_or_else(|| format!("{}: class {:?}", path.display(), f[2]))?;
+        rows.push(Row {
+            class,
+            kernel_error: f[4].to_string(),
+            bpfvet_error: f[6].to_string(),
+            case: f[10].to_string(),
+        });
+    }
+    Ok(rows)
+}
+
+/// REPORT.md: counts per batch and in total, then every distinct
+/// disagreement (class and cause) with its count and a case file.
+pub fn report(cfg: &Config) -> std::result::Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# bpfvet verifier vs host kernel: fuzz batches\n\n{} batches of {} programs, base seed {:#x}, swarm testing {}.\n",
+        cfg.batches,
+        cfg.size,
+        cfg.base_seed,
+        if cfg.swarm { "on" } else { "off" }
+    );
+    let mut head = "| batch | seed | features |".to_string();
+    let mut rule = "|---|---|---|".to_string();
+    for c in Class::ALL {
+        let _ = write!(head, " {} |", class_key(c));
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    let mut totals: BTreeMap<Class, usize> = BTreeMap::new();
+    let mut causes: BTreeMap<(Class, String), (usize, String)> = BTreeMap::new();
+    let mut done = 0;
+    for k in 0..cfg.batches {
+        let Ok(rows) = read_tsv(&cfg.tsv(k)) else {
+            continue;
+        };
+        done += 1;
+        let mut line = format!(
+            "| {k} | {:#x} | {} |",
+            batch_seed(cfg.base_seed, k),
+            cfg.features(k).names()
+        );
+        for c in Class::ALL {
+            let n = rows.iter().filter(|r| r.class == c).count();
+            *totals.entry(c).or_default() += n;
+            let _ = write!(line, " {n} |");
+        }
+        let _ = writeln!(out, "{line}");
+        for r in rows {
+            if r.class == Class::Agree {
+                continue;
+            }
+            let key = match r.class {
+                Class::Unsound | Class::KernelRefused => cause_group(&r.kernel_error),
+                Class::Overstrict => cause_group(&r.bpfvet_error),
+                _ => cause_group(&format!("{} | {}", r.kernel_error, r.bpfvet_error)),
+            };
+            let e = causes.entry((r.class, key)).or_default();
+            e.0 += 1;
+            if e.1.is_empty() && !r.case.is_empty() {
+                e.1 = r.case;
+            }
+        }
+    }
+    let mut line = "| **total** | | |".to_string();
+    for c in Class::ALL {
+        let _ = write!(line, " {} |", totals.get(&c).copied().unwrap_or(0));
+    }
+    let _ = writeln!(
+        out,
+        "{line}\n\n{done} of {} batches finished.\n",
+        cfg.batches
+    );
+    let _ = writeln!(
+        out,
+        "## Disagreements by cause\n\nCause: the kernel's error for unsound accepts and kernel refusals, bpfvet's for overstrict rejections, `kernel | bpfvet` otherwise (numbers blanked). The case file (under `cases/`) is the minimised first program of that cause in some batch.\n\n| class | programs | cause | case |\n|---|---:|---|---|"
+    );
+    let mut sorted: Vec<_> = causes.into_iter().collect();
+    sorted.sort_by_key(|((c, _), (n, _))| (*c, std::cmp::Reverse(*n)));
+    for ((c, key), (n, case)) in sorted {
+        let _ = writeln!(
+            out,
+            "| {} | {n} | `{}` | {} |",
+            class_key(c),
+            key.replace('|', "\\|").replace('`', "'"),
+            case
+        );
+    }
+    Ok(out)
+}
