@@ -70,6 +70,8 @@ fn object(maps: Vec<MapDef>, programs: Vec<Program>) -> Object {
         btf: None,
         unresolved_externs: vec![],
         warnings: Vec::new(),
+        loader: bpfvet_object::Loader::Libbpf,
+        loader_reason: None,
     }
 }
 

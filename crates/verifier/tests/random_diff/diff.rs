@@ -188,6 +188,8 @@ pub fn object(progs: &[GenProgram]) -> Object {
         programs,
         unresolved_externs: Vec::new(),
         warnings: Vec::new(),
+        loader: bpfvet_object::Loader::Libbpf,
+        loader_reason: None,
     }
 }
 
