@@ -160,7 +160,7 @@ pub fn run_batch(
     let work = tempdir()?;
     let mut cpio = Cpio::new();
     let exe = std::env::current_exe().context("finding the bpfvet executable")?;
-    let lib_dirs = vm::add_executable(&mut cpio, &exe).map_err(|e| anyhow!(e))?;
+    let lib_dirs = vm::add_executable(&mut cpio, &exe, &work).map_err(|e| anyhow!(e))?;
     for (i, b) in batch.iter().enumerate() {
         let bytes =
             std::fs::read(&b.path).with_context(|| format!("reading {}", b.path.display()))?;
@@ -210,6 +210,7 @@ pub fn run_batch(
                     "bpfvet: kernel {}: KVM cannot run it here; using QEMU's emulator (TCG)",
                     kernel.label
                 );
+                stats.boots -= 1;
                 continue;
             }
             other => {

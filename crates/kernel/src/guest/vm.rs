@@ -17,10 +17,26 @@ pub const AGENT_PORT: &str = "/dev/ttyS1";
 pub const AGENT_PATH: &str = "/bpfvet";
 
 /// Adds `exe` at [`AGENT_PATH`] with the shared libraries it needs (as
-/// `ldd` lists them, at the same paths). Returns the directories of those
+/// `ldd` lists them, at the same paths); `scratch` is a directory for a
+/// temporary copy. Returns the directories of those
 /// libraries, for the guest's LD_LIBRARY_PATH.
-pub fn add_executable(cpio: &mut Cpio, exe: &Path) -> Result<Vec<String>, String> {
-    let data = std::fs::read(exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+pub fn add_executable(cpio: &mut Cpio, exe: &Path, scratch: &Path) -> Result<Vec<String>, String> {
+    // Without its debug sections the executable is a quarter of the size,
+    // and the guest unpacks it several seconds faster under TCG.
+    let stripped = scratch.join("agent");
+    let data = match Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(exe)
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(s) if s.success() => std::fs::read(&stripped),
+        _ => std::fs::read(exe),
+    }
+    .map_err(|e| format!("{}: {e}", exe.display()))?;
+    let _ = std::fs::remove_file(&stripped);
     cpio.file(AGENT_PATH, 0o755, &data);
     let out = Command::new("ldd")
         .arg(exe)
@@ -110,6 +126,9 @@ fn accelerator() -> &'static str {
     {
         return "tcg";
     }
+    if kvm_known_broken() {
+        return "tcg";
+    }
     match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -117,6 +136,32 @@ fn accelerator() -> &'static str {
     {
         Ok(_) => "kvm",
         Err(_) => "tcg",
+    }
+}
+
+/// A file in the cache naming the host kernel release on which KVM failed
+/// to run a guest, so that later runs there go straight to TCG.
+fn kvm_marker() -> Option<(PathBuf, String)> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    Some((
+        super::image::cache_root()?.join("kvm-broken"),
+        release.trim().to_string(),
+    ))
+}
+
+fn kvm_known_broken() -> bool {
+    kvm_marker().is_some_and(|(path, release)| {
+        std::fs::read_to_string(path).is_ok_and(|t| t.trim() == release)
+    })
+}
+
+fn remember_kvm_broken() {
+    KVM_BROKEN.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some((path, release)) = kvm_marker() {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(path, format!("{release}\n"));
     }
 }
 
@@ -168,6 +213,18 @@ impl Vm {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe. A killed bpfvet takes its
+            // guest with it.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd.spawn().map_err(|e| format!("starting {QEMU}: {e}"))?;
         let mut stdout = child.stdout.take().ok_or("no QEMU stdout")?;
         let mut stderr = child.stderr.take().ok_or("no QEMU stderr")?;
@@ -221,7 +278,7 @@ impl Vm {
             match self.chunks.recv_timeout(left) {
                 Ok(Some(bytes)) => self.queued.extend(self.reader.push(&bytes)),
                 Ok(None) => {
-                    KVM_BROKEN.store(true, std::sync::atomic::Ordering::Relaxed);
+                    remember_kvm_broken();
                     return Event::KvmFailed;
                 }
                 Err(RecvTimeoutError::Timeout) => return Event::Silent,
