@@ -478,7 +478,7 @@ fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
     } else {
         out.yielded = true;
     }
-    prog_types::apply(job.type_rules, &mut obj);
+    prog_types::apply(job.type_rules, &mut obj, &path.to_string_lossy());
     out.progs = (0..obj.programs.len())
         .filter(|&i| {
             job.plan

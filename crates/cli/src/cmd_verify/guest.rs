@@ -33,7 +33,14 @@ pub struct Request {
     pub keep_log: bool,
     /// The guest kernel's build config in the initramfs, for `CONFIG_*`.
     pub kconfig: Option<String>,
+    /// For tests of the recovery: the agent dies (ending the guest) when
+    /// it reaches this program, on the first boot only.
+    #[serde(default)]
+    pub crash_at: Option<usize>,
 }
+
+/// Sets `Request::crash_at` (tests only).
+const CRASH_AT_ENV: &str = "BPFVET_GUEST_CRASH_AT";
 
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub struct RequestObject {
@@ -123,6 +130,9 @@ pub fn build_request(batch: &[BatchObject], opts: &RunOptions, text_programs: bo
         log_size: opts.log_size,
         keep_log: opts.keep_log,
         kconfig: None,
+        crash_at: std::env::var(CRASH_AT_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
     }
 }
 
@@ -489,6 +499,9 @@ fn agent_run(args: &AgentArgs, out: &mut Channel) -> anyhow::Result<()> {
             let n = first + k;
             if n < args.start {
                 continue;
+            }
+            if request.crash_at == Some(n) && args.start == 0 {
+                std::process::abort();
             }
             let row = match &obj {
                 Ok(obj) => verify_one(&mut kernel, o, obj, p, &opts),
