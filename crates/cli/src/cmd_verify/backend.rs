@@ -170,18 +170,17 @@ pub fn kernel_row(file: &str, obj: &Object, idx: usize, r: &ProgramReport, keep_
     row
 }
 
-impl Backend for KernelBackend {
-    fn name(&self) -> &'static str {
-        "kernel"
-    }
-
-    fn verify_object(
+impl KernelBackend {
+    /// One row per program index in `progs`, handed to `each` as soon as
+    /// the kernel gave it (the object's BTF and maps are loaded once).
+    pub fn verify_each(
         &mut self,
         file: &str,
         obj: &Object,
         progs: &[usize],
         opts: &RunOptions,
-    ) -> Vec<Row> {
+        mut each: impl FnMut(Row),
+    ) {
         let session = self.kernel.open_object(obj);
         if let (Some(why), false) = (&session.btf_error, opts.quiet) {
             eprintln!("bpfvet: {file}: the kernel refused the object's BTF ({why}); loading without it, as libbpf does");
@@ -195,13 +194,30 @@ impl Backend for KernelBackend {
         } else if opts.log_level > 0 {
             load.log_size = 16 * 1024 * 1024;
         }
-        progs
-            .iter()
-            .map(|&i| match session.load_program(i, &load) {
+        for &i in progs {
+            each(match session.load_program(i, &load) {
                 Some(r) => kernel_row(file, obj, i, &r, opts.keep_log),
                 None => base_row(file, obj, i),
-            })
-            .collect()
+            });
+        }
+    }
+}
+
+impl Backend for KernelBackend {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn verify_object(
+        &mut self,
+        file: &str,
+        obj: &Object,
+        progs: &[usize],
+        opts: &RunOptions,
+    ) -> Vec<Row> {
+        let mut rows = Vec::with_capacity(progs.len());
+        self.verify_each(file, obj, progs, opts, |r| rows.push(r));
+        rows
     }
 }
 

@@ -7,7 +7,7 @@
 //! guest that dies costs the program it was on (reported as lost, by
 //! name); the next boot goes on after it.
 
-use super::backend::{base_row, Backend, KernelBackend, RunOptions};
+use super::backend::{base_row, KernelBackend, RunOptions};
 use super::row::Row;
 use bpfvet_kernel::guest::{cpio::Cpio, frame, image::GuestKernel, vm};
 use bpfvet_object::Object;
@@ -88,7 +88,7 @@ const BOOT_PATIENCE: Duration = Duration::from_secs(180);
 const PROGRAM_PATIENCE: Duration = Duration::from_secs(600);
 /// Guest memory besides the initramfs (Cilium's preallocated maps need
 /// about this much).
-const BASE_MEMORY_MIB: u64 = 512;
+const BASE_MEMORY_MIB: u64 = 1024;
 
 /// Timings of one guest run, for the user and the benchmarks.
 #[derive(Debug, Default)]
@@ -264,11 +264,11 @@ pub fn run_batch(
                 if next >= slots.len() {
                     break;
                 }
-                let words = guest.last_words(8);
-                let last = words.lines().last().unwrap_or("").trim().to_string();
+                let words = guest.last_words(60);
+                let last = panic_line(&words);
                 let (o, p) = slots[next];
                 let b = &batch[o];
-                let why = format!("{}; last console line: {last}", describe(&event));
+                let why = format!("{}: {last}", describe(&event));
                 eprintln!(
                     "bpfvet: kernel {}: {}/{} lost: {why}",
                     kernel.label, b.name, b.obj.programs[p].name
@@ -297,6 +297,32 @@ pub fn run_batch(
         })
         .collect();
     Ok((rows, stats))
+}
+
+/// The console line that says why a guest died: the panic's reason, an
+/// oops or OOM line, else the last line.
+fn panic_line(console: &str) -> String {
+    let lines: Vec<&str> = console.lines().collect();
+    let strip = |l: &str| {
+        // "[   12.345678] text" -> "text"
+        l.split_once("] ")
+            .filter(|(t, _)| t.trim_start().starts_with('['))
+            .map_or(l, |(_, rest)| rest)
+            .trim()
+            .to_string()
+    };
+    for key in [
+        "Kernel panic",
+        "BUG:",
+        "Out of memory",
+        "Oops",
+        "general protection",
+    ] {
+        if let Some(l) = lines.iter().find(|l| l.contains(key)) {
+            return strip(l);
+        }
+    }
+    lines.last().map_or_else(String::new, |l| strip(l))
 }
 
 fn describe(e: &vm::Event) -> &'static str {
@@ -495,61 +521,84 @@ fn agent_run(args: &AgentArgs, out: &mut Channel) -> anyhow::Result<()> {
                 Object::parse(&bytes, Path::new(&o.name), &load_opts)
                     .map_err(|e| crate::error_text(&e.into()))
             });
+        let mut wanted = Vec::new();
+        let mut obj = match obj {
+            Ok(obj) => obj,
+            Err(why) => {
+                for (k, p) in o.progs.iter().enumerate() {
+                    let n = first + k;
+                    if n >= args.start {
+                        let mut row = Row::new(&o.name, &p.name);
+                        row.set(super::fields::Stat::Verdict, 0);
+                        row.reason = Some(format!("refused: the guest could not read it: {why}"));
+                        out.send("row", &RowFrame { ordinal: n, row });
+                    }
+                }
+                continue;
+            }
+        };
         for (k, p) in o.progs.iter().enumerate() {
             let n = first + k;
             if n < args.start {
                 continue;
             }
-            if request.crash_at == Some(n) && args.start == 0 {
-                std::process::abort();
-            }
-            let row = match &obj {
-                Ok(obj) => verify_one(&mut kernel, o, obj, p, &opts),
-                Err(why) => {
+            match obj.programs.get_mut(p.index).filter(|q| q.name == p.name) {
+                Some(prog) => {
+                    prog.prog_type = bpfvet_isa::uapi::ProgType(p.prog_type);
+                    prog.expected_attach_type = p.attach.map(bpfvet_isa::uapi::AttachType);
+                    prog.prog_flags = p.prog_flags;
+                    wanted.push((n, p.index));
+                }
+                None => {
                     let mut row = Row::new(&o.name, &p.name);
                     row.set(super::fields::Stat::Verdict, 0);
-                    row.reason = Some(format!("refused: the guest could not read it: {why}"));
-                    row
+                    row.reason =
+                        Some("refused: the guest read another program list from the object".into());
+                    out.send("row", &RowFrame { ordinal: n, row });
                 }
-            };
-            out.send("row", &RowFrame { ordinal: n, row });
+            }
         }
+        let indexes: Vec<usize> = wanted.iter().map(|&(_, i)| i).collect();
+        let mut ordinals = wanted.iter().map(|&(n, _)| n);
+        let crash_at = request.crash_at.filter(|_| args.start == 0);
+        if let Some(&(n, _)) = wanted.first() {
+            if crash_at == Some(n) {
+                std::process::abort();
+            }
+        }
+        kernel.verify_each(&o.name, &obj, &indexes, &opts, |row| {
+            let n = ordinals.next().unwrap_or(usize::MAX);
+            out.send("row", &RowFrame { ordinal: n, row });
+            // The next program's load is where a test asks the guest to die.
+            if let Some(&(next, _)) = wanted.iter().find(|&&(m, _)| m > n) {
+                if crash_at == Some(next) {
+                    std::process::abort();
+                }
+            }
+        });
     }
     out.send("done", &());
     Ok(())
 }
 
-fn verify_one(
-    kernel: &mut KernelBackend,
-    o: &RequestObject,
-    obj: &Object,
-    p: &RequestProgram,
-    opts: &RunOptions,
-) -> Row {
-    let same = obj
-        .programs
-        .get(p.index)
-        .is_some_and(|prog| prog.name == p.name);
-    if !same {
-        let mut row = Row::new(&o.name, &p.name);
-        row.set(super::fields::Stat::Verdict, 0);
-        row.reason = Some("refused: the guest read another program list from the object".into());
-        return row;
-    }
-    let mut obj = obj.clone();
-    let prog = &mut obj.programs[p.index];
-    prog.prog_type = bpfvet_isa::uapi::ProgType(p.prog_type);
-    prog.expected_attach_type = p.attach.map(bpfvet_isa::uapi::AttachType);
-    prog.prog_flags = p.prog_flags;
-    kernel
-        .verify_object(&o.name, &obj, &[p.index], opts)
-        .pop()
-        .unwrap_or_else(|| Row::new(&o.name, &p.name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_panic_reason_is_the_line_kept() {
+        let console = "[    1.0] Run /bpfvet as init process\n\
+                       [    9.1] BUG: kernel NULL pointer dereference, address: 0000000000000008\n\
+                       [    9.2] RIP: 0010:foo+0x1/0x2\n\
+                       [    9.3] Kernel panic - not syncing: Fatal exception\n\
+                       [    9.4] Kernel Offset: 0x1 from 0xffffffff81000000\n";
+        assert_eq!(
+            panic_line(console),
+            "Kernel panic - not syncing: Fatal exception"
+        );
+        assert_eq!(panic_line("[ 1.0] a\n[ 2.0] powered off\n"), "powered off");
+        assert_eq!(panic_line(""), "");
+    }
 
     #[test]
     fn version_codes() {
