@@ -180,7 +180,7 @@ mod tests {
     fn path_rules_type_only_the_objects_they_match() {
         let r = parse_rule("*/cilium/*.o\tsched_cls").unwrap();
         assert_eq!(r.path.as_deref(), Some("*/cilium/*.o"));
-        assert!(parse_rule("\txdp").is_err());
+        assert!(parse_rule("*.o\tnonsense").is_err());
         assert!(parse_rule("*.o\tsec=xdp").is_err());
         let rules = vec![r];
         let mut obj = Object::single_program("a", ProgType::UNSPEC, vec![]);
