@@ -165,6 +165,25 @@ fn remember_kvm_broken() {
     }
 }
 
+/// The host's nr_cpu_ids: one past the highest CPU of
+/// /sys/devices/system/cpu/possible (`0-1`, `0-3,8-11`), 1 when unknown,
+/// at most 255 (QEMU's q35 limit without an IOMMU).
+pub fn host_possible_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|t| possible_cpus(&t))
+        .unwrap_or(1)
+        .clamp(1, 255)
+}
+
+fn possible_cpus(list: &str) -> Option<usize> {
+    list.trim()
+        .split(',')
+        .filter_map(|r| r.rsplit('-').next()?.trim().parse::<usize>().ok())
+        .max()
+        .map(|m| m + 1)
+}
+
 pub const QEMU: &str = "qemu-system-x86_64";
 
 /// Why QEMU cannot run here, or None.
@@ -201,7 +220,11 @@ impl Vm {
         cmd.args(["-nodefaults", "-no-reboot", "-display", "none"])
             .args(["-machine", &format!("q35,accel={accel}")])
             .args(["-cpu", if accel == "kvm" { "host" } else { "max" }])
-            .args(["-smp", "1", "-m", &format!("{}M", spec.memory_mib)])
+            // As many CPUs as the host: the verifier bounds
+            // bpf_get_smp_processor_id() by nr_cpu_ids, which changes what
+            // it explores (hotpluggable CPUs, maxcpus, do not count there).
+            .args(["-smp", &host_possible_cpus().to_string()])
+            .args(["-m", &format!("{}M", spec.memory_mib)])
             .arg("-kernel")
             .arg(spec.vmlinuz)
             .arg("-initrd")
@@ -312,6 +335,15 @@ impl Drop for Vm {
 #[cfg(test)]
 mod tests {
     use super::ldd_paths;
+
+    #[test]
+    fn possible_cpu_lists() {
+        use super::possible_cpus;
+        assert_eq!(possible_cpus("0-1\n"), Some(2));
+        assert_eq!(possible_cpus("0"), Some(1));
+        assert_eq!(possible_cpus("0-3,8-11"), Some(12));
+        assert_eq!(possible_cpus(""), None);
+    }
 
     #[test]
     fn ldd_lines_give_the_library_paths() {
