@@ -192,6 +192,9 @@ pub fn run_batch(
     drop(image);
 
     let mut start = 0usize;
+    // A guest that fails to boot once (an emulation hiccup) gets a second
+    // chance; twice is an error.
+    let mut retried_boot = false;
     while start < slots.len() {
         let spec = vm::BootSpec {
             vmlinuz: &kernel.vmlinuz,
@@ -220,6 +223,17 @@ pub fn run_batch(
                     "bpfvet: kernel {}: KVM cannot run it here; using QEMU's emulator (TCG)",
                     kernel.label
                 );
+                stats.boots -= 1;
+                continue;
+            }
+            other if !retried_boot => {
+                let why = panic_line(&guest.last_words(60));
+                eprintln!(
+                    "bpfvet: kernel {} did not start the agent ({}: {why}); booting again",
+                    kernel.label,
+                    describe(&other)
+                );
+                retried_boot = true;
                 stats.boots -= 1;
                 continue;
             }

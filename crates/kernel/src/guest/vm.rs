@@ -218,7 +218,18 @@ impl Vm {
         cmdline.extend(spec.args.iter().cloned());
         let mut cmd = Command::new(QEMU);
         cmd.args(["-nodefaults", "-no-reboot", "-display", "none"])
-            .args(["-machine", &format!("q35,accel={accel}")])
+            .args(["-machine", "q35"])
+            // One host thread runs all vCPUs under TCG: the kernel patches
+            // its own code at boot (static calls, alternatives), which
+            // multi-threaded TCG with several vCPUs can catch half done.
+            .args([
+                "-accel",
+                if accel == "kvm" {
+                    "kvm"
+                } else {
+                    "tcg,thread=single"
+                },
+            ])
             .args(["-cpu", if accel == "kvm" { "host" } else { "max" }])
             // As many CPUs as the host: the verifier bounds
             // bpf_get_smp_processor_id() by nr_cpu_ids, which changes what
