@@ -175,7 +175,7 @@ fn open(path: &Path, type_rules: &[prog_types::ProgTypeRule]) -> anyhow::Result<
     opts.preload_target()
         .context("reading the CO-RE target BTF")?;
     let mut obj = bpfvet_object::Object::parse(&bytes, path, &opts)?;
-    prog_types::apply(type_rules, &mut obj);
+    prog_types::apply(type_rules, &mut obj, &path.to_string_lossy());
     bpfvet_verifier::preload_kernel_btf();
     Ok(obj)
 }

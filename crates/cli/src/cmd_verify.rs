@@ -7,7 +7,9 @@ mod compare;
 mod csv_io;
 mod fields;
 pub(crate) mod filter;
+pub(crate) mod guest;
 pub(crate) mod input;
+mod matrix;
 mod output;
 pub(crate) mod prog_types;
 mod row;
@@ -15,6 +17,7 @@ mod sort;
 
 use anyhow::{bail, Context};
 use backend::{Backend, BackendKind, BpfvetBackend, KernelBackend, RunOptions};
+use bpfvet_kernel::guest::image::{self, GuestKernel, KernelSpec};
 use compare::Joined;
 use fields::{Stat, StatSpec};
 use filter::Filters;
@@ -30,9 +33,18 @@ pub struct Args {
     /// Object files, or directories searched for *.o; CSV files with -C/-R.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Which verifier produces the figures [default: bpfvet].
-    #[arg(long, value_enum)]
-    backend: Option<BackendKind>,
+    /// Which verifier produces the figures [default: bpfvet]: bpfvet,
+    /// kernel (the host's), both; kernel=K or both=K for another kernel
+    /// booted under QEMU: a Debian kernel version (6.1, 6.12, 6.18),
+    /// fetched once into ~/.cache/bpfvet/kernels, or a vmlinuz path.
+    #[arg(long, value_parser = backend::parse_choice)]
+    backend: Option<backend::Choice>,
+    /// One row per program with the verdict and processed insns of each
+    /// listed kernel (host, a Debian version, a vmlinuz path; bpfvet for
+    /// bpfvet's own verifier), the first kernel that accepts it and the
+    /// error texts that differ. Exit status 1 if any kernel rejects.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["backend", "compare", "replay"])]
+    kernels: Vec<String>,
     /// Stats to emit, comma-separated veristat names (file, prog, verdict,
     /// duration, insns, states, peak_states, max_states_per_insn, mark_read,
     /// prog_size, prog_size_jited, stack_depth, prog_type, attach_type,
@@ -489,7 +501,7 @@ fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
     } else {
         out.yielded = true;
     }
-    prog_types::apply(job.type_rules, &mut obj);
+    prog_types::apply(job.type_rules, &mut obj, &path.to_string_lossy());
     out.progs = (0..obj.programs.len())
         .filter(|&i| {
             job.plan
@@ -508,7 +520,11 @@ fn verify_file(job: &FileJob, input: &input::Input) -> FileOutcome {
 }
 
 fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
-    let kind = args.backend.unwrap_or(DEFAULT_BACKEND);
+    let choice = args.backend.clone().unwrap_or(backend::Choice {
+        kind: DEFAULT_BACKEND,
+        kernel: None,
+    });
+    let kind = choice.kind;
     let columns = verify_columns(plan, kind);
     let opts = RunOptions {
         log_level: args.log_level.unwrap_or(if args.verbose { 1 } else { 0 }),
@@ -519,13 +535,14 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         max_memory: args.max_memory,
     };
     let measure_mem = columns.contains(&Stat::MemPeak);
-    let use_bpfvet = matches!(kind, BackendKind::Bpfvet | BackendKind::Both);
-    let mut kernel = match kind {
-        BackendKind::Kernel | BackendKind::Both => {
-            Some(KernelBackend::open(measure_mem, args.quiet)?)
-        }
-        BackendKind::Bpfvet => None,
+    let sides = verifier_sides(args, &choice)?;
+    let use_bpfvet = sides.contains(&Side::Bpfvet);
+    let mut kernel = if sides.contains(&Side::Host) {
+        Some(KernelBackend::open(measure_mem, args.quiet)?)
+    } else {
+        None
     };
+    let guests = resolve_guests(&sides, args.quiet)?;
 
     let inputs = input::expand_inputs(&args.paths)?;
     let mut type_rules = args.prog_type.clone();
@@ -572,8 +589,9 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         type_rules: &type_rules,
         opts: &opts,
         bpfvet: use_bpfvet,
-        kernel: kernel.is_some(),
+        kernel: kernel.is_some() || !guests.is_empty(),
     };
+    let mut batch: Vec<guest::BatchObject> = Vec::new();
     let pool = thread_pool(job_count(args.jobs))?;
     let mut bpfvet_rows: Vec<Row> = Vec::new();
     let mut kernel_rows: Vec<Row> = Vec::new();
@@ -641,10 +659,49 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
                 report_rows(&rows, k.name(), &input.path);
                 kernel_rows.extend(rows);
             }
+            if let (false, Some(obj)) = (guests.is_empty(), out.obj) {
+                batch.push(guest::BatchObject {
+                    name: input::display_name(&input.path),
+                    path: input.path.clone(),
+                    obj,
+                    progs: out.progs,
+                });
+            }
         },
     );
-    if let Some(bar) = progress {
+    if let Some(bar) = &progress {
         bar.finish_and_clear();
+    }
+    // Guests verify the whole batch in one boot each, after the host.
+    let mut guest_rows: Vec<Vec<Row>> = Vec::new();
+    for g in &guests {
+        let (rows, stats) = guest::run_batch(g, &batch, &opts, object_opts.text_programs)?;
+        // Worded as the host kernel's rows are, so tools reading stderr
+        // need not know which kernel it was.
+        let label = "kernel";
+        for r in &rows {
+            let path = batch
+                .iter()
+                .find(|b| b.name == r.file)
+                .map_or_else(|| std::path::PathBuf::from(&r.file), |b| b.path.clone());
+            report_rows(std::slice::from_ref(r), label, &path);
+        }
+        note(format!(
+            "bpfvet: kernel {} ({}, {}): {} programs in {} boot(s); boot {:.1} s, verifying {:.1} s{}",
+            g.label,
+            stats.release,
+            stats.accel,
+            rows.len(),
+            stats.boots,
+            stats.boot_time.as_secs_f64(),
+            stats.verify_time.as_secs_f64(),
+            if stats.lost.is_empty() {
+                String::new()
+            } else {
+                format!("; lost: {}", stats.lost.join(", "))
+            }
+        ));
+        guest_rows.push(rows);
     }
     for (i, path) in args.paths.iter().enumerate() {
         if !yielded[i] && !errored[i] {
@@ -657,6 +714,34 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         }
     }
 
+    if !args.kernels.is_empty() {
+        let mut guest_rows = guest_rows.into_iter();
+        let mut bpfvet_rows = Some(bpfvet_rows);
+        let mut kernel_rows = Some(kernel_rows);
+        let matrix: Vec<matrix::Side> = sides
+            .iter()
+            .map(|s| matrix::Side {
+                label: s.label(),
+                rows: match s {
+                    Side::Bpfvet => bpfvet_rows.take().unwrap_or_default(),
+                    Side::Host => kernel_rows.take().unwrap_or_default(),
+                    Side::Guest(_) => guest_rows.next().unwrap_or_default(),
+                },
+            })
+            .collect();
+        let any_failed = matrix.iter().any(|s| s.rows.iter().any(|r| !r.succeeded()));
+        let mut out = std::io::stdout().lock();
+        matrix::write(&mut out, plan.format, &matrix)?;
+        out.flush()?;
+        return Ok(ExitCode::from(if load_errors > 0 {
+            2
+        } else {
+            any_failed as u8
+        }));
+    }
+    if let Some(rows) = guest_rows.pop() {
+        kernel_rows = rows;
+    }
     let all = bpfvet_rows.iter().chain(&kernel_rows);
     let any_failed = all.clone().any(|r| !r.succeeded());
     let internal_errors = all
@@ -695,6 +780,81 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
     } else {
         any_failed as u8
     }))
+}
+
+/// A verifier whose rows are shown: bpfvet's, the host kernel's, or a
+/// kernel booted under QEMU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Side {
+    Bpfvet,
+    Host,
+    Guest(KernelSpec),
+}
+
+impl Side {
+    fn label(&self) -> String {
+        match self {
+            Side::Bpfvet => matrix::BPFVET.into(),
+            Side::Host => "host".into(),
+            Side::Guest(k) => k.label(),
+        }
+    }
+}
+
+/// The sides `--backend` or `--kernels` asks for, in order.
+fn verifier_sides(args: &Args, choice: &backend::Choice) -> anyhow::Result<Vec<Side>> {
+    if !args.kernels.is_empty() {
+        let mut sides = Vec::new();
+        for k in &args.kernels {
+            let side = match k.trim() {
+                matrix::BPFVET => Side::Bpfvet,
+                k => match KernelSpec::parse(k).map_err(anyhow::Error::msg)? {
+                    KernelSpec::Host => Side::Host,
+                    spec => Side::Guest(spec),
+                },
+            };
+            if sides.contains(&side) {
+                bail!("--kernels lists '{}' twice", side.label());
+            }
+            sides.push(side);
+        }
+        return Ok(sides);
+    }
+    let kernel = match &choice.kernel {
+        Some(spec) => Side::Guest(spec.clone()),
+        None => Side::Host,
+    };
+    Ok(match choice.kind {
+        BackendKind::Bpfvet => vec![Side::Bpfvet],
+        BackendKind::Kernel => vec![kernel],
+        BackendKind::Both => vec![Side::Bpfvet, kernel],
+    })
+}
+
+/// The images of the guest sides, fetched into the cache when missing.
+fn resolve_guests(sides: &[Side], quiet: bool) -> anyhow::Result<Vec<GuestKernel>> {
+    let specs: Vec<&KernelSpec> = sides
+        .iter()
+        .filter_map(|s| match s {
+            Side::Guest(k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(why) = bpfvet_kernel::guest::vm::qemu_unavailable() {
+        bail!("kernel backend unavailable: {why}");
+    }
+    let note = |m: &str| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    };
+    specs
+        .into_iter()
+        .map(|k| image::resolve(k, &note).map_err(|e| anyhow::anyhow!("kernel {}: {e}", k.label())))
+        .collect()
 }
 
 const BOTH_SIDES: SideNames = SideNames {

@@ -58,6 +58,9 @@ enum Command {
     Bench(cmd_bench::Args),
     /// The bpf_conformance plugin protocol: program on stdin, r0 on stdout.
     ConformancePlugin(cmd_conformance::Args),
+    /// Init of a guest kernel booted by `verify --backend kernel=VERSION`.
+    #[command(hide = true)]
+    GuestAgent(cmd_verify::guest::AgentArgs),
 }
 
 /// The command line with `conformance-plugin` first, wherever the
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd_test::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::ConformancePlugin(a) => cmd_conformance::run(a),
+        Command::GuestAgent(a) => cmd_verify::guest::agent(a),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,12 @@ use bpfvet_object::btf::{Btf, Kind};
 /// For tp_btf the `btf_trace_<tp>` typedef, for iter the `bpf_iter_<name>`
 /// function, for lsm the `bpf_lsm_<hook>` function, else the function itself.
 pub fn attach_target_id(vmlinux: &Btf, section: &str, target: &str) -> Option<u32> {
-    let prefix = section.split('/').next().unwrap_or("");
+    // A leading '?' only turns autoload off (libbpf strips it first).
+    let prefix = section
+        .trim_start_matches('?')
+        .split('/')
+        .next()
+        .unwrap_or("");
     match prefix {
         "tp_btf" => vmlinux.find_by_name_kind(&format!("btf_trace_{target}"), Kind::Typedef),
         "iter" | "iter.s" => vmlinux.find_by_name_kind(&format!("bpf_iter_{target}"), Kind::Func),
@@ -36,5 +41,9 @@ mod tests {
         let it = attach_target_id(&btf, "iter/task", "task").unwrap();
         assert_eq!(btf.name_of(it), "bpf_iter_task");
         assert_eq!(attach_target_id(&btf, "fentry/x", "no_such_fn_here"), None);
+        let quiet = attach_target_id(&btf, "?tp_btf/sched_switch", "sched_switch");
+        assert_eq!(quiet, Some(tp));
+        let lsm = attach_target_id(&btf, "?lsm/bpf", "bpf").unwrap();
+        assert_eq!(btf.name_of(lsm), "bpf_lsm_bpf");
     }
 }

@@ -15,6 +15,7 @@
 //! [`Object`]: bpfvet_object::Object
 
 pub mod attach_target;
+pub mod guest;
 pub mod log_stats;
 pub mod map;
 pub mod mem_peak;

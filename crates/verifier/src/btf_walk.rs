@@ -409,6 +409,12 @@ impl Env<'_> {
             return Ok(Reg::unknown_scalar());
         };
         let tname = btf.name_of(reg.aux);
+        // Kernel memory is the GPL's: checked before anything else.
+        if !crate::check_call::license_is_gpl(&self.obj.license) {
+            return self.err(format!(
+                "Cannot access kernel 'struct {tname}' from non-GPL compatible program"
+            ));
+        }
         if off < 0 {
             return self.err(format!(
                 "R{regno} is ptr_{tname} invalid negative access: off={off}"

@@ -24,6 +24,7 @@ use crate::explore::Env;
 use crate::helpers::kfuncs::{kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{RefKind, RefState};
+use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_isa::Insn;
 use bpfvet_object::btf::{Btf, BtfType, Kind, Param};
 
@@ -350,7 +351,25 @@ impl Env<'_> {
                         ));
                     }
                 }
-                PtrArg::Iter => self.process_iter_arg(btf, regno, &args[i], meta)?,
+                PtrArg::Iter => {
+                    // Walking a cgroup's tasks takes css_set_lock: only
+                    // where the kernel knows it may (check_css_task_iter_allowlist).
+                    let css_task_iter_allowed = match self.prog.prog_type {
+                        ProgType::LSM => true,
+                        ProgType::TRACING
+                            if self.prog.expected_attach_type == Some(AttachType::TRACE_ITER) =>
+                        {
+                            true
+                        }
+                        _ => self.cur.in_sleepable,
+                    };
+                    if meta.name == "bpf_iter_css_task_new" && !css_task_iter_allowed {
+                        return self.err(
+                            "css_task_iter is only allowed in bpf_lsm, bpf_iter and sleepable progs",
+                        );
+                    }
+                    self.process_iter_arg(btf, regno, &args[i], meta)?
+                }
                 PtrArg::BtfId => {
                     if trusted || rcu {
                         let is_trusted = reg.ref_obj_id != 0

@@ -191,6 +191,7 @@ fn verify_with(
     let result = unmodelled::loader_refusal(prog)
         .and_then(|()| unmodelled::prog_type(prog))
         .and_then(|()| unmodelled::prog_flags(prog))
+        .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| unmodelled::maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))

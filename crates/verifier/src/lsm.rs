@@ -80,6 +80,39 @@ pub fn check_attach(
     Ok(())
 }
 
+/// The first check of a tracing or LSM program's target: it must have
+/// one (a bare `SEC("fentry")` gets it from a loader call at run time, and
+/// the kernel rejects the load without it). A sleepable fentry, fexit or
+/// fmod_ret program may only attach to a function of the kernel's
+/// error-injection list (a build option: Debian's kernels have none) or
+/// of its sleepable modify-return set, which bpfvet cannot see: refused.
+pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
+    if prog.prog_type != ProgType::TRACING && prog.prog_type != ProgType::LSM {
+        return Ok(());
+    }
+    let Some(target) = prog.attach_target.as_deref() else {
+        return Err(VerifyError::new(
+            None,
+            "Tracing programs must provide btf_id".into(),
+        ));
+    };
+    let kind = match prog.expected_attach_type {
+        Some(AttachType::TRACE_FENTRY) => "fentry",
+        Some(AttachType::TRACE_FEXIT) => "fexit",
+        Some(AttachType::MODIFY_RETURN) => "fmod_ret",
+        _ => return Ok(()),
+    };
+    if prog.prog_type == ProgType::TRACING && prog.sleepable {
+        return Err(VerifyError::unsupported(
+            None,
+            format!(
+                "whether a sleepable {kind} program may attach to {target} (the kernel's error-injection list)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What R0 must hold when an LSM program exits.
 pub enum LsmReturn {
     /// Void hook of a plain LSM program: nothing, R0 need not be set.
@@ -129,4 +162,58 @@ pub fn return_rule(prog: &bpfvet_object::Program) -> Result<LsmReturn, VerifyErr
             }
         },
     )
+}
+
+#[cfg(test)]
+mod attach_target_tests {
+    use super::*;
+    use bpfvet_object::Object;
+
+    fn tracing(section: &str, attach: AttachType, target: Option<&str>, sleepable: bool) -> Object {
+        let mut obj = Object::single_program("p", ProgType::TRACING, vec![]);
+        let p = &mut obj.programs[0];
+        p.section = section.into();
+        p.expected_attach_type = Some(attach);
+        p.attach_target = target.map(Into::into);
+        p.sleepable = sleepable;
+        obj
+    }
+
+    #[test]
+    fn a_tracing_program_without_target_is_rejected_as_the_kernel_does() {
+        let obj = tracing("fentry", AttachType::TRACE_FENTRY, None, false);
+        let e = check_attach_target(&obj.programs[0]).unwrap_err();
+        assert_eq!(e.msg, "Tracing programs must provide btf_id");
+        assert!(!e.unsupported);
+        let obj = tracing("fentry/foo", AttachType::TRACE_FENTRY, Some("foo"), false);
+        assert!(check_attach_target(&obj.programs[0]).is_ok());
+    }
+
+    #[test]
+    fn only_sleepable_fentry_fexit_fmod_ret_are_refused() {
+        let obj = tracing("fentry.s/foo", AttachType::TRACE_FENTRY, Some("foo"), true);
+        assert!(
+            check_attach_target(&obj.programs[0])
+                .unwrap_err()
+                .unsupported
+        );
+        let obj = tracing(
+            "fmod_ret.s/foo",
+            AttachType::MODIFY_RETURN,
+            Some("foo"),
+            true,
+        );
+        assert!(
+            check_attach_target(&obj.programs[0])
+                .unwrap_err()
+                .unsupported
+        );
+        let obj = tracing(
+            "iter.s/task",
+            AttachType::TRACE_ITER,
+            Some("bpf_iter_task"),
+            true,
+        );
+        assert!(check_attach_target(&obj.programs[0]).is_ok());
+    }
 }

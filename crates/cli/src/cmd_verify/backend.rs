@@ -4,6 +4,7 @@
 
 use super::fields::Stat;
 use super::row::{Rejection, Row};
+use bpfvet_kernel::guest::image::KernelSpec;
 use bpfvet_kernel::{Kernel, LoadOptions, ProgramReport, Verdict as KVerdict};
 use bpfvet_object::Object;
 
@@ -12,6 +13,36 @@ pub enum BackendKind {
     Bpfvet,
     Kernel,
     Both,
+}
+
+/// `--backend`: which verifiers, and for the kernel side which kernel
+/// (None: the host's, through bpf(2) directly).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    pub kind: BackendKind,
+    pub kernel: Option<KernelSpec>,
+}
+
+/// `bpfvet`, `kernel`, `both`, `kernel=K`, `both=K` (K as `--kernels`
+/// takes it; `kernel=host` is plain `kernel`).
+pub fn parse_choice(text: &str) -> Result<Choice, String> {
+    let (name, kernel) = match text.split_once('=') {
+        Some((n, k)) => (n, Some(KernelSpec::parse(k)?)),
+        None => (text, None),
+    };
+    let kind = match name {
+        "bpfvet" if kernel.is_none() => BackendKind::Bpfvet,
+        "bpfvet" => return Err("bpfvet takes no kernel (kernel=K or both=K do)".into()),
+        "kernel" => BackendKind::Kernel,
+        "both" => BackendKind::Both,
+        _ => {
+            return Err(format!(
+                "unknown backend '{name}' (bpfvet, kernel, both, kernel=VERSION, both=VERSION)"
+            ))
+        }
+    };
+    let kernel = kernel.filter(|k| *k != KernelSpec::Host);
+    Ok(Choice { kind, kernel })
 }
 
 #[derive(Clone, Debug, Default)]
@@ -42,7 +73,7 @@ pub trait Backend {
 }
 
 /// Fills the stats every backend knows from the object itself.
-fn base_row(file: &str, obj: &Object, idx: usize) -> Row {
+pub fn base_row(file: &str, obj: &Object, idx: usize) -> Row {
     let p = &obj.programs[idx];
     let mut row = Row::new(file, &p.name);
     row.set(Stat::ProgSize, p.insns.len() as i64);
@@ -139,18 +170,17 @@ pub fn kernel_row(file: &str, obj: &Object, idx: usize, r: &ProgramReport, keep_
     row
 }
 
-impl Backend for KernelBackend {
-    fn name(&self) -> &'static str {
-        "kernel"
-    }
-
-    fn verify_object(
+impl KernelBackend {
+    /// One row per program index in `progs`, handed to `each` as soon as
+    /// the kernel gave it (the object's BTF and maps are loaded once).
+    pub fn verify_each(
         &mut self,
         file: &str,
         obj: &Object,
         progs: &[usize],
         opts: &RunOptions,
-    ) -> Vec<Row> {
+        mut each: impl FnMut(Row),
+    ) {
         let session = self.kernel.open_object(obj);
         if let (Some(why), false) = (&session.btf_error, opts.quiet) {
             eprintln!("bpfvet: {file}: the kernel refused the object's BTF ({why}); loading without it, as libbpf does");
@@ -164,9 +194,8 @@ impl Backend for KernelBackend {
         } else if opts.log_level > 0 {
             load.log_size = 16 * 1024 * 1024;
         }
-        progs
-            .iter()
-            .map(|&i| match session.load_program(i, &load) {
+        for &i in progs {
+            each(match session.load_program(i, &load) {
                 Some(r) => {
                     let mut row = kernel_row(file, obj, i, &r, opts.keep_log);
                     if let Some(rejection) = &mut row.rejection {
@@ -178,8 +207,26 @@ impl Backend for KernelBackend {
                     row
                 }
                 None => base_row(file, obj, i),
-            })
-            .collect()
+            });
+        }
+    }
+}
+
+impl Backend for KernelBackend {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn verify_object(
+        &mut self,
+        file: &str,
+        obj: &Object,
+        progs: &[usize],
+        opts: &RunOptions,
+    ) -> Vec<Row> {
+        let mut rows = Vec::with_capacity(progs.len());
+        self.verify_each(file, obj, progs, opts, |r| rows.push(r));
+        rows
     }
 }
 
@@ -312,5 +359,37 @@ impl Backend for BpfvetBackend {
                 row
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_choices() {
+        let c = |t| parse_choice(t);
+        assert_eq!(
+            c("kernel"),
+            Ok(Choice {
+                kind: BackendKind::Kernel,
+                kernel: None
+            })
+        );
+        assert_eq!(c("kernel=host"), c("kernel"));
+        assert_eq!(
+            c("both=6.18"),
+            Ok(Choice {
+                kind: BackendKind::Both,
+                kernel: Some(KernelSpec::Version("6.18".into()))
+            })
+        );
+        assert_eq!(
+            c("kernel=/boot/vmlinuz-x").unwrap().kernel,
+            Some(KernelSpec::Path("/boot/vmlinuz-x".into()))
+        );
+        assert!(c("bpfvet=6.18").is_err());
+        assert!(c("kernel=six").is_err());
+        assert!(c("qemu").is_err());
     }
 }

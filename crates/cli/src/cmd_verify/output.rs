@@ -89,6 +89,31 @@ fn print_table(out: &mut impl Write, cols: &[Column], closing: bool) -> io::Resu
     Ok(())
 }
 
+/// A table of text cells, every column left-aligned but numbers.
+pub fn write_text_table(
+    out: &mut impl Write,
+    headers: &[String],
+    rows: &[Vec<String>],
+) -> io::Result<()> {
+    let cols: Vec<Column> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let cells: Vec<String> = rows.iter().map(|r| r[i].clone()).collect();
+            let numeric = cells
+                .iter()
+                .all(|c| c == MISSING || c.parse::<i64>().is_ok());
+            Column {
+                header: h.clone(),
+                header_left: true,
+                left: !numeric,
+                cells,
+            }
+        })
+        .collect();
+    print_table(out, &cols, true)
+}
+
 pub fn write_rows(
     out: &mut impl Write,
     fmt: Format,

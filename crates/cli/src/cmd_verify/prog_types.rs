@@ -2,7 +2,9 @@
 //! as a loader's caller does with bpf_program__set_type. `TYPE` types every
 //! program whose section names none; `SECTION_GLOB=TYPE[:ATTACH]` types the
 //! programs of matching sections (Cilium's `2/7` tail calls, OVS's
-//! `tail-32`, an unknown `mysec`), whatever their section says.
+//! `tail-32`, an unknown `mysec`), whatever their section says;
+//! `PATH_GLOB<TAB>TYPE` (the corpus's prog_types.tsv) types the programs
+//! whose section names none in objects whose path matches.
 
 use super::filter::glob_matches;
 use anyhow::Context;
@@ -14,6 +16,8 @@ use std::path::Path;
 pub struct ProgTypeRule {
     /// None: the rule types programs whose section names no type.
     pub section: Option<String>,
+    /// With no section: only objects whose path matches this glob.
+    pub path: Option<String>,
     pub prog_type: ProgType,
     pub attach: Option<AttachType>,
 }
@@ -21,6 +25,14 @@ pub struct ProgTypeRule {
 /// `TYPE` or `SECTION_GLOB=TYPE[:ATTACH]`, with libbpf's type and attach
 /// type names (`sched_cls`, `xdp`, `cgroup_inet_ingress`, ...).
 pub fn parse_rule(text: &str) -> Result<ProgTypeRule, String> {
+    if let Some((path, spec)) = text.trim().split_once('\t') {
+        let mut rule = parse_rule(spec)?;
+        if rule.section.is_some() || path.trim().is_empty() {
+            return Err(format!("'{text}': expected PATH_GLOB<TAB>TYPE"));
+        }
+        rule.path = Some(path.trim().to_owned());
+        return Ok(rule);
+    }
     let text = text.trim();
     let (section, spec) = match text.rsplit_once('=') {
         Some((glob, spec)) if !glob.is_empty() => (Some(glob.to_owned()), spec),
@@ -46,6 +58,7 @@ pub fn parse_rule(text: &str) -> Result<ProgTypeRule, String> {
     };
     Ok(ProgTypeRule {
         section,
+        path: None,
         prog_type,
         attach,
     })
@@ -81,7 +94,7 @@ pub fn types_text(rules: &[ProgTypeRule]) -> bool {
 /// Types the programs of `obj`: the first section rule whose glob matches
 /// the section wins; otherwise the first plain rule types a program whose
 /// section names none.
-pub fn apply(rules: &[ProgTypeRule], obj: &mut Object) {
+pub fn apply(rules: &[ProgTypeRule], obj: &mut Object, path: &str) {
     for p in obj.programs.iter_mut() {
         let by_section = rules.iter().find(|r| {
             r.section
@@ -90,7 +103,12 @@ pub fn apply(rules: &[ProgTypeRule], obj: &mut Object) {
         });
         let rule = by_section.or_else(|| {
             (p.prog_type == ProgType::UNSPEC)
-                .then(|| rules.iter().find(|r| r.section.is_none()))
+                .then(|| {
+                    rules.iter().find(|r| {
+                        r.section.is_none()
+                            && r.path.as_deref().is_none_or(|g| glob_matches(path, g))
+                    })
+                })
                 .flatten()
         });
         let Some(rule) = rule else { continue };
@@ -112,6 +130,7 @@ mod tests {
             parse_rule("sched_cls").unwrap(),
             ProgTypeRule {
                 section: None,
+                path: None,
                 prog_type: ProgType::SCHED_CLS,
                 attach: None
             }
@@ -146,7 +165,7 @@ mod tests {
             parse_rule("2/*=sched_act").unwrap(),
             parse_rule("sched_cls").unwrap(),
         ];
-        apply(&rules, &mut obj);
+        apply(&rules, &mut obj, "x.o");
         let types: Vec<_> = obj.programs.iter().map(|p| p.prog_type).collect();
         assert_eq!(
             types,
@@ -155,5 +174,19 @@ mod tests {
         assert_eq!(obj.programs[1].expected_attach_type, Some(AttachType::XDP));
         assert!(types_text(&[parse_rule(".text=xdp").unwrap()]));
         assert!(!types_text(&rules));
+    }
+
+    #[test]
+    fn path_rules_type_only_the_objects_they_match() {
+        let r = parse_rule("*/cilium/*.o\tsched_cls").unwrap();
+        assert_eq!(r.path.as_deref(), Some("*/cilium/*.o"));
+        assert!(parse_rule("*.o\tnonsense").is_err());
+        assert!(parse_rule("*.o\tsec=xdp").is_err());
+        let rules = vec![r];
+        let mut obj = Object::single_program("a", ProgType::UNSPEC, vec![]);
+        apply(&rules, &mut obj, "corpus/ovs/datapath.o");
+        assert_eq!(obj.programs[0].prog_type, ProgType::UNSPEC);
+        apply(&rules, &mut obj, "corpus/cilium/bpf_lxc.o");
+        assert_eq!(obj.programs[0].prog_type, ProgType::SCHED_CLS);
     }
 }

@@ -9,7 +9,7 @@ use bpfvet_isa::uapi::{AttachType, ProgType};
 /// reason.
 pub const REFUSED: &str = "refused";
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     pub file: String,
     pub prog: String,
@@ -25,7 +25,7 @@ pub struct Row {
 
 /// A verifier's rejection: its error line and, where known, the
 /// instruction and the C source line (from line_info) it concerns.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
     pub error: String,
     /// The verifier's line before the error naming what failed (which
