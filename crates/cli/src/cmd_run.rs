@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bpfvet_isa::uapi::ProgType;
-use bpfvet_vm::{test_run_with, Engine, Interpreter, Jit, TestRunInput, Vm, VmError};
+use bpfvet_vm::{
+    test_run_threads, test_run_with, Engine, Interpreter, Jit, TestRunInput, TestRunOutput, Vm,
+    VmError,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,6 +41,11 @@ pub struct Args {
     /// interpreter, with a note saying why).
     #[arg(long)]
     pub jit: bool,
+    /// Run on N OS threads at once against the same maps, thread i being
+    /// CPU i (its slot of per-CPU maps, bpf_get_smp_processor_id); each
+    /// makes --repeat runs. Prints each thread's and the total runs/s.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -112,31 +120,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
-    let vm = Vm::load(&obj)?;
-    let jit = args.jit.then(|| Jit::compile(&vm));
-    let engine: &dyn Engine = match &jit {
-        Some(jit) => {
-            match jit.declined(idx) {
-                Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
-                None => eprintln!("note: running native code from the JIT"),
-            }
-            jit
-        }
-        None => &Interpreter,
-    };
+    // A machine with a CPU per thread, and at least the host's (so a
+    // one-thread run sees per-CPU maps as the kernel's).
+    let vm = Vm::load_cpus(&obj, bpfvet_maps::possible_cpus().max(args.threads))?;
     let t = vm.programs[idx].prog_type;
-    let out = test_run_with(
-        engine,
-        &vm,
-        idx,
-        &TestRunInput {
-            data: &data,
-            ctx: ctx.as_deref(),
-            repeat: args.repeat,
-        },
-    )
-    .map_err(|e| match e {
-        // Without ctx_in, these types' context pointer is NULL.
+    let input = TestRunInput {
+        data: &data,
+        ctx: ctx.as_deref(),
+        repeat: args.repeat,
+        cpu: 0,
+    };
+    // Without ctx_in, these types' context pointer is NULL.
+    let explain = |e: VmError| match e {
         VmError::OutOfBounds { addr, .. }
             if addr < 0x1000
                 && ctx.is_none()
@@ -148,7 +143,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         }
         e => e.into(),
-    })?;
+    };
+    let out = if args.threads > 1 {
+        run_threaded(&vm, idx, &name, &input, &args, explain)?
+    } else {
+        let jit = args.jit.then(|| Jit::compile(&vm));
+        let engine: &dyn Engine = match &jit {
+            Some(jit) => {
+                match jit.declined(idx) {
+                    Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
+                    None => eprintln!("note: running native code from the JIT"),
+                }
+                jit
+            }
+            None => &Interpreter,
+        };
+        test_run_with(engine, &vm, idx, &input).map_err(explain)?
+    };
     println!("retval: {} {}", out.retval, retval_name(t, out.retval));
     println!(
         "duration: {} ns per run ({} runs)",
@@ -179,6 +190,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         dump_maps(&vm);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--threads`: every thread's figures, then the total; the output
+/// shown after them (retval, data_out, ...) is thread 0's.
+fn run_threaded(
+    vm: &Vm,
+    idx: usize,
+    name: &str,
+    input: &TestRunInput<'_>,
+    args: &Args,
+    explain: impl Fn(VmError) -> anyhow::Error,
+) -> anyhow::Result<TestRunOutput> {
+    let r = test_run_threads(vm, idx, input, args.threads, args.jit).map_err(explain)?;
+    if args.jit {
+        match &r.declined {
+            Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
+            None => eprintln!("note: running native code from the JIT"),
+        }
+    }
+    let runs = args.repeat.max(1);
+    for (cpu, out) in r.per_thread.iter().enumerate() {
+        println!(
+            "thread {cpu} (cpu {cpu}): retval {}, {:.0} runs/s ({} ns per run)",
+            out.retval,
+            1e9 / out.duration_ns.max(1) as f64,
+            out.duration_ns
+        );
+    }
+    println!(
+        "total: {} threads x {runs} runs in {:.3} ms: {:.0} runs/s",
+        args.threads,
+        r.wall_ns as f64 / 1e6,
+        r.total_runs_per_sec(runs)
+    );
+    let mut per_thread = r.per_thread;
+    let mut first = per_thread.swap_remove(0);
+    // Every thread's trace and perf output, in thread order.
+    for other in per_thread {
+        first.output.trace.extend(other.output.trace);
+        first.output.perf_events.extend(other.output.perf_events);
+    }
+    Ok(first)
 }
 
 fn dump_maps(vm: &Vm) {

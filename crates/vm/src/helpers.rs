@@ -148,7 +148,7 @@ impl<'a> Run<'a> {
             HelperId::MAP_LOOKUP_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
-                match m.lookup_elem(key, 0, &self.guard) {
+                match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,
                     Some(p) => {
                         let addr = p.as_ptr() as u64;
@@ -170,7 +170,7 @@ impl<'a> Run<'a> {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
-                match m.update_elem_guarded(key, val, a4, 0, &self.guard) {
+                match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
                     Ok(()) => 0,
                     Err(e) => errno(&e),
                 }
@@ -210,7 +210,7 @@ impl<'a> Run<'a> {
                 clock_ns(clock)
             }
             HelperId::GET_PRANDOM_U32 => prandom() as u64,
-            HelperId::GET_SMP_PROCESSOR_ID => 0,
+            HelperId::GET_SMP_PROCESSOR_ID => self.cpu as u64,
             HelperId::GET_CURRENT_PID_TGID => {
                 // SAFETY: getpid/gettid have no preconditions.
                 let (tgid, tid) = unsafe { (libc::getpid() as u64, libc::gettid() as u64) };
@@ -394,7 +394,7 @@ impl<'a> Run<'a> {
                 let mut failure = None;
                 let base = self.regions.len();
                 let value_size = m.attr().value_size as usize;
-                let r = m.for_each(0, &guard, &mut |key, val| {
+                let r = m.for_each(self.cpu, &guard, &mut |key, val| {
                     self.add_region(key.as_ptr() as u64, key.len(), false);
                     self.add_region(val.as_ptr() as u64, value_size, true);
                     let args = [a1, key.as_ptr() as u64, val.as_ptr() as u64, a3, 0];

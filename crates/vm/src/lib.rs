@@ -25,6 +25,7 @@ mod interp;
 mod jit;
 mod run;
 mod test_run;
+mod threads;
 mod vm;
 
 pub use code::{map_handle, Op};
@@ -34,6 +35,7 @@ pub use interp::{Engine, Interpreter, MAX_TAIL_CALLS};
 pub use jit::{Decline, Jit};
 pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
+pub use threads::{test_run_threads, ThreadedRun};
 pub use vm::{Kfunc, Program, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the

@@ -63,6 +63,9 @@ pub struct Run<'a> {
     /// Pinned for the whole run: map values handed to the program stay
     /// valid until it ends, and map operations reuse the pin.
     pub(crate) guard: bpfvet_maps::Guard,
+    /// The CPU the run is on: its slot of per-CPU maps and what
+    /// bpf_get_smp_processor_id returns (below `Vm::cpus`).
+    pub(crate) cpu: u32,
 }
 
 fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
@@ -100,9 +103,26 @@ impl<'a> Run<'a> {
             pkt_lo: 0,
             pkt_len: 0,
             guard: bpfvet_maps::pin(),
+            cpu: 0,
         };
         run.refresh_packet_bounds();
         run
+    }
+
+    /// Puts the run on `cpu` (per-CPU map slots, bpf_get_smp_processor_id).
+    pub fn set_cpu(&mut self, cpu: u32) -> Result<()> {
+        if cpu >= self.vm.cpus {
+            return Err(VmError::Invalid(format!(
+                "cpu {cpu} is not below the VM's {} CPUs",
+                self.vm.cpus
+            )));
+        }
+        self.cpu = cpu;
+        Ok(())
+    }
+
+    pub fn cpu(&self) -> u32 {
+        self.cpu
     }
 
     /// The context as the program left it.

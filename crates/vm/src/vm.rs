@@ -29,6 +29,9 @@ pub enum Kfunc {
 
 pub struct Vm {
     pub maps: Vec<Arc<dyn Map>>,
+    /// The CPUs of the machine the VM stands for: per-CPU maps hold this
+    /// many values, and runs go on CPUs 0..cpus.
+    pub cpus: u32,
     /// Kfunc calls' BTF ids (in the host's vmlinux BTF) -> name and
     /// implementation, if any.
     pub kfuncs: HashMap<i32, (String, Option<Kfunc>)>,
@@ -38,7 +41,7 @@ pub struct Vm {
     pub(crate) static_regions: Vec<Region>,
 }
 
-fn attr_of(def: &MapDef) -> MapAttr {
+fn attr_of(def: &MapDef, cpus: u32) -> MapAttr {
     let max_entries = match def.map_type {
         MapType::RINGBUF | MapType::USER_RINGBUF => def.max_entries.max(4096).next_power_of_two(),
         _ if def.max_entries == 0 => 1,
@@ -47,7 +50,8 @@ fn attr_of(def: &MapDef) -> MapAttr {
     let mut attr = MapAttr::new(def.map_type, def.key_size, def.value_size, max_entries)
         .with_flags(def.map_flags);
     attr.map_extra = def.map_extra;
-    attr.inner = def.inner.as_deref().map(|i| Box::new(attr_of(i)));
+    attr.nr_cpus = cpus;
+    attr.inner = def.inner.as_deref().map(|i| Box::new(attr_of(i, cpus)));
     attr
 }
 
@@ -69,15 +73,25 @@ impl ValueAddr for Values<'_> {
 impl Vm {
     /// Creates the object's maps and decodes every program. Verification is
     /// a separate step (`bpfvet_verifier::verify`) the caller chooses.
+    /// Per-CPU maps are sized for the host's possible CPUs, as the kernel's.
     pub fn load(obj: &Object) -> Result<Vm> {
+        Vm::load_cpus(obj, bpfvet_maps::possible_cpus())
+    }
+
+    /// [`Vm::load`] for a machine of `cpus` CPUs (at least 1): runs on
+    /// several threads give each its own CPU, which may be more than the
+    /// host has.
+    pub fn load_cpus(obj: &Object, cpus: u32) -> Result<Vm> {
+        let cpus = cpus.max(1);
         let mut maps: Vec<Arc<dyn Map>> = Vec::with_capacity(obj.maps.len());
         for def in &obj.maps {
-            let mut attr = attr_of(def);
+            let mut attr = attr_of(def, cpus);
+            attr.timer_off = timer_offset(obj, def);
             if def.map_type == MapType::PERF_EVENT_ARRAY {
                 // Its slots hold perf event fds the kernel writes to; here
                 // perf_event_output goes to the run's sink, so a plain array
                 // stands in for the fd slots.
-                attr = MapAttr::new(MapType::ARRAY, 4, 4, bpfvet_maps::possible_cpus());
+                attr = MapAttr::new(MapType::ARRAY, 4, 4, cpus);
             }
             let m = bpfvet_maps::create(attr).map_err(|source| VmError::MapCreate {
                 name: def.name.clone(),
@@ -156,6 +170,7 @@ impl Vm {
         }
         Ok(Vm {
             kfuncs: resolve_kfuncs(obj),
+            cpus,
             maps,
             map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
             programs,
@@ -168,6 +183,7 @@ impl Vm {
     pub fn from_insns(insns: &[bpfvet_isa::Insn], prog_type: ProgType) -> Result<Vm> {
         Ok(Vm {
             kfuncs: HashMap::new(),
+            cpus: 1,
             maps: Vec::new(),
             map_names: Vec::new(),
             programs: vec![Program {
@@ -221,6 +237,15 @@ impl Vm {
         let i = self.map_names.iter().position(|n| n == name)?;
         self.maps.get(i)
     }
+}
+
+/// Where a map value's `struct bpf_timer` is, from the object's BTF as the
+/// kernel records it at map creation (user space never sees its bytes).
+fn timer_offset(obj: &Object, def: &MapDef) -> Option<u32> {
+    bpfvet_verifier::map_fields(obj.btf.as_ref(), def)
+        .iter()
+        .find(|f| f.name == "bpf_timer")
+        .map(|f| f.off)
 }
 
 /// Names the kfuncs the object calls, from the host's vmlinux BTF (the
