@@ -46,6 +46,32 @@ pub struct Args {
     /// makes --repeat runs. Prints each thread's and the total runs/s.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
+    /// Run on a virtual clock and, after the runs, move it forward by
+    /// DURATION (e.g. 10ms, 2s, 500us, 250ns; a bare number is ns): every
+    /// bpf_timer that expires on the way runs its callback then, as the
+    /// kernel would after the program returned. bpf_ktime_get_ns reads the
+    /// virtual clock (it stands still during the runs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub advance_time: Option<u64>,
+}
+
+/// "10ms", "2s", "500us", "250ns" or a bare number of nanoseconds.
+fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 10ms, 2s, 500us, 250ns)"))?;
+    let scale = match unit.trim() {
+        "" | "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        u => return Err(format!("unknown unit {u:?} (ns, us, ms, s)")),
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long a duration"))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -122,7 +148,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // A machine with a CPU per thread, and at least the host's (so a
     // one-thread run sees per-CPU maps as the kernel's).
-    let vm = Vm::load_cpus(&obj, bpfvet_maps::possible_cpus().max(args.threads))?;
+    let mut vm = Vm::load_cpus(&obj, bpfvet_maps::possible_cpus().max(args.threads))?;
+    if args.advance_time.is_some() {
+        vm.use_virtual_clock();
+    }
+    let vm = vm;
     let t = vm.programs[idx].prog_type;
     let input = TestRunInput {
         data: &data,
@@ -185,6 +215,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for ev in &out.output.perf_events {
         println!("perf_event_output: {}", hex(ev));
+    }
+    match args.advance_time {
+        Some(ns) => {
+            // Callbacks run on the interpreter (compiled code starts only at
+            // a program's first instruction).
+            let fired = vm
+                .advance_time(&Interpreter, ns)
+                .with_context(|| format!("{name}: running timer callbacks"))?;
+            println!(
+                "timers: virtual clock advanced {ns} ns, {fired} callbacks ran, {} still armed",
+                vm.armed_timers()
+            );
+        }
+        None if vm.armed_timers() > 0 => eprintln!(
+            "note: {} bpf_timer(s) armed and not fired: the run ended first \
+             (--advance-time runs them on a virtual clock)",
+            vm.armed_timers()
+        ),
+        None => {}
     }
     if args.maps_dump {
         dump_maps(&vm);

@@ -171,7 +171,16 @@ impl<'a> Run<'a> {
                 let key = self.map_key(&*m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
                 match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
-                    Ok(()) => 0,
+                    Ok(()) => {
+                        if m.attr().timer_off.is_some() {
+                            // The kernel frees the updated value's timer.
+                            if let Some(p) = m.lookup_elem(key, self.cpu, &self.guard) {
+                                let len = m.attr().value_size as u64;
+                                self.vm.timers.free_in(p.as_ptr() as u64, len);
+                            }
+                        }
+                        0
+                    }
                     Err(e) => errno(&e),
                 }
             }
@@ -207,8 +216,12 @@ impl<'a> Run<'a> {
                     HelperId::KTIME_GET_TAI_NS => libc::CLOCK_TAI,
                     _ => libc::CLOCK_MONOTONIC,
                 };
-                clock_ns(clock)
+                self.vm.clock.now(clock).unwrap_or_else(|| clock_ns(clock))
             }
+            HelperId::TIMER_INIT
+            | HelperId::TIMER_SET_CALLBACK
+            | HelperId::TIMER_START
+            | HelperId::TIMER_CANCEL => self.timer_helper(name, [a1, a2, a3], prog, pc)?,
             HelperId::GET_PRANDOM_U32 => prandom() as u64,
             HelperId::GET_SMP_PROCESSOR_ID => self.cpu as u64,
             HelperId::GET_CURRENT_PID_TGID => {
@@ -666,7 +679,7 @@ impl<'a> Run<'a> {
     }
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

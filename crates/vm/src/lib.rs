@@ -26,6 +26,7 @@ mod jit;
 mod run;
 mod test_run;
 mod threads;
+mod timers;
 mod vm;
 
 pub use code::{map_handle, Op};
@@ -36,6 +37,7 @@ pub use jit::{Decline, Jit};
 pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
 pub use threads::{test_run_threads, ThreadedRun};
+pub use timers::MAX_CALLBACKS_PER_ADVANCE;
 pub use vm::{Kfunc, Program, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the

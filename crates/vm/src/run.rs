@@ -66,6 +66,9 @@ pub struct Run<'a> {
     /// The CPU the run is on: its slot of per-CPU maps and what
     /// bpf_get_smp_processor_id returns (below `Vm::cpus`).
     pub(crate) cpu: u32,
+    /// The timer whose callback this run is (bpf_timer_cancel of it is
+    /// EDEADLK).
+    pub(crate) running_timer: Option<u64>,
 }
 
 fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
@@ -104,6 +107,7 @@ impl<'a> Run<'a> {
             pkt_len: 0,
             guard: bpfvet_maps::pin(),
             cpu: 0,
+            running_timer: None,
         };
         run.refresh_packet_bounds();
         run

@@ -12,6 +12,7 @@ use bpfvet_object::{MapDef, MapInit, Object};
 use crate::code::{predecode, Op, ValueAddr};
 use crate::error::{Result, VmError};
 use crate::run::Region;
+use crate::timers::{Clock, Timers};
 
 pub struct Program {
     pub name: String,
@@ -39,6 +40,9 @@ pub struct Vm {
     pub programs: Vec<Program>,
     /// Global-data values and other memory every run may touch.
     pub(crate) static_regions: Vec<Region>,
+    /// bpf_timer state, and the clock the timers and ktime helpers read.
+    pub(crate) timers: Timers,
+    pub(crate) clock: Clock,
 }
 
 fn attr_of(def: &MapDef, cpus: u32) -> MapAttr {
@@ -175,6 +179,8 @@ impl Vm {
             map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
             programs,
             static_regions,
+            timers: Timers::default(),
+            clock: Clock::default(),
         })
     }
 
@@ -192,6 +198,8 @@ impl Vm {
                 ops: predecode(insns, &Values(&[]))?,
             }],
             static_regions: Vec::new(),
+            timers: Timers::default(),
+            clock: Clock::default(),
         })
     }
 
