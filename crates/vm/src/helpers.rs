@@ -20,6 +20,9 @@ const EINVAL: u64 = (-22i64) as u64;
 const EFAULT: u64 = (-14i64) as u64;
 const E2BIG: u64 = (-7i64) as u64;
 const EACCES: u64 = (-13i64) as u64;
+/// How often bpf_spin_lock tries a lock another run holds before the run
+/// fails (spinning, then yielding the CPU between attempts).
+const SPIN_LOCK_MAX_SPINS: u64 = 1 << 24;
 
 fn errno(e: &MapError) -> u64 {
     (-(e.errno() as i64)) as u64
@@ -319,12 +322,34 @@ impl<'a> Run<'a> {
                 // SAFETY: 4 writable bytes inside a map value; struct
                 // bpf_spin_lock is 4-byte aligned there.
                 let lock = unsafe { AtomicU32::from_ptr(p as *mut u32) };
-                // Single-threaded run: a held lock would never be released.
-                if lock
-                    .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                if self.held_locks.contains(&a1) {
+                    return Err(self.fault(
+                        pc,
+                        name,
+                        "lock already held by this run (would deadlock)",
+                    ));
+                }
+                // Another thread's run may hold it: wait, as the kernel
+                // spins, for a bounded while (a verified holder releases it
+                // before its run ends; an unverified one releases it then).
+                let mut spins: u64 = 0;
+                while lock
+                    .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_err()
                 {
-                    return Err(self.fault(pc, name, "lock already held (would deadlock)"));
+                    spins += 1;
+                    if spins > SPIN_LOCK_MAX_SPINS {
+                        return Err(self.fault(
+                            pc,
+                            name,
+                            format!("lock still held by another run after {SPIN_LOCK_MAX_SPINS} attempts"),
+                        ));
+                    }
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
                 }
                 self.held_locks.push(a1);
                 0

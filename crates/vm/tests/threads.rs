@@ -199,3 +199,35 @@ fn each_thread_is_its_own_cpu() {
     let bad = TestRunInput { cpu: 3, ..input };
     assert!(bpfvet_vm::test_run(&vm, prog, &bad).is_err());
 }
+
+/// bpf_spin_lock taken by runs on other threads is waited for, as the
+/// kernel spins: the counters it protects lose no update (plain `+=` under
+/// the lock), for the interpreter and the JIT.
+#[test]
+fn spin_locks_serialise_threads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let obj = Object::from_file(dir.join("spin_lock.bpf.o"), &Default::default()).unwrap();
+    let frame = std::fs::read(dir.join("packets/v4_tcp80.bin")).unwrap();
+    for jit in [false, true] {
+        let vm = Vm::load_cpus(&obj, THREADS).unwrap();
+        let prog = vm.program_index("tc_spin_lock").unwrap();
+        let input = TestRunInput {
+            data: &frame,
+            repeat: REPEAT,
+            ..Default::default()
+        };
+        let r = test_run_threads(&vm, prog, &input, THREADS, jit).expect("threaded run");
+        assert!(r.per_thread.iter().all(|o| o.retval == 0));
+        let n = (THREADS * REPEAT) as u64;
+        // struct totals: lock (4, padded to 8), packets, bytes, max_len.
+        let totals = lookup(&**vm.map("global_totals").unwrap(), &0u32.to_le_bytes());
+        assert_eq!(
+            (u64_at(&totals, 8), u64_at(&totals, 16)),
+            (n, n * frame.len() as u64),
+            "jit: {jit}"
+        );
+        // IPv4's skb->protocol (0x0800, network order) keys per_protocol.
+        let proto = lookup(&**vm.map("per_protocol").unwrap(), &0x0008u32.to_le_bytes());
+        assert_eq!(u64_at(&proto, 8), n, "jit: {jit}");
+    }
+}
