@@ -86,7 +86,7 @@ impl<'a> Run<'a> {
     }
 
     /// Runs kfunc `id` (a vmlinux BTF id); returns r0.
-    pub fn kfunc(&mut self, id: i32, regs: &mut [u64; 16], pc: usize) -> Result<u64> {
+    pub fn kfunc(&mut self, id: i32, regs: &mut [u64; 16], prog: usize, pc: usize) -> Result<u64> {
         let Some((_, Some(k))) = self.vm.kfuncs.get(&id) else {
             let name = self.vm.kfuncs.get(&id).map(|(n, _)| n.clone());
             return Err(VmError::UnsupportedKfunc { pc, id, name });
@@ -95,7 +95,28 @@ impl<'a> Run<'a> {
             Kfunc::IterNumNew => "bpf_iter_num_new",
             Kfunc::IterNumNext => "bpf_iter_num_next",
             Kfunc::IterNumDestroy => "bpf_iter_num_destroy",
+            Kfunc::WqInit => "bpf_wq_init",
+            Kfunc::WqSetCallback => "bpf_wq_set_callback_impl",
+            Kfunc::WqStart => "bpf_wq_start",
         };
+        match k {
+            Kfunc::WqInit | Kfunc::WqSetCallback | Kfunc::WqStart => {
+                self.async_call(name, [regs[1], regs[2], regs[3]], prog, pc)
+            }
+            Kfunc::IterNumNew | Kfunc::IterNumNext | Kfunc::IterNumDestroy => {
+                self.iter_num(*k, regs, pc, name)
+            }
+        }
+    }
+
+    /// bpf_iter_num_new / _next / _destroy.
+    fn iter_num(
+        &mut self,
+        k: Kfunc,
+        regs: &mut [u64; 16],
+        pc: usize,
+        name: &'static str,
+    ) -> Result<u64> {
         // struct bpf_iter_num as the kernel lays it out: int cur, int end.
         let it = self.mem(regs[1], 8, true, pc, name)?;
         let get = |o: usize| i32::from_le_bytes(it[o..o + 4].try_into().expect("4 bytes"));
@@ -128,7 +149,8 @@ impl<'a> Run<'a> {
                     regs[1]
                 }
             }
-            Kfunc::IterNumDestroy => {
+            _ => {
+                // bpf_iter_num_destroy
                 set(0, 0);
                 0
             }
@@ -175,8 +197,12 @@ impl<'a> Run<'a> {
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
                 match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
                     Ok(()) => {
-                        if m.attr().timer_off.is_some() {
-                            // The kernel frees the updated value's timer.
+                        if map_index(a1)
+                            .and_then(|i| self.vm.async_offsets.get(i))
+                            .is_some_and(|o| o.any())
+                        {
+                            // The kernel frees the updated value's timer
+                            // and work item.
                             if let Some(p) = m.lookup_elem(key, self.cpu, &self.guard) {
                                 let len = m.attr().value_size as u64;
                                 self.vm.timers.free_in(p.as_ptr() as u64, len);
@@ -224,7 +250,7 @@ impl<'a> Run<'a> {
             HelperId::TIMER_INIT
             | HelperId::TIMER_SET_CALLBACK
             | HelperId::TIMER_START
-            | HelperId::TIMER_CANCEL => self.timer_helper(name, [a1, a2, a3], prog, pc)?,
+            | HelperId::TIMER_CANCEL => self.async_call(name, [a1, a2, a3], prog, pc)?,
             HelperId::GET_PRANDOM_U32 => prandom() as u64,
             HelperId::GET_SMP_PROCESSOR_ID => self.cpu as u64,
             HelperId::GET_CURRENT_PID_TGID => {

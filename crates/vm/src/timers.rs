@@ -1,4 +1,4 @@
-//! bpf_timer on a virtual clock.
+//! bpf_timer and bpf_wq on a virtual clock.
 //!
 //! The kernel runs a timer's callback from softirq when its hrtimer expires,
 //! after (and independently of) the program run that armed it. The runtime
@@ -8,13 +8,18 @@
 //! on ([`Vm::use_virtual_clock`]) the ktime helpers read it too, so a
 //! program sees time move only when the caller moves it.
 //!
+//! A `bpf_wq` (kfuncs bpf_wq_init / bpf_wq_set_callback_impl /
+//! bpf_wq_start) is the same with no delay: the kernel queues its work to
+//! run soon after the program returns; here it runs at the next
+//! [`Vm::advance_time`], at the instant it was started.
+//!
 //! Modelled: the return values of bpf_timer_init / set_callback / start /
 //! cancel (EBUSY, EINVAL, EDEADLK, 1 for an active timer), relative and
 //! absolute expiry, re-arming from the callback, bpf_timer_cancel dropping
 //! the callback (a later start is EINVAL until set_callback), an update of
 //! the element through bpf_map_update_elem freeing its timer. Not modelled,
-//! refused by name: timers in other maps than ARRAY (element deletion and
-//! reuse would have to cancel them).
+//! refused by name: timers and work items in other maps than ARRAY (element
+//! deletion and reuse would have to cancel them).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,9 +50,30 @@ const BPF_F_TIMER_CPU_PIN: u64 = 2;
 /// zero delay would otherwise fire forever at the same instant.
 pub const MAX_CALLBACKS_PER_ADVANCE: u64 = 1 << 20;
 
-/// One `struct bpf_timer` that bpf_timer_init set up.
+/// Where a map value's `struct bpf_timer` and `struct bpf_wq` are.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AsyncOffsets {
+    pub timer: Option<u32>,
+    pub wq: Option<u32>,
+}
+
+impl AsyncOffsets {
+    pub fn any(&self) -> bool {
+        self.timer.is_some() || self.wq.is_some()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AsyncKind {
+    Timer,
+    Wq,
+}
+
+/// One `struct bpf_timer` (or `bpf_wq`) that bpf_timer_init (bpf_wq_init)
+/// set up.
 #[derive(Clone, Copy, Debug)]
 struct Timer {
+    kind: AsyncKind,
     map: usize,
     /// The element's value and array index (the callback's key).
     value: u64,
@@ -227,8 +253,9 @@ impl Vm {
 
 impl Run<'_> {
     /// bpf_timer_init, bpf_timer_set_callback, bpf_timer_start and
-    /// bpf_timer_cancel; `args` are r1..r3.
-    pub(crate) fn timer_helper(
+    /// bpf_timer_cancel, and the kfuncs bpf_wq_init, bpf_wq_set_callback_impl
+    /// and bpf_wq_start; `args` are r1..r3.
+    pub(crate) fn async_call(
         &mut self,
         name: &'static str,
         args: [u64; 3],
@@ -236,22 +263,60 @@ impl Run<'_> {
         pc: usize,
     ) -> Result<u64> {
         let [timer, a2, a3] = args;
-        // The 16 bytes of the `struct bpf_timer` itself must be run memory.
+        let kind = if name.starts_with("bpf_wq") {
+            AsyncKind::Wq
+        } else {
+            AsyncKind::Timer
+        };
+        // The 16 bytes of the `struct bpf_timer` / `bpf_wq` must be run
+        // memory.
         self.mem(timer, 16, true, pc, name)?;
         match name {
-            "bpf_timer_init" => self.timer_init(timer, a2, a3, pc, name),
-            "bpf_timer_set_callback" => {
+            "bpf_timer_init" => self.async_init(AsyncKind::Timer, timer, a2, a3, pc, name),
+            "bpf_wq_init" => {
+                // Its flags must be 0.
+                if a3 as u32 != 0 {
+                    return Ok(EINVAL);
+                }
+                self.async_init(AsyncKind::Wq, timer, a2, CLOCK_MONOTONIC, pc, name)
+            }
+            "bpf_wq_set_callback_impl" if a3 as u32 != 0 => Ok(EINVAL),
+            "bpf_wq_start" => {
+                if a2 as u32 != 0 {
+                    return Ok(EINVAL);
+                }
+                let now = self.vm.clock.elapsed();
+                let mut table = self.vm.timers.lock();
+                let seq = table.next_seq;
+                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
+                    return Ok(EINVAL);
+                };
+                if t.callback.is_none() {
+                    return Ok(EINVAL);
+                }
+                // Queued work that has not run yet is not queued twice.
+                if t.expires.is_none() {
+                    t.expires = Some(now);
+                    t.cpu = self.cpu;
+                    t.armed_seq = seq;
+                    table.next_seq += 1;
+                }
+                Ok(0)
+            }
+            "bpf_timer_set_callback" | "bpf_wq_set_callback_impl" => {
                 let Some(cb) = self.callback(prog, a2) else {
                     return Err(self.fault(pc, name, "callback is not a function of this program"));
                 };
                 let mut table = self.vm.timers.lock();
-                Ok(match table.timers.get_mut(&timer) {
-                    Some(t) => {
-                        t.callback = Some((prog, cb));
-                        0
-                    }
-                    None => EINVAL,
-                })
+                Ok(
+                    match table.timers.get_mut(&timer).filter(|t| t.kind == kind) {
+                        Some(t) => {
+                            t.callback = Some((prog, cb));
+                            0
+                        }
+                        None => EINVAL,
+                    },
+                )
             }
             "bpf_timer_start" => {
                 let (nsecs, flags) = (a2, a3);
@@ -261,7 +326,7 @@ impl Run<'_> {
                 let now = self.vm.clock.elapsed();
                 let mut table = self.vm.timers.lock();
                 let seq = table.next_seq;
-                let Some(t) = table.timers.get_mut(&timer) else {
+                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
                     return Ok(EINVAL);
                 };
                 if t.callback.is_none() {
@@ -293,7 +358,7 @@ impl Run<'_> {
                     });
                 }
                 let mut table = self.vm.timers.lock();
-                let Some(t) = table.timers.get_mut(&timer) else {
+                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
                     return Ok(EINVAL);
                 };
                 t.callback = None;
@@ -302,8 +367,9 @@ impl Run<'_> {
         }
     }
 
-    fn timer_init(
+    fn async_init(
         &mut self,
+        kind: AsyncKind,
         timer: u64,
         map: u64,
         flags: u64,
@@ -316,11 +382,15 @@ impl Run<'_> {
         {
             return Ok(EINVAL);
         }
+        let what = match kind {
+            AsyncKind::Timer => "timers",
+            AsyncKind::Wq => "work items (bpf_wq)",
+        };
         let Some(mi) = crate::code::map_index(map).filter(|&i| i < self.vm.maps.len()) else {
             return Err(self.fault(
                 pc,
                 name,
-                "timers in maps other than the object's own (inner maps) are not modelled",
+                format!("{what} in maps other than the object's own (inner maps) are not modelled"),
             ));
         };
         let m = &self.vm.maps[mi];
@@ -330,24 +400,29 @@ impl Run<'_> {
                 pc,
                 name,
                 format!(
-                    "timers in {} map values are not modelled (only ARRAY: deleting or \
-                     reusing an element would have to cancel its timer)",
+                    "{what} in {} map values are not modelled (only ARRAY: deleting or \
+                     reusing an element would have to cancel them)",
                     attr.map_type
                 ),
             ));
         }
+        let offsets = self.vm.async_offsets.get(mi).copied().unwrap_or_default();
+        let field_off = match kind {
+            AsyncKind::Timer => offsets.timer,
+            AsyncKind::Wq => offsets.wq,
+        };
         let (Some(timer_off), Some(base)) = (
-            attr.timer_off,
+            field_off,
             m.lookup_elem(&0u32.to_le_bytes(), 0, &self.guard),
         ) else {
-            return Err(self.fault(pc, name, "the map's value has no struct bpf_timer"));
+            return Err(self.fault(pc, name, format!("the map's value has no field for {what}")));
         };
         let stride = (attr.value_size as u64).div_ceil(8) * 8;
         let off = timer
             .wrapping_sub(timer_off as u64)
             .wrapping_sub(base.as_ptr() as u64);
         if stride == 0 || !off.is_multiple_of(stride) || off / stride >= attr.max_entries as u64 {
-            return Err(self.fault(pc, name, "the timer is not in a value of this map"));
+            return Err(self.fault(pc, name, "the field is not in a value of this map"));
         }
         let mut table = self.vm.timers.lock();
         if table.timers.contains_key(&timer) {
@@ -356,6 +431,7 @@ impl Run<'_> {
         table.timers.insert(
             timer,
             Timer {
+                kind,
                 map: mi,
                 value: timer - timer_off as u64,
                 index: (off / stride) as u32,

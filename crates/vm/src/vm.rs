@@ -12,7 +12,7 @@ use bpfvet_object::{MapDef, MapInit, Object};
 use crate::code::{predecode, Op, ValueAddr};
 use crate::error::{Result, VmError};
 use crate::run::Region;
-use crate::timers::{Clock, Timers};
+use crate::timers::{AsyncOffsets, Clock, Timers};
 
 pub struct Program {
     pub name: String,
@@ -26,6 +26,9 @@ pub enum Kfunc {
     IterNumNew,
     IterNumNext,
     IterNumDestroy,
+    WqInit,
+    WqSetCallback,
+    WqStart,
 }
 
 pub struct Vm {
@@ -42,6 +45,9 @@ pub struct Vm {
     pub(crate) static_regions: Vec<Region>,
     /// bpf_timer state, and the clock the timers and ktime helpers read.
     pub(crate) timers: Timers,
+    /// Per map: where its value's `struct bpf_timer` and `struct bpf_wq`
+    /// are (from BTF).
+    pub(crate) async_offsets: Vec<AsyncOffsets>,
     pub(crate) clock: Clock,
 }
 
@@ -90,7 +96,7 @@ impl Vm {
         let mut maps: Vec<Arc<dyn Map>> = Vec::with_capacity(obj.maps.len());
         for def in &obj.maps {
             let mut attr = attr_of(def, cpus);
-            attr.timer_off = timer_offset(obj, def);
+            attr.timer_off = async_offsets(obj, def).timer;
             if def.map_type == MapType::PERF_EVENT_ARRAY {
                 // Its slots hold perf event fds the kernel writes to; here
                 // perf_event_output goes to the run's sink, so a plain array
@@ -181,6 +187,7 @@ impl Vm {
             static_regions,
             timers: Timers::default(),
             clock: Clock::default(),
+            async_offsets: obj.maps.iter().map(|m| async_offsets(obj, m)).collect(),
         })
     }
 
@@ -200,6 +207,7 @@ impl Vm {
             static_regions: Vec::new(),
             timers: Timers::default(),
             clock: Clock::default(),
+            async_offsets: Vec::new(),
         })
     }
 
@@ -247,13 +255,15 @@ impl Vm {
     }
 }
 
-/// Where a map value's `struct bpf_timer` is, from the object's BTF as the
-/// kernel records it at map creation (user space never sees its bytes).
-fn timer_offset(obj: &Object, def: &MapDef) -> Option<u32> {
-    bpfvet_verifier::map_fields(obj.btf.as_ref(), def)
-        .iter()
-        .find(|f| f.name == "bpf_timer")
-        .map(|f| f.off)
+/// Where a map value's `struct bpf_timer` and `struct bpf_wq` are, from
+/// the object's BTF as the kernel records them at map creation.
+fn async_offsets(obj: &Object, def: &MapDef) -> AsyncOffsets {
+    let fields = bpfvet_verifier::map_fields(obj.btf.as_ref(), def);
+    let off = |name: &str| fields.iter().find(|f| f.name == name).map(|f| f.off);
+    AsyncOffsets {
+        timer: off("bpf_timer"),
+        wq: off("bpf_wq"),
+    }
 }
 
 /// Names the kfuncs the object calls, from the host's vmlinux BTF (the
@@ -283,6 +293,9 @@ fn resolve_kfuncs(obj: &Object) -> HashMap<i32, (String, Option<Kfunc>)> {
                 "bpf_iter_num_new" => Some(Kfunc::IterNumNew),
                 "bpf_iter_num_next" => Some(Kfunc::IterNumNext),
                 "bpf_iter_num_destroy" => Some(Kfunc::IterNumDestroy),
+                "bpf_wq_init" => Some(Kfunc::WqInit),
+                "bpf_wq_set_callback_impl" => Some(Kfunc::WqSetCallback),
+                "bpf_wq_start" => Some(Kfunc::WqStart),
                 _ => None,
             };
             (id, (name, k))

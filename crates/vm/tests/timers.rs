@@ -258,3 +258,35 @@ fn project_timer_programs_agree_with_the_kernel() {
         assert_eq!(v, k, "{prog}: maps after the callbacks (runtime, kernel)");
     }
 }
+
+/// bpf_wq (kfuncs): the kernel runs started work soon after the run, the
+/// runtime at its next clock advance (even by 0 ns). The return values and
+/// what the callbacks did (one of them starting a second work item) agree.
+#[test]
+fn work_queue_agrees_with_the_kernel() {
+    let obj = fixture("tests/fixtures", "wq.bpf.o");
+    let prog = "xdp_wq_api";
+    for jit in [false, true] {
+        let (d, ran, vm) = vm_run(&obj, prog, jit, 0);
+        assert_eq!(ran, 2, "the started work and the one it started");
+        assert_eq!(vm.armed_timers(), 0);
+        let ran_of = |k: u32| u64_at(value(&d, "works", k), 0);
+        assert_eq!((ran_of(0), ran_of(1)), (1, 1), "each work ran once");
+    }
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let k = kernel_run(
+        &kernel,
+        &obj,
+        prog,
+        |d| u64_at(value(d, "works", 1), 0) >= 1,
+        Duration::from_millis(20),
+    );
+    let (v, _, _) = vm_run(&obj, prog, false, 0);
+    assert_eq!(v, k, "maps after the work ran (runtime, kernel)");
+}
