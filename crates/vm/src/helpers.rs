@@ -186,6 +186,7 @@ impl<'a> Run<'a> {
                             let writable =
                                 m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
                             self.add_region(addr, m.attr().value_size as usize, writable);
+                            self.note_async_value(a1, addr, key);
                         }
                         addr
                     }
@@ -197,12 +198,14 @@ impl<'a> Run<'a> {
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
                 match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
                     Ok(()) => {
-                        if map_index(a1)
-                            .and_then(|i| self.vm.async_offsets.get(i))
-                            .is_some_and(|o| o.any())
+                        if m.attr().map_type == bpfvet_isa::uapi::MapType::ARRAY
+                            && map_index(a1)
+                                .and_then(|i| self.vm.async_offsets.get(i))
+                                .is_some_and(|o| o.any())
                         {
-                            // The kernel frees the updated value's timer
-                            // and work item.
+                            // An array update frees the value's timer and
+                            // work item (hash maps free the replaced element,
+                            // which their free hook reports).
                             if let Some(p) = m.lookup_elem(key, self.cpu, &self.guard) {
                                 let len = m.attr().value_size as u64;
                                 self.vm.timers.free_in(p.as_ptr() as u64, len);
@@ -461,6 +464,7 @@ impl<'a> Run<'a> {
                 let r = m.for_each(self.cpu, &guard, &mut |key, val| {
                     self.add_region(key.as_ptr() as u64, key.len(), false);
                     self.add_region(val.as_ptr() as u64, value_size, true);
+                    self.note_async_value(a1, val.as_ptr() as u64, key);
                     let args = [a1, key.as_ptr() as u64, val.as_ptr() as u64, a3, 0];
                     let r = execute(self, prog, cb, args, depth + 1);
                     self.regions.truncate(base);
@@ -578,6 +582,25 @@ impl<'a> Run<'a> {
                 });
             }
         })
+    }
+
+    /// Remembers which key a value of a map with timers or work items
+    /// belongs to (a hash map's bpf_timer_init needs it for the callback).
+    fn note_async_value(&mut self, map: u64, value: u64, key: &[u8]) {
+        let Some(i) = map_index(map) else { return };
+        if !self.vm.async_offsets.get(i).is_some_and(|o| o.any()) {
+            return;
+        }
+        // A hash map reuses a freed element's memory for another key: the
+        // latest lookup names the key.
+        match self
+            .async_values
+            .iter_mut()
+            .find(|(v, m, _)| *v == value && *m == i)
+        {
+            Some(entry) => entry.2 = key.into(),
+            None => self.async_values.push((value, i, key.into())),
+        }
     }
 
     /// The instruction index of a callback argument, if it is one of the

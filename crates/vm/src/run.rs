@@ -69,6 +69,9 @@ pub struct Run<'a> {
     /// The timer whose callback this run is (bpf_timer_cancel of it is
     /// EDEADLK).
     pub(crate) running_timer: Option<u64>,
+    /// Values of maps with timers or work items the run was handed, with
+    /// their map and key.
+    pub(crate) async_values: Vec<(u64, usize, Box<[u8]>)>,
 }
 
 fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
@@ -108,6 +111,7 @@ impl<'a> Run<'a> {
             guard: bpfvet_maps::pin(),
             cpu: 0,
             running_timer: None,
+            async_values: Vec::new(),
         };
         run.refresh_packet_bounds();
         run
@@ -171,6 +175,7 @@ impl<'a> Run<'a> {
         self.release_held_locks();
         self.regions.truncate(self.static_regions);
         self.inner_maps.clear();
+        self.async_values.clear();
         self.tail_calls = 0;
         self.may_goto_left = MAY_GOTO_BUDGET;
     }

@@ -16,10 +16,11 @@
 //! Modelled: the return values of bpf_timer_init / set_callback / start /
 //! cancel (EBUSY, EINVAL, EDEADLK, 1 for an active timer), relative and
 //! absolute expiry, re-arming from the callback, bpf_timer_cancel dropping
-//! the callback (a later start is EINVAL until set_callback), an update of
-//! the element through bpf_map_update_elem freeing its timer. Not modelled,
-//! refused by name: timers and work items in other maps than ARRAY (element
-//! deletion and reuse would have to cancel them).
+//! the callback (a later start is EINVAL until set_callback), timers in
+//! ARRAY, HASH and LRU_HASH values that die with their element (an array
+//! element's update through bpf_map_update_elem; a hash element's delete,
+//! replacement or eviction, reported by the map's free hook). Not modelled,
+//! refused by name: other map types (RHASH, inner maps).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,13 +72,13 @@ enum AsyncKind {
 
 /// One `struct bpf_timer` (or `bpf_wq`) that bpf_timer_init (bpf_wq_init)
 /// set up.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Timer {
     kind: AsyncKind,
     map: usize,
-    /// The element's value and array index (the callback's key).
+    /// The element's value and key (the callback's arguments).
     value: u64,
-    index: u32,
+    key: Box<[u8]>,
     clock: u64,
     /// Program and instruction of the callback bpf_timer_set_callback gave.
     callback: Option<(usize, usize)>,
@@ -186,6 +187,10 @@ impl Vm {
         let target = self.clock.elapsed().saturating_add(ns);
         let mut fired = 0;
         loop {
+            // Pinned before the timer is picked: an element freed after
+            // this (its timer leaving the table then) stays readable until
+            // the callback is done.
+            let guard = bpfvet_maps::pin();
             let next = {
                 let mut table = self.timers.lock();
                 let due = table
@@ -194,10 +199,10 @@ impl Vm {
                     .filter_map(|(&addr, t)| Some((t.expires?, t.armed_seq, addr)))
                     .filter(|&(at, _, _)| at <= target)
                     .min();
-                due.map(|(at, _, addr)| {
-                    let t = table.timers.get_mut(&addr).expect("due timer");
+                due.and_then(|(at, _, addr)| {
+                    let t = table.timers.get_mut(&addr)?;
                     t.expires = None;
-                    (at, addr, *t)
+                    Some((at, addr, t.clone()))
                 })
             };
             let Some((at, addr, timer)) = next else { break };
@@ -217,6 +222,7 @@ impl Vm {
                 )));
             }
             self.run_timer_callback(engine, addr, &timer, prog, pc)?;
+            drop(guard);
         }
         self.clock.elapsed.store(target, Ordering::Release);
         Ok(fired)
@@ -234,10 +240,12 @@ impl Vm {
         run.set_cpu(timer.cpu)?;
         run.ctx_addr = 0;
         run.running_timer = Some(addr);
-        let key = Box::new(timer.index.to_le_bytes());
+        let key = timer.key.clone();
         let value_size = self.maps[timer.map].attr().value_size as usize;
         run.add_region(timer.value, value_size, true);
         run.add_region(key.as_ptr() as u64, key.len(), false);
+        run.async_values
+            .push((timer.value, timer.map, timer.key.clone()));
         let args = [
             map_handle(timer.map),
             key.as_ptr() as u64,
@@ -395,35 +403,56 @@ impl Run<'_> {
         };
         let m = &self.vm.maps[mi];
         let attr = m.attr();
-        if attr.map_type != MapType::ARRAY {
-            return Err(self.fault(
-                pc,
-                name,
-                format!(
-                    "{what} in {} map values are not modelled (only ARRAY: deleting or \
-                     reusing an element would have to cancel them)",
-                    attr.map_type
-                ),
-            ));
-        }
         let offsets = self.vm.async_offsets.get(mi).copied().unwrap_or_default();
-        let field_off = match kind {
+        let Some(field_off) = (match kind {
             AsyncKind::Timer => offsets.timer,
             AsyncKind::Wq => offsets.wq,
-        };
-        let (Some(timer_off), Some(base)) = (
-            field_off,
-            m.lookup_elem(&0u32.to_le_bytes(), 0, &self.guard),
-        ) else {
+        }) else {
             return Err(self.fault(pc, name, format!("the map's value has no field for {what}")));
         };
-        let stride = (attr.value_size as u64).div_ceil(8) * 8;
-        let off = timer
-            .wrapping_sub(timer_off as u64)
-            .wrapping_sub(base.as_ptr() as u64);
-        if stride == 0 || !off.is_multiple_of(stride) || off / stride >= attr.max_entries as u64 {
-            return Err(self.fault(pc, name, "the field is not in a value of this map"));
-        }
+        let value = timer.wrapping_sub(field_off as u64);
+        let key: Box<[u8]> = match attr.map_type {
+            MapType::ARRAY => {
+                let Some(base) = m.lookup_elem(&0u32.to_le_bytes(), 0, &self.guard) else {
+                    return Err(self.fault(pc, name, "the array has no elements"));
+                };
+                let stride = (attr.value_size as u64).div_ceil(8) * 8;
+                let off = value.wrapping_sub(base.as_ptr() as u64);
+                if stride == 0
+                    || !off.is_multiple_of(stride)
+                    || off / stride >= attr.max_entries as u64
+                {
+                    return Err(self.fault(pc, name, "the field is not in a value of this map"));
+                }
+                ((off / stride) as u32).to_le_bytes().into()
+            }
+            // Their elements' frees reach the table through the map's free
+            // hook (Vm::load), as the kernel cancels the element's timer.
+            MapType::HASH | MapType::LRU_HASH => {
+                let Some((_, _, key)) = self
+                    .async_values
+                    .iter()
+                    .find(|(v, i, _)| *v == value && *i == mi)
+                else {
+                    return Err(self.fault(
+                        pc,
+                        name,
+                        "the field is not in a value this run looked up in this map",
+                    ));
+                };
+                key.clone()
+            }
+            t => {
+                return Err(self.fault(
+                    pc,
+                    name,
+                    format!(
+                        "{what} in {t} map values are not modelled (ARRAY, HASH and \
+                         LRU_HASH are)"
+                    ),
+                ))
+            }
+        };
         let mut table = self.vm.timers.lock();
         if table.timers.contains_key(&timer) {
             return Ok(EBUSY);
@@ -433,8 +462,8 @@ impl Run<'_> {
             Timer {
                 kind,
                 map: mi,
-                value: timer - timer_off as u64,
-                index: (off / stride) as u32,
+                value,
+                key,
                 clock,
                 callback: None,
                 expires: None,

@@ -44,7 +44,7 @@ pub struct Vm {
     /// Global-data values and other memory every run may touch.
     pub(crate) static_regions: Vec<Region>,
     /// bpf_timer state, and the clock the timers and ktime helpers read.
-    pub(crate) timers: Timers,
+    pub(crate) timers: Arc<Timers>,
     /// Per map: where its value's `struct bpf_timer` and `struct bpf_wq`
     /// are (from BTF).
     pub(crate) async_offsets: Vec<AsyncOffsets>,
@@ -178,6 +178,16 @@ impl Vm {
                 },
             });
         }
+        let timers = Arc::new(Timers::default());
+        let async_offsets: Vec<AsyncOffsets> =
+            obj.maps.iter().map(|m| async_offsets(obj, m)).collect();
+        for (m, offsets) in maps.iter().zip(&async_offsets) {
+            if offsets.any() {
+                // A hash map's freed element loses its timer and work item.
+                let (timers, len) = (timers.clone(), m.attr().value_size as u64);
+                m.set_free_hook(Arc::new(move |v| timers.free_in(v.as_ptr() as u64, len)));
+            }
+        }
         Ok(Vm {
             kfuncs: resolve_kfuncs(obj),
             cpus,
@@ -185,9 +195,9 @@ impl Vm {
             map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
             programs,
             static_regions,
-            timers: Timers::default(),
+            timers,
             clock: Clock::default(),
-            async_offsets: obj.maps.iter().map(|m| async_offsets(obj, m)).collect(),
+            async_offsets,
         })
     }
 
@@ -205,7 +215,7 @@ impl Vm {
                 ops: predecode(insns, &Values(&[]))?,
             }],
             static_regions: Vec::new(),
-            timers: Timers::default(),
+            timers: Arc::new(Timers::default()),
             clock: Clock::default(),
             async_offsets: Vec::new(),
         })

@@ -290,3 +290,89 @@ fn work_queue_agrees_with_the_kernel() {
     let (v, _, _) = vm_run(&obj, prog, false, 0);
     assert_eq!(v, k, "maps after the work ran (runtime, kernel)");
 }
+
+fn key_u32(k: &[u8]) -> u32 {
+    u32::from_le_bytes(k[..4].try_into().unwrap())
+}
+
+/// Timers in HASH values live and die with their element: deleted or
+/// replaced elements' timers never fire, a replacement starts without one,
+/// a callback may delete its own element. The maps agree with the kernel's
+/// once its callbacks ran.
+#[test]
+fn hash_timers_follow_their_elements_as_the_kernel() {
+    let obj = fixture("tests/fixtures", "timers_hash.bpf.o");
+    let prog = "xdp_hash_timers";
+    let conns = |d: &Dump| -> Vec<(u32, u64, u64)> {
+        let (_, pairs) = d.iter().find(|(n, _)| n == "conns").unwrap();
+        let mut v: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| (key_u32(k), u64_at(v, 16), u64_at(v, 24)))
+            .collect();
+        v.sort();
+        v
+    };
+    for jit in [false, true] {
+        let (d, ran, vm) = vm_run(&obj, prog, jit, 100 * MS);
+        assert_eq!(ran, 3, "keys 1, 3 and 4 fire");
+        assert_eq!(vm.armed_timers(), 0);
+        // key 2 deleted, key 4 deleted by its own callback.
+        assert_eq!(conns(&d), vec![(1, 1, 1), (3, 1, 3)]);
+    }
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let k = kernel_run(
+        &kernel,
+        &obj,
+        prog,
+        |d| conns(d) == vec![(1, 1, 1), (3, 1, 3)],
+        Duration::from_millis(20),
+    );
+    let (v, _, _) = vm_run(&obj, prog, false, 100 * MS);
+    assert_eq!(v, k, "maps after the callbacks (runtime, kernel)");
+}
+
+/// An LRU hash evicting elements cancels their timers: every element left
+/// fired once, with its own key, and nothing else fired. Which elements
+/// the LRU keeps is the map's choice (the kernel's differs), so the
+/// comparison is of that invariant on both.
+#[test]
+fn lru_eviction_cancels_timers() {
+    let obj = fixture("tests/fixtures", "timers_hash.bpf.o");
+    let prog = "xdp_lru_timers";
+    let each_fired_once = |d: &Dump| {
+        let (_, pairs) = d.iter().find(|(n, _)| n == "lru").unwrap();
+        !pairs.is_empty()
+            && pairs
+                .iter()
+                .all(|(k, v)| u64_at(v, 16) == 1 && u64_at(v, 24) == key_u32(k) as u64)
+    };
+    let lru_len = |d: &Dump| d.iter().find(|(n, _)| n == "lru").unwrap().1.len() as u64;
+    for jit in [false, true] {
+        let (d, ran, _) = vm_run(&obj, prog, jit, 100 * MS);
+        assert!(each_fired_once(&d), "{d:?}");
+        assert_eq!(ran, lru_len(&d), "only the elements kept fired");
+        assert!(lru_len(&d) < 6, "the 4-entry LRU evicted");
+    }
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    // 6 ms is the last expiry; wait until the kept ones fired, then past it.
+    let k = kernel_run(
+        &kernel,
+        &obj,
+        prog,
+        each_fired_once,
+        Duration::from_millis(20),
+    );
+    assert!(each_fired_once(&k), "{k:?}");
+}
