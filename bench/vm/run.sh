@@ -47,6 +47,13 @@ load_after=$(cut -d" " -f1-3 /proc/loadavg)
   echo "means the machine was busy, and the map rows are then comparable with"
   echo "each other and with the control, not with an idle machine's 2x."
   echo
+  echo "The CPU columns divide the threads' CPU time (CLOCK_THREAD_CPUTIME_ID,"
+  echo "around their runs) by their runs. Time spent waiting for a core does"
+  echo "not count there, so a busy machine disturbs them much less: their rise"
+  echo "from 1 to 2 threads (last column) is what sharing the flow table costs"
+  echo "per run (contended bucket locks and free lists, cache lines moving"
+  echo "between the cores), the part of the scaling that is bpfvet's own."
+  echo
   echo "$threads"
 } > "$out"
 cat "$out"

@@ -8,7 +8,11 @@
 //! table (bench/vm/run.sh writes it to bench/vm/RESULTS.md). A control
 //! row runs a program without maps (tests/progs' xdp_collatz) the same
 //! way: its scaling is what the machine had to give at the time (2 cores
-//! shared with other work scale less than 2x whatever the maps do).
+//! shared with other work scale less than 2x whatever the maps do). The
+//! CPU-time columns divide the threads' CPU time by their runs: waiting for
+//! a core does not count there, so their rise from 1 to 2 threads is what
+//! sharing the maps costs (contended locks, cache lines moving between
+//! cores), a figure a busy machine disturbs much less.
 
 use std::path::Path;
 
@@ -32,6 +36,7 @@ struct Config {
     threads: u32,
     vm: Vm,
     runs_per_sec: Vec<f64>,
+    cpu_ns_per_run: Vec<f64>,
 }
 
 fn main() {
@@ -79,6 +84,7 @@ fn main() {
                     threads,
                     vm,
                     runs_per_sec: Vec::new(),
+                    cpu_ns_per_run: Vec::new(),
                 });
             }
         }
@@ -90,7 +96,10 @@ fn main() {
             r.declined.is_none() || !c.jit,
             "the JIT compiles the program"
         );
-        r.total_runs_per_sec(input.repeat)
+        (
+            r.total_runs_per_sec(input.repeat),
+            r.cpu_ns_per_run(input.repeat),
+        )
     };
     // One unmeasured batch each: the flow tables fill up.
     for c in &configs {
@@ -101,25 +110,31 @@ fn main() {
         let n = configs.len();
         for i in 0..n {
             let c = &mut configs[(i + round) % n];
-            let r = batch(c);
-            c.runs_per_sec.push(r);
+            let (rate, cpu) = batch(c);
+            c.runs_per_sec.push(rate);
+            c.cpu_ns_per_run.push(cpu);
         }
     }
-    println!("| engine | flow table | 1 thread, runs/s | 2 threads, runs/s | 2 threads / 1 thread | 2-thread ns per run per thread |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| engine | flow table | 1 thread, runs/s | 2 threads, runs/s | 2 threads / 1 thread \
+         | CPU ns per run, 1 thread | CPU ns per run, 2 threads | CPU cost of sharing |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for pair in configs.chunks(2) {
         let one = median(pair[0].runs_per_sec.clone());
         let two = median(pair[1].runs_per_sec.clone());
+        let cpu_one = median(pair[0].cpu_ns_per_run.clone());
+        let cpu_two = median(pair[1].cpu_ns_per_run.clone());
+        let engine = if pair[0].jit {
+            "bpfvet JIT"
+        } else {
+            "interpreter"
+        };
         println!(
-            "| {} | {} | {one:.0} | {two:.0} | {:.2}x | {:.0} |",
-            if pair[0].jit {
-                "bpfvet JIT"
-            } else {
-                "interpreter"
-            },
+            "| {engine} | {} | {one:.0} | {two:.0} | {:.2}x | {cpu_one:.0} | {cpu_two:.0} | {:+.0}% |",
             pair[0].map,
             two / one,
-            2e9 / two
+            (cpu_two / cpu_one - 1.0) * 100.0
         );
     }
 }

@@ -20,6 +20,11 @@ pub struct ThreadedRun {
     /// From the moment every thread was ready (JIT code compiled) until the
     /// last one finished.
     pub wall_ns: u64,
+    /// CPU time each thread spent in its runs (CLOCK_THREAD_CPUTIME_ID):
+    /// unlike wall time, it leaves out the time a thread waited for a core
+    /// on a busy machine, so a rise per run from 1 to N threads is the cost
+    /// of sharing (contended locks, cache lines moving between cores).
+    pub cpu_ns: Vec<u64>,
     /// Why the JIT declined the program, when native code was asked for
     /// (the interpreter then ran it).
     pub declined: Option<Decline>,
@@ -30,6 +35,12 @@ impl ThreadedRun {
     pub fn total_runs_per_sec(&self, repeat: u32) -> f64 {
         let runs = self.per_thread.len() as f64 * repeat.max(1) as f64;
         runs * 1e9 / self.wall_ns.max(1) as f64
+    }
+
+    /// CPU time of all threads divided by all their runs.
+    pub fn cpu_ns_per_run(&self, repeat: u32) -> f64 {
+        let runs = self.per_thread.len() as f64 * repeat.max(1) as f64;
+        self.cpu_ns.iter().sum::<u64>() as f64 / runs
     }
 }
 
@@ -64,11 +75,12 @@ pub fn test_run_threads(
                     let native = jit.then(|| Jit::compile(vm));
                     let declined = native.as_ref().and_then(|j| j.declined(prog).cloned());
                     ready.wait();
+                    let cpu_start = thread_cpu_ns();
                     let out = match &native {
                         Some(j) => test_run_with(j, vm, prog, &input),
                         None => test_run_with(&Interpreter, vm, prog, &input),
                     };
-                    (out, declined)
+                    (out, declined, thread_cpu_ns().saturating_sub(cpu_start))
                 })
             })
             .collect();
@@ -81,13 +93,27 @@ pub fn test_run_threads(
         (results, start.elapsed().as_nanos() as u64)
     });
     let mut per_thread = Vec::with_capacity(results.len());
-    for (out, why) in results {
+    let mut cpu_ns = Vec::with_capacity(results.len());
+    for (out, why, cpu) in results {
         per_thread.push(out?);
         declined = declined.or(why);
+        cpu_ns.push(cpu);
     }
     Ok(ThreadedRun {
         per_thread,
         wall_ns,
+        cpu_ns,
         declined,
     })
+}
+
+/// The calling thread's CPU time in ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
