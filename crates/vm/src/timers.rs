@@ -357,18 +357,14 @@ impl Run<'_> {
             }
             _ => {
                 // bpf_timer_cancel
-                if self.running_timer == Some(timer) {
-                    // Cancelling its own timer would wait for itself.
-                    return Ok(if self.vm.timers.lock().timers.contains_key(&timer) {
-                        EDEADLK
-                    } else {
-                        EINVAL
-                    });
-                }
                 let mut table = self.vm.timers.lock();
                 let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
                     return Ok(EINVAL);
                 };
+                if self.running_timer == Some(timer) {
+                    // Cancelling its own timer would wait for itself.
+                    return Ok(EDEADLK);
+                }
                 t.callback = None;
                 Ok(t.expires.take().is_some() as u64)
             }
