@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bpfvet_isa::uapi::ProgType;
-use bpfvet_vm::{test_run_with, Engine, Interpreter, Jit, TestRunInput, Vm, VmError};
+use bpfvet_vm::{
+    test_run_threads, test_run_with, Engine, Interpreter, Jit, TestRunInput, TestRunOutput, Vm,
+    VmError,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,6 +41,37 @@ pub struct Args {
     /// interpreter, with a note saying why).
     #[arg(long)]
     pub jit: bool,
+    /// Run on N OS threads at once against the same maps, thread i being
+    /// CPU i (its slot of per-CPU maps, bpf_get_smp_processor_id); each
+    /// makes --repeat runs. Prints each thread's and the total runs/s.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
+    /// Run on a virtual clock and, after the runs, move it forward by
+    /// DURATION (e.g. 10ms, 2s, 500us, 250ns; a bare number is ns): every
+    /// bpf_timer that expires on the way runs its callback then, as the
+    /// kernel would after the program returned. bpf_ktime_get_ns reads the
+    /// virtual clock (it stands still during the runs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub advance_time: Option<u64>,
+}
+
+/// "10ms", "2s", "500us", "250ns" or a bare number of nanoseconds.
+fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 10ms, 2s, 500us, 250ns)"))?;
+    let scale = match unit.trim() {
+        "" | "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        u => return Err(format!("unknown unit {u:?} (ns, us, ms, s)")),
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long a duration"))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -112,31 +146,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
-    let vm = Vm::load(&obj)?;
-    let jit = args.jit.then(|| Jit::compile(&vm));
-    let engine: &dyn Engine = match &jit {
-        Some(jit) => {
-            match jit.declined(idx) {
-                Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
-                None => eprintln!("note: running native code from the JIT"),
-            }
-            jit
-        }
-        None => &Interpreter,
-    };
+    // A machine with a CPU per thread, and at least the host's (so a
+    // one-thread run sees per-CPU maps as the kernel's).
+    let mut vm = Vm::load_cpus(&obj, bpfvet_maps::possible_cpus().max(args.threads))?;
+    if args.advance_time.is_some() {
+        vm.use_virtual_clock();
+    }
+    let vm = vm;
     let t = vm.programs[idx].prog_type;
-    let out = test_run_with(
-        engine,
-        &vm,
-        idx,
-        &TestRunInput {
-            data: &data,
-            ctx: ctx.as_deref(),
-            repeat: args.repeat,
-        },
-    )
-    .map_err(|e| match e {
-        // Without ctx_in, these types' context pointer is NULL.
+    let input = TestRunInput {
+        data: &data,
+        ctx: ctx.as_deref(),
+        repeat: args.repeat,
+        cpu: 0,
+    };
+    // Without ctx_in, these types' context pointer is NULL.
+    let explain = |e: VmError| match e {
         VmError::OutOfBounds { addr, .. }
             if addr < 0x1000
                 && ctx.is_none()
@@ -148,7 +173,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         }
         e => e.into(),
-    })?;
+    };
+    let out = if args.threads > 1 {
+        run_threaded(&vm, idx, &name, &input, &args, explain)?
+    } else {
+        let jit = args.jit.then(|| Jit::compile(&vm));
+        let engine: &dyn Engine = match &jit {
+            Some(jit) => {
+                match jit.declined(idx) {
+                    Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
+                    None => eprintln!("note: running native code from the JIT"),
+                }
+                jit
+            }
+            None => &Interpreter,
+        };
+        test_run_with(engine, &vm, idx, &input).map_err(explain)?
+    };
     println!("retval: {} {}", out.retval, retval_name(t, out.retval));
     println!(
         "duration: {} ns per run ({} runs)",
@@ -175,10 +216,71 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for ev in &out.output.perf_events {
         println!("perf_event_output: {}", hex(ev));
     }
+    match args.advance_time {
+        Some(ns) => {
+            // Callbacks run on the interpreter (compiled code starts only at
+            // a program's first instruction).
+            let fired = vm
+                .advance_time(&Interpreter, ns)
+                .with_context(|| format!("{name}: running timer callbacks"))?;
+            println!(
+                "timers: virtual clock advanced {ns} ns, {fired} callbacks ran, {} still armed",
+                vm.armed_timers()
+            );
+        }
+        None if vm.armed_timers() > 0 => eprintln!(
+            "note: {} bpf_timer(s) armed and not fired: the run ended first \
+             (--advance-time runs them on a virtual clock)",
+            vm.armed_timers()
+        ),
+        None => {}
+    }
     if args.maps_dump {
         dump_maps(&vm);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--threads`: every thread's figures, then the total; the output
+/// shown after them (retval, data_out, ...) is thread 0's.
+fn run_threaded(
+    vm: &Vm,
+    idx: usize,
+    name: &str,
+    input: &TestRunInput<'_>,
+    args: &Args,
+    explain: impl Fn(VmError) -> anyhow::Error,
+) -> anyhow::Result<TestRunOutput> {
+    let r = test_run_threads(vm, idx, input, args.threads, args.jit).map_err(explain)?;
+    if args.jit {
+        match &r.declined {
+            Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
+            None => eprintln!("note: running native code from the JIT"),
+        }
+    }
+    let runs = args.repeat.max(1);
+    for (cpu, out) in r.per_thread.iter().enumerate() {
+        println!(
+            "thread {cpu} (cpu {cpu}): retval {}, {:.0} runs/s ({} ns per run)",
+            out.retval,
+            1e9 / out.duration_ns.max(1) as f64,
+            out.duration_ns
+        );
+    }
+    println!(
+        "total: {} threads x {runs} runs in {:.3} ms: {:.0} runs/s",
+        args.threads,
+        r.wall_ns as f64 / 1e6,
+        r.total_runs_per_sec(runs)
+    );
+    let mut per_thread = r.per_thread;
+    let mut first = per_thread.swap_remove(0);
+    // Every thread's trace and perf output, in thread order.
+    for other in per_thread {
+        first.output.trace.extend(other.output.trace);
+        first.output.perf_events.extend(other.output.perf_events);
+    }
+    Ok(first)
 }
 
 fn dump_maps(vm: &Vm) {

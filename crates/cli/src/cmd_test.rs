@@ -96,6 +96,7 @@ impl TestBackend for Bpfvet {
             data: &data,
             ctx: None,
             repeat: 1,
+            cpu: 0,
         };
         bpfvet_vm::test_run(&vm, idx, &input)
             .map(|o| o.retval)

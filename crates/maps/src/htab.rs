@@ -37,7 +37,7 @@ use crate::attr::{access_ok, round8, ACCESS_MASK, KMALLOC_MAX_SIZE, PCPU_MIN_UNI
 use crate::hash::{jhash, random_seed};
 use crate::sync::spin_wait;
 use crate::value::{bytes_equal, fill_zero, store_bytes, Slab, ValueLayout};
-use crate::{Common, Guard, Map, MapAttr, MapError, Result};
+use crate::{Common, FreeHook, Guard, Map, MapAttr, MapError, Result};
 
 const CREATE_FLAG_MASK: u32 = uapi::BPF_F_NO_PREALLOC
     | uapi::BPF_F_NO_COMMON_LRU
@@ -143,6 +143,8 @@ pub struct HashMap {
     elem_size: usize,
     count: AtomicUsize,
     pool: Pool,
+    /// Told of every element freed or reused ([`Map::set_free_hook`]).
+    free_hook: std::sync::OnceLock<FreeHook>,
 }
 
 // SAFETY: all shared state is atomics or behind mutexes; raw element
@@ -288,7 +290,18 @@ impl HashMap {
             elem_size,
             count: AtomicUsize::new(0),
             pool,
+            free_hook: std::sync::OnceLock::new(),
         })
+    }
+
+    /// An element leaves the map (deleted, replaced, evicted): where the
+    /// kernel frees its value's special fields (cancelling its timer).
+    fn freeing(&self, e: usize) {
+        if let Some(hook) = self.free_hook.get() {
+            if let Some(v) = NonNull::new(self.value_ptr(e, 0)) {
+                hook(v);
+            }
+        }
     }
 
     /// Number of elements in the map.
@@ -466,6 +479,7 @@ impl HashMap {
             prev.store(Self::hdr(e).next.load(Ordering::Acquire), Ordering::Release);
             self.count.fetch_sub(1, Ordering::AcqRel);
             lru.generation[i as usize].fetch_add(1, Ordering::AcqRel);
+            self.freeing(e);
             return Ok(i);
         }
     }
@@ -474,6 +488,7 @@ impl HashMap {
     /// `spare_of`: it becomes that CPU's spare (a replaced element of a
     /// preallocated map).
     fn free_elem(&self, e: usize, counted: bool, spare_of: Option<u32>, guard: &Guard) {
+        self.freeing(e);
         match &self.pool {
             Pool::OnDemand => {
                 if counted {
@@ -829,6 +844,10 @@ impl Drop for HashMap {
 impl Map for HashMap {
     fn attr(&self) -> &MapAttr {
         &self.common.attr
+    }
+
+    fn set_free_hook(&self, hook: FreeHook) -> bool {
+        !self.percpu && self.free_hook.set(hook).is_ok()
     }
 
     fn as_any(&self) -> &dyn Any {

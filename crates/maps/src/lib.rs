@@ -88,11 +88,26 @@ pub struct Batch {
     pub cursor: Option<Vec<u8>>,
 }
 
+/// Called with the value of an element a map frees or reuses; see
+/// [`Map::set_free_hook`].
+pub type FreeHook = Arc<dyn Fn(NonNull<u8>) + Send + Sync>;
+
 /// A BPF map. All methods take `&self`: maps are shared between threads.
 pub trait Map: Send + Sync + 'static {
     fn attr(&self) -> &MapAttr;
     /// For downcasting to a type's own API (ring buffer consumer, ...).
     fn as_any(&self) -> &dyn Any;
+
+    /// Registers `hook` (once), called with the value of every element the
+    /// map frees or reuses (delete, replacing update, LRU eviction): where
+    /// the kernel's bpf_obj_free_fields cancels the value's `bpf_timer` or
+    /// `bpf_wq`. The element's memory is still valid during the call. False
+    /// when the map frees no elements this way (arrays, per-CPU maps) or a
+    /// hook is set already.
+    fn set_free_hook(&self, hook: FreeHook) -> bool {
+        let _ = hook;
+        false
+    }
 
     // ---- syscall side ----
     // An operation a map type does not define answers ENOTSUPP, as the

@@ -42,6 +42,7 @@ mod stats;
 pub mod tnum;
 mod unmodelled;
 
+pub use map_record::{map_fields, Field as MapField};
 pub use stats::Stats;
 
 /// Reads the host's vmlinux BTF (kfuncs, BTF-typed contexts) and builds its

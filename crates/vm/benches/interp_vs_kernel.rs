@@ -88,6 +88,7 @@ fn main() {
             data: &data,
             ctx: None,
             repeat: REPEAT,
+            cpu: 0,
         };
         let ours = median(
             (0..BATCHES)

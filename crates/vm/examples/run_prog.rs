@@ -20,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         data: &data,
         ctx: None,
         repeat,
+        cpu: 0,
     };
     let out = bpfvet_vm::test_run(&vm, idx, &input)?;
     println!(

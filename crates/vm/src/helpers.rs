@@ -20,6 +20,9 @@ const EINVAL: u64 = (-22i64) as u64;
 const EFAULT: u64 = (-14i64) as u64;
 const E2BIG: u64 = (-7i64) as u64;
 const EACCES: u64 = (-13i64) as u64;
+/// How often bpf_spin_lock tries a lock another run holds before the run
+/// fails (spinning, then yielding the CPU between attempts).
+const SPIN_LOCK_MAX_SPINS: u64 = 1 << 24;
 
 fn errno(e: &MapError) -> u64 {
     (-(e.errno() as i64)) as u64
@@ -83,7 +86,7 @@ impl<'a> Run<'a> {
     }
 
     /// Runs kfunc `id` (a vmlinux BTF id); returns r0.
-    pub fn kfunc(&mut self, id: i32, regs: &mut [u64; 16], pc: usize) -> Result<u64> {
+    pub fn kfunc(&mut self, id: i32, regs: &mut [u64; 16], prog: usize, pc: usize) -> Result<u64> {
         let Some((_, Some(k))) = self.vm.kfuncs.get(&id) else {
             let name = self.vm.kfuncs.get(&id).map(|(n, _)| n.clone());
             return Err(VmError::UnsupportedKfunc { pc, id, name });
@@ -92,7 +95,28 @@ impl<'a> Run<'a> {
             Kfunc::IterNumNew => "bpf_iter_num_new",
             Kfunc::IterNumNext => "bpf_iter_num_next",
             Kfunc::IterNumDestroy => "bpf_iter_num_destroy",
+            Kfunc::WqInit => "bpf_wq_init",
+            Kfunc::WqSetCallback => "bpf_wq_set_callback_impl",
+            Kfunc::WqStart => "bpf_wq_start",
         };
+        match k {
+            Kfunc::WqInit | Kfunc::WqSetCallback | Kfunc::WqStart => {
+                self.async_call(name, [regs[1], regs[2], regs[3]], prog, pc)
+            }
+            Kfunc::IterNumNew | Kfunc::IterNumNext | Kfunc::IterNumDestroy => {
+                self.iter_num(*k, regs, pc, name)
+            }
+        }
+    }
+
+    /// bpf_iter_num_new / _next / _destroy.
+    fn iter_num(
+        &mut self,
+        k: Kfunc,
+        regs: &mut [u64; 16],
+        pc: usize,
+        name: &'static str,
+    ) -> Result<u64> {
         // struct bpf_iter_num as the kernel lays it out: int cur, int end.
         let it = self.mem(regs[1], 8, true, pc, name)?;
         let get = |o: usize| i32::from_le_bytes(it[o..o + 4].try_into().expect("4 bytes"));
@@ -125,7 +149,8 @@ impl<'a> Run<'a> {
                     regs[1]
                 }
             }
-            Kfunc::IterNumDestroy => {
+            _ => {
+                // bpf_iter_num_destroy
                 set(0, 0);
                 0
             }
@@ -148,7 +173,7 @@ impl<'a> Run<'a> {
             HelperId::MAP_LOOKUP_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
-                match m.lookup_elem(key, 0, &self.guard) {
+                match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,
                     Some(p) => {
                         let addr = p.as_ptr() as u64;
@@ -161,6 +186,7 @@ impl<'a> Run<'a> {
                             let writable =
                                 m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
                             self.add_region(addr, m.attr().value_size as usize, writable);
+                            self.note_async_value(a1, addr, key);
                         }
                         addr
                     }
@@ -170,8 +196,23 @@ impl<'a> Run<'a> {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&*m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
-                match m.update_elem_guarded(key, val, a4, 0, &self.guard) {
-                    Ok(()) => 0,
+                match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
+                    Ok(()) => {
+                        if m.attr().map_type == bpfvet_isa::uapi::MapType::ARRAY
+                            && map_index(a1)
+                                .and_then(|i| self.vm.async_offsets.get(i))
+                                .is_some_and(|o| o.any())
+                        {
+                            // An array update frees the value's timer and
+                            // work item (hash maps free the replaced element,
+                            // which their free hook reports).
+                            if let Some(p) = m.lookup_elem(key, self.cpu, &self.guard) {
+                                let len = m.attr().value_size as u64;
+                                self.vm.timers.free_in(p.as_ptr() as u64, len);
+                            }
+                        }
+                        0
+                    }
                     Err(e) => errno(&e),
                 }
             }
@@ -207,10 +248,14 @@ impl<'a> Run<'a> {
                     HelperId::KTIME_GET_TAI_NS => libc::CLOCK_TAI,
                     _ => libc::CLOCK_MONOTONIC,
                 };
-                clock_ns(clock)
+                self.vm.clock.now(clock).unwrap_or_else(|| clock_ns(clock))
             }
+            HelperId::TIMER_INIT
+            | HelperId::TIMER_SET_CALLBACK
+            | HelperId::TIMER_START
+            | HelperId::TIMER_CANCEL => self.async_call(name, [a1, a2, a3], prog, pc)?,
             HelperId::GET_PRANDOM_U32 => prandom() as u64,
-            HelperId::GET_SMP_PROCESSOR_ID => 0,
+            HelperId::GET_SMP_PROCESSOR_ID => self.cpu as u64,
             HelperId::GET_CURRENT_PID_TGID => {
                 // SAFETY: getpid/gettid have no preconditions.
                 let (tgid, tid) = unsafe { (libc::getpid() as u64, libc::gettid() as u64) };
@@ -306,12 +351,34 @@ impl<'a> Run<'a> {
                 // SAFETY: 4 writable bytes inside a map value; struct
                 // bpf_spin_lock is 4-byte aligned there.
                 let lock = unsafe { AtomicU32::from_ptr(p as *mut u32) };
-                // Single-threaded run: a held lock would never be released.
-                if lock
-                    .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                if self.held_locks.contains(&a1) {
+                    return Err(self.fault(
+                        pc,
+                        name,
+                        "lock already held by this run (would deadlock)",
+                    ));
+                }
+                // Another thread's run may hold it: wait, as the kernel
+                // spins, for a bounded while (a verified holder releases it
+                // before its run ends; an unverified one releases it then).
+                let mut spins: u64 = 0;
+                while lock
+                    .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_err()
                 {
-                    return Err(self.fault(pc, name, "lock already held (would deadlock)"));
+                    spins += 1;
+                    if spins > SPIN_LOCK_MAX_SPINS {
+                        return Err(self.fault(
+                            pc,
+                            name,
+                            format!("lock still held by another run after {SPIN_LOCK_MAX_SPINS} attempts"),
+                        ));
+                    }
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
                 }
                 self.held_locks.push(a1);
                 0
@@ -394,9 +461,10 @@ impl<'a> Run<'a> {
                 let mut failure = None;
                 let base = self.regions.len();
                 let value_size = m.attr().value_size as usize;
-                let r = m.for_each(0, &guard, &mut |key, val| {
+                let r = m.for_each(self.cpu, &guard, &mut |key, val| {
                     self.add_region(key.as_ptr() as u64, key.len(), false);
                     self.add_region(val.as_ptr() as u64, value_size, true);
+                    self.note_async_value(a1, val.as_ptr() as u64, key);
                     let args = [a1, key.as_ptr() as u64, val.as_ptr() as u64, a3, 0];
                     let r = execute(self, prog, cb, args, depth + 1);
                     self.regions.truncate(base);
@@ -514,6 +582,25 @@ impl<'a> Run<'a> {
                 });
             }
         })
+    }
+
+    /// Remembers which key a value of a map with timers or work items
+    /// belongs to (a hash map's bpf_timer_init needs it for the callback).
+    fn note_async_value(&mut self, map: u64, value: u64, key: &[u8]) {
+        let Some(i) = map_index(map) else { return };
+        if !self.vm.async_offsets.get(i).is_some_and(|o| o.any()) {
+            return;
+        }
+        // A hash map reuses a freed element's memory for another key: the
+        // latest lookup names the key.
+        match self
+            .async_values
+            .iter_mut()
+            .find(|(v, m, _)| *v == value && *m == i)
+        {
+            Some(entry) => entry.2 = key.into(),
+            None => self.async_values.push((value, i, key.into())),
+        }
     }
 
     /// The instruction index of a callback argument, if it is one of the
@@ -666,7 +753,7 @@ impl<'a> Run<'a> {
     }
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

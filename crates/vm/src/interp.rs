@@ -366,7 +366,7 @@ pub fn execute(
                     enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
                     pc = jump(pc, op.imm as i64);
                 } else if op.src != 0 {
-                    regs[0] = run.kfunc(op.imm, &mut regs, pc - 1)?;
+                    regs[0] = run.kfunc(op.imm, &mut regs, prog, pc - 1)?;
                 } else if op.imm == TAIL_CALL {
                     if let Some(target) = run.tail_call_target(regs[2], regs[3], pc - 1)? {
                         prog = target;

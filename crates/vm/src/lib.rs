@@ -13,6 +13,13 @@
 //! - Every load, store and atomic is checked against the memory the run
 //!   owns (stack, context, packet, map values, helper memory); a violation
 //!   ends the run with a [`VmError`] naming the instruction.
+//! - A VM stands for a machine of [`Vm::cpus`] CPUs ([`Vm::load_cpus`]):
+//!   each run is on one (per-CPU map slots, bpf_get_smp_processor_id), and
+//!   [`test_run_threads`] runs a program on several threads at once, each
+//!   its own CPU, against the same maps.
+//! - bpf_timer and bpf_wq callbacks run on a virtual clock
+//!   ([`Vm::use_virtual_clock`], [`Vm::advance_time`]), as the kernel runs
+//!   them after the program returned (docs/run.md).
 
 mod code;
 mod csum;
@@ -25,6 +32,8 @@ mod interp;
 mod jit;
 mod run;
 mod test_run;
+mod threads;
+mod timers;
 mod vm;
 
 pub use code::{map_handle, Op};
@@ -34,6 +43,8 @@ pub use interp::{Engine, Interpreter, MAX_TAIL_CALLS};
 pub use jit::{Decline, Jit};
 pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
+pub use threads::{test_run_threads, ThreadedRun};
+pub use timers::MAX_CALLBACKS_PER_ADVANCE;
 pub use vm::{Kfunc, Program, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the

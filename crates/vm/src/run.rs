@@ -2,7 +2,7 @@
 //! run owns (every load, store and atomic is checked against them), and
 //! what helpers wrote to the sinks.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use bpfvet_isa::opcode::{BPF_CMPXCHG, BPF_FETCH, BPF_LOAD_ACQ, BPF_STORE_REL, BPF_XCHG};
 
@@ -63,6 +63,15 @@ pub struct Run<'a> {
     /// Pinned for the whole run: map values handed to the program stay
     /// valid until it ends, and map operations reuse the pin.
     pub(crate) guard: bpfvet_maps::Guard,
+    /// The CPU the run is on: its slot of per-CPU maps and what
+    /// bpf_get_smp_processor_id returns (below `Vm::cpus`).
+    pub(crate) cpu: u32,
+    /// The timer whose callback this run is (bpf_timer_cancel of it is
+    /// EDEADLK).
+    pub(crate) running_timer: Option<u64>,
+    /// Values of maps with timers or work items the run was handed, with
+    /// their map and key.
+    pub(crate) async_values: Vec<(u64, usize, Box<[u8]>)>,
 }
 
 fn oob(pc: usize, kind: &'static str, addr: u64, size: u32) -> VmError {
@@ -100,9 +109,28 @@ impl<'a> Run<'a> {
             pkt_lo: 0,
             pkt_len: 0,
             guard: bpfvet_maps::pin(),
+            cpu: 0,
+            running_timer: None,
+            async_values: Vec::new(),
         };
         run.refresh_packet_bounds();
         run
+    }
+
+    /// Puts the run on `cpu` (per-CPU map slots, bpf_get_smp_processor_id).
+    pub fn set_cpu(&mut self, cpu: u32) -> Result<()> {
+        if cpu >= self.vm.cpus {
+            return Err(VmError::Invalid(format!(
+                "cpu {cpu} is not below the VM's {} CPUs",
+                self.vm.cpus
+            )));
+        }
+        self.cpu = cpu;
+        Ok(())
+    }
+
+    pub fn cpu(&self) -> u32 {
+        self.cpu
     }
 
     /// The context as the program left it.
@@ -143,11 +171,25 @@ impl<'a> Run<'a> {
 
     /// Resets what one run leaves behind, so `repeat` runs start alike.
     pub fn reset_dynamic(&mut self) {
+        // Before the regions go: the locks are found through them.
+        self.release_held_locks();
         self.regions.truncate(self.static_regions);
         self.inner_maps.clear();
+        self.async_values.clear();
         self.tail_calls = 0;
         self.may_goto_left = MAY_GOTO_BUDGET;
-        self.held_locks.clear();
+    }
+
+    /// Releases the bpf_spin_locks the run still holds (only an unverified
+    /// program ends holding one), so that other runs do not wait forever.
+    fn release_held_locks(&mut self) {
+        for addr in std::mem::take(&mut self.held_locks) {
+            if let Some(p) = self.check(addr, 4, true) {
+                // SAFETY: 4 writable, aligned bytes of a map value the run
+                // locked (the run's guard keeps them alive).
+                unsafe { AtomicU32::from_ptr(p as *mut u32) }.store(0, Ordering::Release);
+            }
+        }
     }
 
     pub fn frame_pointer(&self, depth: usize) -> u64 {
@@ -249,7 +291,7 @@ impl<'a> Run<'a> {
         }
         match self.check(addr, size as u64, false) {
             // SAFETY: `check` proved the access lies inside a live region.
-            Some(p) => Ok(unsafe { read(p, size) }),
+            Some(p) => Ok(unsafe { read_shared(p, size) }),
             None => Err(oob(pc, "load", addr, size)),
         }
     }
@@ -280,7 +322,7 @@ impl<'a> Run<'a> {
         }
         match self.check(addr, size as u64, true) {
             // SAFETY: `check` proved the access lies inside a writable region.
-            Some(p) => unsafe { write(p, size, v) },
+            Some(p) => unsafe { write_shared(p, size, v) },
             None if self.check(addr, size as u64, false).is_some() => {
                 return Err(VmError::ReadOnly { pc, addr, size })
             }
@@ -421,6 +463,12 @@ impl<'a> Run<'a> {
     }
 }
 
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        self.release_held_locks();
+    }
+}
+
 fn bad_atomic(pc: usize, imm: i32) -> VmError {
     VmError::BadInsn {
         pc,
@@ -439,6 +487,52 @@ unsafe fn read(p: *const u8, size: u32) -> u64 {
             2 => (p as *const u16).read_unaligned() as u64,
             4 => (p as *const u32).read_unaligned() as u64,
             _ => (p as *const u64).read_unaligned(),
+        }
+    }
+}
+
+/// [`read`] of memory other threads may write at the same time (map
+/// values, global data): an aligned access is one relaxed atomic load, so
+/// programs racing on a value on several threads tear at worst, as on the
+/// kernel, and the race is no undefined behaviour on the Rust side.
+///
+/// # Safety
+/// `p..p+size` must be readable.
+#[inline(always)]
+unsafe fn read_shared(p: *const u8, size: u32) -> u64 {
+    if (p as usize) & (size as usize - 1) != 0 {
+        // SAFETY: the caller guarantees the bytes are readable.
+        return unsafe { read(p, size) };
+    }
+    // SAFETY: readable (the caller) and aligned to the access size (above).
+    unsafe {
+        match size {
+            1 => AtomicU8::from_ptr(p as *mut u8).load(Ordering::Relaxed) as u64,
+            2 => AtomicU16::from_ptr(p as *mut u16).load(Ordering::Relaxed) as u64,
+            4 => AtomicU32::from_ptr(p as *mut u32).load(Ordering::Relaxed) as u64,
+            _ => AtomicU64::from_ptr(p as *mut u64).load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// [`write`] of memory other threads may access at the same time; see
+/// [`read_shared`].
+///
+/// # Safety
+/// `p..p+size` must be writable.
+#[inline(always)]
+unsafe fn write_shared(p: *mut u8, size: u32, v: u64) {
+    if (p as usize) & (size as usize - 1) != 0 {
+        // SAFETY: the caller guarantees the bytes are writable.
+        return unsafe { write(p, size, v) };
+    }
+    // SAFETY: writable (the caller) and aligned to the access size (above).
+    unsafe {
+        match size {
+            1 => AtomicU8::from_ptr(p).store(v as u8, Ordering::Relaxed),
+            2 => AtomicU16::from_ptr(p as *mut u16).store(v as u16, Ordering::Relaxed),
+            4 => AtomicU32::from_ptr(p as *mut u32).store(v as u32, Ordering::Relaxed),
+            _ => AtomicU64::from_ptr(p as *mut u64).store(v, Ordering::Relaxed),
         }
     }
 }

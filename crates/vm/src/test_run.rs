@@ -18,6 +18,8 @@ pub struct TestRunInput<'a> {
     pub ctx: Option<&'a [u8]>,
     /// 0 and 1 both run once.
     pub repeat: u32,
+    /// The CPU to run on (below `Vm::cpus`): its slot of per-CPU maps.
+    pub cpu: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -92,8 +94,14 @@ pub fn test_run_with(
 }
 
 /// Runs `repeat` times on the same context, as bpf_test_run does.
-fn repeat(engine: &dyn Engine, run: &mut Run<'_>, prog: usize, times: u32) -> Result<(u32, u64)> {
-    let times = times.max(1);
+fn repeat(
+    engine: &dyn Engine,
+    run: &mut Run<'_>,
+    prog: usize,
+    input: &TestRunInput<'_>,
+) -> Result<(u32, u64)> {
+    run.set_cpu(input.cpu)?;
+    let times = input.repeat.max(1);
     let ctx = run.ctx_addr;
     let start = Instant::now();
     let mut ret = 0;
@@ -166,7 +174,7 @@ fn run_xdp(
             rx_queue_index: rxq,
         }),
     );
-    let (retval, duration_ns) = repeat(engine, &mut run, prog, input.repeat)?;
+    let (retval, duration_ns) = repeat(engine, &mut run, prog, input)?;
     let Ctx::Xdp(x) = &run.ctx else {
         unreachable!("xdp run keeps its context")
     };
@@ -270,7 +278,7 @@ fn run_skb(
         s.wire_len = s.len();
     }
     let mut run = Run::new(vm, Ctx::Skb(Box::new(s)));
-    let (retval, duration_ns) = repeat(engine, &mut run, prog, input.repeat)?;
+    let (retval, duration_ns) = repeat(engine, &mut run, prog, input)?;
     let Ctx::Skb(s) = &mut run.ctx else {
         unreachable!("skb run keeps its context")
     };
@@ -453,6 +461,7 @@ fn run_plain(
         return Err(invalid("syscall context larger than 64 KiB"));
     }
     let mut run = Run::new(vm, Ctx::Bytes);
+    run.set_cpu(input.cpu)?;
     if ctx.is_empty() {
         run.ctx_addr = 0;
     } else {

@@ -12,6 +12,7 @@ use bpfvet_object::{MapDef, MapInit, Object};
 use crate::code::{predecode, Op, ValueAddr};
 use crate::error::{Result, VmError};
 use crate::run::Region;
+use crate::timers::{AsyncOffsets, Clock, Timers};
 
 pub struct Program {
     pub name: String,
@@ -25,10 +26,16 @@ pub enum Kfunc {
     IterNumNew,
     IterNumNext,
     IterNumDestroy,
+    WqInit,
+    WqSetCallback,
+    WqStart,
 }
 
 pub struct Vm {
     pub maps: Vec<Arc<dyn Map>>,
+    /// The CPUs of the machine the VM stands for: per-CPU maps hold this
+    /// many values, and runs go on CPUs 0..cpus.
+    pub cpus: u32,
     /// Kfunc calls' BTF ids (in the host's vmlinux BTF) -> name and
     /// implementation, if any.
     pub kfuncs: HashMap<i32, (String, Option<Kfunc>)>,
@@ -36,9 +43,15 @@ pub struct Vm {
     pub programs: Vec<Program>,
     /// Global-data values and other memory every run may touch.
     pub(crate) static_regions: Vec<Region>,
+    /// bpf_timer state, and the clock the timers and ktime helpers read.
+    pub(crate) timers: Arc<Timers>,
+    /// Per map: where its value's `struct bpf_timer` and `struct bpf_wq`
+    /// are (from BTF).
+    pub(crate) async_offsets: Vec<AsyncOffsets>,
+    pub(crate) clock: Clock,
 }
 
-fn attr_of(def: &MapDef) -> MapAttr {
+fn attr_of(def: &MapDef, cpus: u32) -> MapAttr {
     let max_entries = match def.map_type {
         MapType::RINGBUF | MapType::USER_RINGBUF => def.max_entries.max(4096).next_power_of_two(),
         _ if def.max_entries == 0 => 1,
@@ -47,7 +60,8 @@ fn attr_of(def: &MapDef) -> MapAttr {
     let mut attr = MapAttr::new(def.map_type, def.key_size, def.value_size, max_entries)
         .with_flags(def.map_flags);
     attr.map_extra = def.map_extra;
-    attr.inner = def.inner.as_deref().map(|i| Box::new(attr_of(i)));
+    attr.nr_cpus = cpus;
+    attr.inner = def.inner.as_deref().map(|i| Box::new(attr_of(i, cpus)));
     attr
 }
 
@@ -69,15 +83,25 @@ impl ValueAddr for Values<'_> {
 impl Vm {
     /// Creates the object's maps and decodes every program. Verification is
     /// a separate step (`bpfvet_verifier::verify`) the caller chooses.
+    /// Per-CPU maps are sized for the host's possible CPUs, as the kernel's.
     pub fn load(obj: &Object) -> Result<Vm> {
+        Vm::load_cpus(obj, bpfvet_maps::possible_cpus())
+    }
+
+    /// [`Vm::load`] for a machine of `cpus` CPUs (at least 1): runs on
+    /// several threads give each its own CPU, which may be more than the
+    /// host has.
+    pub fn load_cpus(obj: &Object, cpus: u32) -> Result<Vm> {
+        let cpus = cpus.max(1);
         let mut maps: Vec<Arc<dyn Map>> = Vec::with_capacity(obj.maps.len());
         for def in &obj.maps {
-            let mut attr = attr_of(def);
+            let mut attr = attr_of(def, cpus);
+            attr.timer_off = async_offsets(obj, def).timer;
             if def.map_type == MapType::PERF_EVENT_ARRAY {
                 // Its slots hold perf event fds the kernel writes to; here
                 // perf_event_output goes to the run's sink, so a plain array
                 // stands in for the fd slots.
-                attr = MapAttr::new(MapType::ARRAY, 4, 4, bpfvet_maps::possible_cpus());
+                attr = MapAttr::new(MapType::ARRAY, 4, 4, cpus);
             }
             let m = bpfvet_maps::create(attr).map_err(|source| VmError::MapCreate {
                 name: def.name.clone(),
@@ -154,12 +178,26 @@ impl Vm {
                 },
             });
         }
+        let timers = Arc::new(Timers::default());
+        let async_offsets: Vec<AsyncOffsets> =
+            obj.maps.iter().map(|m| async_offsets(obj, m)).collect();
+        for (m, offsets) in maps.iter().zip(&async_offsets) {
+            if offsets.any() {
+                // A hash map's freed element loses its timer and work item.
+                let (timers, len) = (timers.clone(), m.attr().value_size as u64);
+                m.set_free_hook(Arc::new(move |v| timers.free_in(v.as_ptr() as u64, len)));
+            }
+        }
         Ok(Vm {
             kfuncs: resolve_kfuncs(obj),
+            cpus,
             maps,
             map_names: obj.maps.iter().map(|m| m.name.clone()).collect(),
             programs,
             static_regions,
+            timers,
+            clock: Clock::default(),
+            async_offsets,
         })
     }
 
@@ -168,6 +206,7 @@ impl Vm {
     pub fn from_insns(insns: &[bpfvet_isa::Insn], prog_type: ProgType) -> Result<Vm> {
         Ok(Vm {
             kfuncs: HashMap::new(),
+            cpus: 1,
             maps: Vec::new(),
             map_names: Vec::new(),
             programs: vec![Program {
@@ -176,6 +215,9 @@ impl Vm {
                 ops: predecode(insns, &Values(&[]))?,
             }],
             static_regions: Vec::new(),
+            timers: Arc::new(Timers::default()),
+            clock: Clock::default(),
+            async_offsets: Vec::new(),
         })
     }
 
@@ -223,6 +265,17 @@ impl Vm {
     }
 }
 
+/// Where a map value's `struct bpf_timer` and `struct bpf_wq` are, from
+/// the object's BTF as the kernel records them at map creation.
+fn async_offsets(obj: &Object, def: &MapDef) -> AsyncOffsets {
+    let fields = bpfvet_verifier::map_fields(obj.btf.as_ref(), def);
+    let off = |name: &str| fields.iter().find(|f| f.name == name).map(|f| f.off);
+    AsyncOffsets {
+        timer: off("bpf_timer"),
+        wq: off("bpf_wq"),
+    }
+}
+
 /// Names the kfuncs the object calls, from the host's vmlinux BTF (the
 /// loader resolved their ids there). Without that BTF the calls stay
 /// unnamed and fail when reached.
@@ -250,6 +303,9 @@ fn resolve_kfuncs(obj: &Object) -> HashMap<i32, (String, Option<Kfunc>)> {
                 "bpf_iter_num_new" => Some(Kfunc::IterNumNew),
                 "bpf_iter_num_next" => Some(Kfunc::IterNumNext),
                 "bpf_iter_num_destroy" => Some(Kfunc::IterNumDestroy),
+                "bpf_wq_init" => Some(Kfunc::WqInit),
+                "bpf_wq_set_callback_impl" => Some(Kfunc::WqSetCallback),
+                "bpf_wq_start" => Some(Kfunc::WqStart),
                 _ => None,
             };
             (id, (name, k))

@@ -55,7 +55,16 @@ fn both(b: &Both, data: &[u8], ctx: Option<&[u8]>, ctx_out: usize, repeat: u32) 
         repeat,
         ..Default::default()
     });
-    let v = test_run(&b.vm, b.idx, &TestRunInput { data, ctx, repeat });
+    let v = test_run(
+        &b.vm,
+        b.idx,
+        &TestRunInput {
+            data,
+            ctx,
+            repeat,
+            cpu: 0,
+        },
+    );
     match (k, v) {
         (Ok(k), Ok(v)) => {
             assert_eq!(
@@ -109,6 +118,7 @@ fn syscall_context_is_written_back() {
             data: &[],
             ctx: Some(&ctx),
             repeat: 0,
+            cpu: 0,
         },
     )
     .unwrap();

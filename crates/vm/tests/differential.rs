@@ -152,6 +152,7 @@ fn programs_agree_with_kernel_test_run() {
                 data,
                 ctx: None,
                 repeat: 1,
+                cpu: 0,
             };
             let v = test_run(&vm, idx, &input);
             let j = test_run_with(&jit, &jit_vm, idx, &input);

@@ -28,6 +28,7 @@ fn run(vm: &Vm, prog: &str, frame: &[u8]) -> u32 {
             data: frame,
             ctx: None,
             repeat: 1,
+            cpu: 0,
         },
     )
     .unwrap()

@@ -43,6 +43,7 @@ fn verification_is_a_separate_step() {
             data: &[0u8; 14],
             ctx: None,
             repeat: 1,
+            cpu: 0,
         },
     )
     .unwrap();
@@ -88,6 +89,7 @@ fn self_tail_call_stops_after_33() {
             data: &[0u8; 14],
             ctx: None,
             repeat: 1,
+            cpu: 0,
         },
     )
     .unwrap();
@@ -104,6 +106,7 @@ fn self_tail_call_stops_after_33() {
             data: &[0u8; 14],
             ctx: None,
             repeat: 1,
+            cpu: 0,
         },
     )
     .unwrap();

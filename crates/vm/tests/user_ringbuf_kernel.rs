@@ -188,6 +188,7 @@ fn user_ringbuf_drain_agrees_with_kernel() {
                 data: &frame,
                 ctx: None,
                 repeat: 1,
+                cpu: 0,
             },
         )
         .expect("vm test_run");

@@ -183,7 +183,7 @@ pub(super) extern "C" fn callx(env: *mut Env, value: u64, pc: u64, depth: u64) -
 pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
-    match run.kfunc(id as i32, &mut env.regs, pc as usize) {
+    match run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize) {
         Ok(v) => v,
         Err(e) => {
             env.fail(e);
