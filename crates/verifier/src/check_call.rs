@@ -23,6 +23,8 @@ const MEM_ARG_TYPES: &str =
 #[derive(Default)]
 struct ArgMeta {
     map: Option<u32>,
+    /// The map_uid of that map (see `Reg::map_uid`).
+    map_uid: u32,
     /// Constant size given for memory (ringbuf_reserve's size, etc.).
     mem_size: Option<u64>,
     release_ref: Option<u32>,
@@ -428,7 +430,19 @@ impl Env<'_> {
                 if r.ty != RegType::MapPtr {
                     return self.arg_type_err(regno, "map_ptr");
                 }
+                // A timer helper names its map twice: through the timer's
+                // value and as this argument; they must be the same map,
+                // down to the lookup of an inner map.
+                if let Some(m) = meta.map {
+                    if m != r.map || meta.map_uid != r.map_uid {
+                        return self.err(format!(
+                            "timer pointer in R1 map_uid={} doesn't match map pointer in R2 map_uid={}",
+                            meta.map_uid, r.map_uid
+                        ));
+                    }
+                }
                 meta.map = Some(r.map);
+                meta.map_uid = r.map_uid;
             }
             ArgBase::PtrToMapKey | ArgBase::PtrToMapValue => {
                 let Some(m) = meta.map.and_then(|m| self.map_def(m)) else {
@@ -542,6 +556,9 @@ impl Env<'_> {
                 }
                 if at.base == ArgBase::PtrToSpinLock {
                     self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
+                } else {
+                    meta.map = Some(r.map);
+                    meta.map_uid = r.map_uid;
                 }
             }
             ArgBase::PtrToPercpuBtfId => {
@@ -996,6 +1013,7 @@ impl Env<'_> {
                 // until its NULL check says what it points to.
                 let mut r = Reg::pointer(RegType::MapValue);
                 r.map = m;
+                r.map_uid = meta.map_uid;
                 if self.map_def(m).is_some_and(|d| {
                     d.map_type == MapType::PERCPU_ARRAY
                         || d.map_type == MapType::PERCPU_HASH
@@ -1044,7 +1062,7 @@ impl Env<'_> {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
         } else {
-            crate::check_jmp::map_lookup_non_null(self.obj, &mut r0);
+            crate::check_jmp::map_lookup_non_null(self.obj, &self.map_fields, &mut r0);
             if r0.ty == RegType::MapValue
                 && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
             {

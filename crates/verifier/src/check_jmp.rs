@@ -163,9 +163,10 @@ impl Env<'_> {
                     && crate::map_record::spin_lock(crate::map_record::fields_of(fields, r.map))
                         .is_some()
             };
-            mark_ptr_or_null(self.obj, &mut self.cur, id, rid, !eq, &keeps_id);
+            mark_ptr_or_null(self.obj, fields, &mut self.cur, id, rid, !eq, &keeps_id);
             mark_ptr_or_null(
                 self.obj,
+                fields,
                 &mut self.pending[other_i].st,
                 id,
                 rid,
@@ -186,7 +187,7 @@ impl Env<'_> {
             && dst.ty != RegType::BtfId
             && src.ty != RegType::BtfId
         {
-            let obj = self.obj;
+            let (obj, fields) = (self.obj, &self.map_fields);
             let eq_state = if jop == JmpOp::Eq {
                 &mut self.pending[other_i].st
             } else {
@@ -196,7 +197,7 @@ impl Env<'_> {
                 let r = eq_state.reg_mut(maybe);
                 if not_null(known) && r.maybe_null() {
                     r.flags &= !flag::MAYBE_NULL;
-                    map_lookup_non_null(obj, r);
+                    map_lookup_non_null(obj, fields, r);
                 }
             }
         }
@@ -345,7 +346,11 @@ fn sync_linked_regs(st: &mut State, known: &Reg, known_at: Member, linked: &Link
 /// What a map lookup's result points to once it is known not NULL: the
 /// inner map of a map of maps, the socket of a sockmap or sockhash, else
 /// the value itself.
-pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
+pub(crate) fn map_lookup_non_null(
+    obj: &bpfvet_object::Object,
+    fields: &[[Vec<crate::map_record::Field>; 2]],
+    r: &mut Reg,
+) {
     if r.ty != RegType::MapValue || r.map & crate::explore::INNER_MAP != 0 {
         return;
     }
@@ -356,6 +361,10 @@ pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
         MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS => {
             r.ty = RegType::MapPtr;
             r.map |= crate::explore::INNER_MAP;
+            let inner = crate::map_record::fields_of(fields, r.map);
+            if inner.iter().any(|f| TIMER_LIKE_FIELDS.contains(&f.name)) {
+                r.map_uid = r.id;
+            }
         }
         // The socket keeps the map it came from (the kernel's map_ptr):
         // pruning tells it from a socket of a lookup helper.
@@ -364,8 +373,12 @@ pub(crate) fn map_lookup_non_null(obj: &bpfvet_object::Object, r: &mut Reg) {
     }
 }
 
+/// Special fields whose helpers must be given the very map they live in.
+const TIMER_LIKE_FIELDS: [&str; 3] = ["bpf_timer", "bpf_wq", "bpf_task_work"];
+
 fn mark_ptr_or_null(
     obj: &bpfvet_object::Object,
+    fields: &[[Vec<crate::map_record::Field>; 2]],
     st: &mut State,
     id: u32,
     ref_obj_id: u32,
@@ -383,7 +396,7 @@ fn mark_ptr_or_null(
             *r = Reg::known(0);
         } else {
             r.flags &= !flag::MAYBE_NULL;
-            map_lookup_non_null(obj, r);
+            map_lookup_non_null(obj, fields, r);
             // The id served the null check, unless it also names a map
             // value's lock.
             if !keeps_id(r) {

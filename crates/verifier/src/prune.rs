@@ -116,6 +116,7 @@ fn same_shape(a: &Reg, b: &Reg) -> bool {
         && a.aux == b.aux
         && a.dynptr_id == b.dynptr_id
         && a.map == b.map
+        && a.map_uid == b.map_uid
         && a.frameno == b.frameno
         && a.v == b.v
 }

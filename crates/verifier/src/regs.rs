@@ -99,6 +99,11 @@ pub struct Reg {
     pub aux: u32,
     /// Map index of map_value / map_key / map_ptr (u32::MAX if none).
     pub map: u32,
+    /// Which lookup an inner map pointer came from, when its map holds
+    /// timers or work items (the kernel's map_uid: the lookup's id), and
+    /// the values looked up in it; 0 otherwise. Two lookups of the same
+    /// inner map slot are two maps to the timer helpers.
+    pub map_uid: u32,
     /// Scalar value, or the variable offset of a pointer.
     pub v: Scalar,
 }

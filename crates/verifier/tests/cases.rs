@@ -16,8 +16,9 @@
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, and
-//!                                   `lock@OFF`, which gives the value BTF
-//!                                   with a `struct bpf_spin_lock` at OFF)
+//!                                   `lock@OFF` (`timer@OFF`), which gives
+//!                                   the value BTF with a `struct
+//!                                   bpf_spin_lock` (`bpf_timer`) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # func: 0 main global int int*    (optional, repeatable, one per function
 //!                                   in order: start insn, name, static |
@@ -103,6 +104,10 @@ fn parse(name: &str, src: &str) -> Case {
 
 /// `<type> <key size> <value size> [<max entries> [<flag> | lock@OFF]...]`
 /// of a `# map:` directive.
+/// In a map's placeholder value type id: the special field is a bpf_timer
+/// (else a bpf_spin_lock); the low bits are its offset.
+const TIMER_MARK: u32 = 1 << 16;
+
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
     assert!(
@@ -121,6 +126,10 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         if let Some(off) = word.strip_prefix("lock@") {
             // Marks the map for `case_btf`, which assigns the type ids.
             m.btf_value_type_id = u32::MAX - num(off);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("timer@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | TIMER_MARK);
             continue;
         }
         m.map_flags |= match word {
@@ -221,13 +230,29 @@ fn case_btf(
     let val = name(&mut strings, "val");
     types.extend([lock, (4 << 24) | 1, 4, val, 1, 0]); // [5] STRUCT bpf_spin_lock { int val; }
     types.extend([0, 2 << 24, 0]); // [6] PTR -> void
-    let mut next_id = 7;
+    let timer = name(&mut strings, "bpf_timer");
+    types.extend([timer, 4 << 24, 16]); // [7] STRUCT bpf_timer, 16 opaque bytes
+    let mut next_id = 8;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
+    let timer_member = name(&mut strings, "timer");
     for m in maps.iter_mut().filter(|m| locked(m)) {
-        let off = u32::MAX - m.btf_value_type_id;
-        // STRUCT value { struct bpf_spin_lock lock; } at `off`, value_size bytes
-        types.extend([value, (4 << 24) | 1, m.value_size, lock_member, 5, off * 8]);
+        let mark = u32::MAX - m.btf_value_type_id;
+        let (member, field_type, off) = if mark & TIMER_MARK != 0 {
+            (timer_member, 7, mark & !TIMER_MARK)
+        } else {
+            (lock_member, 5, mark)
+        };
+        // STRUCT value { struct bpf_spin_lock lock; } (or a bpf_timer) at
+        // `off`, value_size bytes
+        types.extend([
+            value,
+            (4 << 24) | 1,
+            m.value_size,
+            member,
+            field_type,
+            off * 8,
+        ]);
         m.btf_value_type_id = next_id;
         m.btf_key_type_id = if m.key_size == 4 { 1 } else { 0 };
         next_id += 1;
