@@ -92,7 +92,10 @@ impl Env<'_> {
         if dst.is_scalar() && src.is_scalar() {
             let same = source(insn.code) == BPF_X && s == d;
             if same {
-                let r = scalar::set_min_max_same(&dst.v, jop, is32);
+                let mut r = scalar::set_min_max_same(&dst.v, jop, is32);
+                // An edge the compare makes impossible keeps a register
+                // whose bounds contradict; the kernel forgets them.
+                let _ = r.sanitize();
                 self.pending[other_i].st.frame_mut().regs[d as usize].v = r.taken[0];
                 self.cur.frame_mut().regs[d as usize].v = r.fall[0];
             } else {
