@@ -14,6 +14,17 @@ use bpfvet_isa::Insn;
 
 /// Size limit of a helper's variable memory argument.
 const MAX_VAR_SIZ: u64 = 1 << 29;
+/// The register types a helper's map key or value argument takes
+/// (check_reg_type's map_key_value_types); its memory arguments take
+/// trusted BTF pointers too (mem_types).
+const MAP_KEY_VALUE_TYPES: [RegType; 6] = [
+    RegType::Stack,
+    RegType::Packet,
+    RegType::PacketMeta,
+    RegType::MapKey,
+    RegType::MapValue,
+    RegType::Mem,
+];
 /// The register types a helper memory argument takes, as the kernel lists
 /// them when none matches.
 const MEM_ARG_TYPES: &str =
@@ -455,17 +466,7 @@ impl Env<'_> {
                 } as u64;
                 // A maybe-NULL pointer matches none of the types: the
                 // argument does not take NULL (check_reg_type).
-                if r.maybe_null()
-                    || !matches!(
-                        r.ty,
-                        RegType::Stack
-                            | RegType::Packet
-                            | RegType::PacketMeta
-                            | RegType::MapValue
-                            | RegType::MapKey
-                            | RegType::Mem
-                    )
-                {
+                if r.maybe_null() || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
@@ -484,16 +485,7 @@ impl Env<'_> {
             ArgBase::PtrToMem => {
                 // check_reg_type: ctx is none of the memory types; a
                 // maybe-NULL pointer only where the argument takes NULL.
-                let mem_type = matches!(
-                    r.ty,
-                    RegType::Stack
-                        | RegType::Packet
-                        | RegType::PacketMeta
-                        | RegType::MapValue
-                        | RegType::MapKey
-                        | RegType::Mem
-                        | RegType::BtfId
-                );
+                let mem_type = MAP_KEY_VALUE_TYPES.contains(&r.ty) || r.ty == RegType::BtfId;
                 if !mem_type || (r.maybe_null() && !may_null) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }

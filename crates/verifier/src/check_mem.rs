@@ -139,16 +139,7 @@ impl Env<'_> {
         // Pointer leaks into memory ("leaks addr into mem/ctx/packet") are
         // refused only to unprivileged loaders; bpfvet models root.
         let dreg = *self.cur.reg(insn.dst);
-        if matches!(
-            dreg.ty,
-            RegType::Ctx
-                | RegType::Packet
-                | RegType::PacketMeta
-                | RegType::FlowKeys
-                | RegType::Sock
-                | RegType::SockCommon
-                | RegType::TcpSock
-        ) {
+        if no_atomics_through(dreg.ty) {
             return self.err(format!(
                 "BPF_ATOMIC stores into R{} {} is not allowed",
                 insn.dst,
@@ -202,17 +193,7 @@ impl Env<'_> {
         self.check_mem_access(ptr, off, size, access, Some(value), false)?;
         self.save_aux_ptr_type(ptr_ty)?;
         let now = *self.cur.reg(ptr);
-        let unordered = matches!(
-            now.ty,
-            RegType::Ctx
-                | RegType::Packet
-                | RegType::PacketMeta
-                | RegType::FlowKeys
-                | RegType::Sock
-                | RegType::SockCommon
-                | RegType::TcpSock
-        );
-        if unordered {
+        if no_atomics_through(now.ty) {
             let verb = if load { "loads from" } else { "stores into" };
             return self.err(format!(
                 "BPF_ATOMIC {verb} R{ptr} {} is not allowed",
@@ -1160,4 +1141,19 @@ fn var_off_str(v: &Scalar) -> String {
     } else {
         tnum_str(v)
     }
+}
+
+/// Pointers no atomic instruction may go through: ctx, packet, flow keys
+/// and sockets (the kernel's ctx/pkt/flow_key/sk register tests).
+fn no_atomics_through(ty: RegType) -> bool {
+    matches!(
+        ty,
+        RegType::Ctx
+            | RegType::Packet
+            | RegType::PacketMeta
+            | RegType::FlowKeys
+            | RegType::Sock
+            | RegType::SockCommon
+            | RegType::TcpSock
+    )
 }
