@@ -90,10 +90,11 @@ fn objects_without_annotations_are_a_usage_error() {
 
 /// LSM programs: the hook's prototype decides the return range (errno,
 /// boolean or void hooks), the previous result read from the context lies
-/// in that range, and disabled hooks are rejected; every
-/// annotation of the fixture must hold on bpfvet.
+/// in that range, disabled hooks are rejected, and the hooks' pointer
+/// arguments are trusted (a member the kernel lists as trusted-or-NULL
+/// must be checked); every annotation of the fixture must hold on bpfvet.
 #[test]
-fn lsm_return_ranges_and_disabled_hooks() {
+fn lsm_return_ranges_disabled_hooks_and_trusted_args() {
     let o = Command::new(env!("CARGO_BIN_EXE_bpfvet"))
         .args(["test", &fixture_named("lsm")])
         .output()
@@ -101,7 +102,7 @@ fn lsm_return_ranges_and_disabled_hooks() {
     let out = lines(&o);
     assert_eq!(
         out.last().map(String::as_str),
-        Some("6 passed, 0 failed, 0 skipped"),
+        Some("7 passed, 0 failed, 0 skipped"),
         "{out:#?}"
     );
     assert_eq!(o.status.code(), Some(0));

@@ -28,6 +28,24 @@ const DISABLED_HOOKS: &[&str] = &[
 /// cannot tell which the target has.
 const HOOKS_OF_UNSETTLED_STATUS: &[&str] = &["file_alloc_security", "xfrm_decode_session"];
 
+/// Hooks whose pointer arguments are not trusted (the objects are being
+/// set up or torn down); every other hook's are (bpf_lsm_is_trusted).
+const UNTRUSTED_ARG_HOOKS: &[&str] = &[
+    "bpf_map_free",
+    "bpf_prog_free",
+    "file_alloc_security",
+    "file_free_security",
+    "sk_alloc_security",
+    "sk_free_security",
+    "task_free",
+];
+
+/// Whether the hook `bpf_lsm_<hook>`'s pointer arguments are trusted.
+pub fn hook_args_trusted(func: &str) -> bool {
+    let hook = func.strip_prefix("bpf_lsm_").unwrap_or(func);
+    !UNTRUSTED_ARG_HOOKS.contains(&hook)
+}
+
 /// Hooks whose return value is a boolean.
 const BOOL_HOOKS: &[&str] = &[
     "xfrm_state_pol_flow_match",

@@ -489,8 +489,7 @@ pub fn btf_ctx_access(
 }
 
 /// `prog_args_trusted`: pointer arguments of tp_btf, iterators and
-/// struct_ops are trusted. (LSM hooks are trusted per hook, which needs the
-/// hook list; they are treated as untrusted here.)
+/// struct_ops are trusted, and those of LSM hooks but a few.
 fn args_trusted(target: &BtfCtxTarget) -> bool {
     match target.prog_type {
         ProgType::TRACING => matches!(
@@ -498,6 +497,7 @@ fn args_trusted(target: &BtfCtxTarget) -> bool {
             At::TRACE_RAW_TP | At::TRACE_ITER
         ),
         ProgType::STRUCT_OPS => true,
+        ProgType::LSM => crate::lsm::hook_args_trusted(&target.name),
         _ => false,
     }
 }
