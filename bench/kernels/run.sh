@@ -3,14 +3,14 @@
 # bench/kernels/REPORT.md with the CSVs beside it.
 #   bench/kernels/run.sh [KERNELS] [SELFTESTS_DIR]
 # KERNELS defaults to 6.1,6.12,6.18,host (Debian kernels are fetched once
-# into ~/.cache/bpfvet/kernels); SELFTESTS_DIR to /var/tmp/bpfvet-selftests
-# (bench/selftests/build.sh's output; its sets are skipped when missing).
+# into ~/.cache/bpfvet/kernels); SELFTESTS_DIR to /var/tmp/bpfvet-selftests-6.18
+# (SELFTESTS=6.18 bench/selftests/build.sh's output; its sets are skipped when missing).
 # Needs root, qemu-system-x86_64 and apt (for the first fetch of a kernel).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 kernels=${1:-6.1,6.12,6.18,host}
-selftests=${2:-/var/tmp/bpfvet-selftests}
+selftests=${2:-/var/tmp/bpfvet-selftests-6.18}
 corpus=$root/../shared/corpus/ebpf-samples
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 cargo build -q --release -p bpfvet

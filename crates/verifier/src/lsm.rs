@@ -128,8 +128,64 @@ pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyEr
             ),
         ));
     }
+    if prog.prog_type == ProgType::TRACING && TRACING_DENIED_BY_CONFIG.contains(&target) {
+        return Err(VerifyError::unsupported(
+            None,
+            format!("whether tracing programs may attach to {target} (denied in some kernel configurations)"),
+        ));
+    }
+    if kind != "fentry" {
+        if NORETURN_FUNCS.contains(&target) {
+            return Err(VerifyError::new(
+                None,
+                format!("Attaching fexit/fmod_ret to __noreturn function '{target}' is rejected."),
+            ));
+        }
+        if NORETURN_FUNCS_BY_CONFIG.contains(&target) {
+            return Err(VerifyError::unsupported(
+                None,
+                format!("whether {target} is listed as __noreturn (it depends on the kernel configuration)"),
+            ));
+        }
+    }
     Ok(())
 }
+
+/// Functions no tracing program may attach to, each under a kernel
+/// configuration bpfvet cannot see (btf_id_deny: SMP, PREEMPT_RCU,
+/// DEBUG_PREEMPT...).
+const TRACING_DENIED_BY_CONFIG: &[&str] = &[
+    "___migrate_enable",
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
+
+/// `__noreturn` functions fexit and fmod_ret programs may not attach to
+/// (noreturn_deny) on every x86-64 kernel ...
+const NORETURN_FUNCS: &[&str] = &[
+    "__x64_sys_exit",
+    "__x64_sys_exit_group",
+    "do_exit",
+    "do_group_exit",
+    "kthread_complete_and_exit",
+    "kthread_exit",
+    "make_task_dead",
+];
+
+/// ... and those listed only under some configurations (IA32 emulation,
+/// KUnit, modules).
+const NORETURN_FUNCS_BY_CONFIG: &[&str] = &[
+    "__ia32_sys_exit",
+    "__ia32_sys_exit_group",
+    "__kunit_abort",
+    "kunit_try_catch_throw",
+    "__module_put_and_kthread_exit",
+];
 
 /// What R0 must hold when an LSM program exits.
 pub enum LsmReturn {
@@ -205,6 +261,34 @@ mod attach_target_tests {
         assert!(!e.unsupported);
         let obj = tracing("fentry/foo", AttachType::TRACE_FENTRY, Some("foo"), false);
         assert!(check_attach_target(&obj.programs[0]).is_ok());
+    }
+
+    #[test]
+    fn noreturn_and_denied_targets() {
+        let check = |attach, target| {
+            let obj = tracing("x", attach, Some(target), false);
+            check_attach_target(&obj.programs[0])
+        };
+        let e = check(AttachType::TRACE_FEXIT, "do_exit").unwrap_err();
+        assert_eq!(
+            e.msg,
+            "Attaching fexit/fmod_ret to __noreturn function 'do_exit' is rejected."
+        );
+        assert!(!e.unsupported);
+        assert!(check(AttachType::MODIFY_RETURN, "do_group_exit").is_err());
+        // fentry runs before the function: allowed.
+        assert!(check(AttachType::TRACE_FENTRY, "do_exit").is_ok());
+        // Denied or __noreturn only under some configurations: refused.
+        assert!(
+            check(AttachType::TRACE_FENTRY, "__rcu_read_lock")
+                .unwrap_err()
+                .unsupported
+        );
+        assert!(
+            check(AttachType::TRACE_FEXIT, "__ia32_sys_exit")
+                .unwrap_err()
+                .unsupported
+        );
     }
 
     #[test]
