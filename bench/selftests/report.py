@@ -18,6 +18,9 @@ for line in open(errs, errors="replace").read().splitlines():
             (kernel_refused if side == "kernel" else bpfvet_refused)[prog] = text[len("refused: "):]
         else:
             text = re.sub(r"^insn \d+: ", "", text)
+            # bpfvet files the kernel's own limits (1M insns, jump
+            # sequences) under "limit: "; the message is the kernel's.
+            text = re.sub(r"^limit: ", "", text)
             messages[(prog, side)] = text
         continue
     m = re.match(r"bpfvet: failed to open '([^']+)': (.*)", line)
