@@ -287,6 +287,15 @@ pub struct InsnRow {
     pub loop_id: Option<u32>,
 }
 
+/// `part` as a percentage of `total` (0 when there is no total).
+fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct LoopCost {
     pub id: u32,
@@ -303,6 +312,14 @@ pub struct LoopCost {
     pub head_visits: u64,
     pub states: u64,
     pub prune_misses: u64,
+}
+
+impl LoopCost {
+    /// The header instructions, as the reports list them (`12,40`).
+    fn entries(&self) -> String {
+        let ids: Vec<String> = self.entry_insns.iter().map(|i| i.to_string()).collect();
+        ids.join(",")
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

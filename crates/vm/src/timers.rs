@@ -128,6 +128,13 @@ struct TimerTable {
     next_seq: u64,
 }
 
+impl TimerTable {
+    /// The initialised timer (or work item) of `kind` at `addr`.
+    fn of_kind(&mut self, addr: u64, kind: AsyncKind) -> Option<&mut Timer> {
+        self.timers.get_mut(&addr).filter(|t| t.kind == kind)
+    }
+}
+
 impl Timers {
     fn lock(&self) -> std::sync::MutexGuard<'_, TimerTable> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
@@ -296,7 +303,7 @@ impl Run<'_> {
                 let now = self.vm.clock.elapsed();
                 let mut table = self.vm.timers.lock();
                 let seq = table.next_seq;
-                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
+                let Some(t) = table.of_kind(timer, kind) else {
                     return Ok(EINVAL);
                 };
                 if t.callback.is_none() {
@@ -316,15 +323,13 @@ impl Run<'_> {
                     return Err(self.fault(pc, name, "callback is not a function of this program"));
                 };
                 let mut table = self.vm.timers.lock();
-                Ok(
-                    match table.timers.get_mut(&timer).filter(|t| t.kind == kind) {
-                        Some(t) => {
-                            t.callback = Some((prog, cb));
-                            0
-                        }
-                        None => EINVAL,
-                    },
-                )
+                Ok(match table.of_kind(timer, kind) {
+                    Some(t) => {
+                        t.callback = Some((prog, cb));
+                        0
+                    }
+                    None => EINVAL,
+                })
             }
             "bpf_timer_start" => {
                 let (nsecs, flags) = (a2, a3);
@@ -334,7 +339,7 @@ impl Run<'_> {
                 let now = self.vm.clock.elapsed();
                 let mut table = self.vm.timers.lock();
                 let seq = table.next_seq;
-                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
+                let Some(t) = table.of_kind(timer, kind) else {
                     return Ok(EINVAL);
                 };
                 if t.callback.is_none() {
@@ -358,7 +363,7 @@ impl Run<'_> {
             _ => {
                 // bpf_timer_cancel
                 let mut table = self.vm.timers.lock();
-                let Some(t) = table.timers.get_mut(&timer).filter(|t| t.kind == kind) else {
+                let Some(t) = table.of_kind(timer, kind) else {
                     return Ok(EINVAL);
                 };
                 if self.running_timer == Some(timer) {

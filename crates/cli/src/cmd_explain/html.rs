@@ -4,7 +4,7 @@
 //! is aggregated per line and instruction, so the page stays small for
 //! programs of 10^6 processed instructions.
 
-use super::{Report, Source};
+use super::{pct, Report, Source};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -24,14 +24,6 @@ fn esc(s: &str) -> String {
         }
     }
     o
-}
-
-fn pct(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / total as f64
-    }
 }
 
 /// Heat from 0 (cold) to 1 (the hottest line), on a log scale so that
@@ -262,11 +254,7 @@ pub fn render(r: &Report, sources: &[Source]) -> String {
                 esc(&lp.lines),
                 lp.processed_insns,
                 pct(lp.processed_insns, total),
-                lp.entry_insns
-                    .iter()
-                    .map(|i| i.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
+                lp.entries(),
                 lp.head_visits,
                 lp.states,
                 lp.prune_misses

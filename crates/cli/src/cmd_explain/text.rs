@@ -1,15 +1,7 @@
 //! The terminal report.
 
-use super::Report;
+use super::{pct, Report};
 use std::fmt::Write;
-
-fn pct(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / total as f64
-    }
-}
 
 fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -134,11 +126,7 @@ pub fn render(r: &Report, top: usize) -> String {
                 lp.lines,
                 lp.processed_insns,
                 pct(lp.processed_insns, total),
-                lp.entry_insns
-                    .iter()
-                    .map(|i| i.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
+                lp.entries(),
                 lp.head_visits,
                 lp.states,
                 lp.prune_misses
