@@ -156,7 +156,9 @@ impl Env<'_> {
                         "addr_space_cast insn can only convert between address space 1 and 0",
                     );
                 }
-                return self.err("addr_space_cast insn can only be used in a program that has an associated arena");
+                if !self.arena {
+                    return self.err("addr_space_cast insn can only be used in a program that has an associated arena");
+                }
             } else if !matches!(insn.off, 0 | 8 | 16 | 32) || insn.imm != 0 {
                 return self.err("BPF_MOV uses reserved fields");
             }
@@ -175,6 +177,15 @@ impl Env<'_> {
             return Ok(());
         }
         let src = *self.cur.reg(s);
+        if alu64 && insn.imm != 0 {
+            // addr_space_cast: from the arena's address space (1) the result
+            // is an arena pointer; into it, a plain number.
+            self.set_unknown(d);
+            if insn.imm == 1 {
+                self.cur.reg_mut(d).ty = RegType::Arena;
+            }
+            return Ok(());
+        }
         if alu64 {
             if insn.off == 0 {
                 self.link_before_mov(s);
@@ -236,6 +247,17 @@ impl Env<'_> {
         } else {
             Reg::known(insn.imm as i64 as u64)
         };
+        // Any arithmetic with an arena pointer gives an arena pointer, whatever
+        // the other operand (the host kernel, 6.18.44): every access through
+        // it is guarded at run time.
+        if dst.ty == RegType::Arena {
+            return Ok(());
+        }
+        if src.ty == RegType::Arena {
+            self.set_unknown(d);
+            self.cur.reg_mut(d).ty = RegType::Arena;
+            return Ok(());
+        }
         if dst.is_pointer() && src.is_pointer() {
             if o == BPF_SUB {
                 self.set_unknown(d);

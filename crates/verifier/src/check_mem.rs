@@ -36,6 +36,9 @@ fn map_prog_caps(m: &bpfvet_object::MapDef) -> (bool, bool) {
 /// Pointers offsets and variable ranges are kept below 2^29.
 const MAX_VAR_OFF: u64 = 1 << 29;
 
+/// An arena spans `max_entries` pages of this size (x86-64).
+const ARENA_PAGE_SIZE: u64 = 4096;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     Read,
@@ -99,6 +102,7 @@ impl Env<'_> {
                     | RegType::SockCommon
                     | RegType::TcpSock
                     | RegType::BtfId
+                    | RegType::Arena
             )
         };
         match self.aux[idx].ptr_type {
@@ -139,7 +143,10 @@ impl Env<'_> {
         // Pointer leaks into memory ("leaks addr into mem/ctx/packet") are
         // refused only to unprivileged loaders; bpfvet models root.
         let dreg = *self.cur.reg(insn.dst);
-        if no_atomics_through(dreg.ty) {
+        // The x86-64 JIT has no guarded form of the fetching bitwise atomics.
+        let fetch_bitwise = imm & BPF_FETCH != 0
+            && [BPF_AND, BPF_OR, BPF_XOR].contains(&((imm & !BPF_FETCH) as u8));
+        if no_atomics_through(dreg.ty) || (dreg.ty == RegType::Arena && fetch_bitwise) {
             return self.err(format!(
                 "BPF_ATOMIC stores into R{} {} is not allowed",
                 insn.dst,
@@ -217,6 +224,9 @@ impl Env<'_> {
     /// from the pointer must be aligned to `size`.
     pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
         let reg = self.cur.reg(regno);
+        if reg.ty == RegType::Arena {
+            return Ok(());
+        }
         let (desc, ip_align) = match reg.ty {
             RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
             RegType::FlowKeys => ("flow keys ", None),
@@ -312,6 +322,22 @@ impl Env<'_> {
                 };
                 let value =
                     insn.src == BPF_PSEUDO_MAP_IDX_VALUE || insn.src == BPF_PSEUDO_MAP_VALUE;
+                if value && map.map_type == bpfvet_isa::uapi::MapType::ARENA {
+                    // An arena global's address is a plain number: the
+                    // program casts it into the arena's address space.
+                    let off = next.imm as u32;
+                    if u64::from(off) >= MAX_VAR_OFF {
+                        return self.err(format!("direct value offset of {off} is not allowed"));
+                    }
+                    if u64::from(off) > u64::from(map.max_entries) * ARENA_PAGE_SIZE {
+                        return self.err(format!(
+                            "invalid access to map value pointer, value_size={} off={}",
+                            map.value_size, off
+                        ));
+                    }
+                    self.set_unknown(d);
+                    return Ok(());
+                }
                 let mut r = if value {
                     let off = next.imm as u32;
                     if off >= map.value_size.max(1) && off != 0 {
@@ -450,6 +476,12 @@ impl Env<'_> {
         }
         match reg.ty {
             RegType::Stack => self.stack_access(regno, &reg, off, size, access, value)?,
+            // Any offset and size: the JIT guards every arena access.
+            RegType::Arena => {
+                if let (Access::Read, Some(d)) = (access, value) {
+                    self.set_unknown(d);
+                }
+            }
             RegType::MapValue => {
                 self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
@@ -1108,8 +1140,6 @@ impl Env<'_> {
     }
 }
 
-/// A pointer's variable offset in the alignment messages: a constant as a
-/// number, otherwise the tnum.
 /// The kernel struct behind a map pointer (`map_ops->map_btf_id`), for
 /// the map types whose loads bpfvet names.
 fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
@@ -1124,10 +1154,13 @@ fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
         M::HASH | M::PERCPU_HASH | M::LRU_HASH | M::LRU_PERCPU_HASH | M::HASH_OF_MAPS => {
             Some("bpf_htab")
         }
+        M::ARENA => Some("bpf_arena"),
         _ => None,
     }
 }
 
+/// A pointer's variable offset in the alignment messages: a constant as a
+/// number, otherwise the tnum.
 fn var_off_str(v: &Scalar) -> String {
     // A constant prints in decimal up to 65535 and in hex above (a
     // negative offset is a large u64), as measured on 6.18.

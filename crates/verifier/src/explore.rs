@@ -77,6 +77,8 @@ pub struct Env<'a> {
     /// Subprograms run as async callbacks (timers): roots of their own
     /// call chains in the combined stack check.
     pub async_cb: Vec<bool>,
+    /// The program references an arena map (its addr_space_cast target).
+    pub arena: bool,
     /// Open loop visits and their backedges (scc.rs).
     pub scc: crate::scc::SccVisits,
     /// Registers and slots marked precise in checkpoints so far; a change
@@ -142,6 +144,7 @@ impl<'a> Env<'a> {
             stack_live: Default::default(),
             verified_global: vec![false; nsub],
             async_cb: vec![false; nsub],
+            arena: crate::map_refs::arena_map(obj, prog).is_some(),
             scc: Default::default(),
             precise_marks: 0,
             is_cb: vec![false; nsub],

@@ -80,13 +80,6 @@ pub fn kfunc_arg_count(insn: &Insn) -> usize {
         .map_or(5, |(_, proto)| proto.vlen as usize)
 }
 
-/// Whether the call is one of the BPF arena's kfuncs (bpf_arena_*).
-pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
-    vmlinux()
-        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-        .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
-}
-
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -135,6 +128,8 @@ enum PtrArg {
     Null,
     Iter,
     BtfId,
+    /// `__map`: a map, as a map pointer or a BTF pointer to struct bpf_map.
+    Map,
     Mem,
     MemSize,
     /// A kind bpfvet does not model, named for the message.
@@ -295,7 +290,7 @@ impl Env<'_> {
             } else if (meta.is_iter_kfunc() && i == 0) || pname.ends_with("__iter") {
                 PtrArg::Iter
             } else if pname.ends_with("__map") {
-                PtrArg::Unmodelled("map")
+                PtrArg::Map
             } else if pname.ends_with("__str") {
                 PtrArg::Unmodelled("const string")
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
@@ -370,6 +365,22 @@ impl Env<'_> {
                     }
                     self.process_iter_arg(btf, regno, &args[i], meta)?
                 }
+                PtrArg::Map => {
+                    // With a workqueue or task_work argument the map must be
+                    // the one that holds it (map_uid), which bpfvet does not track.
+                    let holds_work = args.iter().any(|a| {
+                        let pointee = btf
+                            .skip_mods_and_typedefs(a.type_id)
+                            .filter(|(_, t)| t.kind == Kind::Ptr)
+                            .and_then(|(_, t)| btf.skip_mods_and_typedefs(t.size_or_type));
+                        pointee
+                            .is_some_and(|(_, t)| matches!(btf.name(t), "bpf_wq" | "bpf_task_work"))
+                    });
+                    if holds_work {
+                        return self.unsupported(format!("map arguments of kfunc {}", meta.name));
+                    }
+                    self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?
+                }
                 PtrArg::BtfId => {
                     if trusted || rcu {
                         let is_trusted = reg.ref_obj_id != 0
@@ -440,6 +451,65 @@ impl Env<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// A `__map` argument (KF_ARG_PTR_TO_MAP). The kernel first asks for the
+    /// register's map, a field it shares with a BTF pointer's type, so BTF
+    /// pointers pass that test and then must point to a struct bpf_map.
+    /// Register kinds whose shared field holds something else are refused.
+    #[allow(clippy::too_many_arguments)]
+    fn check_kfunc_map_arg(
+        &mut self,
+        btf: &Btf,
+        meta: &KfuncMeta,
+        i: usize,
+        regno: u8,
+        reg: &Reg,
+        trusted: bool,
+        rcu: bool,
+    ) -> VResult<()> {
+        match reg.ty {
+            RegType::Scalar => return self.err(format!("pointer in R{regno} isn't map pointer")),
+            RegType::MapPtr | RegType::MapValue | RegType::MapKey | RegType::BtfId => {}
+            other => {
+                return self.unsupported(format!(
+                    "a {} pointer as the map argument of kfunc {}",
+                    other.name(),
+                    meta.name
+                ))
+            }
+        }
+        // Map values and keys belong to a map but are no BTF pointer: they
+        // are untrusted, and then not a struct bpf_map.
+        let is_trusted = reg.ty == RegType::MapPtr
+            || reg.ref_obj_id != 0
+            || (reg.ty == RegType::BtfId
+                && reg.flags & flag::TRUSTED != 0
+                && reg.flags & flag::UNTRUSTED == 0);
+        if (trusted || rcu) && !is_trusted {
+            if !rcu {
+                return self.err(format!("R{regno} must be referenced or trusted"));
+            }
+            if reg.flags & flag::RCU == 0 {
+                return self.err(format!("R{regno} must be a rcu pointer"));
+            }
+        }
+        let at = crate::helpers::ArgType {
+            base: crate::helpers::ArgBase::PtrToBtfId,
+            flags: crate::helpers::TypeFlags::default(),
+        };
+        self.check_func_arg_reg_off(regno, reg, at)?;
+        if matches!(reg.ty, RegType::MapValue | RegType::MapKey) {
+            let ts = reg.type_str();
+            return self.err(format!("arg#{i} is {ts} expected {ts} or socket"));
+        }
+        let Some(need) = btf.find_by_name_kind("bpf_map", Kind::Struct) else {
+            return self.unsupported("kfunc map arguments without struct bpf_map in kernel BTF");
+        };
+        match btf.type_by_id(need) {
+            Some(need_t) => self.check_kfunc_btf_type(btf, meta, i, reg, need, need_t),
+            None => self.unsupported("kfunc map arguments without struct bpf_map in kernel BTF"),
+        }
     }
 
     /// The struct a BTF pointer argument points to must be the parameter's

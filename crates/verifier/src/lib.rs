@@ -194,7 +194,6 @@ fn verify_with(
         .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
-        .and_then(|()| unmodelled::maps(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
@@ -367,6 +366,13 @@ fn precheck(
     use bpfvet_isa::opcode::*;
     let insns = &prog.insns;
     let err = |i: usize, m: &str| Err(error::VerifyError::new(Some(i), m.to_string()));
+    // A program may use one arena: the load of a second one is rejected
+    // where it comes in the instruction stream.
+    let mut arenas = map_refs::arena_refs(obj, prog).peekable();
+    let first_arena = arenas.peek().map(|&(_, m)| m);
+    let second_arena = arenas
+        .find(|&(_, m)| Some(m) != first_arena)
+        .map(|(i, _)| i);
     let mut i = 0;
     while i < insns.len() {
         let ins = insns[i];
@@ -390,6 +396,9 @@ fn precheck(
                 ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
             }
             map_refs::check_map_ref(obj, prog, i, &ins)?;
+            if second_arena == Some(i) {
+                return err(i, "Only one arena per program");
+            }
             i += 2;
             continue;
         }

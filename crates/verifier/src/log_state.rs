@@ -128,6 +128,9 @@ pub fn write_reg(out: &mut String, r: &Reg, frameno: usize, maps: &[MapInfo]) {
         return;
     }
     out.push_str(&r.type_str());
+    if r.ty == RegType::Arena {
+        return;
+    }
     if r.ty == RegType::BtfId {
         if let Some(btf) = crate::btf_walk::vmlinux() {
             out.push_str(btf.name_of(r.aux));

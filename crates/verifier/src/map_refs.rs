@@ -123,6 +123,25 @@ pub fn check_map_ref(
     }
 }
 
+/// The arena map the program's `ld_imm64`s reference, if any (the kernel
+/// associates it with the program when it resolves them).
+pub fn arena_map(obj: &Object, prog: &Program) -> Option<usize> {
+    arena_refs(obj, prog).next().map(|(_, m)| m)
+}
+
+/// The `ld_imm64`s referencing an arena map: (insn, map index).
+pub fn arena_refs<'a>(
+    obj: &'a Object,
+    prog: &'a Program,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    prog.insns.iter().enumerate().filter_map(|(i, ins)| {
+        let by_idx =
+            ins.is_ld_imm64() && matches!(ins.src, BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE);
+        let map = ins.imm as u32 as usize;
+        (by_idx && obj.maps.get(map)?.map_type == MapType::ARENA).then_some((i, map))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

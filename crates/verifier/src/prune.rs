@@ -178,6 +178,8 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             old.off == cur.off && m.check(old.id, cur.id) && within(old, cur)
         }
         RegType::Stack => regs_exact(old, cur, m) && old.frameno == cur.frameno,
+        // Where an arena pointer points never decides safety.
+        RegType::Arena => true,
         _ => regs_exact(old, cur, m),
     }
 }

@@ -29,6 +29,10 @@ pub enum RegType {
     /// `const struct bpf_dynptr *` handed to a callback (CONST_PTR_TO_DYNPTR);
     /// `aux` holds the dynptr kind.
     ConstPtrToDynptr,
+    /// A pointer into the program's arena (PTR_TO_ARENA): made by
+    /// addr_space_cast from address space 1; any arithmetic and any access
+    /// is allowed, since the JIT turns every access into a guarded one.
+    Arena,
 }
 
 impl RegType {
@@ -53,6 +57,7 @@ impl RegType {
             RegType::Func => "func",
             RegType::MapKey => "map_key",
             RegType::ConstPtrToDynptr => "dynptr_ptr",
+            RegType::Arena => "arena",
         }
     }
 

@@ -1,10 +1,9 @@
 //! What bpfvet refuses by name before verifying a program: program types,
-//! program flags and map kinds whose semantics it does not model, and
+//! and program flags whose semantics it does not model, and
 //! programs the object loader could not prepare. A refusal is never an
 //! accept or a reject under semantics bpfvet lacks.
 
 use crate::error::VerifyError;
-use crate::kfunc;
 
 /// Program types whose verification depends on something bpfvet does not
 /// resolve: they are refused by name rather than verified as something else.
@@ -56,42 +55,4 @@ pub(crate) fn loader_refusal(prog: &bpfvet_object::Program) -> Result<(), Verify
         )),
         None => Ok(()),
     }
-}
-
-/// Map types whose verification bpfvet does not model: a program that
-/// references one is refused by name.
-pub(crate) fn maps(
-    obj: &bpfvet_object::Object,
-    prog: &bpfvet_object::Program,
-) -> Result<(), VerifyError> {
-    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
-    use bpfvet_isa::uapi::MapType;
-    let what = "BPF arenas (arena maps, pointers into an arena, addr_space_cast)";
-    let mut i = 0;
-    while i < prog.insns.len() {
-        let insn = prog.insns[i];
-        let is_kfunc_call = insn.code == bpfvet_isa::opcode::BPF_JMP | bpfvet_isa::opcode::BPF_CALL
-            && insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
-        if is_kfunc_call && kfunc::is_arena_kfunc_call(&insn) {
-            return Err(VerifyError::unsupported(
-                Some(i),
-                format!("{what}: arena kfunc call"),
-            ));
-        }
-        if insn.is_ld_imm64() {
-            let is_map = insn.src == BPF_PSEUDO_MAP_IDX || insn.src == BPF_PSEUDO_MAP_IDX_VALUE;
-            let map = is_map
-                .then(|| obj.maps.get(insn.imm as u32 as usize))
-                .flatten();
-            if let Some(m) = map.filter(|m| m.map_type == MapType::ARENA) {
-                return Err(VerifyError::unsupported(
-                    Some(i),
-                    format!("{what}: arena map '{}'", m.name),
-                ));
-            }
-            i += 1;
-        }
-        i += 1;
-    }
-    Ok(())
 }

@@ -15,11 +15,12 @@
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
-//!                                   flags rdonly_prog, wronly_prog, and
+//!                                   flags rdonly_prog, wronly_prog, mmapable, and
 //!                                   `lock@OFF` (`timer@OFF`), which gives
 //!                                   the value BTF with a `struct
 //!                                   bpf_spin_lock` (`bpf_timer`) at OFF)
 //! # peak: 0                        (optional: peak_states)
+//! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # func: 0 main global int int*    (optional, repeatable, one per function
 //!                                   in order: start insn, name, static |
 //!                                   global, return int | void, arguments
@@ -53,6 +54,7 @@ struct Case {
     maps: Vec<MapDef>,
     peak: Option<u64>,
     funcs: Vec<String>,
+    sleepable: bool,
     text: String,
 }
 
@@ -69,6 +71,7 @@ fn parse(name: &str, src: &str) -> Case {
         maps: Vec::new(),
         peak: None,
         funcs: Vec::new(),
+        sleepable: false,
         text: String::new(),
     };
     for line in src.lines() {
@@ -91,6 +94,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
                     "peak" => c.peak = Some(v.parse().expect("number")),
                     "func" => c.funcs.push(v.to_string()),
+                    "sleepable" => c.sleepable = v == "yes",
                     _ => {}
                 }
             }
@@ -135,6 +139,7 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         m.map_flags |= match word {
             "rdonly_prog" => bpfvet_isa::uapi::BPF_F_RDONLY_PROG,
             "wronly_prog" => bpfvet_isa::uapi::BPF_F_WRONLY_PROG,
+            "mmapable" => bpfvet_isa::uapi::BPF_F_MMAPABLE,
             other => panic!("unknown map flag {other:?}"),
         };
     }
@@ -190,6 +195,7 @@ fn object(c: &Case) -> Object {
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.programs[0].expected_attach_type = c.attach_type;
+    obj.programs[0].sleepable = c.sleepable;
     obj.maps = c.maps.clone();
     if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
@@ -317,11 +323,11 @@ fn last_log_line(text: &str) -> String {
 
 /// [`kernel_load`] for a program with maps: the kernel backend creates
 /// them and resolves `map_idx[N]`.
-fn kernel_load_with_maps(obj: &Object) -> Option<KernelSays> {
+fn kernel_load_with_maps(obj: &Object, log_level: u32) -> Option<KernelSays> {
     let kernel = bpfvet_kernel::Kernel::open().ok()?;
     let session = kernel.open_object(obj);
     let opts = bpfvet_kernel::LoadOptions {
-        log_level: 1,
+        log_level,
         ..Default::default()
     };
     let report = session.load_program(0, &opts)?;
@@ -359,9 +365,13 @@ fn log_stat(text: &str, key: &str) -> Option<u64> {
 
 /// What the host kernel says about the program (no maps), or None where
 /// it cannot be asked.
-fn kernel_load(obj: &Object) -> Option<KernelSays> {
+fn kernel_load(obj: &Object, log_level: u32) -> Option<KernelSays> {
     let p = &obj.programs[0];
     let mut raw = oracle::RawProgram::new(p.prog_type.0, &p.insns);
+    raw.log_level = log_level.max(raw.log_level);
+    if p.sleepable {
+        raw.prog_flags |= bpfvet_isa::uapi::BPF_F_SLEEPABLE;
+    }
     raw.expected_attach_type = p.expected_attach_type.map_or(0, |a| a.0);
     let v = oracle::load(&raw);
     if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
@@ -434,11 +444,24 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
+        // BPFVET_CASE_LOG=NAME prints both verifiers' level-2 logs of that case.
+        let show_logs = std::env::var("BPFVET_CASE_LOG").is_ok_and(|n| name.starts_with(&n));
+        let log_level = if show_logs { 2 } else { 1 };
+        if show_logs {
+            let opts = Options {
+                log_level: 2,
+                ..Options::default()
+            };
+            println!("--- {name}: bpfvet\n{}", verify(&obj, 0, &opts).log);
+        }
         let kernel = if c.maps.is_empty() && c.funcs.is_empty() {
-            kernel_load(&obj)
+            kernel_load(&obj, log_level)
         } else {
-            kernel_load_with_maps(&obj)
+            kernel_load_with_maps(&obj, log_level)
         };
+        if let (true, Some(k)) = (show_logs, &kernel) {
+            println!("--- {name}: kernel\n{}", k.log);
+        }
         if let Some(KernelSays {
             accepted: ok,
             last,

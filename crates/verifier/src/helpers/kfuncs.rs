@@ -408,6 +408,11 @@ pub const KFUNCS: &[Kfunc] = &[
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
         S::Common,
     ),
+    kf(
+        "bpf_arena_reserve_pages",
+        K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
     kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
     kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
