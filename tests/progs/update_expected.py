@@ -11,6 +11,9 @@ HERE = Path(__file__).resolve().parent
 
 # What each program is there for (shown in the table's last column).
 NOTES = {
+    'ca_init': 'struct_ops tcp_congestion_ops.init: writes tcp_sock snd_cwnd (a field congestion control may write)',
+    'ca_cong_avoid': 'struct_ops tcp_congestion_ops.cong_avoid: calls the kfunc tcp_reno_cong_avoid',
+    'ca_write_rcv_wnd': 'struct_ops tcp_congestion_ops.init writing tcp_sock rcv_wnd, which congestion control may not write',
     'iter_task_pids': 'task iterator: ctx->task may be NULL; a null check makes it usable',
     'tp_btf_cpumask': 'kfuncs bpf_cpumask_create (acquire, may be NULL) / set_cpu / weight / release',
     'tp_btf_cpumask_leak': 'preceded by `Unreleased reference id=2 alloc_insn=0`',

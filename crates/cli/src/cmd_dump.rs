@@ -174,7 +174,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The attach type, or for a struct_ops program the member it implements.
 fn attach_name(p: &Program) -> String {
+    if let Some(m) = &p.struct_ops {
+        return format!("{}.{}", m.type_name, m.member);
+    }
     p.expected_attach_type
         .map(|a| a.to_string())
         .unwrap_or_else(|| "-".into())
@@ -224,15 +228,22 @@ fn write_object(out: &mut String, obj: &Object, disasm: Option<&dyn Symbols>, so
             .max()
             .unwrap_or(7)
             .max(7);
+        let aw = obj
+            .programs
+            .iter()
+            .map(|p| attach_name(p).len())
+            .max()
+            .unwrap_or(22)
+            .max(22);
         let _ = writeln!(
             out,
-            "  programs:\n    {:<w$}  {:<sw$}  {:<16} {:<22} {:>6}",
+            "  programs:\n    {:<w$}  {:<sw$}  {:<16} {:<aw$} {:>6}",
             "name", "section", "prog_type", "attach_type", "insns"
         );
         for p in &obj.programs {
             let _ = writeln!(
                 out,
-                "    {:<w$}  {:<sw$}  {:<16} {:<22} {:>6}",
+                "    {:<w$}  {:<sw$}  {:<16} {:<aw$} {:>6}",
                 p.name,
                 p.section,
                 p.prog_type.to_string(),
@@ -356,6 +367,7 @@ fn object_json(obj: &Object, disasm: Option<&dyn Symbols>, source: bool) -> Valu
                 "prog_type": p.prog_type.to_string(),
                 "attach_type": p.expected_attach_type.map(|a| a.to_string()),
                 "attach_target": p.attach_target,
+                "struct_ops": p.struct_ops.as_ref().map(|m| json!({"map": m.map, "type": m.type_name, "member": m.member})),
                 "sleepable": p.sleepable,
                 "insns": p.insns.len(),
                 "funcs": p.func_info.iter().map(|f| json!({"insn": f.insn_off, "name": f.name})).collect::<Vec<_>>(),

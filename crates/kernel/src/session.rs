@@ -317,7 +317,15 @@ impl<'a> ObjectSession<'a> {
             report.verdict = Verdict::Refused(refusal);
             return Some(report);
         }
-        let attach_btf_id = match self.attach_btf_id(prog) {
+        let attach_btf_id = match self.struct_ops_target(prog) {
+            Ok(Some((type_id, member))) => {
+                report.expected_attach_type = member;
+                Ok(type_id)
+            }
+            Ok(None) => self.attach_btf_id(prog),
+            Err(refusal) => Err(refusal),
+        };
+        let attach_btf_id = match attach_btf_id {
             Ok(id) => id,
             Err(refusal) => {
                 report.verdict = Verdict::Refused(refusal);
@@ -356,16 +364,28 @@ impl<'a> ObjectSession<'a> {
         }
         // The kernel verifies a struct_ops program against the member of the
         // struct_ops type it implements (attach_btf_id + member index), which
-        // only the struct_ops map that holds it names; without them the
-        // kernel rejects it before looking at an instruction.
-        if prog.prog_type == ProgType::STRUCT_OPS {
+        // only the struct_ops map that holds it names; libbpf loads no
+        // struct_ops program that no map holds.
+        if prog.prog_type == ProgType::STRUCT_OPS && prog.struct_ops.is_none() {
             return Err(Refusal::NeedsTarget(
-                "struct_ops programs need the struct_ops type and member they implement, \
-                 which this backend does not resolve"
-                    .into(),
+                "a struct_ops program that no struct_ops map holds is not loaded".into(),
             ));
         }
         Ok(())
+    }
+
+    /// attach_btf_id and expected_attach_type of a struct_ops program: the
+    /// kernel struct it implements and the member's index.
+    fn struct_ops_target(&self, prog: &Program) -> Result<Option<(u32, AttachType)>, Refusal> {
+        let Some(member) = &prog.struct_ops else {
+            return Ok(None);
+        };
+        let btf = self
+            .kernel
+            .vmlinux()
+            .map_err(|e| Refusal::NeedsTarget(format!("cannot resolve struct_ops: {e}")))?;
+        let k = member.resolve(btf).map_err(Refusal::NeedsTarget)?;
+        Ok(Some((k.type_id, AttachType(k.member_idx))))
     }
 
     fn attach_btf_id(&self, prog: &Program) -> Result<u32, Refusal> {

@@ -51,6 +51,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
         line_info: vec![],
         placement: vec![],
         core_unresolved: vec![],
+        struct_ops: None,
         refused: None,
     }
 }

@@ -26,6 +26,7 @@ mod load;
 pub mod loader;
 mod maps;
 pub mod sec_def;
+pub mod struct_ops;
 pub mod types;
 
 pub use error::{ErrorKind, ObjectError};

@@ -284,6 +284,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         core_relo::apply_all(local, target.as_deref(), ext_info, &mut code)?;
     }
 
+    let struct_ops = crate::struct_ops::members(&elf, btf.as_ref());
     let mut programs = Vec::new();
     for ci in 0..code.len() {
         for fi in 0..code[ci].funcs.len() {
@@ -304,10 +305,28 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 .and_then(|cb| link::link(&inputs, ci, fi, cb));
             let f = &code[ci].funcs[fi];
             let info = sec_def::classify(&code[ci].name);
-            let (linked, refused) = match linked {
+            let (linked, mut refused) = match linked {
                 Ok(l) => (l, None),
                 Err(e) => (link::Linked::default(), Some(located_text(&e))),
             };
+            // libbpf lets one program fill several struct_ops members only
+            // when they are the same member of the same type.
+            let mut slots = struct_ops.iter().filter(|(func, _)| *func == f.name);
+            let member = slots.next().map(|(_, m)| m.clone());
+            if let Some(other) = slots.find(|(_, m)| {
+                member.as_ref().is_some_and(|first| {
+                    (&m.type_name, &m.member) != (&first.type_name, &first.member)
+                })
+            }) {
+                refused.get_or_insert(format!(
+                    "struct_ops program stored in two different members ({} and {}.{})",
+                    member
+                        .as_ref()
+                        .map_or(String::new(), |m| format!("{}.{}", m.type_name, m.member)),
+                    other.1.type_name,
+                    other.1.member
+                ));
+            }
             programs.push(Program {
                 name: f.name.clone(),
                 section: code[ci].name.clone(),
@@ -321,6 +340,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 line_info: linked.line_info,
                 placement: linked.placement,
                 core_unresolved: linked.core_unresolved,
+                struct_ops: member,
                 refused,
             });
         }

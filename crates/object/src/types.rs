@@ -55,6 +55,7 @@ impl Object {
                 line_info: Vec::new(),
                 placement: Vec::new(),
                 core_unresolved: Vec::new(),
+                struct_ops: None,
                 refused: None,
             }],
             btf_raw: None,
@@ -210,11 +211,27 @@ pub struct Program {
     /// CO-RE relocations that could not be resolved; the loader poisons
     /// those instructions as libbpf does and lists them here.
     pub core_unresolved: Vec<CoreFailure>,
+    /// For a struct_ops program: the member of the struct_ops map that
+    /// holds it, which decides its arguments, return value and helpers.
+    pub struct_ops: Option<StructOpsMember>,
     /// Why the loader could not prepare this program although the rest of
     /// the object loads (an extern or relocation only it needs). A refused
     /// program has no instructions; verifiers must refuse it with this
     /// reason instead of verifying it.
     pub refused: Option<String>,
+}
+
+/// The struct_ops member a program implements, as its struct_ops map
+/// names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StructOpsMember {
+    /// The struct_ops map (the section variable).
+    pub map: String,
+    /// The struct type without a `___flavour` suffix: the kernel type of
+    /// that name is the one implemented (e.g. tcp_congestion_ops).
+    pub type_name: String,
+    /// The function-pointer member the program is stored in.
+    pub member: String,
 }
 
 /// A function of a program's final stream and its place in the object.

@@ -282,12 +282,29 @@ impl Env<'_> {
         }
     }
 
-    pub fn btf_ctx_arg(&self, off: i32, size: u32) -> VResult<Reg> {
-        let (Some(btf), Some(target)) = (vmlinux(), self.prog.attach_target.as_deref()) else {
-            return Ok(Reg::unknown_scalar());
-        };
+    /// The function whose arguments type the ctx: the attach target, or a
+    /// struct_ops program's member.
+    fn btf_ctx_target(&self) -> Option<BtfCtxTarget<'static>> {
+        let btf = vmlinux()?;
         let eat = self.prog.expected_attach_type.unwrap_or(AttachType(0));
-        let Ok(t) = BtfCtxTarget::resolve(btf, self.prog_type, eat, target) else {
+        if let (Some(so), Some(member)) = (&self.struct_ops, &self.prog.struct_ops) {
+            return Some(BtfCtxTarget {
+                btf,
+                func_proto: Some(so.func_proto),
+                name: member.member.clone(),
+                btf_trace: false,
+                prog_type: self.prog_type,
+                expected_attach_type: eat,
+                iter_args: Vec::new(),
+                nullable_args: so.nullable_args,
+            });
+        }
+        let target = self.prog.attach_target.as_deref()?;
+        BtfCtxTarget::resolve(btf, self.prog_type, eat, target).ok()
+    }
+
+    pub fn btf_ctx_arg(&self, off: i32, size: u32) -> VResult<Reg> {
+        let Some(t) = self.btf_ctx_target() else {
             return Ok(Reg::unknown_scalar());
         };
         match btf_ctx_access(&t, off, size, ctx::Access::Read) {
@@ -337,9 +354,10 @@ impl Env<'_> {
     /// The kernel's note on a typed context argument:
     /// `func 'sched_switch' arg1 has btf_id 114 type STRUCT 'task_struct'`.
     pub fn log_btf_arg(&mut self, off: i32, btf_id: u32) {
-        let (Some(btf), Some(target)) = (vmlinux(), self.prog.attach_target.as_deref()) else {
+        let (Some(btf), Some(t)) = (vmlinux(), self.btf_ctx_target()) else {
             return;
         };
+        let target = t.name;
         let kind = match btf.type_by_id(btf_id).map(|t| t.kind) {
             Some(Kind::Struct) => "STRUCT",
             Some(Kind::Union) => "UNION",
@@ -437,6 +455,13 @@ impl Env<'_> {
             ));
         }
         if access == Access::Write {
+            // A congestion-control program may write some tcp_sock fields.
+            if let Some(so) = &self.struct_ops {
+                return so
+                    .write(btf, reg.aux, off as u32, size)
+                    .map(|()| Reg::unknown_scalar())
+                    .or_else(|e| self.err(e));
+            }
             return self.err("only read is supported");
         }
         match field_at(btf, reg.aux, off as u32, size) {

@@ -823,6 +823,7 @@ impl Env<'_> {
         let func_id = insn.imm as u32;
         let caller = helpers::CallerProg {
             sleepable: self.prog.sleepable,
+            struct_ops: crate::struct_ops::helpers(self.prog),
             ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
         };
         let proto = match helpers::helper_proto_for(func_id, &caller) {
@@ -1310,8 +1311,10 @@ impl Env<'_> {
             })?),
             false => None,
         };
-        // A void LSM hook ignores R0, which need not even be set.
-        if matches!(lsm_rule, Some(crate::lsm::LsmReturn::Nothing)) {
+        // A void LSM hook or struct_ops member ignores R0, which need not
+        // even be set.
+        let void_struct_ops = program_exit && self.struct_ops.is_some_and(|so| so.returns_void);
+        if matches!(lsm_rule, Some(crate::lsm::LsmReturn::Nothing)) || void_struct_ops {
             return Ok(());
         }
         self.check_read(regno)?;

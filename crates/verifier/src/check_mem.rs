@@ -605,7 +605,8 @@ impl Env<'_> {
                 if r.maybe_null() {
                     r.id = self.new_id();
                 }
-                if let Some(d) = value {
+                // On a write (struct_ops programs), `value` is the source.
+                if let (Access::Read, Some(d)) = (access, value) {
                     *self.cur.reg_mut(d) = r;
                 }
             }

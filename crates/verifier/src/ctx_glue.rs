@@ -50,6 +50,11 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
             if env.log.level >= 1 && r.ty == RegType::BtfId {
                 env.log_btf_arg(off, r.aux);
             }
+            // Logged as declared, then typed as the struct_ops type says.
+            let plain_trusted = r.flags & !flag::TRUSTED == 0;
+            if let (Some(so), RegType::BtfId, true) = (&env.struct_ops, r.ty, plain_trusted) {
+                r.aux = so.promoted_arg(r.aux);
+            }
             if r.maybe_null() {
                 // A NULL check must find the register by its id.
                 r.id = env.new_id();

@@ -79,6 +79,8 @@ pub struct Env<'a> {
     pub async_cb: Vec<bool>,
     /// The program references an arena map (its addr_space_cast target).
     pub arena: bool,
+    /// For a struct_ops program: the member it implements.
+    pub struct_ops: Option<crate::struct_ops::StructOpsTarget>,
     /// Open loop visits and their backedges (scc.rs).
     pub scc: crate::scc::SccVisits,
     /// Registers and slots marked precise in checkpoints so far; a change
@@ -145,6 +147,7 @@ impl<'a> Env<'a> {
             verified_global: vec![false; nsub],
             async_cb: vec![false; nsub],
             arena: crate::map_refs::arena_map(obj, prog).is_some(),
+            struct_ops: crate::struct_ops::check_target(obj, prog).ok().flatten(),
             scc: Default::default(),
             precise_marks: 0,
             is_cb: vec![false; nsub],

@@ -39,6 +39,7 @@ pub mod scalar;
 mod scc;
 mod state;
 mod stats;
+mod struct_ops;
 pub mod tnum;
 mod unmodelled;
 
@@ -181,9 +182,12 @@ fn verify_with(
                 iter_next: kfunc::is_iter_next_call(insn),
             };
         }
-        let args =
-            helpers::helper_proto(insn.imm as u32, prog.prog_type, prog.expected_attach_type)
-                .map_or(5, |p| p.arg_count());
+        let caller = helpers::CallerProg {
+            sleepable: prog.sleepable,
+            struct_ops: struct_ops::helpers(prog),
+            ..helpers::CallerProg::new(prog.prog_type, prog.expected_attach_type)
+        };
+        let args = helpers::helper_proto_for(insn.imm as u32, &caller).map_or(5, |p| p.arg_count());
         cfg::CallSummary {
             args,
             iter_next: false,
@@ -194,6 +198,7 @@ fn verify_with(
         .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
+        .and_then(|()| struct_ops::check_target(obj, prog).map(|_| ()))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))

@@ -14,9 +14,6 @@ pub(crate) fn prog_type(prog: &bpfvet_object::Program) -> Result<(), VerifyError
             "no program type: section '{}' names none (give one with --prog-type)",
             prog.section
         ),
-        Pt::STRUCT_OPS => "struct_ops programs (the struct_ops member a program implements \
-                           decides its arguments, return value and allowed kfuncs)"
-            .to_string(),
         Pt::EXT => "freplace programs (verified against the program they replace)".to_string(),
         _ => return Ok(()),
     };

@@ -156,7 +156,7 @@ pub fn check_ctx_access_with(q: &CtxQuery) -> Result<CtxAccess, CtxError> {
         P::PERF_EVENT => tracing::perf_event(&a),
         P::RAW_TRACEPOINT => tracing::raw_tp(&a),
         P::RAW_TRACEPOINT_WRITABLE => tracing::raw_tp_writable(&a),
-        P::TRACING | P::LSM => tracing::btf_args(&a),
+        P::TRACING | P::LSM | P::STRUCT_OPS => tracing::btf_args(&a),
         P::LIRC_MODE2 => tracing::lirc_mode2(&a),
         P::SYSCALL => tracing::syscall(&a),
         P::NETFILTER => tracing::netfilter(&a),

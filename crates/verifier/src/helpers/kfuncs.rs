@@ -65,6 +65,10 @@ pub enum KfuncSet {
     SkIter,
     /// Kprobe and uprobe session programs only.
     ProbeSession,
+    /// The TCP congestion-control kfuncs: Reno's (net/ipv4/bpf_tcp_ca.c)
+    /// and those of the algorithms built into vmlinux (tcp_cubic.c,
+    /// tcp_bbr.c; DCTCP is a module), all for struct_ops programs.
+    TcpCa,
 }
 
 /// Program types share kfunc registrations in groups (`enum
@@ -143,6 +147,7 @@ impl KfuncSet {
             KfuncSet::TcpReqsk => &[H::Tc],
             KfuncSet::SkIter => &[H::Tracing],
             KfuncSet::ProbeSession => &[H::Kprobe],
+            KfuncSet::TcpCa => &[H::StructOps],
         }
     }
 
@@ -408,6 +413,25 @@ pub const KFUNCS: &[Kfunc] = &[
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
         S::Common,
     ),
+    kf("tcp_reno_ssthresh", K::NONE, S::TcpCa),
+    kf("tcp_reno_cong_avoid", K::NONE, S::TcpCa),
+    kf("tcp_reno_undo_cwnd", K::NONE, S::TcpCa),
+    kf("tcp_slow_start", K::NONE, S::TcpCa),
+    kf("tcp_cong_avoid_ai", K::NONE, S::TcpCa),
+    kf("cubictcp_init", K::NONE, S::TcpCa),
+    kf("cubictcp_recalc_ssthresh", K::NONE, S::TcpCa),
+    kf("cubictcp_cong_avoid", K::NONE, S::TcpCa),
+    kf("cubictcp_state", K::NONE, S::TcpCa),
+    kf("cubictcp_cwnd_event", K::NONE, S::TcpCa),
+    kf("cubictcp_acked", K::NONE, S::TcpCa),
+    kf("bbr_init", K::NONE, S::TcpCa),
+    kf("bbr_main", K::NONE, S::TcpCa),
+    kf("bbr_sndbuf_expand", K::NONE, S::TcpCa),
+    kf("bbr_undo_cwnd", K::NONE, S::TcpCa),
+    kf("bbr_cwnd_event", K::NONE, S::TcpCa),
+    kf("bbr_ssthresh", K::NONE, S::TcpCa),
+    kf("bbr_min_tso_segs", K::NONE, S::TcpCa),
+    kf("bbr_set_state", K::NONE, S::TcpCa),
     kf(
         "bpf_arena_reserve_pages",
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),

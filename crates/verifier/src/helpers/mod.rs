@@ -57,6 +57,8 @@ pub struct CallerProg {
     /// For iterator programs: whether the target (tcp, unix) adds the
     /// socket option helpers.
     pub iter_sockopt: bool,
+    /// For struct_ops programs: which helpers their type gives.
+    pub struct_ops: StructOpsHelpers,
 }
 
 impl CallerProg {
@@ -68,8 +70,18 @@ impl CallerProg {
             lockdown: Lockdown::default(),
             kprobe_override: false,
             iter_sockopt: false,
+            struct_ops: StructOpsHelpers::None,
         }
     }
+}
+
+/// The helpers of a struct_ops type (its verifier ops' get_func_proto).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StructOpsHelpers {
+    /// No get_func_proto: no helper.
+    None,
+    /// bpf_tcp_ca_get_func_proto; `release` may not change socket options.
+    TcpCa { release: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -621,7 +621,26 @@ pub(super) fn resolve(func: u32, p: &CallerProg) -> Proto {
         Pt::SK_LOOKUP => find(SK_LOOKUP, func).or_else(|| sk_base(func, p)),
         Pt::SYSCALL => find(SYSCALL_PROG, func).or_else(|| tracing_prog(func, p)),
         Pt::NETFILTER => base(func, p),
+        Pt::STRUCT_OPS => match p.struct_ops {
+            super::StructOpsHelpers::TcpCa { release } => tcp_ca(func, release, p),
+            super::StructOpsHelpers::None => None,
+        },
         _ => None,
+    }
+}
+
+/// `bpf_tcp_ca_get_func_proto`: tcp_congestion_ops programs. The socket
+/// options are not for `release`, which runs as the algorithm retires.
+fn tcp_ca(func: u32, release: bool, p: &CallerProg) -> Proto {
+    match func {
+        id::TCP_SEND_ACK => Some(&BPF_TCP_SEND_ACK),
+        id::SK_STORAGE_GET => Some(&BPF_SK_STORAGE_GET),
+        id::SK_STORAGE_DELETE => Some(&BPF_SK_STORAGE_DELETE),
+        id::SETSOCKOPT | id::GETSOCKOPT if release => None,
+        id::SETSOCKOPT => Some(&BPF_SK_SETSOCKOPT),
+        id::GETSOCKOPT => Some(&BPF_SK_GETSOCKOPT),
+        id::KTIME_GET_COARSE_NS => Some(&BPF_KTIME_GET_COARSE_NS),
+        _ => base(func, p),
     }
 }
 

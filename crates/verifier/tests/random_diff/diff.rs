@@ -168,6 +168,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
+            struct_ops: None,
             refused: None,
         })
         .collect::<Vec<_>>();

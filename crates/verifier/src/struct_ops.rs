@@ -1,0 +1,281 @@
+//! struct_ops programs: the member of a kernel struct_ops type a program
+//! implements decides its arguments, helpers and the kernel memory it may
+//! write (check_struct_ops_btf_id and the type's verifier ops). bpfvet
+//! models tcp_congestion_ops and bpf_dummy_ops and refuses the other types
+//! by name.
+
+use crate::btf_walk::vmlinux;
+use crate::error::VerifyError;
+use crate::helpers::StructOpsHelpers;
+use bpfvet_isa::uapi::ProgType;
+use bpfvet_object::btf::{Btf, Kind};
+use bpfvet_object::{Object, Program};
+
+/// What a struct_ops type's verifier ops allow, for the types bpfvet
+/// verifies (the others are refused by name).
+pub struct OpsType {
+    pub name: &'static str,
+    /// The members a program may implement (those the type's stub table
+    /// fills), with the arguments the stubs mark `__nullable`.
+    members: &'static [(&'static str, &'static [u32])],
+    /// The only member that may be sleepable (`check_member`); None: no
+    /// sleepable programs (bpfvet does not model them there).
+    sleepable_member: Option<&'static str>,
+    /// The helpers it gets.
+    helpers: StructOpsHelpers,
+    /// The kernel memory its programs may write.
+    writes: Writes,
+}
+
+/// The type's `btf_struct_access`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writes {
+    /// bpf_tcp_ca_btf_struct_access: some tcp_sock fields.
+    TcpSock,
+    /// bpf_dummy_ops_btf_struct_access: struct bpf_dummy_ops_state.
+    DummyState,
+}
+
+const OPS_TYPES: &[OpsType] = &[
+    // net/ipv4/bpf_tcp_ca.c
+    OpsType {
+        name: "tcp_congestion_ops",
+        members: &[
+            ("ssthresh", &[]),
+            ("cong_avoid", &[]),
+            ("set_state", &[]),
+            ("cwnd_event", &[]),
+            ("in_ack_event", &[]),
+            ("pkts_acked", &[]),
+            ("min_tso_segs", &[]),
+            ("cong_control", &[]),
+            ("undo_cwnd", &[]),
+            ("sndbuf_expand", &[]),
+            ("init", &[]),
+            ("release", &[]),
+        ],
+        sleepable_member: None,
+        helpers: StructOpsHelpers::TcpCa { release: false },
+        writes: Writes::TcpSock,
+    },
+    // net/bpf/bpf_dummy_struct_ops.c: no get_func_proto, so no helpers.
+    OpsType {
+        name: "bpf_dummy_ops",
+        members: &[("test_1", &[0]), ("test_2", &[]), ("test_sleepable", &[])],
+        sleepable_member: Some("test_sleepable"),
+        helpers: StructOpsHelpers::None,
+        writes: Writes::DummyState,
+    },
+];
+
+/// The member a struct_ops program implements, in vmlinux BTF.
+#[derive(Clone, Copy)]
+pub struct StructOpsTarget {
+    pub ops: &'static OpsType,
+    /// The FUNC_PROTO of the member's function pointer.
+    pub func_proto: u32,
+    /// Arguments the kernel marks may-be-NULL.
+    pub nullable_args: &'static [u32],
+    /// Whether the member returns nothing (R0 is then not looked at).
+    pub returns_void: bool,
+    /// vmlinux ids of struct sock and struct tcp_sock: a trusted sock
+    /// argument is a tcp_sock to a congestion-control program.
+    sock_ids: Option<(u32, u32)>,
+}
+
+/// check_struct_ops_btf_id: the program's member must be a function
+/// pointer of a struct_ops type the kernel has, one the type lets programs
+/// implement. None for other program types.
+pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarget>, VerifyError> {
+    if prog.prog_type != ProgType::STRUCT_OPS {
+        return Ok(None);
+    }
+    let refuse = |what: String| Err(VerifyError::unsupported(None, what));
+    let reject = |msg: String| Err(VerifyError::new(None, msg));
+    let Some(member) = &prog.struct_ops else {
+        return refuse(
+            "a struct_ops program that no struct_ops map holds (libbpf does not load it)".into(),
+        );
+    };
+    if !crate::check_call::license_is_gpl(&obj.license) {
+        return reject("struct ops programs must have a GPL compatible license".into());
+    }
+    let Some(btf) = vmlinux() else {
+        return refuse("struct_ops programs without kernel BTF".into());
+    };
+    let k = match member.resolve(btf) {
+        Ok(k) => k,
+        Err(why) => {
+            return refuse(format!(
+                "struct_ops member the loader cannot resolve: {why}"
+            ))
+        }
+    };
+    let Some(ops) = OPS_TYPES.iter().find(|o| o.name == member.type_name) else {
+        return refuse(format!("struct_ops type {}", member.type_name));
+    };
+    if prog.sleepable && ops.sleepable_member.is_none() {
+        return refuse(format!("sleepable {} programs", ops.name));
+    }
+    let t = btf.type_by_id(k.type_id);
+    let m = t.and_then(|t| btf.members(t).get(k.member_idx as usize));
+    let proto = m.and_then(|m| func_proto_of_ptr(btf, m.type_id));
+    let Some(func_proto) = proto else {
+        return reject(format!(
+            "attach to invalid member {}(@idx {}) of struct {}",
+            member.member, k.member_idx, member.type_name
+        ));
+    };
+    let stub = ops.members.iter().find(|(m, _)| *m == member.member);
+    let sleepable_ok = !prog.sleepable || ops.sleepable_member == Some(member.member.as_str());
+    let Some((_, nullable_args)) = stub.filter(|_| sleepable_ok) else {
+        return reject(format!(
+            "attach to unsupported member {} of struct {}",
+            member.member, member.type_name
+        ));
+    };
+    // A member returning a pointer may return a referenced kptr, which
+    // bpfvet does not model.
+    let ret = btf.type_by_id(func_proto).map_or(0, |p| p.size_or_type);
+    if btf
+        .skip_mods_and_typedefs(ret)
+        .is_some_and(|(_, t)| t.kind == Kind::Ptr)
+    {
+        return refuse(format!(
+            "struct_ops member {} returning a pointer",
+            member.member
+        ));
+    }
+    let sock_ids = btf
+        .find_by_name_kind("sock", Kind::Struct)
+        .zip(btf.find_by_name_kind("tcp_sock", Kind::Struct))
+        .filter(|_| ops.writes == Writes::TcpSock);
+    Ok(Some(StructOpsTarget {
+        ops,
+        func_proto,
+        nullable_args,
+        returns_void: ret == 0,
+        sock_ids,
+    }))
+}
+
+/// The helpers a struct_ops program gets: its type's, for its member.
+pub fn helpers(prog: &Program) -> StructOpsHelpers {
+    let Some(member) = &prog.struct_ops else {
+        return StructOpsHelpers::None;
+    };
+    match OPS_TYPES.iter().find(|o| o.name == member.type_name) {
+        Some(OpsType {
+            helpers: StructOpsHelpers::TcpCa { .. },
+            ..
+        }) => StructOpsHelpers::TcpCa {
+            release: member.member == "release",
+        },
+        _ => StructOpsHelpers::None,
+    }
+}
+
+/// The FUNC_PROTO a member of type `id` points to, if it is a function
+/// pointer.
+fn func_proto_of_ptr(btf: &Btf, id: u32) -> Option<u32> {
+    let (_, ptr) = btf.skip_mods_and_typedefs(id)?;
+    if ptr.kind != Kind::Ptr {
+        return None;
+    }
+    let (proto_id, proto) = btf.skip_mods_and_typedefs(ptr.size_or_type)?;
+    (proto.kind == Kind::FuncProto).then_some(proto_id)
+}
+
+impl StructOpsTarget {
+    /// bpf_tcp_ca_is_valid_access: the type a trusted BTF pointer argument
+    /// of struct `btf_id` has (a sock is a tcp_sock to congestion control).
+    pub fn promoted_arg(&self, btf_id: u32) -> u32 {
+        match self.sock_ids {
+            Some((sock, tcp_sock)) if sock == btf_id => tcp_sock,
+            _ => btf_id,
+        }
+    }
+
+    /// The type's btf_struct_access for a write of `size` bytes at `off`
+    /// into struct `btf_id`: the kernel's line when it refuses.
+    pub fn write(&self, btf: &Btf, btf_id: u32, off: u32, size: u32) -> Result<(), String> {
+        match self.ops.writes {
+            Writes::TcpSock => tcp_ca_write(btf, btf_id, off, size),
+            Writes::DummyState => {
+                if btf.name_of(btf_id) != "bpf_dummy_ops_state" {
+                    return Err("only access to bpf_dummy_ops_state is supported".into());
+                }
+                let state = btf.resolve_size(btf_id).unwrap_or(0);
+                if u64::from(off) + u64::from(size) > state {
+                    return Err(format!("write access at off {off} with size {size}"));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// bpf_tcp_ca_btf_struct_access: a congestion-control program may write
+/// these fields of a tcp_sock, each within its own bounds (the private area
+/// from anywhere inside it); other writes are refused with the kernel's
+/// line.
+fn tcp_ca_write(btf: &Btf, btf_id: u32, off: u32, size: u32) -> Result<(), String> {
+    if btf.name_of(btf_id) != "tcp_sock" {
+        return Err("only read is supported".into());
+    }
+    // (struct, member path, any offset inside it starts the member)
+    const WRITABLE: &[(&str, &[&str], bool)] = &[
+        ("sock", &["sk_pacing_rate"], false),
+        ("sock", &["sk_pacing_status"], false),
+        ("inet_connection_sock", &["icsk_ca_priv"], true),
+        ("inet_connection_sock", &["icsk_ack", "pending"], false),
+        ("tcp_sock", &["snd_cwnd"], false),
+        ("tcp_sock", &["snd_cwnd_cnt"], false),
+        ("tcp_sock", &["snd_cwnd_stamp"], false),
+        ("tcp_sock", &["snd_ssthresh"], false),
+        ("tcp_sock", &["ecn_flags"], false),
+        ("tcp_sock", &["app_limited"], false),
+    ];
+    for (st, path, range) in WRITABLE {
+        let Some((start, len)) = member_span(btf, st, path) else {
+            continue;
+        };
+        let end = start + len;
+        let hit = if *range {
+            (start..end).contains(&off)
+        } else {
+            off == start
+        };
+        if hit {
+            if u64::from(off) + u64::from(size) > u64::from(end) {
+                return Err(format!(
+                    "write access at off {off} with size {size} beyond the member of tcp_sock ended at {end}"
+                ));
+            }
+            return Ok(());
+        }
+    }
+    Err(format!("no write support to tcp_sock at off {off}"))
+}
+
+/// Byte offset and size of the member at `path` in struct `st` (the
+/// structs of a tcp_sock all start at its offset 0).
+fn member_span(btf: &Btf, st: &str, path: &[&str]) -> Option<(u32, u32)> {
+    let mut id = btf.find_by_name_kind(st, Kind::Struct)?;
+    let mut off = 0u32;
+    let mut size = 0u32;
+    for name in path {
+        let (_, t) = btf.skip_mods_and_typedefs(id)?;
+        let m = btf
+            .members(t)
+            .iter()
+            .find(|m| btf.str_at(m.name_off) == Some(name))?;
+        if m.bitfield_size != 0 {
+            return None;
+        }
+        off += m.bit_offset / 8;
+        size = u32::try_from(btf.resolve_size(m.type_id).ok()?).ok()?;
+        id = m.type_id;
+    }
+    Some((off, size))
+}
