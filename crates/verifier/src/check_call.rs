@@ -542,6 +542,17 @@ impl Env<'_> {
                 }
                 meta.callback = Some(r.aux);
             }
+            ArgBase::PtrToSpinLock if r.ty == RegType::Alloc && r.flags == 0 => {
+                if !r.v.is_const() {
+                    return self.err(format!(
+                        "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
+                    ));
+                }
+                self.alloc_spin_lock(&r, proto.id == id::SPIN_LOCK)?;
+            }
+            ArgBase::PtrToSpinLock if r.ty != RegType::MapValue => {
+                return self.arg_type_err(regno, "map_value, ptr_");
+            }
             ArgBase::PtrToSpinLock | ArgBase::PtrToTimer => {
                 if r.ty != RegType::MapValue {
                     return self.arg_type_err(regno, "map_value");
@@ -570,7 +581,7 @@ impl Env<'_> {
                 }
             }
             ArgBase::KptrXchgDest => {
-                if !matches!(r.ty, RegType::MapValue | RegType::BtfId) {
+                if !matches!(r.ty, RegType::MapValue | RegType::BtfId | RegType::Alloc) {
                     return self.arg_type_err(regno, "map_value, ptr_");
                 }
                 meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
@@ -793,6 +804,7 @@ impl Env<'_> {
             | RegType::MapValue
             | RegType::Mem
             | RegType::Scalar => Ok(()),
+            RegType::Alloc if r.flags & flag::PERCPU == 0 => self.check_ptr_off_reg(regno, r, true),
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed
                 // offset either.

@@ -99,6 +99,7 @@ impl Env<'_> {
                     | RegType::SockCommon
                     | RegType::TcpSock
                     | RegType::BtfId
+                    | RegType::Alloc
             )
         };
         match self.aux[idx].ptr_type {
@@ -568,6 +569,7 @@ impl Env<'_> {
                     self.set_unknown(d);
                 }
             }
+            RegType::Alloc => self.alloc_access(regno, &reg, off, size, access, value)?,
             RegType::BtfId => {
                 let mut r = self.btf_load(regno, &reg, off, size, access)?;
                 if r.maybe_null() {

@@ -29,6 +29,10 @@ pub enum RegType {
     /// `const struct bpf_dynptr *` handed to a callback (CONST_PTR_TO_DYNPTR);
     /// `aux` holds the dynptr kind.
     ConstPtrToDynptr,
+    /// An object the program allocated (PTR_TO_BTF_ID | MEM_ALLOC, from
+    /// bpf_obj_new): `aux` is its struct's id in the program's BTF, `id`
+    /// names the allocation for its lock (graph.rs).
+    Alloc,
 }
 
 impl RegType {
@@ -53,6 +57,8 @@ impl RegType {
             RegType::Func => "func",
             RegType::MapKey => "map_key",
             RegType::ConstPtrToDynptr => "dynptr_ptr",
+            // MEM_ALLOC has no name of its own in the kernel's messages.
+            RegType::Alloc => "ptr_",
         }
     }
 
@@ -172,7 +178,7 @@ impl Reg {
         }
         s.push_str(self.ty.name());
         if f & flag::MAYBE_NULL != 0 {
-            s.push_str(if self.ty == RegType::BtfId {
+            s.push_str(if matches!(self.ty, RegType::BtfId | RegType::Alloc) {
                 "or_null_"
             } else {
                 "_or_null"

@@ -35,12 +35,30 @@ impl KfuncFlags {
 
 /// Acquire kfuncs that return an object of the program's own BTF rather
 /// than a kernel struct (the kernel's exceptions to "acquire kernel
-/// function does not return PTR_TO_BTF_ID"). bpfvet does not model such
-/// allocated objects and the list/rbtree graphs built from them.
+/// function does not return PTR_TO_BTF_ID"); graph.rs models them but for
+/// per-CPU objects.
 pub const ALLOCATED_OBJECT_KFUNCS: &[&str] = &[
     "bpf_obj_new_impl",
     "bpf_percpu_obj_new_impl",
     "bpf_refcount_acquire_impl",
+];
+
+/// The list and rbtree kfuncs (is_bpf_list_api_kfunc and
+/// is_bpf_rbtree_api_kfunc): bpfvet checks their arguments and refuses
+/// what they do to references.
+pub const GRAPH_KFUNCS: &[&str] = &[
+    "bpf_list_push_front_impl",
+    "bpf_list_push_back_impl",
+    "bpf_list_pop_front",
+    "bpf_list_pop_back",
+    "bpf_list_front",
+    "bpf_list_back",
+    "bpf_rbtree_add_impl",
+    "bpf_rbtree_remove",
+    "bpf_rbtree_first",
+    "bpf_rbtree_root",
+    "bpf_rbtree_left",
+    "bpf_rbtree_right",
 ];
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
@@ -181,23 +199,11 @@ const fn kf(name: &'static str, flags: KfuncFlags, set: KfuncSet) -> Kfunc {
 
 use KfuncSet as S;
 
-/// Kfuncs a program may call while holding a bpf_spin_lock (the kernel's
-/// kfunc_spin_allowed: the list and rbtree API, refcount_acquire, the
-/// numbers iterator and the resilient spin lock). Newer kernels than 6.18
-/// add the arena and stream kfuncs.
+/// Kfuncs a program may call while holding a bpf_spin_lock besides the
+/// GRAPH_KFUNCS (the kernel's kfunc_spin_allowed: the list and rbtree API,
+/// refcount_acquire, the numbers iterator and the resilient spin lock).
+/// Newer kernels than 6.18 add the arena and stream kfuncs.
 pub const SPIN_LOCK_ALLOWED: &[&str] = &[
-    "bpf_list_push_front_impl",
-    "bpf_list_push_back_impl",
-    "bpf_list_pop_front",
-    "bpf_list_pop_back",
-    "bpf_list_front",
-    "bpf_list_back",
-    "bpf_rbtree_add_impl",
-    "bpf_rbtree_remove",
-    "bpf_rbtree_first",
-    "bpf_rbtree_root",
-    "bpf_rbtree_left",
-    "bpf_rbtree_right",
     "bpf_refcount_acquire_impl",
     "bpf_iter_num_new",
     "bpf_iter_num_next",
