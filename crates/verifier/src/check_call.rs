@@ -686,6 +686,7 @@ impl Env<'_> {
             }
             self.cur.active_locks = 0;
             self.cur.lock = (0, 0);
+            self.invalidate_non_owning_refs();
         }
         Ok(())
     }

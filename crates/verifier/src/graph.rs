@@ -146,7 +146,7 @@ impl Env<'_> {
         meta: &KfuncMeta,
         g: &mut GraphMeta,
     ) -> VResult<()> {
-        if reg.ty == RegType::Alloc && reg.flags & flag::PERCPU == 0 {
+        if reg.ty == RegType::Alloc && reg.flags == 0 {
             if meta.name != "bpf_obj_drop_impl" {
                 return self.err(format!("arg#{i} expected for bpf_obj_drop_impl()"));
             }
@@ -174,7 +174,15 @@ impl Env<'_> {
         if reg.ty != RegType::Alloc {
             return self.err(format!("arg#{i} is neither owning or non-owning ref"));
         }
-        g.arg_owning_ref = true;
+        if reg.flags & flag::NON_OWN_REF == 0 {
+            if reg.ref_obj_id == 0 {
+                // Pointers loaded from kptr fields are not modelled.
+                return self.unsupported(
+                    "bpf_refcount_acquire of an allocated object without its reference",
+                );
+            }
+            g.arg_owning_ref = true;
+        }
         let rec = self.alloc_record(reg.aux)?;
         if !rec.iter().any(|f| f.name == "bpf_refcount") {
             return self.err(format!(
@@ -373,8 +381,8 @@ impl Env<'_> {
                 "R{regno} is ptr_{tname} access percpu memory: off={off}"
             ));
         }
-        if reg.ref_obj_id == 0 {
-            // Non-owning and RCU-protected objects are not modelled.
+        if reg.ref_obj_id == 0 && reg.flags & flag::NON_OWN_REF == 0 {
+            // RCU-protected objects loaded from kptr fields are not modelled.
             return self.unsupported("access to an allocated object without its reference");
         }
         let rec = self.alloc_record(reg.aux)?;
@@ -433,7 +441,90 @@ impl Env<'_> {
             }
             self.cur.active_locks = 0;
             self.cur.lock = (0, 0);
+            self.invalidate_non_owning_refs();
         }
         Ok(())
+    }
+
+    /// invalidate_non_owning_refs: at a bpf_spin_unlock, the references
+    /// to nodes in the graphs it protected become unusable.
+    pub(crate) fn invalidate_non_owning_refs(&mut self) {
+        self.cur.for_each_reg_mut(|r| {
+            if r.ty == RegType::Alloc && r.flags & flag::NON_OWN_REF != 0 {
+                *r = Reg::unknown_scalar();
+            }
+        });
+    }
+
+    /// ref_set_non_owning: a node left in its graph, usable while the lock
+    /// is held; MEM_RCU too when its object is refcounted.
+    pub(crate) fn set_non_owning(&self, r: &mut Reg) -> VResult<()> {
+        if self.cur.active_locks == 0 || r.flags & flag::NON_OWN_REF != 0 {
+            return self.unsupported("a non-owning reference outside a bpf_spin_lock region");
+        }
+        r.flags |= flag::NON_OWN_REF;
+        if self
+            .alloc_record(r.aux)?
+            .iter()
+            .any(|f| f.name == "bpf_refcount")
+        {
+            r.flags |= flag::RCU;
+        }
+        Ok(())
+    }
+
+    /// After bpf_list_push_*: the node's owning reference becomes
+    /// non-owning in every register that holds it
+    /// (ref_convert_owning_non_owning), then is released.
+    pub(crate) fn node_to_non_owning(&mut self, ref_obj_id: u32) -> VResult<()> {
+        if ref_obj_id == 0 || !self.cur.refs.iter().any(|r| r.id == ref_obj_id) {
+            return self.unsupported("a graph node without its reference");
+        }
+        let rcu = {
+            let mut aux = None;
+            self.cur.for_each_reg_mut(|r| {
+                if r.ref_obj_id == ref_obj_id && r.ty == RegType::Alloc {
+                    aux = Some(r.aux);
+                }
+            });
+            match aux {
+                Some(a) => self
+                    .alloc_record(a)?
+                    .iter()
+                    .any(|f| f.name == "bpf_refcount"),
+                None => false,
+            }
+        };
+        let mut bad = false;
+        self.cur.for_each_reg_mut(|r| {
+            if r.ref_obj_id != ref_obj_id {
+                return;
+            }
+            if r.ty != RegType::Alloc || r.flags & flag::NON_OWN_REF != 0 {
+                bad = true;
+                return;
+            }
+            r.ref_obj_id = 0;
+            r.flags |= flag::NON_OWN_REF;
+            if rcu {
+                r.flags |= flag::RCU;
+            }
+        });
+        if bad {
+            return self.unsupported("a graph node's reference held by other kinds of register");
+        }
+        self.release_reference(ref_obj_id)
+    }
+
+    /// R0 of a graph kfunc that returns a node (mark_reg_graph_node): the
+    /// object of the root's `__contains` type, pointing at its node.
+    pub(crate) fn graph_node_r0(&self, node_type: &str, g: &GraphMeta) -> VResult<Reg> {
+        let Some(root) = g.root.and_then(|f| f.graph) else {
+            return self.unsupported(format!("a {node_type} return without its root"));
+        };
+        let mut r0 = Reg::pointer(RegType::Alloc);
+        r0.aux = root.value_btf_id;
+        r0.off = root.node_off as i32;
+        Ok(r0)
     }
 }

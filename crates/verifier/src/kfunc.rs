@@ -22,7 +22,9 @@ use crate::check_mem::Access;
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
-use crate::helpers::kfuncs::{kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, GRAPH_KFUNCS};
+use crate::helpers::kfuncs::{
+    kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, GRAPH_KFUNCS, LIST_KFUNCS_END,
+};
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::uapi::{AttachType, ProgType};
@@ -183,11 +185,11 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
-        if GRAPH_KFUNCS.contains(&name) {
+        if GRAPH_KFUNCS[LIST_KFUNCS_END..].contains(&name) {
             // The arguments passed the kernel's checks; what the call does
             // to owning and non-owning references is not modelled.
             return self.unsupported(format!(
-                "{name}: list and rbtree operations (owning and non-owning references)"
+                "{name}: rbtree operations (owning and non-owning references)"
             ));
         }
         if name == "bpf_session_cookie" {
@@ -203,6 +205,9 @@ impl Env<'_> {
                     "kfunc {name}#{func_id} reference has not been acquired before"
                 ));
             }
+        }
+        if matches!(name, "bpf_list_push_front_impl" | "bpf_list_push_back_impl") {
+            self.node_to_non_owning(self.cur.reg(2).ref_obj_id)?;
         }
         for r in 0..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
@@ -689,6 +694,11 @@ impl Env<'_> {
             "bpf_rbtree_first",
             "bpf_dynptr_slice",
         ];
+        if let Some((_, pt)) = pointee.filter(|_| GRAPH_KFUNCS.contains(&name)) {
+            // A node of a graph: the object that holds it (mark_reg_graph_node).
+            let r0 = self.graph_node_r0(btf.name(pt), &meta.graph)?;
+            return self.finish_kfunc_r0(r0, meta, meta.has(KfuncFlags::RET_NULL));
+        }
         if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
             return self.unsupported(format!("the return type of kernel function {name}"));
         }
@@ -760,6 +770,8 @@ impl Env<'_> {
                 r0.id = rid;
             }
             r0.ref_obj_id = rid;
+        } else if r0.ty == RegType::Alloc && GRAPH_KFUNCS.contains(&meta.name.as_str()) {
+            self.set_non_owning(&mut r0)?;
         }
         if r0.ty == RegType::Alloc && r0.id == 0 && self.alloc_has_spin_lock(r0.aux) {
             r0.id = self.new_id();
@@ -777,7 +789,8 @@ fn is_trusted_reg(reg: &Reg) -> bool {
     }
     match reg.ty {
         RegType::BtfId => reg.flags == flag::TRUSTED,
-        RegType::Alloc => reg.flags == 0,
+        // MEM_ALLOC and NON_OWN_REF are trusted modifiers.
+        RegType::Alloc => reg.flags & !flag::NON_OWN_REF == 0,
         t => t.is_sock() && reg.flags == 0,
     }
 }

@@ -81,6 +81,9 @@ pub mod flag {
     pub const UNTRUSTED: u16 = 1 << 6;
     pub const TRUSTED: u16 = 1 << 12;
     pub const RCU: u16 = 1 << 13;
+    /// A non-owning reference to an allocated object in a graph, valid
+    /// until the lock is released (NON_OWN_REF).
+    pub const NON_OWN_REF: u16 = 1 << 14;
 }
 
 /// One register. `Copy` and compact so that a state clone is a memcpy.

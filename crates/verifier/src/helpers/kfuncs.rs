@@ -44,8 +44,10 @@ pub const ALLOCATED_OBJECT_KFUNCS: &[&str] = &[
 ];
 
 /// The list and rbtree kfuncs (is_bpf_list_api_kfunc and
-/// is_bpf_rbtree_api_kfunc): bpfvet checks their arguments and refuses
+/// is_bpf_rbtree_api_kfunc), lists first (LIST_KFUNCS_END of them): bpfvet
+/// models the lists and checks the rbtree kfuncs' arguments, refusing
 /// what they do to references.
+pub const LIST_KFUNCS_END: usize = 6;
 pub const GRAPH_KFUNCS: &[&str] = &[
     "bpf_list_push_front_impl",
     "bpf_list_push_back_impl",
@@ -268,6 +270,11 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf("bpf_rbtree_add_impl", K::NONE, S::Generic),
     kf("bpf_rbtree_first", K::RET_NULL, S::Generic),
+    kf("bpf_list_front", K::RET_NULL, S::Generic),
+    kf("bpf_list_back", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_root", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_left", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_right", K::RET_NULL, S::Generic),
     kf(
         "bpf_cgroup_acquire",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
