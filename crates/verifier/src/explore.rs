@@ -100,6 +100,9 @@ pub struct Env<'a> {
     pub alloc_records: std::cell::RefCell<
         std::collections::HashMap<u32, Result<Vec<crate::map_record::Field>, ()>>,
     >,
+    /// Whether every struct of the program's BTF has a well-formed record
+    /// (Err: the first that has not), computed at the first bpf_obj_new.
+    pub btf_metas_ok: std::cell::OnceCell<Result<(), String>>,
 }
 
 impl<'a> Env<'a> {
@@ -167,6 +170,7 @@ impl<'a> Env<'a> {
                 .collect(),
             explain: None,
             alloc_records: Default::default(),
+            btf_metas_ok: Default::default(),
         }
     }
 

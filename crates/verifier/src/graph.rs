@@ -20,7 +20,7 @@ use crate::check_mem::Access;
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::kfunc::KfuncMeta;
-use crate::map_record::{alloc_fields, Field};
+use crate::map_record::{alloc_fields, struct_metas_ok, Field};
 use crate::regs::{flag, Reg, RegType};
 use bpfvet_object::btf::Kind;
 
@@ -113,6 +113,13 @@ impl Env<'_> {
         let Some(btf) = self.obj.btf.as_ref() else {
             return self.err("bpf_obj_new/bpf_percpu_obj_new requires prog BTF");
         };
+        if let Err(name) = self.btf_metas_ok.get_or_init(|| struct_metas_ok(btf)) {
+            // The kernel refuses such BTF and libbpf loads the program
+            // without it; bpfvet does not model that fallback.
+            return self.unsupported(format!(
+                "program BTF the kernel refuses (the special fields of struct {name})"
+            ));
+        }
         let id = value as u32;
         // __btf_type_is_struct: a struct, not a union.
         let is_struct = btf.type_by_id(id).is_some_and(|t| t.kind == Kind::Struct);

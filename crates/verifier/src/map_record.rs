@@ -253,10 +253,28 @@ pub fn alloc_fields(btf: &Btf, id: u32) -> Result<Vec<Field>, ()> {
         .iter()
         .enumerate()
         .any(|(i, f)| is_unique(f.name) && out[..i].iter().any(|g| g.name == f.name));
-    if !ok || dup || !well_placed(&out, t.size_or_type) {
+    // A graph root must name a struct of this BTF with such a node.
+    let roots_ok = out
+        .iter()
+        .all(|f| f.graph.is_some() || !matches!(f.name, "bpf_list_head" | "bpf_rb_root"));
+    if !ok || dup || !roots_ok || !well_placed(&out, t.size_or_type) {
         return Err(());
     }
     Ok(out)
+}
+
+/// Whether the kernel accepts the program's BTF as far as the records of
+/// its structs go (btf_parse_struct_metas): Err names a struct whose
+/// record is malformed, which makes BPF_BTF_LOAD fail.
+pub fn struct_metas_ok(btf: &Btf) -> Result<(), String> {
+    for id in btf.ids() {
+        if btf.type_by_id(id).is_some_and(|t| t.kind == Kind::Struct)
+            && alloc_fields(btf, id).is_err()
+        {
+            return Err(btf.name_of(id).to_string());
+        }
+    }
+    Ok(())
 }
 
 /// btf_parse_fields' last checks: fields in order, not overlapping, inside
