@@ -90,6 +90,21 @@ impl Env<'_> {
         r.or_else(|()| self.unsupported(format!("the malformed BTF record of type id {id}")))
     }
 
+    /// The program's BTF must be one the kernel loads: a struct whose
+    /// special fields it rejects fails BPF_BTF_LOAD, and libbpf then loads
+    /// the program without BTF, a fallback bpfvet does not model.
+    fn require_loadable_btf(&self) -> VResult<()> {
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return Ok(());
+        };
+        if let Err(name) = self.btf_metas_ok.get_or_init(|| struct_metas_ok(btf)) {
+            return self.unsupported(format!(
+                "program BTF the kernel refuses (the special fields of struct {name})"
+            ));
+        }
+        Ok(())
+    }
+
     /// reg_may_point_to_spin_lock for an allocated object.
     pub(crate) fn alloc_has_spin_lock(&self, id: u32) -> bool {
         self.alloc_record(id)
@@ -113,13 +128,7 @@ impl Env<'_> {
         let Some(btf) = self.obj.btf.as_ref() else {
             return self.err("bpf_obj_new/bpf_percpu_obj_new requires prog BTF");
         };
-        if let Err(name) = self.btf_metas_ok.get_or_init(|| struct_metas_ok(btf)) {
-            // The kernel refuses such BTF and libbpf loads the program
-            // without it; bpfvet does not model that fallback.
-            return self.unsupported(format!(
-                "program BTF the kernel refuses (the special fields of struct {name})"
-            ));
-        }
+        self.require_loadable_btf()?;
         let id = value as u32;
         // __btf_type_is_struct: a struct, not a union.
         let is_struct = btf.type_by_id(id).is_some_and(|t| t.kind == Kind::Struct);
@@ -211,6 +220,7 @@ impl Env<'_> {
         meta: &KfuncMeta,
         g: &mut GraphMeta,
     ) -> VResult<()> {
+        self.require_loadable_btf()?;
         if kind.is_root() {
             if !matches!(reg.ty, RegType::MapValue | RegType::Alloc) || reg.flags != 0 {
                 return self.err(format!(
