@@ -542,6 +542,9 @@ impl Env<'_> {
                 }
                 meta.callback = Some(r.aux);
             }
+            ArgBase::PtrToSpinLock if self.in_rbtree_cb() => {
+                return self.err("can't spin_{lock,unlock} in rbtree cb");
+            }
             ArgBase::PtrToSpinLock if r.ty == RegType::Alloc && r.flags == 0 => {
                 if !r.v.is_const() {
                     return self.err(format!(
@@ -805,7 +808,12 @@ impl Env<'_> {
             | RegType::MapValue
             | RegType::Mem
             | RegType::Scalar => Ok(()),
-            RegType::Alloc if r.flags & flag::PERCPU == 0 => self.check_ptr_off_reg(regno, r, true),
+            // An owning or non-owning reference to an allocated object.
+            RegType::Alloc
+                if matches!(r.flags, 0 | flag::NON_OWN_REF | crate::regs::NON_OWN_RCU) =>
+            {
+                self.check_ptr_off_reg(regno, r, true)
+            }
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed
                 // offset either.
@@ -1106,7 +1114,7 @@ impl Env<'_> {
     }
 
     /// Queues the callback's entry as a pending path (push_callback_call).
-    fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
+    pub(crate) fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
         // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(

@@ -561,9 +561,9 @@ impl<'a> Env<'a> {
 
     /// While a bpf_spin_lock is held only bpf_spin_unlock, bpf-to-bpf
     /// calls (global ones are refused at the call) and the kfuncs of
-    /// SPIN_LOCK_ALLOWED and GRAPH_KFUNCS may be called.
+    /// SPIN_LOCK_ALLOWED and the list and rbtree kfuncs may be called.
     fn check_call_under_lock(&self, insn: &Insn) -> VResult<()> {
-        use crate::helpers::kfuncs::{GRAPH_KFUNCS, SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
+        use crate::helpers::kfuncs::{is_graph_kfunc, SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
         let allowed = match insn.src {
             0 => insn.imm as u32 == crate::helpers::ids::id::SPIN_LOCK + 1,
             BPF_PSEUDO_KFUNC_CALL => {
@@ -577,7 +577,7 @@ impl<'a> Env<'a> {
                         format!("whether {name} may be called while holding a bpf_spin_lock"),
                     ));
                 }
-                SPIN_LOCK_ALLOWED.contains(&name) || GRAPH_KFUNCS.contains(&name)
+                SPIN_LOCK_ALLOWED.contains(&name) || is_graph_kfunc(name)
             }
             _ => true,
         };

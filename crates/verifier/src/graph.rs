@@ -9,12 +9,14 @@
 //! struct has a lock, as for map values). Its special fields come from the
 //! struct's record (map_record::alloc_fields).
 //!
-//! Modelled: allocation, drop, refcount_acquire of an owning reference,
-//! loads and stores of its plain fields, bpf_spin_lock on its lock, and
-//! the argument checks of the list and rbtree kfuncs up to and including
-//! the lock that must protect the root. A graph kfunc whose arguments pass
-//! those checks is refused by name: the owning / non-owning reference
-//! rules after it are not modelled.
+//! Modelled: allocation, drop, refcount_acquire, loads and stores of plain
+//! fields, bpf_spin_lock on the object's lock; the list and rbtree kfuncs
+//! under the lock of their root: a node handed to a graph becomes a
+//! non-owning reference (`flag::NON_OWN_REF`, MEM_RCU too for refcounted
+//! objects) that dies at bpf_spin_unlock, a node taken out is an owning
+//! one, and bpf_rbtree_add's `less` runs as a callback on two non-owning
+//! nodes. Refused by name: per-CPU objects, local kptrs in map values
+//! (kptr.rs), and objects reached without a reference of either kind.
 
 use crate::check_mem::Access;
 use crate::error::VResult;
@@ -68,6 +70,8 @@ pub struct GraphMeta {
     pub root: Option<Field>,
     /// The struct of an allocated-object argument (meta->arg_btf_id).
     pub arg_btf_id: Option<u32>,
+    /// The subprogram of bpf_rbtree_add's `less` callback.
+    pub callback: Option<u32>,
     /// bpf_refcount_acquire was given an owning reference: it cannot fail.
     pub arg_owning_ref: bool,
 }
@@ -241,20 +245,16 @@ impl Env<'_> {
                 return self.err("allocated object must be referenced");
             }
         } else {
-            // bpf_rbtree_remove / left / right: non-owning references are
-            // not modelled, so a node is either referenced or not an
-            // allocated object at all.
-            if reg.ref_obj_id == 0 {
-                if reg.ty == RegType::Alloc {
-                    return self.unsupported(format!(
-                        "{}: non-owning references to graph nodes",
-                        meta.name
-                    ));
-                }
+            // bpf_rbtree_remove / left / right.
+            let non_owning = reg.ty == RegType::Alloc && reg.flags & flag::NON_OWN_REF != 0;
+            if !non_owning && reg.ref_obj_id == 0 {
                 return self.err(format!(
                     "{} can only take non-owning or refcounted bpf_rb_node pointer",
                     meta.name
                 ));
+            }
+            if self.in_rbtree_cb() {
+                return self.err(format!("{} not allowed in rbtree cb", meta.name));
             }
             if reg.ty != RegType::Alloc {
                 return self.unsupported(format!(
@@ -531,6 +531,46 @@ impl Env<'_> {
             return self.unsupported("a graph node's reference held by other kinds of register");
         }
         self.release_reference(ref_obj_id)
+    }
+
+    /// in_rbtree_lock_required_cb: running a callback of an rbtree kfunc
+    /// (bpf_rbtree_add's `less`), under the caller's lock.
+    pub(crate) fn in_rbtree_cb(&self) -> bool {
+        let f = self.cur.frame();
+        self.cur.curframe() > 0
+            && f.in_callback_fn
+            && usize::try_from(f.callsite)
+                .ok()
+                .and_then(|c| self.insns.get(c))
+                .is_some_and(|i| {
+                    i.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL
+                        && crate::btf_walk::vmlinux().is_some_and(|b| {
+                            b.type_by_id(i.imm as u32).is_some_and(|t| {
+                                crate::helpers::kfuncs::RBTREE_KFUNCS.contains(&b.name(t))
+                            })
+                        })
+                })
+    }
+
+    /// Queues bpf_rbtree_add's `less(a, b)` (push_callback_call with
+    /// set_rbtree_add_callback_state): both arguments are non-owning
+    /// references to nodes of the root's `__contains` type.
+    pub(crate) fn push_rbtree_less(&mut self, g: &GraphMeta) -> VResult<()> {
+        let Some(sub) = g.callback else {
+            return self.unsupported("bpf_rbtree_add without its callback");
+        };
+        let mut node = self.graph_node_r0("bpf_rb_node", g)?;
+        self.set_non_owning(&mut node)?;
+        self.push_callback(sub, u32::MAX)?;
+        let Some(callee) = self.pending.last_mut().and_then(|p| p.st.frames.last_mut()) else {
+            return self.unsupported("bpf_rbtree_add's callback frame");
+        };
+        callee.regs[1] = node;
+        callee.regs[2] = node;
+        for r in &mut callee.regs[3..=5] {
+            *r = Reg::not_init();
+        }
+        Ok(())
     }
 
     /// R0 of a graph kfunc that returns a node (mark_reg_graph_node): the

@@ -11,20 +11,18 @@
 //! matching), release of references, rcu_read_lock / preempt regions,
 //! sleepable kfuncs; returns of scalars, void, `void *`, pointers to
 //! memory and to BTF structs, with `_or_null` and acquired references.
-//! Not modelled (refused with a message naming the gap): dynptr, list /
-//! rbtree / refcounted-kptr / map / workqueue / callback / const-string
-//! arguments, kfuncs with dynamically typed returns (bpf_obj_new,
-//! bpf_cast_to_kern_ctx, bpf_rdonly_cast, bpf_dynptr_slice, graph kfuncs),
-//! and kfuncs from module BTF (insn.off != 0).
+//! Allocated objects and the list / rbtree kfuncs are graph.rs's.
+//! Not modelled (refused with a message naming the gap): dynptr, map /
+//! workqueue / const-string arguments, callbacks other than
+//! bpf_rbtree_add's, per-CPU allocated objects, bpf_dynptr_slice, and
+//! kfuncs from module BTF (insn.off != 0).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
-use crate::helpers::kfuncs::{
-    kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, GRAPH_KFUNCS, LIST_KFUNCS_END,
-};
+use crate::helpers::kfuncs::{is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::uapi::{AttachType, ProgType};
@@ -92,6 +90,15 @@ pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
         .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
 }
 
+/// Whether the call is bpf_rbtree_add, which runs its `less` callback
+/// before it returns (is_sync_callback_calling_kfunc).
+pub fn is_sync_callback_kfunc_call(insn: &Insn) -> bool {
+    insn.off == 0
+        && vmlinux()
+            .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+            .is_some_and(|(name, _)| name == "bpf_rbtree_add_impl")
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -148,6 +155,8 @@ enum PtrArg {
     RefcountedKptr,
     /// A list head / rb root or node of a graph kfunc.
     Graph(GraphArg),
+    /// bpf_rbtree_add's `less` callback.
+    Callback,
     /// A kind bpfvet does not model, named for the message.
     Unmodelled(&'static str),
 }
@@ -185,12 +194,8 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
-        if GRAPH_KFUNCS[LIST_KFUNCS_END..].contains(&name) {
-            // The arguments passed the kernel's checks; what the call does
-            // to owning and non-owning references is not modelled.
-            return self.unsupported(format!(
-                "{name}: rbtree operations (owning and non-owning references)"
-            ));
+        if name == "bpf_rbtree_add_impl" {
+            self.push_rbtree_less(&meta.graph)?;
         }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
@@ -206,7 +211,10 @@ impl Env<'_> {
                 ));
             }
         }
-        if matches!(name, "bpf_list_push_front_impl" | "bpf_list_push_back_impl") {
+        if matches!(
+            name,
+            "bpf_list_push_front_impl" | "bpf_list_push_back_impl" | "bpf_rbtree_add_impl"
+        ) {
             self.node_to_non_owning(self.cur.reg(2).ref_obj_id)?;
         }
         for r in 0..=5 {
@@ -328,6 +336,11 @@ impl Env<'_> {
                 PtrArg::Unmodelled("map")
             } else if pname.ends_with("__str") {
                 PtrArg::Unmodelled("const string")
+            } else if !pointee_void
+                && ref_t.kind == Kind::FuncProto
+                && meta.name == "bpf_rbtree_add_impl"
+            {
+                PtrArg::Callback
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
                 PtrArg::Unmodelled("callback")
             } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc) || reg.ty.is_sock() {
@@ -425,6 +438,13 @@ impl Env<'_> {
                     let mut g = meta.graph;
                     self.check_refcounted_kptr_arg(i, &reg, &mut g)?;
                     meta.graph = g;
+                }
+                PtrArg::Callback => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::Func {
+                        return self.err(format!("arg{i} expected pointer to func"));
+                    }
+                    meta.graph.callback = Some(reg.aux);
                 }
                 PtrArg::Graph(kind) => {
                     self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
@@ -564,6 +584,10 @@ impl Env<'_> {
         let name = meta.name.as_str();
         let (rcu_lock, rcu_unlock) = (name == "bpf_rcu_read_lock", name == "bpf_rcu_read_unlock");
         if self.cur.active_rcu_lock {
+            if self.in_rbtree_cb() && (rcu_lock || rcu_unlock) {
+                return self
+                    .err("Calling bpf_rcu_read_{lock,unlock} in unnecessary rbtree callback");
+            }
             if rcu_lock {
                 return self.err(format!("nested rcu read lock (kernel function {name})"));
             } else if rcu_unlock {
@@ -694,7 +718,7 @@ impl Env<'_> {
             "bpf_rbtree_first",
             "bpf_dynptr_slice",
         ];
-        if let Some((_, pt)) = pointee.filter(|_| GRAPH_KFUNCS.contains(&name)) {
+        if let Some((_, pt)) = pointee.filter(|_| is_graph_kfunc(name)) {
             // A node of a graph: the object that holds it (mark_reg_graph_node).
             let r0 = self.graph_node_r0(btf.name(pt), &meta.graph)?;
             return self.finish_kfunc_r0(r0, meta, meta.has(KfuncFlags::RET_NULL));
@@ -770,7 +794,7 @@ impl Env<'_> {
                 r0.id = rid;
             }
             r0.ref_obj_id = rid;
-        } else if r0.ty == RegType::Alloc && GRAPH_KFUNCS.contains(&meta.name.as_str()) {
+        } else if r0.ty == RegType::Alloc && is_graph_kfunc(&meta.name) {
             self.set_non_owning(&mut r0)?;
         }
         if r0.ty == RegType::Alloc && r0.id == 0 && self.alloc_has_spin_lock(r0.aux) {

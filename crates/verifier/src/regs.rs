@@ -86,6 +86,9 @@ pub mod flag {
     pub const NON_OWN_REF: u16 = 1 << 14;
 }
 
+/// The flags of a non-owning reference to a refcounted object.
+pub const NON_OWN_RCU: u16 = flag::NON_OWN_REF | flag::RCU;
+
 /// One register. `Copy` and compact so that a state clone is a memcpy.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Reg {

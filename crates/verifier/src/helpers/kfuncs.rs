@@ -43,18 +43,19 @@ pub const ALLOCATED_OBJECT_KFUNCS: &[&str] = &[
     "bpf_refcount_acquire_impl",
 ];
 
-/// The list and rbtree kfuncs (is_bpf_list_api_kfunc and
-/// is_bpf_rbtree_api_kfunc), lists first (LIST_KFUNCS_END of them): bpfvet
-/// models the lists and checks the rbtree kfuncs' arguments, refusing
-/// what they do to references.
-pub const LIST_KFUNCS_END: usize = 6;
-pub const GRAPH_KFUNCS: &[&str] = &[
+/// The list kfuncs (is_bpf_list_api_kfunc), modelled by graph.rs.
+pub const LIST_KFUNCS: &[&str] = &[
     "bpf_list_push_front_impl",
     "bpf_list_push_back_impl",
     "bpf_list_pop_front",
     "bpf_list_pop_back",
     "bpf_list_front",
     "bpf_list_back",
+];
+
+/// The rbtree kfuncs (is_bpf_rbtree_api_kfunc), modelled by graph.rs; the
+/// callbacks they run hold the tree's lock (in_rbtree_lock_required_cb).
+pub const RBTREE_KFUNCS: &[&str] = &[
     "bpf_rbtree_add_impl",
     "bpf_rbtree_remove",
     "bpf_rbtree_first",
@@ -62,6 +63,11 @@ pub const GRAPH_KFUNCS: &[&str] = &[
     "bpf_rbtree_left",
     "bpf_rbtree_right",
 ];
+
+/// A list or rbtree kfunc (part of is_bpf_graph_api_kfunc).
+pub fn is_graph_kfunc(name: &str) -> bool {
+    LIST_KFUNCS.contains(&name) || RBTREE_KFUNCS.contains(&name)
+}
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use KfuncFlags as K;
