@@ -22,13 +22,24 @@ extern int bpf_list_push_back_impl(struct bpf_list_head *head,
 				   __u64 off) __ksym;
 extern struct bpf_list_node *bpf_list_pop_front(struct bpf_list_head *head) __ksym;
 extern struct bpf_list_node *bpf_list_front(struct bpf_list_head *head) __ksym;
+extern int bpf_rbtree_add_impl(struct bpf_rb_root *root, struct bpf_rb_node *node,
+			       bool (less)(struct bpf_rb_node *a,
+					   const struct bpf_rb_node *b),
+			       void *meta, __u64 off) __ksym;
+extern struct bpf_rb_node *bpf_rbtree_first(struct bpf_rb_root *root) __ksym;
+extern struct bpf_rb_node *bpf_rbtree_remove(struct bpf_rb_root *root,
+					     struct bpf_rb_node *node) __ksym;
 
 #define obj_new(type) ((type *)bpf_obj_new_impl(bpf_core_type_id_local(type), NULL))
 #define obj_drop(p) bpf_obj_drop_impl(p, NULL)
 #define refcount_acquire(p) ((typeof(p))bpf_refcount_acquire_impl(p, NULL))
 #define list_push_back(head, node) bpf_list_push_back_impl(head, node, NULL, 0)
+#define rbtree_add(root, node, less) bpf_rbtree_add_impl(root, node, less, NULL, 0)
 #define contains(name, node) __attribute__((btf_decl_tag("contains:" #name ":" #node)))
 
+// Programs without lists define NO_LISTS: a list head's __contains must
+// name a struct the object's BTF has, or the kernel refuses the BTF.
+#ifndef NO_LISTS
 // A list element: a value and the node that links it.
 struct elem {
 	long value;
@@ -47,5 +58,8 @@ struct {
 	__type(value, struct list_value);
 	__uint(max_entries, 1);
 } lists SEC(".maps");
+#endif
+
+#define private(name) SEC(".bss." #name) __hidden __attribute__((aligned(8)))
 
 #endif

@@ -81,4 +81,44 @@ int tc_list_push_pop(struct __sk_buff *skb)
 	return seen == 42 ? 0 : 0;
 }
 
+// A tree element, ordered by key.
+struct tree_elem {
+	long key;
+	struct bpf_rb_node rb;
+};
+
+// A global tree of tree_elems and its lock (an array map of one value).
+private(T) struct bpf_spin_lock tree_lock;
+private(T) struct bpf_rb_root tree contains(tree_elem, rb);
+
+static bool elem_less(struct bpf_rb_node *a, const struct bpf_rb_node *b)
+{
+	struct tree_elem *x = container_of(a, struct tree_elem, rb);
+	struct tree_elem *y = container_of(b, struct tree_elem, rb);
+
+	return x->key < y->key;
+}
+
+// Adds a tnode to the global tree, finds the first one and removes it
+// while the lock is held, then drops it.
+SEC("tc")
+int tc_rbtree_add_remove(struct __sk_buff *skb)
+{
+	struct bpf_rb_node *n;
+	struct tree_elem *t = obj_new(struct tree_elem);
+
+	if (!t)
+		return 0;
+	t->key = skb->len;
+	bpf_spin_lock(&tree_lock);
+	rbtree_add(&tree, &t->rb, elem_less);
+	n = bpf_rbtree_first(&tree);
+	if (n)
+		n = bpf_rbtree_remove(&tree, n);
+	bpf_spin_unlock(&tree_lock);
+	if (n)
+		obj_drop(container_of(n, struct tree_elem, rb));
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
