@@ -23,6 +23,34 @@ pub fn vmlinux() -> Option<&'static Btf> {
         .as_ref()
 }
 
+/// Whether the BTF of a loaded kernel module (/sys/kernel/btf/*) may
+/// define a type named `name`: its strings hold the name. The kernel looks
+/// a kptr's pointee up in vmlinux and the modules before taking it for a
+/// program-local type.
+pub fn module_btf_may_define(name: &str) -> bool {
+    static MODULES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    let modules = MODULES.get_or_init(|| {
+        let dir = std::path::Path::new(bpfvet_object::HOST_VMLINUX)
+            .parent()
+            .map(std::path::Path::to_path_buf);
+        let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_name() != "vmlinux")
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .collect()
+    });
+    let mut needle = Vec::with_capacity(name.len() + 2);
+    needle.push(0);
+    needle.extend_from_slice(name.as_bytes());
+    needle.push(0);
+    modules
+        .iter()
+        .any(|m| m.windows(needle.len()).any(|w| w == needle.as_slice()))
+}
+
 /// What a load from a kernel struct gives.
 enum Field<'b> {
     Scalar,

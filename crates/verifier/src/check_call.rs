@@ -589,6 +589,17 @@ impl Env<'_> {
                 }
                 meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
             }
+            ArgBase::PtrToBtfId
+                if meta
+                    .kptr_field
+                    .is_some_and(|f| f.kptr.is_some_and(|k| k.local)) =>
+            {
+                let f = meta.kptr_field.expect("checked");
+                if r.ty == RegType::Alloc && r.maybe_null() {
+                    return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+                }
+                self.kptr_match_type(&f, regno)?;
+            }
             ArgBase::PtrToBtfId if meta.kptr_field.is_some() => {
                 if r.ty != RegType::BtfId
                     || r.flags & !(flag::MAYBE_NULL | flag::TRUSTED | flag::RCU) != 0
@@ -1061,6 +1072,11 @@ impl Env<'_> {
                 if let Some(t) = meta.kptr_field.and_then(|f| f.kptr?.target) {
                     // What the field held: its pointee type.
                     r.aux = t;
+                }
+                if let Some(k) = meta.kptr_field.and_then(|f| f.kptr).filter(|k| k.local) {
+                    // An object of the program's BTF: owned again.
+                    r = Reg::pointer(RegType::Alloc);
+                    r.aux = k.btf_id;
                 }
                 r
             }

@@ -169,6 +169,9 @@ pub struct Kptr {
     /// The same struct in vmlinux BTF; None for types bpfvet cannot place
     /// (program-local or module types).
     pub target: Option<u32>,
+    /// A struct of the program's own BTF (btf_parse_kptr finds it neither
+    /// in vmlinux nor in a loaded module): a kptr to allocated objects.
+    pub local: bool,
 }
 
 impl Field {
@@ -533,10 +536,12 @@ fn kptr(btf: &Btf, id: u32) -> Result<Option<Kptr>, ()> {
     {
         return Err(());
     }
+    let local = target.is_none() && !crate::btf_walk::module_btf_may_define(name);
     Ok(Some(Kptr {
         kind,
         btf_id,
         target,
+        local,
     }))
 }
 
