@@ -19,6 +19,18 @@ struct counted {
 	long value;
 };
 
+// A map value that stashes a pair (a kptr to a struct of this program).
+struct stash_value {
+	struct pair __attribute__((btf_type_tag("kptr"))) *p;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, int);
+	__type(value, struct stash_value);
+	__uint(max_entries, 1);
+} stash SEC(".maps");
+
 // Allocates a pair, writes and reads it back, drops it.
 SEC("tc")
 int tc_obj_new_drop(struct __sk_buff *skb)
@@ -33,6 +45,31 @@ int tc_obj_new_drop(struct __sk_buff *skb)
 	sum = p->a + p->b;
 	obj_drop(p);
 	return sum > 0 ? 0 : 0;
+}
+
+// Stashes a new pair in the map and takes it back out: bpf_kptr_xchg
+// hands ownership to the map and back; whatever was there is dropped.
+SEC("tc")
+int tc_kptr_stash(struct __sk_buff *skb)
+{
+	struct stash_value *v;
+	struct pair *p, *old;
+	int key = 0;
+
+	v = bpf_map_lookup_elem(&stash, &key);
+	if (!v)
+		return 0;
+	p = obj_new(struct pair);
+	if (!p)
+		return 0;
+	p->a = 3;
+	old = bpf_kptr_xchg(&v->p, p);
+	if (old)
+		obj_drop(old);
+	old = bpf_kptr_xchg(&v->p, NULL);
+	if (old)
+		obj_drop(old);
+	return 0;
 }
 
 // Two owning references to one refcounted object, each dropped.
