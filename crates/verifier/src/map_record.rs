@@ -412,10 +412,12 @@ fn field_one(btf: &Btf, at: FieldAt, level: usize, owner: Owner, out: &mut Vec<F
             } else {
                 "bpf_rb_node"
             };
-            // A root without a valid `__contains` fails the load, which
-            // bpfvet does not model: such a root is recorded without it and
-            // its kfuncs are refused.
-            graph_root(btf, at.tags, node)
+            // A root without a valid `__contains` makes the record an
+            // error: the map gets none, the program's BTF fails to load.
+            match graph_root(btf, at.tags, node) {
+                Some(g) => Some(g),
+                None => return false,
+            }
         } else {
             None
         };
@@ -585,10 +587,14 @@ mod tests {
     use bpfvet_isa::uapi::MapType;
 
     /// [1] int, [2] bpf_spin_lock, [3] bpf_rb_root, then `values`: structs
-    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union).
+    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union);
+    /// then struct bpf_rb_node, struct n { bpf_rb_node rb; } and a
+    /// `contains:n:rb` decl tag on each of the first value's members.
     fn btf(values: &[(u32, &[(u32, u32)])]) -> Btf {
-        let strings = b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0";
+        let strings =
+            b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0bpf_rb_node\0n\0rb\0contains:n:rb\0";
         let (int, lock, root, v, m) = (1u32, 5u32, 19u32, 31u32, 33u32);
+        let (node, n, rb, tag) = (35u32, 47u32, 49u32, 52u32);
         let mut t: Vec<u32> = Vec::new();
         t.extend([int, 1 << 24, 4, (1 << 24) | 32]);
         t.extend([lock, (4 << 24) | 1, 4, m, 1, 0]);
@@ -598,6 +604,12 @@ mod tests {
             for (ty, off) in *members {
                 t.extend([m, *ty, off * 8]);
             }
+        }
+        let node_id = 4 + values.len() as u32;
+        t.extend([node, (4 << 24) | 1, 32, m, 1, 0]);
+        t.extend([n, (4 << 24) | 1, 32, rb, node_id, 0]);
+        for idx in 0..values.first().map_or(0, |v| v.1.len()) {
+            t.extend([tag, 17 << 24, 4, idx as u32]);
         }
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
         let raw = bpfvet_object::btf::encode(&types, strings);
@@ -617,6 +629,7 @@ mod tests {
             (4, &[(2, 0), (2, 8)]),
             (5, &[(2, 0)]),
             (4, &[(1, 0), (6, 8)]),
+            (4, &[(3, 0), (2, 32)]),
         ]);
         let f = fields(&b, 4);
         assert_eq!(f.len(), 3);
@@ -626,6 +639,12 @@ mod tests {
         // A union is not searched, even nested in a struct.
         assert!(fields(&b, 6).is_empty());
         assert!(fields(&b, 7).is_empty());
+        // A root without `__contains` makes the record an error.
+        assert!(fields(&b, 8).is_empty());
+        assert_eq!(
+            f[0].graph.map(|g| (g.value_btf_id, g.node_off)),
+            Some((10, 0))
+        );
     }
 
     #[test]
