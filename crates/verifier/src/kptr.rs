@@ -233,16 +233,14 @@ impl Env<'_> {
             ));
         }
         let rec = self.map_fields(r.map);
-        if !rec.iter().any(|f| f.kptr_kind().is_some()) {
+        if !rec.iter().any(is_kptr) {
             return self.err(format!("R{regno} has no valid kptr"));
         }
+        // btf_record_find: a kptr starting exactly there.
         let off = r.off as i64 + r.v.const_value() as i64;
         let field = rec
             .iter()
-            .find(|f| {
-                f.kptr_kind().is_some()
-                    && (f.off as i64..f.off as i64 + f.size as i64).contains(&off)
-            })
+            .find(|f| is_kptr(f) && f.off as i64 == off)
             .copied();
         let Some(field) = field else {
             return self.err(format!("off={off} doesn't point to kptr"));
@@ -278,13 +276,13 @@ impl Env<'_> {
             ));
         }
         let rec = self.alloc_record(r.aux)?;
-        if !rec.iter().any(|f| f.kptr_kind().is_some()) {
+        if !rec.iter().any(is_kptr) {
             return self.err(format!("R{regno} has no valid kptr"));
         }
         let off = r.off as i64 + r.v.const_value() as i64;
         let Some(field) = rec
             .iter()
-            .find(|f| f.kptr_kind().is_some() && f.off as i64 == off)
+            .find(|f| is_kptr(f) && f.off as i64 == off)
             .copied()
         else {
             return self.err(format!("off={off} doesn't point to kptr"));
@@ -300,4 +298,12 @@ impl Env<'_> {
             _ => self.err(format!("off={off} kptr isn't referenced kptr")),
         }
     }
+}
+
+/// A field of the kernel's BPF_KPTR kinds (uptrs are not among them).
+fn is_kptr(f: &Field) -> bool {
+    matches!(
+        f.kptr_kind(),
+        Some(KptrKind::Unref | KptrKind::Ref | KptrKind::Percpu)
+    )
 }
