@@ -23,6 +23,34 @@ pub fn vmlinux() -> Option<&'static Btf> {
         .as_ref()
 }
 
+/// Whether the BTF of a loaded kernel module (/sys/kernel/btf/*) may
+/// define a type named `name`: its strings hold the name. The kernel looks
+/// a kptr's pointee up in vmlinux and the modules before taking it for a
+/// program-local type.
+pub fn module_btf_may_define(name: &str) -> bool {
+    static MODULES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    let modules = MODULES.get_or_init(|| {
+        let dir = std::path::Path::new(bpfvet_object::HOST_VMLINUX)
+            .parent()
+            .map(std::path::Path::to_path_buf);
+        let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_name() != "vmlinux")
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .collect()
+    });
+    let mut needle = Vec::with_capacity(name.len() + 2);
+    needle.push(0);
+    needle.extend_from_slice(name.as_bytes());
+    needle.push(0);
+    modules
+        .iter()
+        .any(|m| m.windows(needle.len()).any(|w| w == needle.as_slice()))
+}
+
 /// What a load from a kernel struct gives.
 enum Field<'b> {
     Scalar,
@@ -39,6 +67,9 @@ enum Field<'b> {
 /// One step of the kernel's btf_struct_walk.
 enum Walk<'b> {
     Scalar,
+    /// A pointer to something other than a struct (WALK_PTR_UNTRUSTED);
+    /// bpfvet reads it from kernel structs as a scalar.
+    PtrToNonStruct,
     /// Pointee id, member name, flag of the pointer's type tag.
     Ptr(u32, &'b str, u16),
     /// The access starts at a nested struct: walk on inside it from 0.
@@ -185,6 +216,7 @@ fn struct_walk<'b>(
                         return Ok(Walk::Ptr(pid, mname, tag_flag));
                     }
                 }
+                return Ok(Walk::PtrToNonStruct);
             }
             if off as u64 + size as u64 > mtrue_end && !*untrusted {
                 return Err(format!(
@@ -204,7 +236,7 @@ fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String
     let (mut id, mut off) = (id, off);
     for _ in 0..32 {
         match struct_walk(btf, id, off, size, &mut untrusted)? {
-            Walk::Scalar => return Ok(Field::Scalar),
+            Walk::Scalar | Walk::PtrToNonStruct => return Ok(Field::Scalar),
             Walk::Ptr(pid, field, tag) => {
                 let flags = tag | if untrusted { flag::UNTRUSTED } else { 0 };
                 return Ok(Field::Ptr {
@@ -217,6 +249,23 @@ fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String
         }
     }
     Ok(Field::Scalar)
+}
+
+/// btf_struct_access on a struct of the program's BTF, as an allocated
+/// object reads it: Ok(true) for a scalar or a pointer to a struct (both
+/// load as scalars), Ok(false) for a pointer to anything else, which the
+/// kernel loads as read-only untrusted memory.
+pub fn local_field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<bool, String> {
+    let mut untrusted = false;
+    let (mut id, mut off) = (id, off);
+    for _ in 0..32 {
+        match struct_walk(btf, id, off, size, &mut untrusted)? {
+            Walk::Scalar | Walk::Ptr(..) => return Ok(true),
+            Walk::PtrToNonStruct => return Ok(false),
+            Walk::Struct(sid) => (id, off) = (sid, 0),
+        }
+    }
+    Ok(true)
 }
 
 /// btf_nested_type_is_trusted: struct `owner` lists member `field`, a

@@ -17,6 +17,15 @@ pub const SYNC_CALLBACK_HELPERS: [i32; 4] = [
 /// Helper ids that register a callback run later (timers).
 pub const ASYNC_CALLBACK_HELPERS: [i32; 1] = [170]; // timer_set_callback
 
+/// A call that runs a callback before it returns (is_sync_callback_calling_insn):
+/// one of SYNC_CALLBACK_HELPERS, or bpf_rbtree_add with its `less`.
+pub fn is_sync_callback_insn(insn: &Insn) -> bool {
+    (is_helper_call(insn) && SYNC_CALLBACK_HELPERS.contains(&insn.imm))
+        || (insn.code == BPF_JMP | BPF_CALL
+            && insn.src == BPF_PSEUDO_KFUNC_CALL
+            && crate::kfunc::is_sync_callback_kfunc_call(insn))
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Subprog {
     pub start: usize,
@@ -248,15 +257,15 @@ impl Walk<'_> {
         match op(ins.code) {
             BPF_EXIT => Ok(Step::Done),
             BPF_CALL => {
+                if is_sync_callback_insn(&ins) {
+                    self.marks[t] |= mark::CALLS_CALLBACK
+                        | mark::FORCE_CHECKPOINT
+                        | mark::PRUNE_POINT
+                        | mark::JMP_POINT;
+                }
                 if is_helper_call(&ins) {
                     if ASYNC_CALLBACK_HELPERS.contains(&ins.imm) {
                         self.marks[t] |= mark::PRUNE_POINT;
-                    }
-                    if SYNC_CALLBACK_HELPERS.contains(&ins.imm) {
-                        self.marks[t] |= mark::CALLS_CALLBACK
-                            | mark::FORCE_CHECKPOINT
-                            | mark::PRUNE_POINT
-                            | mark::JMP_POINT;
                     }
                 } else if ins.src == BPF_PSEUDO_KFUNC_CALL && (self.calls)(&ins).iter_next {
                     // Iterator loops converge at the next call: always

@@ -542,6 +542,20 @@ impl Env<'_> {
                 }
                 meta.callback = Some(r.aux);
             }
+            ArgBase::PtrToSpinLock if self.in_rbtree_cb() => {
+                return self.err("can't spin_{lock,unlock} in rbtree cb");
+            }
+            ArgBase::PtrToSpinLock if r.ty == RegType::Alloc && r.flags == 0 => {
+                if !r.v.is_const() {
+                    return self.err(format!(
+                        "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
+                    ));
+                }
+                self.alloc_spin_lock(&r, proto.id == id::SPIN_LOCK)?;
+            }
+            ArgBase::PtrToSpinLock if r.ty != RegType::MapValue => {
+                return self.arg_type_err(regno, "map_value, ptr_");
+            }
             ArgBase::PtrToSpinLock | ArgBase::PtrToTimer => {
                 if r.ty != RegType::MapValue {
                     return self.arg_type_err(regno, "map_value");
@@ -570,10 +584,21 @@ impl Env<'_> {
                 }
             }
             ArgBase::KptrXchgDest => {
-                if !matches!(r.ty, RegType::MapValue | RegType::BtfId) {
+                if !matches!(r.ty, RegType::MapValue | RegType::BtfId | RegType::Alloc) {
                     return self.arg_type_err(regno, "map_value, ptr_");
                 }
                 meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
+            }
+            ArgBase::PtrToBtfId
+                if meta
+                    .kptr_field
+                    .is_some_and(|f| f.kptr.is_some_and(|k| k.local)) =>
+            {
+                let f = meta.kptr_field.expect("checked");
+                if r.ty == RegType::Alloc && r.maybe_null() {
+                    return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
+                }
+                self.kptr_match_type(&f, regno)?;
             }
             ArgBase::PtrToBtfId if meta.kptr_field.is_some() => {
                 if r.ty != RegType::BtfId
@@ -675,6 +700,7 @@ impl Env<'_> {
             }
             self.cur.active_locks = 0;
             self.cur.lock = (0, 0);
+            self.invalidate_non_owning_refs();
         }
         Ok(())
     }
@@ -793,6 +819,12 @@ impl Env<'_> {
             | RegType::MapValue
             | RegType::Mem
             | RegType::Scalar => Ok(()),
+            // An owning or non-owning reference to an allocated object.
+            RegType::Alloc
+                if matches!(r.flags, 0 | flag::NON_OWN_REF | crate::regs::NON_OWN_RCU) =>
+            {
+                self.check_ptr_off_reg(regno, r, true)
+            }
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed
                 // offset either.
@@ -1042,6 +1074,11 @@ impl Env<'_> {
                     // What the field held: its pointee type.
                     r.aux = t;
                 }
+                if let Some(k) = meta.kptr_field.and_then(|f| f.kptr).filter(|k| k.local) {
+                    // An object of the program's BTF: owned again.
+                    r = Reg::pointer(RegType::Alloc);
+                    r.aux = k.btf_id;
+                }
                 r
             }
         };
@@ -1094,7 +1131,7 @@ impl Env<'_> {
     }
 
     /// Queues the callback's entry as a pending path (push_callback_call).
-    fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
+    pub(crate) fn push_callback(&mut self, subprog: u32, func_id: u32) -> VResult<()> {
         // setup_func_entry's message (without the static walk's " !").
         if self.cur.frames.len() >= MAX_CALL_FRAMES {
             return self.err(format!(

@@ -24,6 +24,10 @@ fn not_null(r: &Reg) -> bool {
     if r.ty == RegType::BtfId {
         return r.ref_obj_id != 0 || r.flags == crate::regs::flag::TRUSTED;
     }
+    // MEM_ALLOC is a trusted modifier.
+    if r.ty == RegType::Alloc {
+        return r.ref_obj_id != 0 || r.flags == 0;
+    }
     // Stack, ctx, packet and func pointers are not on the kernel's list:
     // comparing them with 0 explores both branches.
     matches!(
@@ -160,11 +164,14 @@ impl Env<'_> {
             let id = dst.id;
             let rid = dst.ref_obj_id;
             // A map value's id also names its lock: kept when it has one.
+            // So does an allocated object's (all copies share its type).
+            let alloc_lock = dst.ty == RegType::Alloc && self.alloc_has_spin_lock(dst.aux);
             let fields = &self.map_fields;
             let keeps_id = |r: &Reg| {
-                r.ty == RegType::MapValue
+                (r.ty == RegType::MapValue
                     && crate::map_record::spin_lock(crate::map_record::fields_of(fields, r.map))
-                        .is_some()
+                        .is_some())
+                    || (r.ty == RegType::Alloc && alloc_lock)
             };
             mark_ptr_or_null(self.obj, fields, &mut self.cur, id, rid, !eq, &keeps_id);
             mark_ptr_or_null(
@@ -187,8 +194,8 @@ impl Env<'_> {
             && (jop == JmpOp::Eq || jop == JmpOp::Ne)
             && dst.is_pointer()
             && src.is_pointer()
-            && dst.ty != RegType::BtfId
-            && src.ty != RegType::BtfId
+            && !matches!(dst.ty, RegType::BtfId | RegType::Alloc)
+            && !matches!(src.ty, RegType::BtfId | RegType::Alloc)
         {
             let (obj, fields) = (self.obj, &self.map_fields);
             let eq_state = if jop == JmpOp::Eq {

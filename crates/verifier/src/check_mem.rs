@@ -103,6 +103,7 @@ impl Env<'_> {
                     | RegType::TcpSock
                     | RegType::BtfId
                     | RegType::Arena
+                    | RegType::Alloc
             )
         };
         match self.aux[idx].ptr_type {
@@ -600,6 +601,7 @@ impl Env<'_> {
                     self.set_unknown(d);
                 }
             }
+            RegType::Alloc => self.alloc_access(regno, &reg, off, size, access, value)?,
             RegType::BtfId => {
                 let mut r = self.btf_load(regno, &reg, off, size, access)?;
                 if r.maybe_null() {

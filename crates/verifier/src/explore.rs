@@ -99,6 +99,14 @@ pub struct Env<'a> {
     pub map_fields: Vec<[Vec<crate::map_record::Field>; 2]>,
     /// Cost collection for `bpfvet explain`; None in ordinary runs.
     pub explain: Option<Box<crate::explain::Collector>>,
+    /// Records of the program's structs as allocated objects, by type id,
+    /// as they are asked for (graph.rs).
+    pub alloc_records: std::cell::RefCell<
+        std::collections::HashMap<u32, Result<Vec<crate::map_record::Field>, ()>>,
+    >,
+    /// Whether every struct of the program's BTF has a well-formed record
+    /// (Err: the first that has not), computed at the first bpf_obj_new.
+    pub btf_metas_ok: std::cell::OnceCell<Result<(), String>>,
 }
 
 impl<'a> Env<'a> {
@@ -167,6 +175,8 @@ impl<'a> Env<'a> {
                 })
                 .collect(),
             explain: None,
+            alloc_records: Default::default(),
+            btf_metas_ok: Default::default(),
         }
     }
 
@@ -557,9 +567,9 @@ impl<'a> Env<'a> {
 
     /// While a bpf_spin_lock is held only bpf_spin_unlock, bpf-to-bpf
     /// calls (global ones are refused at the call) and the kfuncs of
-    /// SPIN_LOCK_ALLOWED may be called.
+    /// SPIN_LOCK_ALLOWED and the list and rbtree kfuncs may be called.
     fn check_call_under_lock(&self, insn: &Insn) -> VResult<()> {
-        use crate::helpers::kfuncs::{SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
+        use crate::helpers::kfuncs::{is_graph_kfunc, SPIN_LOCK_ALLOWED, SPIN_LOCK_UNCERTAIN};
         let allowed = match insn.src {
             0 => insn.imm as u32 == crate::helpers::ids::id::SPIN_LOCK + 1,
             BPF_PSEUDO_KFUNC_CALL => {
@@ -573,7 +583,7 @@ impl<'a> Env<'a> {
                         format!("whether {name} may be called while holding a bpf_spin_lock"),
                     ));
                 }
-                SPIN_LOCK_ALLOWED.contains(&name)
+                SPIN_LOCK_ALLOWED.contains(&name) || is_graph_kfunc(name)
             }
             _ => true,
         };

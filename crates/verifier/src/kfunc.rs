@@ -11,17 +11,18 @@
 //! matching), release of references, rcu_read_lock / preempt regions,
 //! sleepable kfuncs; returns of scalars, void, `void *`, pointers to
 //! memory and to BTF structs, with `_or_null` and acquired references.
-//! Not modelled (refused with a message naming the gap): dynptr, list /
-//! rbtree / refcounted-kptr / map / workqueue / callback / const-string
-//! arguments, kfuncs with dynamically typed returns (bpf_obj_new,
-//! bpf_cast_to_kern_ctx, bpf_rdonly_cast, bpf_dynptr_slice, graph kfuncs),
-//! and kfuncs from module BTF (insn.off != 0).
+//! Allocated objects and the list / rbtree kfuncs are graph.rs's.
+//! Not modelled (refused with a message naming the gap): dynptr, map /
+//! workqueue / const-string arguments, callbacks other than
+//! bpf_rbtree_add's, per-CPU allocated objects, bpf_dynptr_slice, and
+//! kfuncs from module BTF (insn.off != 0).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
-use crate::helpers::kfuncs::{kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
+use crate::graph::{GraphArg, GraphMeta};
+use crate::helpers::kfuncs::{is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::uapi::{AttachType, ProgType};
@@ -44,6 +45,8 @@ pub struct KfuncMeta {
     pub r0_rdonly: bool,
     /// (frame, spi) of the iterator argument.
     pub iter: Option<(usize, usize)>,
+    /// What allocated-object and graph arguments found (graph.rs).
+    pub graph: GraphMeta,
 }
 
 impl KfuncMeta {
@@ -78,6 +81,15 @@ pub fn kfunc_arg_count(insn: &Insn) -> usize {
     vmlinux()
         .and_then(|btf| resolve(btf, insn.imm as u32).ok())
         .map_or(5, |(_, proto)| proto.vlen as usize)
+}
+
+/// Whether the call is bpf_rbtree_add, which runs its `less` callback
+/// before it returns (is_sync_callback_calling_kfunc).
+pub fn is_sync_callback_kfunc_call(insn: &Insn) -> bool {
+    insn.off == 0
+        && vmlinux()
+            .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+            .is_some_and(|(name, _)| name == "bpf_rbtree_add_impl")
 }
 
 /// Whether the call is an iterator's next method.
@@ -132,6 +144,14 @@ enum PtrArg {
     Map,
     Mem,
     MemSize,
+    /// An object the program allocated, to be dropped (`__alloc`).
+    AllocBtfId,
+    /// An allocated object with a bpf_refcount (`__refcounted_kptr`).
+    RefcountedKptr,
+    /// A list head / rb root or node of a graph kfunc.
+    Graph(GraphArg),
+    /// bpf_rbtree_add's `less` callback.
+    Callback,
     /// A kind bpfvet does not model, named for the message.
     Unmodelled(&'static str),
 }
@@ -169,6 +189,9 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
+        if name == "bpf_rbtree_add_impl" {
+            self.push_rbtree_less(&meta.graph)?;
+        }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
             meta.r0_size = Some(8);
@@ -182,6 +205,12 @@ impl Env<'_> {
                     "kfunc {name}#{func_id} reference has not been acquired before"
                 ));
             }
+        }
+        if matches!(
+            name,
+            "bpf_list_push_front_impl" | "bpf_list_push_back_impl" | "bpf_rbtree_add_impl"
+        ) {
+            self.node_to_non_owning(self.cur.reg(2).ref_obj_id)?;
         }
         for r in 0..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
@@ -283,19 +312,33 @@ impl Env<'_> {
                 PtrArg::Ctx
             } else if nullable && reg.is_null_const() {
                 PtrArg::Null
+            } else if pname.ends_with("__alloc") {
+                PtrArg::AllocBtfId
+            } else if pname.ends_with("__refcounted_kptr") {
+                PtrArg::RefcountedKptr
             } else if pname.ends_with("__dynptr")
                 || (!pointee_void && btf.name(ref_t) == "bpf_dynptr")
             {
                 PtrArg::Unmodelled("dynptr")
             } else if (meta.is_iter_kfunc() && i == 0) || pname.ends_with("__iter") {
                 PtrArg::Iter
+            } else if let Some(g) = (!pointee_void && ref_t.kind == Kind::Struct)
+                .then(|| GraphArg::from_struct_name(btf.name(ref_t)))
+                .flatten()
+            {
+                PtrArg::Graph(g)
             } else if pname.ends_with("__map") {
                 PtrArg::Map
             } else if pname.ends_with("__str") {
                 PtrArg::Unmodelled("const string")
+            } else if !pointee_void
+                && ref_t.kind == Kind::FuncProto
+                && meta.name == "bpf_rbtree_add_impl"
+            {
+                PtrArg::Callback
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
                 PtrArg::Unmodelled("callback")
-            } else if reg.ty == RegType::BtfId || reg.ty.is_sock() {
+            } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc) || reg.ty.is_sock() {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
                         "kernel function {} args#{i} pointer type {} {} is not supported",
@@ -380,6 +423,45 @@ impl Env<'_> {
                         return self.unsupported(format!("map arguments of kfunc {}", meta.name));
                     }
                     self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?
+                }
+                PtrArg::BtfId if reg.ty == RegType::Alloc => {
+                    return self.unsupported(format!(
+                        "allocated objects as arguments of kfunc {}",
+                        meta.name
+                    ));
+                }
+                PtrArg::AllocBtfId => {
+                    if (trusted || rcu) && !is_trusted_reg(&reg) {
+                        if !rcu {
+                            return self.err(format!("R{regno} must be referenced or trusted"));
+                        }
+                        if reg.flags & flag::RCU == 0 {
+                            return self.err(format!("R{regno} must be a rcu pointer"));
+                        }
+                    }
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    let mut g = meta.graph;
+                    self.check_alloc_obj_arg(i, &reg, meta, &mut g)?;
+                    meta.graph = g;
+                }
+                PtrArg::RefcountedKptr => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    let mut g = meta.graph;
+                    self.check_refcounted_kptr_arg(i, &reg, &mut g)?;
+                    meta.graph = g;
+                }
+                PtrArg::Callback => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::Func {
+                        return self.err(format!("arg{i} expected pointer to func"));
+                    }
+                    meta.graph.callback = Some(reg.aux);
+                }
+                PtrArg::Graph(kind) => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    let mut g = meta.graph;
+                    self.check_graph_arg(kind, i, regno, &reg, meta, &mut g)?;
+                    meta.graph = g;
                 }
                 PtrArg::BtfId => {
                     if trusted || rcu {
@@ -572,6 +654,10 @@ impl Env<'_> {
         let name = meta.name.as_str();
         let (rcu_lock, rcu_unlock) = (name == "bpf_rcu_read_lock", name == "bpf_rcu_read_unlock");
         if self.cur.active_rcu_lock {
+            if self.in_rbtree_cb() && (rcu_lock || rcu_unlock) {
+                return self
+                    .err("Calling bpf_rcu_read_{lock,unlock} in unnecessary rbtree callback");
+            }
             if rcu_lock {
                 return self.err(format!("nested rcu read lock (kernel function {name})"));
             } else if rcu_unlock {
@@ -624,14 +710,21 @@ impl Env<'_> {
         let returns_struct = pointee.is_some_and(|(_, t)| t.kind == Kind::Struct);
         if meta.has(KfuncFlags::ACQUIRE) && !returns_struct {
             // The kernel's exceptions are the allocators of program-typed
-            // objects, which bpfvet does not model (graph types with them).
-            if ALLOCATED_OBJECT_KFUNCS.contains(&name) {
-                return Err(VerifyError::unsupported(
-                    Some(self.insn_idx),
-                    format!("{name}: allocated objects (bpf_obj_new and the list/rbtree kfuncs)"),
-                ));
-            }
-            return self.err("acquire kernel function does not return PTR_TO_BTF_ID");
+            // objects (graph.rs).
+            let r0 = match name {
+                "bpf_obj_new_impl" => self.obj_new_r0(meta)?,
+                "bpf_refcount_acquire_impl" => self.refcount_acquire_r0(&meta.graph)?,
+                _ if ALLOCATED_OBJECT_KFUNCS.contains(&name) => {
+                    return Err(VerifyError::unsupported(
+                        Some(self.insn_idx),
+                        format!("{name}: per-CPU allocated objects"),
+                    ));
+                }
+                _ => return self.err("acquire kernel function does not return PTR_TO_BTF_ID"),
+            };
+            // refcount_acquire of an owning reference cannot fail.
+            let ret_null = meta.has(KfuncFlags::RET_NULL) && !meta.graph.arg_owning_ref;
+            return self.finish_kfunc_r0(r0, meta, ret_null);
         }
         let Some((_, rt)) = ret.filter(|_| proto.size_or_type != 0) else {
             // void: R0 stays unreadable.
@@ -695,10 +788,15 @@ impl Env<'_> {
             "bpf_rbtree_first",
             "bpf_dynptr_slice",
         ];
+        if let Some((_, pt)) = pointee.filter(|_| is_graph_kfunc(name)) {
+            // A node of a graph: the object that holds it (mark_reg_graph_node).
+            let r0 = self.graph_node_r0(btf.name(pt), &meta.graph)?;
+            return self.finish_kfunc_r0(r0, meta, meta.has(KfuncFlags::RET_NULL));
+        }
         if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
             return self.unsupported(format!("the return type of kernel function {name}"));
         }
-        let mut r0 = match pointee {
+        let r0 = match pointee {
             None => {
                 // `void *` is a scalar to the program.
                 *self.cur.reg_mut(0) = Reg::unknown_scalar();
@@ -744,6 +842,13 @@ impl Env<'_> {
             }
         };
         let ret_null = meta.has(KfuncFlags::RET_NULL);
+        self.finish_kfunc_r0(r0, meta, ret_null)
+    }
+
+    /// The end of a kfunc's R0: `_or_null` with an id for the NULL check,
+    /// the reference an acquire kfunc takes, and an id for the lock of an
+    /// allocated object that has one.
+    fn finish_kfunc_r0(&mut self, mut r0: Reg, meta: &KfuncMeta, ret_null: bool) -> VResult<()> {
         if ret_null {
             r0.flags |= flag::MAYBE_NULL;
             r0.id = self.new_id();
@@ -759,9 +864,41 @@ impl Env<'_> {
                 r0.id = rid;
             }
             r0.ref_obj_id = rid;
+        } else if r0.ty == RegType::Alloc && is_graph_kfunc(&meta.name) {
+            self.set_non_owning(&mut r0)?;
+        }
+        if r0.ty == RegType::Alloc && r0.id == 0 && self.alloc_has_spin_lock(r0.aux) {
+            r0.id = self.new_id();
         }
         *self.cur.reg_mut(0) = r0;
         Ok(())
+    }
+}
+
+/// is_trusted_reg: referenced, or a BTF pointer, socket or allocated
+/// object whose flags make it trusted.
+fn is_trusted_reg(reg: &Reg) -> bool {
+    if reg.ref_obj_id != 0 {
+        return true;
+    }
+    match reg.ty {
+        RegType::BtfId => reg.flags == flag::TRUSTED,
+        // MEM_ALLOC and NON_OWN_REF are trusted modifiers.
+        RegType::Alloc => reg.flags & !flag::NON_OWN_REF == 0,
+        t => t.is_sock() && reg.flags == 0,
+    }
+}
+
+/// The argument type check_func_arg_reg_off sees for an allocated-object
+/// or graph argument: a release of a referenced one must be at offset 0.
+fn graph_arg_type(release: bool, reg: &Reg) -> crate::helpers::ArgType {
+    crate::helpers::ArgType {
+        base: crate::helpers::ArgBase::PtrToBtfId,
+        flags: if release && reg.ref_obj_id != 0 {
+            crate::helpers::TypeFlags::OBJ_RELEASE
+        } else {
+            crate::helpers::TypeFlags::default()
+        },
     }
 }
 

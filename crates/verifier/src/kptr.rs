@@ -117,6 +117,9 @@ impl Env<'_> {
         };
         let kind = &k.kind;
         let name = self.kptr_struct_name(f);
+        if k.local && *kind == KptrKind::Ref {
+            return self.local_kptr_match_type(&k, &name, regno);
+        }
         let Some(target) = k.target else {
             return self.unmodelled(format!(
                 "kptrs to struct {name}, a type outside vmlinux BTF"
@@ -173,9 +176,45 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// map_kptr_match_type for a kptr to an allocated object of the
+    /// program's BTF: an owning reference to that very struct.
+    fn local_kptr_match_type(
+        &mut self,
+        k: &crate::map_record::Kptr,
+        name: &str,
+        regno: u8,
+    ) -> VResult<()> {
+        let r = *self.cur.reg(regno);
+        let reg_name = if matches!(r.ty, RegType::BtfId | RegType::Alloc) {
+            let btf = if r.ty == RegType::Alloc {
+                self.obj.btf.as_ref()
+            } else {
+                crate::btf_walk::vmlinux()
+            };
+            btf.map_or(String::new(), |b| b.name_of(r.aux).to_string())
+        } else {
+            String::new()
+        };
+        let bad = format!(
+            "invalid kptr access, R{regno} type={}{reg_name} expected=ptr_{name}",
+            r.type_str()
+        );
+        if r.ty != RegType::Alloc || r.flags & !flag::MAYBE_NULL != 0 {
+            return self.err(bad);
+        }
+        self.check_ptr_off_reg(regno, &r, true)?;
+        if r.off != 0 || r.aux != k.btf_id {
+            return self.err(bad);
+        }
+        Ok(())
+    }
+
     /// process_kptr_func: the destination of `bpf_kptr_xchg` in `regno`.
     pub fn check_kptr_xchg_dest(&mut self, regno: u8) -> VResult<Field> {
         let r = *self.cur.reg(regno);
+        if r.ty == RegType::Alloc && r.flags == 0 {
+            return self.alloc_kptr_xchg_dest(regno, &r);
+        }
         if r.ty != RegType::MapValue {
             return self.unmodelled("bpf_kptr_xchg into allocated objects".into());
         }
@@ -194,16 +233,14 @@ impl Env<'_> {
             ));
         }
         let rec = self.map_fields(r.map);
-        if !rec.iter().any(|f| f.kptr_kind().is_some()) {
+        if !rec.iter().any(is_kptr) {
             return self.err(format!("R{regno} has no valid kptr"));
         }
+        // btf_record_find: a kptr starting exactly there.
         let off = r.off as i64 + r.v.const_value() as i64;
         let field = rec
             .iter()
-            .find(|f| {
-                f.kptr_kind().is_some()
-                    && (f.off as i64..f.off as i64 + f.size as i64).contains(&off)
-            })
+            .find(|f| is_kptr(f) && f.off as i64 == off)
             .copied();
         let Some(field) = field else {
             return self.err(format!("off={off} doesn't point to kptr"));
@@ -215,7 +252,13 @@ impl Env<'_> {
             }
             _ => return self.err(format!("off={off} kptr isn't referenced kptr")),
         }
-        if field.kptr.is_some_and(|k| k.target.is_none()) {
+        if field
+            .kptr
+            .is_some_and(|k| k.local && k.kind != KptrKind::Ref)
+        {
+            return self.unmodelled(format!("{} fields to local types", field.name));
+        }
+        if field.kptr.is_some_and(|k| k.target.is_none() && !k.local) {
             return self.unmodelled(format!(
                 "kptrs to struct {}, a type outside vmlinux BTF",
                 self.kptr_struct_name(&field)
@@ -223,4 +266,44 @@ impl Env<'_> {
         }
         Ok(field)
     }
+
+    /// process_kptr_func with an allocated object as the destination: a
+    /// kptr field of its struct's record.
+    fn alloc_kptr_xchg_dest(&mut self, regno: u8, r: &Reg) -> VResult<Field> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. kptr has to be at the constant offset"
+            ));
+        }
+        let rec = self.alloc_record(r.aux)?;
+        if !rec.iter().any(is_kptr) {
+            return self.err(format!("R{regno} has no valid kptr"));
+        }
+        let off = r.off as i64 + r.v.const_value() as i64;
+        let Some(field) = rec
+            .iter()
+            .find(|f| is_kptr(f) && f.off as i64 == off)
+            .copied()
+        else {
+            return self.err(format!("off={off} doesn't point to kptr"));
+        };
+        match field.kptr {
+            Some(k) if k.kind == KptrKind::Ref && k.local => Ok(field),
+            Some(k) if k.kind == KptrKind::Ref || k.kind == KptrKind::Percpu => {
+                self.unmodelled(format!(
+                    "bpf_kptr_xchg into allocated objects' {} fields",
+                    field.name
+                ))
+            }
+            _ => self.err(format!("off={off} kptr isn't referenced kptr")),
+        }
+    }
+}
+
+/// A field of the kernel's BPF_KPTR kinds (uptrs are not among them).
+fn is_kptr(f: &Field) -> bool {
+    matches!(
+        f.kptr_kind(),
+        Some(KptrKind::Unref | KptrKind::Ref | KptrKind::Percpu)
+    )
 }

@@ -18,6 +18,7 @@ mod exception;
 pub mod explain;
 mod explore;
 mod global_func;
+mod graph;
 pub mod helpers;
 mod iter;
 mod kfunc;

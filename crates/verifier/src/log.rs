@@ -182,9 +182,9 @@ impl Log {
         self.prev_log_pos = self.buf.len();
         self.scratched_regs
             .set(self.scratched_regs.get() | checked_regs(insns[idx]));
-        if crate::cfg::is_helper_call(&insns[idx])
-            && (crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insns[idx].imm)
-                || crate::cfg::ASYNC_CALLBACK_HELPERS.contains(&insns[idx].imm))
+        if crate::cfg::is_sync_callback_insn(&insns[idx])
+            || (crate::cfg::is_helper_call(&insns[idx])
+                && crate::cfg::ASYNC_CALLBACK_HELPERS.contains(&insns[idx].imm))
         {
             // Setting up the callback's frame marks the whole state.
             self.scratch_all();

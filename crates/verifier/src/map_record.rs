@@ -17,6 +17,34 @@ struct SpecialStruct {
     /// At most one per value (a second, or an array of them, fails map
     /// creation); graph roots may repeat.
     unique: bool,
+    /// Recorded in map values, in objects the program allocates, or both
+    /// (the field masks btf_parse_fields is given for each).
+    owners: Owners,
+}
+
+/// Whose record a special struct is part of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owners {
+    MapValue,
+    Allocated,
+    Both,
+}
+
+/// Which record is being built: a map value's or an allocated object's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Owner {
+    MapValue,
+    Allocated,
+}
+
+impl Owners {
+    fn has(self, o: Owner) -> bool {
+        match self {
+            Owners::Both => true,
+            Owners::MapValue => o == Owner::MapValue,
+            Owners::Allocated => o == Owner::Allocated,
+        }
+    }
 }
 
 /// The object kinds a map value may embed that are not kptrs (kptrs are
@@ -27,48 +55,70 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 4,
         align: 4,
         unique: true,
+        owners: Owners::Both,
     },
     SpecialStruct {
         name: "bpf_res_spin_lock",
         size: 4,
         align: 4,
         unique: true,
+        owners: Owners::Both,
     },
     SpecialStruct {
         name: "bpf_timer",
         size: 16,
         align: 8,
         unique: true,
+        owners: Owners::MapValue,
     },
     SpecialStruct {
         name: "bpf_wq",
         size: 16,
         align: 8,
         unique: true,
+        owners: Owners::MapValue,
     },
     SpecialStruct {
         name: "bpf_task_work",
         size: 8,
         align: 8,
         unique: true,
+        owners: Owners::MapValue,
     },
     SpecialStruct {
         name: "bpf_refcount",
         size: 4,
         align: 4,
         unique: true,
+        owners: Owners::Both,
     },
     SpecialStruct {
         name: "bpf_list_head",
         size: 16,
         align: 8,
         unique: false,
+        owners: Owners::Both,
     },
     SpecialStruct {
         name: "bpf_rb_root",
         size: 16,
         align: 8,
         unique: false,
+        owners: Owners::Both,
+    },
+    SpecialStruct {
+        name: "bpf_list_node",
+        size: 24,
+        align: 8,
+        unique: false,
+        owners: Owners::Allocated,
+    },
+    SpecialStruct {
+        name: "bpf_rb_node",
+        size: 32,
+        align: 8,
+        unique: false,
+        owners: Owners::Allocated,
     },
 ];
 
@@ -85,6 +135,17 @@ pub struct Field {
     pub size: u32,
     /// Set for kptr fields.
     pub kptr: Option<Kptr>,
+    /// Set for graph roots (bpf_list_head, bpf_rb_root): what their
+    /// `__contains(type, node)` tag names.
+    pub graph: Option<GraphRoot>,
+}
+
+/// The nodes a graph root holds: struct `value_btf_id` of the program's
+/// BTF, linked through its node member at byte `node_off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphRoot {
+    pub value_btf_id: u32,
+    pub node_off: u32,
 }
 
 /// The tag of a kptr field.
@@ -108,6 +169,9 @@ pub struct Kptr {
     /// The same struct in vmlinux BTF; None for types bpfvet cannot place
     /// (program-local or module types).
     pub target: Option<u32>,
+    /// A struct of the program's own BTF (btf_parse_kptr finds it neither
+    /// in vmlinux nor in a loaded module): a kptr to allocated objects.
+    pub local: bool,
 }
 
 impl Field {
@@ -125,13 +189,14 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
     if id == 0 {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    let Some((_, t)) = btf.skip_mods_and_typedefs(id) else {
+    let Some((sid, t)) = btf.skip_mods_and_typedefs(id) else {
         return Vec::new();
     };
+    let owner = Owner::MapValue;
+    let mut out = Vec::new();
     let ok = match t.kind {
         // Unions are not searched (the kernel's __btf_type_is_struct).
-        Kind::Struct => struct_fields(btf, t, 0, 0, &mut out),
+        Kind::Struct => struct_fields(btf, sid, t, 0, 0, owner, &mut out),
         Kind::Datasec => {
             let mut ok = true;
             for v in btf.datasec_vars(t) {
@@ -141,7 +206,13 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
                 if var.kind != Kind::Var {
                     continue;
                 }
-                ok &= field_one(btf, var.size_or_type, v.offset, v.size, 0, &mut out);
+                let at = FieldAt {
+                    type_id: var.size_or_type,
+                    off: v.offset,
+                    expected_size: v.size,
+                    tags: (v.type_id, -1),
+                };
+                ok &= field_one(btf, at, 0, owner, &mut out);
             }
             ok
         }
@@ -157,6 +228,56 @@ pub fn map_fields(btf: Option<&Btf>, map: &MapDef) -> Vec<Field> {
         return Vec::new();
     }
     out
+}
+
+/// The record of struct `id` of the program's BTF as an object the program
+/// allocates (btf_parse_struct_metas): Ok(empty) when none of its direct
+/// members is a special struct or a kptr (the kernel keeps no record),
+/// Err when the record is malformed (the program's BTF fails to load).
+pub fn alloc_fields(btf: &Btf, id: u32) -> Result<Vec<Field>, ()> {
+    let Some(t) = btf.type_by_id(id).filter(|t| t.kind == Kind::Struct) else {
+        return Ok(Vec::new());
+    };
+    let special: Vec<u32> = SPECIAL_STRUCTS
+        .iter()
+        .filter(|s| s.owners.has(Owner::Allocated))
+        .filter_map(|s| btf.find_by_name_kind(s.name, Kind::Struct))
+        .collect();
+    let has_meta = btf.members(t).iter().any(|m| {
+        special.contains(&m.type_id)
+            || kptr(btf, m.type_id).is_ok_and(|k| k.is_some_and(|k| k.kind != KptrKind::Uptr))
+    });
+    if !has_meta {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let ok = struct_fields(btf, id, t, 0, 0, Owner::Allocated, &mut out);
+    let dup = out
+        .iter()
+        .enumerate()
+        .any(|(i, f)| is_unique(f.name) && out[..i].iter().any(|g| g.name == f.name));
+    // A graph root must name a struct of this BTF with such a node.
+    let roots_ok = out
+        .iter()
+        .all(|f| f.graph.is_some() || !matches!(f.name, "bpf_list_head" | "bpf_rb_root"));
+    if !ok || dup || !roots_ok || !well_placed(&out, t.size_or_type) {
+        return Err(());
+    }
+    Ok(out)
+}
+
+/// Whether the kernel accepts the program's BTF as far as the records of
+/// its structs go (btf_parse_struct_metas): Err names a struct whose
+/// record is malformed, which makes BPF_BTF_LOAD fail.
+pub fn struct_metas_ok(btf: &Btf) -> Result<(), String> {
+    for id in btf.ids() {
+        if btf.type_by_id(id).is_some_and(|t| t.kind == Kind::Struct)
+            && alloc_fields(btf, id).is_err()
+        {
+            return Err(btf.name_of(id).to_string());
+        }
+    }
+    Ok(())
 }
 
 /// btf_parse_fields' last checks: fields in order, not overlapping, inside
@@ -180,34 +301,51 @@ fn well_placed(fields: &[Field], value_size: u32) -> bool {
 
 fn struct_fields(
     btf: &Btf,
+    struct_id: u32,
     t: &bpfvet_object::btf::BtfType,
     base: u32,
     level: usize,
+    owner: Owner,
     out: &mut Vec<Field>,
 ) -> bool {
     let mut ok = true;
-    for m in btf.members(t) {
+    for (idx, m) in btf.members(t).iter().enumerate() {
         if m.bitfield_size != 0 {
             continue;
         }
         if m.bit_offset % 8 != 0 {
             return false;
         }
-        ok &= field_one(btf, m.type_id, base + m.bit_offset / 8, 0, level, out);
+        let at = FieldAt {
+            type_id: m.type_id,
+            off: base + m.bit_offset / 8,
+            expected_size: 0,
+            tags: (struct_id, idx as i32),
+        };
+        ok &= field_one(btf, at, level, owner, out);
     }
     ok
 }
 
-/// One member or variable at byte `off`; `expected_size` (non-zero for
-/// DATASEC variables) must match its size for it to count.
-fn field_one(
-    btf: &Btf,
+/// Where a member or variable is: its type, byte offset, the size it must
+/// have to count (non-zero for DATASEC variables) and the (type, component
+/// index) its decl tags name.
+#[derive(Clone, Copy)]
+struct FieldAt {
     type_id: u32,
     off: u32,
     expected_size: u32,
-    level: usize,
-    out: &mut Vec<Field>,
-) -> bool {
+    tags: (u32, i32),
+}
+
+/// One member or variable.
+fn field_one(btf: &Btf, at: FieldAt, level: usize, owner: Owner, out: &mut Vec<Field>) -> bool {
+    let FieldAt {
+        type_id,
+        off,
+        expected_size,
+        ..
+    } = at;
     let Some((mut id, mut t)) = btf.skip_mods_and_typedefs(type_id) else {
         return true;
     };
@@ -236,6 +374,9 @@ fn field_one(
         let Some(k) = found else {
             return true;
         };
+        if k.kind == KptrKind::Uptr && owner == Owner::Allocated {
+            return true;
+        }
         for i in 0..nelems {
             if out.len() >= FIELDS_MAX {
                 return false;
@@ -245,12 +386,16 @@ fn field_one(
                 off: (off as u64 + i * 8) as u32,
                 size: 8,
                 kptr: Some(k),
+                graph: None,
             });
         }
         return true;
     }
     let name = btf.name(t);
     if let Some(s) = SPECIAL_STRUCTS.iter().find(|s| s.name == name) {
+        if !s.owners.has(owner) {
+            return true;
+        }
         if expected_size != 0 && expected_size as u64 != s.size as u64 * nelems {
             return true;
         }
@@ -261,6 +406,21 @@ fn field_one(
             // Arrays of these fail map creation.
             return false;
         }
+        let graph = if matches!(s.name, "bpf_list_head" | "bpf_rb_root") {
+            let node = if s.name == "bpf_list_head" {
+                "bpf_list_node"
+            } else {
+                "bpf_rb_node"
+            };
+            // A root without a valid `__contains` makes the record an
+            // error: the map gets none, the program's BTF fails to load.
+            match graph_root(btf, at.tags, node) {
+                Some(g) => Some(g),
+                None => return false,
+            }
+        } else {
+            None
+        };
         for k in 0..nelems {
             if out.len() >= FIELDS_MAX {
                 return false;
@@ -270,6 +430,7 @@ fn field_one(
                 off: (off as u64 + k * s.size as u64) as u32,
                 size: s.size,
                 kptr: None,
+                graph,
             });
         }
         return true;
@@ -282,7 +443,7 @@ fn field_one(
         return false;
     }
     let before = out.len();
-    if !struct_fields(btf, t, off, level + 1, out) {
+    if !struct_fields(btf, id, t, off, level + 1, owner, out) {
         return false;
     }
     let inner: Vec<Field> = out[before..].to_vec();
@@ -302,6 +463,42 @@ fn field_one(
         }
     }
     true
+}
+
+/// The `contains:<struct>:<member>` decl tag of a graph root at `tags`
+/// (btf_find_graph_root, btf_parse_graph_root): the struct, found by name
+/// in the same BTF, and the offset of its member of kind `node`.
+fn graph_root(btf: &Btf, tags: (u32, i32), node: &str) -> Option<GraphRoot> {
+    let mut values = btf.ids().filter_map(|i| {
+        let t = btf.type_by_id(i)?;
+        (t.kind == Kind::DeclTag
+            && t.size_or_type == tags.0
+            && t.decl_tag_component() == Some(tags.1))
+        .then(|| btf.name(t))
+        .and_then(|v| v.strip_prefix("contains:"))
+    });
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let (type_name, member) = value.split_once(':')?;
+    if member.is_empty() {
+        return None;
+    }
+    let value_btf_id = btf.find_by_name_kind(type_name, Kind::Struct)?;
+    let vt = btf.type_by_id(value_btf_id)?;
+    let m = btf
+        .members(vt)
+        .iter()
+        .find(|m| btf.str_at(m.name_off) == Some(member))?;
+    let (_, mt) = btf.skip_mods_and_typedefs(m.type_id)?;
+    if btf.name(mt) != node || m.bit_offset % 8 != 0 {
+        return None;
+    }
+    Some(GraphRoot {
+        value_btf_id,
+        node_off: m.bit_offset / 8,
+    })
 }
 
 /// btf_find_kptr: pointer `id` (modifiers skipped) tagged kptr,
@@ -341,10 +538,12 @@ fn kptr(btf: &Btf, id: u32) -> Result<Option<Kptr>, ()> {
     {
         return Err(());
     }
+    let local = target.is_none() && !crate::btf_walk::module_btf_may_define(name);
     Ok(Some(Kptr {
         kind,
         btf_id,
         target,
+        local,
     }))
 }
 
@@ -388,10 +587,14 @@ mod tests {
     use bpfvet_isa::uapi::MapType;
 
     /// [1] int, [2] bpf_spin_lock, [3] bpf_rb_root, then `values`: structs
-    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union).
+    /// of (member type, byte offset) lists, kind 4 (struct) or 5 (union);
+    /// then struct bpf_rb_node, struct n { bpf_rb_node rb; } and a
+    /// `contains:n:rb` decl tag on each of the first value's members.
     fn btf(values: &[(u32, &[(u32, u32)])]) -> Btf {
-        let strings = b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0";
+        let strings =
+            b"\0int\0bpf_spin_lock\0bpf_rb_root\0v\0m\0bpf_rb_node\0n\0rb\0contains:n:rb\0";
         let (int, lock, root, v, m) = (1u32, 5u32, 19u32, 31u32, 33u32);
+        let (node, n, rb, tag) = (35u32, 47u32, 49u32, 52u32);
         let mut t: Vec<u32> = Vec::new();
         t.extend([int, 1 << 24, 4, (1 << 24) | 32]);
         t.extend([lock, (4 << 24) | 1, 4, m, 1, 0]);
@@ -401,6 +604,12 @@ mod tests {
             for (ty, off) in *members {
                 t.extend([m, *ty, off * 8]);
             }
+        }
+        let node_id = 4 + values.len() as u32;
+        t.extend([node, (4 << 24) | 1, 32, m, 1, 0]);
+        t.extend([n, (4 << 24) | 1, 32, rb, node_id, 0]);
+        for idx in 0..values.first().map_or(0, |v| v.1.len()) {
+            t.extend([tag, 17 << 24, 4, idx as u32]);
         }
         let types: Vec<u8> = t.iter().flat_map(|w| w.to_le_bytes()).collect();
         let raw = bpfvet_object::btf::encode(&types, strings);
@@ -420,6 +629,7 @@ mod tests {
             (4, &[(2, 0), (2, 8)]),
             (5, &[(2, 0)]),
             (4, &[(1, 0), (6, 8)]),
+            (4, &[(3, 0), (2, 32)]),
         ]);
         let f = fields(&b, 4);
         assert_eq!(f.len(), 3);
@@ -429,6 +639,12 @@ mod tests {
         // A union is not searched, even nested in a struct.
         assert!(fields(&b, 6).is_empty());
         assert!(fields(&b, 7).is_empty());
+        // A root without `__contains` makes the record an error.
+        assert!(fields(&b, 8).is_empty());
+        assert_eq!(
+            f[0].graph.map(|g| (g.value_btf_id, g.node_off)),
+            Some((10, 0))
+        );
     }
 
     #[test]

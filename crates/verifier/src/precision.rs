@@ -141,10 +141,7 @@ impl Backtrack {
                     }
                     self.frame -= 1;
                     self.regs[self.frame] |= moved;
-                } else if cfg::is_helper_call(&insn)
-                    && cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm)
-                    && idx as i64 != subseq - 1
-                {
+                } else if cfg::is_sync_callback_insn(&insn) && idx as i64 != subseq - 1 {
                     self.regs[self.frame] = 0;
                     self.slots[self.frame] = 0;
                     if self.frame == 0 {

@@ -33,6 +33,10 @@ pub enum RegType {
     /// addr_space_cast from address space 1; any arithmetic and any access
     /// is allowed, since the JIT turns every access into a guarded one.
     Arena,
+    /// An object the program allocated (PTR_TO_BTF_ID | MEM_ALLOC, from
+    /// bpf_obj_new): `aux` is its struct's id in the program's BTF, `id`
+    /// names the allocation for its lock (graph.rs).
+    Alloc,
 }
 
 impl RegType {
@@ -58,6 +62,8 @@ impl RegType {
             RegType::MapKey => "map_key",
             RegType::ConstPtrToDynptr => "dynptr_ptr",
             RegType::Arena => "arena",
+            // MEM_ALLOC has no name of its own in the kernel's messages.
+            RegType::Alloc => "ptr_",
         }
     }
 
@@ -80,7 +86,13 @@ pub mod flag {
     pub const UNTRUSTED: u16 = 1 << 6;
     pub const TRUSTED: u16 = 1 << 12;
     pub const RCU: u16 = 1 << 13;
+    /// A non-owning reference to an allocated object in a graph, valid
+    /// until the lock is released (NON_OWN_REF).
+    pub const NON_OWN_REF: u16 = 1 << 14;
 }
+
+/// The flags of a non-owning reference to a refcounted object.
+pub const NON_OWN_RCU: u16 = flag::NON_OWN_REF | flag::RCU;
 
 /// One register. `Copy` and compact so that a state clone is a memcpy.
 #[derive(Clone, Copy, Debug, Default)]
@@ -177,7 +189,7 @@ impl Reg {
         }
         s.push_str(self.ty.name());
         if f & flag::MAYBE_NULL != 0 {
-            s.push_str(if self.ty == RegType::BtfId {
+            s.push_str(if matches!(self.ty, RegType::BtfId | RegType::Alloc) {
                 "or_null_"
             } else {
                 "_or_null"

@@ -35,13 +35,39 @@ impl KfuncFlags {
 
 /// Acquire kfuncs that return an object of the program's own BTF rather
 /// than a kernel struct (the kernel's exceptions to "acquire kernel
-/// function does not return PTR_TO_BTF_ID"). bpfvet does not model such
-/// allocated objects and the list/rbtree graphs built from them.
+/// function does not return PTR_TO_BTF_ID"); graph.rs models them but for
+/// per-CPU objects.
 pub const ALLOCATED_OBJECT_KFUNCS: &[&str] = &[
     "bpf_obj_new_impl",
     "bpf_percpu_obj_new_impl",
     "bpf_refcount_acquire_impl",
 ];
+
+/// The list kfuncs (is_bpf_list_api_kfunc), modelled by graph.rs.
+pub const LIST_KFUNCS: &[&str] = &[
+    "bpf_list_push_front_impl",
+    "bpf_list_push_back_impl",
+    "bpf_list_pop_front",
+    "bpf_list_pop_back",
+    "bpf_list_front",
+    "bpf_list_back",
+];
+
+/// The rbtree kfuncs (is_bpf_rbtree_api_kfunc), modelled by graph.rs; the
+/// callbacks they run hold the tree's lock (in_rbtree_lock_required_cb).
+pub const RBTREE_KFUNCS: &[&str] = &[
+    "bpf_rbtree_add_impl",
+    "bpf_rbtree_remove",
+    "bpf_rbtree_first",
+    "bpf_rbtree_root",
+    "bpf_rbtree_left",
+    "bpf_rbtree_right",
+];
+
+/// A list or rbtree kfunc (part of is_bpf_graph_api_kfunc).
+pub fn is_graph_kfunc(name: &str) -> bool {
+    LIST_KFUNCS.contains(&name) || RBTREE_KFUNCS.contains(&name)
+}
 
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use KfuncFlags as K;
@@ -186,23 +212,11 @@ const fn kf(name: &'static str, flags: KfuncFlags, set: KfuncSet) -> Kfunc {
 
 use KfuncSet as S;
 
-/// Kfuncs a program may call while holding a bpf_spin_lock (the kernel's
-/// kfunc_spin_allowed: the list and rbtree API, refcount_acquire, the
-/// numbers iterator and the resilient spin lock). Newer kernels than 6.18
-/// add the arena and stream kfuncs.
+/// Kfuncs a program may call while holding a bpf_spin_lock besides the
+/// GRAPH_KFUNCS (the kernel's kfunc_spin_allowed: the list and rbtree API,
+/// refcount_acquire, the numbers iterator and the resilient spin lock).
+/// Newer kernels than 6.18 add the arena and stream kfuncs.
 pub const SPIN_LOCK_ALLOWED: &[&str] = &[
-    "bpf_list_push_front_impl",
-    "bpf_list_push_back_impl",
-    "bpf_list_pop_front",
-    "bpf_list_pop_back",
-    "bpf_list_front",
-    "bpf_list_back",
-    "bpf_rbtree_add_impl",
-    "bpf_rbtree_remove",
-    "bpf_rbtree_first",
-    "bpf_rbtree_root",
-    "bpf_rbtree_left",
-    "bpf_rbtree_right",
     "bpf_refcount_acquire_impl",
     "bpf_iter_num_new",
     "bpf_iter_num_next",
@@ -267,6 +281,11 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf("bpf_rbtree_add_impl", K::NONE, S::Generic),
     kf("bpf_rbtree_first", K::RET_NULL, S::Generic),
+    kf("bpf_list_front", K::RET_NULL, S::Generic),
+    kf("bpf_list_back", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_root", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_left", K::RET_NULL, S::Generic),
+    kf("bpf_rbtree_right", K::RET_NULL, S::Generic),
     kf(
         "bpf_cgroup_acquire",
         K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
