@@ -30,7 +30,10 @@ struct Unsupported;
 
 impl Backtrack {
     fn empty(&self) -> bool {
-        self.regs.iter().all(|r| *r == 0) && self.slots.iter().all(|s| *s == 0)
+        // One OR over all frames: this runs after every walked instruction.
+        let regs = self.regs.iter().fold(0, |a, r| a | r);
+        let slots = self.slots.iter().fold(0, |a, s| a | s);
+        regs == 0 && slots == 0
     }
     fn is_reg(&self, r: u8) -> bool {
         self.regs[self.frame] & (1 << r) != 0
@@ -232,6 +235,20 @@ impl Backtrack {
     }
 }
 
+/// Indices of the set bits of `bits`, lowest first: the walk visits only
+/// what it still has to explain instead of testing all 11 registers and
+/// 64 slots of every frame of every checkpoint.
+fn set_bits(mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        Some(i)
+    })
+}
+
 pub fn encode_stack(frame: usize, spi: usize) -> u16 {
     (((frame as u16) << 8) | spi as u16) + 1
 }
@@ -288,14 +305,17 @@ impl Env<'_> {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
                 let f = &self.cur.frames[fr];
-                for r in 0..11u8 {
-                    if bt.regs[fr] & (1 << r) != 0 && f.regs[r as usize].precise {
+                for r in set_bits(bt.regs[fr] as u64 & 0x7ff) {
+                    if f.regs[r].precise {
                         bt.regs[fr] &= !(1 << r);
                         self.stats.backtrack_regs_skipped += 1;
                     }
                 }
-                for spi in 0..64.min(f.stack.len()) {
-                    if bt.slots[fr] & (1 << spi) != 0 && f.stack[spi].spilled.precise {
+                for spi in set_bits(bt.slots[fr]) {
+                    if spi >= f.stack.len() {
+                        break;
+                    }
+                    if f.stack[spi].spilled.precise {
                         bt.slots[fr] &= !(1 << spi);
                         self.stats.backtrack_regs_skipped += 1;
                     }
@@ -396,10 +416,7 @@ impl Env<'_> {
                 let Some(func) = pst.frames.get_mut(fr) else {
                     return Err(Unsupported);
                 };
-                for r in 0..11usize {
-                    if bt.regs[fr] & (1 << r) == 0 {
-                        continue;
-                    }
+                for r in set_bits(bt.regs[fr] as u64 & 0x7ff) {
                     let reg = &mut func.regs[r];
                     if reg.ty != RegType::Scalar || reg.precise {
                         bt.regs[fr] &= !(1 << r);
@@ -408,10 +425,7 @@ impl Env<'_> {
                         self.precise_marks += 1;
                     }
                 }
-                for spi in 0..64usize {
-                    if bt.slots[fr] & (1 << spi) == 0 {
-                        continue;
-                    }
+                for spi in set_bits(bt.slots[fr]) {
                     let Some(slot) = func.stack.get_mut(spi) else {
                         return Err(Unsupported);
                     };

@@ -74,7 +74,7 @@ impl Slot {
         self.type_word() & !u64::from_ne_bytes([SlotType::Misc as u8; REG_SIZE]) == 0
     }
     /// The eight byte types as one word, for whole-slot tests.
-    fn type_word(&self) -> u64 {
+    pub fn type_word(&self) -> u64 {
         u64::from_ne_bytes(self.types.map(|t| t as u8))
     }
 }
@@ -113,11 +113,6 @@ impl Frame {
             callback_depth: 0,
             async_entry_cnt: 0,
         }
-    }
-
-    /// Bytes of stack in use (the kernel's allocated_stack).
-    pub fn allocated_stack(&self) -> usize {
-        self.stack.len() * REG_SIZE
     }
 
     pub fn grow_stack(&mut self, bytes: usize) {
