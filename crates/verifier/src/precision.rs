@@ -373,11 +373,13 @@ impl Env<'_> {
                 loop {
                     if skip_first {
                         skip_first = false;
+                        if bt.empty() {
+                            return Ok(());
+                        }
                     } else {
-                        let h = if hist_end > 0 && st.jmp_history[hist_end - 1].idx as usize == i {
-                            Some(st.jmp_history[hist_end - 1])
-                        } else {
-                            None
+                        let h = match hist_end.checked_sub(1).map(|k| &st.jmp_history[k]) {
+                            Some(e) if e.idx as usize == i => Some(e),
+                            _ => None,
                         };
                         if LOG && self.insns[i].code != 0 {
                             self.log.precise_step(
@@ -388,10 +390,21 @@ impl Env<'_> {
                                 i,
                             );
                         }
-                        bt.step(self, i, subseq, h.as_ref())?;
-                    }
-                    if bt.empty() {
-                        return Ok(());
+                        // Most walked instructions have no history entry and
+                        // compute a register the walk does not ask about:
+                        // step would return at once and leave `bt` as it is
+                        // (so still not empty).
+                        let passed_over = h.is_none() && {
+                            let insn = self.insns[i];
+                            matches!(insn.class(), BPF_ALU | BPF_ALU64 | BPF_LDX)
+                                && !bt.is_reg(insn.dst)
+                        };
+                        if !passed_over {
+                            bt.step(self, i, subseq, h)?;
+                            if bt.empty() {
+                                return Ok(());
+                            }
+                        }
                     }
                     subseq = i as i64;
                     match prev_idx(st, i, &mut hist_end) {

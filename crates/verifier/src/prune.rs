@@ -88,6 +88,7 @@ impl IdMap {
         true
     }
 
+    #[inline]
     fn check_scalar(&mut self, old: u32, cur: u32) -> bool {
         if old == 0 {
             return true;
@@ -152,10 +153,9 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             if old.id & ADD_CONST != 0 && old.off != cur.off {
                 return false;
             }
-            if !m.check_scalar(old.id, cur.id) {
-                return false;
-            }
-            within(old, cur)
+            // The range test first: it has no side effect, and when it
+            // fails the id map is thrown away with the comparison.
+            within(old, cur) && m.check_scalar(old.id, cur.id)
         }
         RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
             old.off == cur.off
@@ -262,6 +262,7 @@ pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -
     true
 }
 
+#[inline]
 pub(crate) fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
     if old.refs.len() != cur.refs.len() {
         return false;
