@@ -196,18 +196,24 @@ impl State {
         }
     }
 
+    // The accessors below run for nearly every instruction: inline them.
+    #[inline]
     pub fn curframe(&self) -> usize {
         self.frames.len() - 1
     }
+    #[inline]
     pub fn frame(&self) -> &Frame {
         self.frames.last().expect("a state has a frame")
     }
+    #[inline]
     pub fn frame_mut(&mut self) -> &mut Frame {
         self.frames.last_mut().expect("a state has a frame")
     }
+    #[inline]
     pub fn reg(&self, r: u8) -> &Reg {
         &self.frame().regs[r as usize]
     }
+    #[inline]
     pub fn reg_mut(&mut self, r: u8) -> &mut Reg {
         &mut self.frame_mut().regs[r as usize]
     }
