@@ -336,10 +336,12 @@ impl Env<'_> {
             }
             return self.err(format!("R{d} 32-bit pointer arithmetic prohibited"));
         }
-        let ts = ptr.type_str();
+        // Only an error message needs the type name.
+        let ts = || ptr.type_str();
         if ptr.maybe_null() {
             return self.err(format!(
-                "R{d} pointer arithmetic on {ts} prohibited, null-check it first"
+                "R{d} pointer arithmetic on {ts} prohibited, null-check it first",
+                ts = ts()
             ));
         }
         let known = ov.is_const();
@@ -350,7 +352,10 @@ impl Env<'_> {
             _ => false,
         };
         if prohibited {
-            return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
+            return self.err(format!(
+                "R{d} pointer arithmetic on {ts} prohibited",
+                ts = ts()
+            ));
         }
         match ptr.ty {
             RegType::PacketEnd
@@ -358,7 +363,10 @@ impl Env<'_> {
             | RegType::SockCommon
             | RegType::TcpSock
             | RegType::Func => {
-                return self.err(format!("R{d} pointer arithmetic on {ts} prohibited"));
+                return self.err(format!(
+                    "R{d} pointer arithmetic on {ts} prohibited",
+                    ts = ts()
+                ));
             }
             _ => {}
         }
@@ -398,7 +406,10 @@ impl Env<'_> {
                 ptr.off as i64 - c
             };
             if new_off.abs() >= MAX_VAR_OFF {
-                return self.err(format!("{ts} pointer offset {new_off} is not allowed"));
+                return self.err(format!(
+                    "{ts} pointer offset {new_off} is not allowed",
+                    ts = ts()
+                ));
             }
             r.off = new_off as i32;
         } else {
@@ -418,22 +429,28 @@ impl Env<'_> {
     /// offset must stay within BPF_MAX_VAR_OFF. Only the minimum is
     /// checked; a large maximum is caught later by the access itself.
     fn check_sane_offset(&self, v: &Scalar, known: bool, ptr: &Reg) -> VResult<()> {
-        let ts = ptr.type_str();
+        // Only an error message needs the type name.
+        let ts = || ptr.type_str();
         if known {
             let c = v.const_value() as i64;
             if c >= MAX_VAR_OFF || c <= -MAX_VAR_OFF {
-                return self.err(format!("math between {ts} pointer and {c} is not allowed"));
+                return self.err(format!(
+                    "math between {ts} pointer and {c} is not allowed",
+                    ts = ts()
+                ));
             }
         }
         if v.smin == i64::MIN {
             return self.err(format!(
-                "math between {ts} pointer and register with unbounded min value is not allowed"
+                "math between {ts} pointer and register with unbounded min value is not allowed",
+                ts = ts()
             ));
         }
         if v.smin >= MAX_VAR_OFF || v.smin <= -MAX_VAR_OFF {
             return self.err(format!(
                 "value {} makes {ts} pointer be out of bounds",
-                v.smin
+                v.smin,
+                ts = ts()
             ));
         }
         Ok(())

@@ -1120,23 +1120,27 @@ impl Env<'_> {
     /// A pointer used in its original form (__check_ptr_off_reg): never a
     /// negative or variable offset, a fixed one only if `fixed_off_ok`.
     pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
-        let ty = reg.type_str();
+        // Only an error message needs the type name.
+        let ty = || reg.type_str();
         if reg.off < 0 {
             return self.err(format!(
                 "negative offset {ty} ptr R{regno} off={} disallowed",
-                reg.off
+                reg.off,
+                ty = ty()
             ));
         }
         if !fixed_off_ok && reg.off != 0 {
             return self.err(format!(
                 "dereference of modified {ty} ptr R{regno} off={} disallowed",
-                reg.off
+                reg.off,
+                ty = ty()
             ));
         }
         if !reg.v.is_const() || reg.v.const_value() != 0 {
             return self.err(format!(
                 "variable {ty} access var_off={} disallowed",
-                tnum_str(&reg.v)
+                tnum_str(&reg.v),
+                ty = ty()
             ));
         }
         Ok(())

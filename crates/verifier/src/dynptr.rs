@@ -489,13 +489,9 @@ impl Env<'_> {
         let Some(f) = self.cur.frames.get(frameno) else {
             return Ok(());
         };
-        let hit = (lo..hi).find(|&b| {
-            let slot = (-b - 1) as usize;
-            f.stack
-                .get(slot / REG_SIZE)
-                .is_some_and(|s| s.types[slot % REG_SIZE] == SlotType::Dynptr)
-        });
-        let Some(b) = hit else { return Ok(()) };
+        let Some(b) = first_dynptr_byte(&f.stack, lo, hi) else {
+            return Ok(());
+        };
         if raw {
             return self.err(format!("potential write to dynptr at off={b} disallowed"));
         }
@@ -512,9 +508,75 @@ impl Env<'_> {
     }
 }
 
+/// The first offset from the frame pointer in `lo..hi` whose stack byte is
+/// part of a dynptr. Slots without any dynptr byte are passed over whole:
+/// helpers are handed buffers of hundreds of bytes.
+fn first_dynptr_byte(stack: &[Slot], lo: i64, hi: i64) -> Option<i64> {
+    let dynptr_word = u64::from_ne_bytes([SlotType::Dynptr as u8; REG_SIZE]);
+    let mut b = lo;
+    while b < hi {
+        // Offsets at or above the frame pointer hold no stack slot.
+        let Ok(idx) = usize::try_from(-b - 1) else {
+            return None;
+        };
+        let spi = idx / REG_SIZE;
+        let has_dynptr = stack.get(spi).is_some_and(|s| {
+            let same = !(s.type_word() ^ dynptr_word);
+            // A byte equal to Dynptr has all eight bits of `same` set.
+            let all = same & (same >> 4);
+            let all = all & (all >> 2);
+            let all = all & (all >> 1);
+            all & 0x0101_0101_0101_0101 != 0
+        });
+        if !has_dynptr {
+            // On to the next slot up: offset -(spi * 8).
+            b = -((spi * REG_SIZE) as i64);
+            continue;
+        }
+        if stack[spi].types[idx % REG_SIZE] == SlotType::Dynptr {
+            return Some(b);
+        }
+        b += 1;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_dynptr_byte_is_the_first_of_the_byte_scan() {
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let mut stack = vec![Slot::default(); next(10) as usize];
+            for s in stack.iter_mut() {
+                for t in s.types.iter_mut() {
+                    *t = match next(6) {
+                        0 => SlotType::Dynptr,
+                        1 => SlotType::Misc,
+                        2 => SlotType::Spill,
+                        _ => SlotType::Invalid,
+                    };
+                }
+            }
+            let lo = -(next(96) as i64) + 8;
+            let hi = lo + next(80) as i64;
+            let scan = (lo..hi).find(|&b| {
+                let slot = (-b - 1) as usize;
+                stack
+                    .get(slot / REG_SIZE)
+                    .is_some_and(|s| s.types[slot % REG_SIZE] == SlotType::Dynptr)
+            });
+            assert_eq!(first_dynptr_byte(&stack, lo, hi), scan, "{lo}..{hi}");
+        }
+    }
 
     fn ringbuf(first: bool, id: u32, ref_obj_id: u32) -> Slot {
         dynptr_slot(DynptrSlot {

@@ -30,7 +30,10 @@ struct Unsupported;
 
 impl Backtrack {
     fn empty(&self) -> bool {
-        self.regs.iter().all(|r| *r == 0) && self.slots.iter().all(|s| *s == 0)
+        // One OR over all frames: this runs after every walked instruction.
+        let regs = self.regs.iter().fold(0, |a, r| a | r);
+        let slots = self.slots.iter().fold(0, |a, s| a | s);
+        regs == 0 && slots == 0
     }
     fn is_reg(&self, r: u8) -> bool {
         self.regs[self.frame] & (1 << r) != 0
@@ -229,6 +232,20 @@ impl Backtrack {
     }
 }
 
+/// Indices of the set bits of `bits`, lowest first: the walk visits only
+/// what it still has to explain instead of testing all 11 registers and
+/// 64 slots of every frame of every checkpoint.
+fn set_bits(mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        Some(i)
+    })
+}
+
 pub fn encode_stack(frame: usize, spi: usize) -> u16 {
     (((frame as u16) << 8) | spi as u16) + 1
 }
@@ -285,14 +302,17 @@ impl Env<'_> {
             // §1b: drop what the current state already has precise.
             for fr in 0..=bt.frame.min(self.cur.curframe()) {
                 let f = &self.cur.frames[fr];
-                for r in 0..11u8 {
-                    if bt.regs[fr] & (1 << r) != 0 && f.regs[r as usize].precise {
+                for r in set_bits(bt.regs[fr] as u64 & 0x7ff) {
+                    if f.regs[r].precise {
                         bt.regs[fr] &= !(1 << r);
                         self.stats.backtrack_regs_skipped += 1;
                     }
                 }
-                for spi in 0..64.min(f.stack.len()) {
-                    if bt.slots[fr] & (1 << spi) != 0 && f.stack[spi].spilled.precise {
+                for spi in set_bits(bt.slots[fr]) {
+                    if spi >= f.stack.len() {
+                        break;
+                    }
+                    if f.stack[spi].spilled.precise {
                         bt.slots[fr] &= !(1 << spi);
                         self.stats.backtrack_regs_skipped += 1;
                     }
@@ -350,11 +370,13 @@ impl Env<'_> {
                 loop {
                     if skip_first {
                         skip_first = false;
+                        if bt.empty() {
+                            return Ok(());
+                        }
                     } else {
-                        let h = if hist_end > 0 && st.jmp_history[hist_end - 1].idx as usize == i {
-                            Some(st.jmp_history[hist_end - 1])
-                        } else {
-                            None
+                        let h = match hist_end.checked_sub(1).map(|k| &st.jmp_history[k]) {
+                            Some(e) if e.idx as usize == i => Some(e),
+                            _ => None,
                         };
                         if LOG && self.insns[i].code != 0 {
                             self.log.precise_step(
@@ -365,10 +387,21 @@ impl Env<'_> {
                                 i,
                             );
                         }
-                        bt.step(self, i, subseq, h.as_ref())?;
-                    }
-                    if bt.empty() {
-                        return Ok(());
+                        // Most walked instructions have no history entry and
+                        // compute a register the walk does not ask about:
+                        // step would return at once and leave `bt` as it is
+                        // (so still not empty).
+                        let passed_over = h.is_none() && {
+                            let insn = self.insns[i];
+                            matches!(insn.class(), BPF_ALU | BPF_ALU64 | BPF_LDX)
+                                && !bt.is_reg(insn.dst)
+                        };
+                        if !passed_over {
+                            bt.step(self, i, subseq, h)?;
+                            if bt.empty() {
+                                return Ok(());
+                            }
+                        }
                     }
                     subseq = i as i64;
                     match prev_idx(st, i, &mut hist_end) {
@@ -393,10 +426,7 @@ impl Env<'_> {
                 let Some(func) = pst.frames.get_mut(fr) else {
                     return Err(Unsupported);
                 };
-                for r in 0..11usize {
-                    if bt.regs[fr] & (1 << r) == 0 {
-                        continue;
-                    }
+                for r in set_bits(bt.regs[fr] as u64 & 0x7ff) {
                     let reg = &mut func.regs[r];
                     if reg.ty != RegType::Scalar || reg.precise {
                         bt.regs[fr] &= !(1 << r);
@@ -405,10 +435,7 @@ impl Env<'_> {
                         self.precise_marks += 1;
                     }
                 }
-                for spi in 0..64usize {
-                    if bt.slots[fr] & (1 << spi) == 0 {
-                        continue;
-                    }
+                for spi in set_bits(bt.slots[fr]) {
                     let Some(slot) = func.stack.get_mut(spi) else {
                         return Err(Unsupported);
                     };

@@ -88,6 +88,7 @@ impl IdMap {
         true
     }
 
+    #[inline]
     fn check_scalar(&mut self, old: u32, cur: u32) -> bool {
         if old == 0 {
             return true;
@@ -152,10 +153,9 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             if old.id & ADD_CONST != 0 && old.off != cur.off {
                 return false;
             }
-            if !m.check_scalar(old.id, cur.id) {
-                return false;
-            }
-            within(old, cur)
+            // The range test first: it has no side effect, and when it
+            // fails the id map is thrown away with the comparison.
+            within(old, cur) && m.check_scalar(old.id, cur.id)
         }
         RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
             old.off == cur.off
@@ -184,84 +184,87 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
 }
 
+/// Per-byte mask (0xff) of the bytes of a slot's type word that are not
+/// STACK_INVALID or STACK_MISC.
+fn significant_bytes(types: u64) -> u64 {
+    byte_nonzero(types & !u64::from_ne_bytes([SlotType::Misc as u8; REG_SIZE]))
+}
+
+/// 0xff in each byte of `w` that is not zero; every byte is below 0x80.
+fn byte_nonzero(w: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // Adding 0x7f sets a byte's top bit exactly when it is nonzero, and
+    // cannot carry into the next byte.
+    let top = (w + LOW7) & !LOW7;
+    (top >> 7) * 0xff
+}
+
+/// Compares the stacks slot by slot. The result and the order of the id-map
+/// checks are those of the kernel's byte-by-byte walk: a slot contributes
+/// through its type bytes and, at its last byte, its spilled register.
 pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
     let unbound = Reg::unknown_scalar();
-    let old_bytes = old.allocated_stack();
-    let cur_bytes = cur.allocated_stack();
-    let mut i = 0;
-    while i < old_bytes {
-        let spi = i / REG_SIZE;
-        let b = i % REG_SIZE;
-        let os = &old.stack[spi];
-        // Most explored slots are dead or unknown bytes, which match
-        // anything: skip such a slot whole rather than byte by byte.
-        if b == 0 && exact == Exact::Loose && os.all_invalid_or_misc() {
-            i += REG_SIZE;
+    for (spi, os) in old.stack.iter().enumerate() {
+        let old_types = os.type_word();
+        // Dead or unknown bytes match anything: most explored slots are.
+        if exact == Exact::Loose && os.all_invalid_or_misc() {
             continue;
         }
-        if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
+        let Some(cs) = cur.stack.get(spi) else {
             return false;
-        }
-        // An uninitialised byte was never read; an unknown one (privileged
-        // programs may read uninitialised stack) matches anything.
-        if matches!(os.types[b], SlotType::Invalid | SlotType::Misc) {
-            i += 1;
-            continue;
-        }
-        if i >= cur_bytes {
-            return false;
-        }
-        let cs = &cur.stack[spi];
-        let old_scalar = if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
-            Some(&os.spilled)
-        } else if os.all_invalid_or_misc() {
-            // Every byte reads as an unknown scalar: STACK_MISC, or
-            // STACK_INVALID, which a privileged program may read too
-            // (is_stack_all_misc).
-            Some(&unbound)
-        } else {
-            None
         };
-        let cur_scalar = if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
-            Some(&cs.spilled)
-        } else if cs.all_invalid_or_misc() {
-            Some(&unbound)
-        } else {
-            None
-        };
-        if let (Some(o), Some(c)) = (old_scalar, cur_scalar) {
-            if !regsafe(o, c, m, exact) {
+        let cur_types = cs.type_word();
+        if exact != Exact::Loose {
+            // Every byte's type must be the same.
+            if old_types != cur_types {
                 return false;
             }
-            i = (spi + 1) * REG_SIZE;
-            continue;
+            if os.all_invalid_or_misc() {
+                continue;
+            }
+            // A full spill compares its registers whatever they hold.
+            if os.is_full_spill() {
+                if !regsafe(&os.spilled, &cs.spilled, m, exact) {
+                    return false;
+                }
+                continue;
+            }
+        } else if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
+            // A spilled scalar against one, or against bytes that all read
+            // as an unknown scalar (is_stack_all_misc).
+            let cur_scalar = if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
+                Some(&cs.spilled)
+            } else if cs.all_invalid_or_misc() {
+                Some(&unbound)
+            } else {
+                None
+            };
+            if let Some(c) = cur_scalar {
+                if !regsafe(&os.spilled, c, m, exact) {
+                    return false;
+                }
+                continue;
+            }
         }
-        if os.types[b] != cs.types[b] {
+        // Each byte that is neither uninitialised (never read) nor unknown
+        // (matches anything) must have the same type in both.
+        if byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0 {
             return false;
         }
-        if b == REG_SIZE - 1
-            && os.types[REG_SIZE - 1] == SlotType::Spill
-            && !regsafe(&os.spilled, &cs.spilled, m, exact)
-        {
+        let ok = match os.types[REG_SIZE - 1] {
+            SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
+            SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
+            SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
+            _ => true,
+        };
+        if !ok {
             return false;
         }
-        if b == REG_SIZE - 1
-            && os.types[REG_SIZE - 1] == SlotType::Iter
-            && !crate::iter::slots_equal(&os.spilled, &cs.spilled, m)
-        {
-            return false;
-        }
-        if b == REG_SIZE - 1
-            && os.types[REG_SIZE - 1] == SlotType::Dynptr
-            && !crate::dynptr::dynptr_slot_safe(os, cs, m)
-        {
-            return false;
-        }
-        i += 1;
     }
     true
 }
 
+#[inline]
 pub(crate) fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
     if old.refs.len() != cur.refs.len() {
         return false;
@@ -330,6 +333,87 @@ pub fn states_equal(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::Slot;
+
+    /// The byte-by-byte walk stacksafe replaced, as the reference it must
+    /// agree with.
+    fn stacksafe_bytewise(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
+        let unbound = Reg::unknown_scalar();
+        let old_bytes = old.stack.len() * REG_SIZE;
+        let cur_bytes = cur.stack.len() * REG_SIZE;
+        let mut i = 0;
+        while i < old_bytes {
+            let spi = i / REG_SIZE;
+            let b = i % REG_SIZE;
+            let os = &old.stack[spi];
+            // Most explored slots are dead or unknown bytes, which match
+            // anything: skip such a slot whole rather than byte by byte.
+            if b == 0 && exact == Exact::Loose && os.all_invalid_or_misc() {
+                i += REG_SIZE;
+                continue;
+            }
+            if exact != Exact::Loose && (i >= cur_bytes || os.types[b] != cur.stack[spi].types[b]) {
+                return false;
+            }
+            // An uninitialised byte was never read; an unknown one (privileged
+            // programs may read uninitialised stack) matches anything.
+            if matches!(os.types[b], SlotType::Invalid | SlotType::Misc) {
+                i += 1;
+                continue;
+            }
+            if i >= cur_bytes {
+                return false;
+            }
+            let cs = &cur.stack[spi];
+            let old_scalar = if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
+                Some(&os.spilled)
+            } else if os.all_invalid_or_misc() {
+                // Every byte reads as an unknown scalar: STACK_MISC, or
+                // STACK_INVALID, which a privileged program may read too
+                // (is_stack_all_misc).
+                Some(&unbound)
+            } else {
+                None
+            };
+            let cur_scalar = if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
+                Some(&cs.spilled)
+            } else if cs.all_invalid_or_misc() {
+                Some(&unbound)
+            } else {
+                None
+            };
+            if let (Some(o), Some(c)) = (old_scalar, cur_scalar) {
+                if !regsafe(o, c, m, exact) {
+                    return false;
+                }
+                i = (spi + 1) * REG_SIZE;
+                continue;
+            }
+            if os.types[b] != cs.types[b] {
+                return false;
+            }
+            if b == REG_SIZE - 1
+                && os.types[REG_SIZE - 1] == SlotType::Spill
+                && !regsafe(&os.spilled, &cs.spilled, m, exact)
+            {
+                return false;
+            }
+            if b == REG_SIZE - 1
+                && os.types[REG_SIZE - 1] == SlotType::Iter
+                && !crate::iter::slots_equal(&os.spilled, &cs.spilled, m)
+            {
+                return false;
+            }
+            if b == REG_SIZE - 1
+                && os.types[REG_SIZE - 1] == SlotType::Dynptr
+                && !crate::dynptr::dynptr_slot_safe(os, cs, m)
+            {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
 
     #[test]
     fn id_map_is_one_to_one_in_both_modes() {
@@ -364,5 +448,84 @@ mod tests {
             &mut m,
             Exact::RangeWithin
         ));
+    }
+
+    /// Random stacks built from the slot shapes the verifier produces,
+    /// compared by the slot-wise stacksafe and the byte walk: the same
+    /// answer and the same id-map checks in the same order.
+    #[test]
+    fn slotwise_stacksafe_agrees_with_the_byte_walk() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let byte_types = [
+            SlotType::Invalid,
+            SlotType::Misc,
+            SlotType::Zero,
+            SlotType::Spill,
+            SlotType::Iter,
+            SlotType::Dynptr,
+        ];
+        let slot = |next: &mut dyn FnMut(u64) -> u64| {
+            let mut s = Slot::default();
+            let fill = |t: SlotType, lo: usize, s: &mut Slot| s.types[lo..].fill(t);
+            match next(7) {
+                0 => {}
+                1 => fill(SlotType::Misc, 0, &mut s),
+                2 => fill(SlotType::Zero, 0, &mut s),
+                3 => fill(SlotType::Spill, 0, &mut s),
+                4 => fill(SlotType::Spill, 4, &mut s),
+                5 => fill(
+                    [SlotType::Iter, SlotType::Dynptr][next(2) as usize],
+                    0,
+                    &mut s,
+                ),
+                _ => {
+                    for t in s.types.iter_mut() {
+                        *t = byte_types[next(6) as usize];
+                    }
+                }
+            }
+            s.spilled = match next(4) {
+                0 => Reg::known(next(3)),
+                1 => Reg::unknown_scalar(),
+                2 => Reg::pointer(RegType::MapValue),
+                _ => Reg::pointer(RegType::Ctx),
+            };
+            s.spilled.precise = next(2) == 0;
+            s.spilled.id = next(3) as u32;
+            s
+        };
+        for _ in 0..20_000 {
+            let old_len = next(5) as usize;
+            let cur_len = next(5) as usize;
+            let mut old = Frame::new(-1, 0, 0);
+            let mut cur = Frame::new(-1, 0, 0);
+            old.stack = (0..old_len).map(|_| slot(&mut next)).collect();
+            cur.stack = (0..cur_len).map(|_| slot(&mut next)).collect();
+            // Often start from a copy, as a revisited path does.
+            if next(2) == 0 {
+                cur.stack = old.stack.clone();
+                for s in cur.stack.iter_mut() {
+                    if next(4) == 0 {
+                        *s = slot(&mut next);
+                    }
+                }
+            }
+            for exact in [Exact::Loose, Exact::RangeWithin, Exact::Identical] {
+                let (mut a, mut b) = (IdMap::new(false), IdMap::new(false));
+                a.reset(100);
+                b.reset(100);
+                let fast = stacksafe(&old, &cur, &mut a, exact);
+                let walk = stacksafe_bytewise(&old, &cur, &mut b, exact);
+                assert_eq!(fast, walk, "{exact:?} {:?} {:?}", old.stack, cur.stack);
+                assert_eq!(a.pairs_scanned, b.pairs_scanned);
+                assert_eq!(a.pairs[..a.cnt], b.pairs[..b.cnt]);
+            }
+        }
     }
 }

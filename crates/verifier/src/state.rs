@@ -74,7 +74,7 @@ impl Slot {
         self.type_word() & !u64::from_ne_bytes([SlotType::Misc as u8; REG_SIZE]) == 0
     }
     /// The eight byte types as one word, for whole-slot tests.
-    fn type_word(&self) -> u64 {
+    pub fn type_word(&self) -> u64 {
         u64::from_ne_bytes(self.types.map(|t| t as u8))
     }
 }
@@ -113,11 +113,6 @@ impl Frame {
             callback_depth: 0,
             async_entry_cnt: 0,
         }
-    }
-
-    /// Bytes of stack in use (the kernel's allocated_stack).
-    pub fn allocated_stack(&self) -> usize {
-        self.stack.len() * REG_SIZE
     }
 
     pub fn grow_stack(&mut self, bytes: usize) {
@@ -201,18 +196,24 @@ impl State {
         }
     }
 
+    // The accessors below run for nearly every instruction: inline them.
+    #[inline]
     pub fn curframe(&self) -> usize {
         self.frames.len() - 1
     }
+    #[inline]
     pub fn frame(&self) -> &Frame {
         self.frames.last().expect("a state has a frame")
     }
+    #[inline]
     pub fn frame_mut(&mut self) -> &mut Frame {
         self.frames.last_mut().expect("a state has a frame")
     }
+    #[inline]
     pub fn reg(&self, r: u8) -> &Reg {
         &self.frame().regs[r as usize]
     }
+    #[inline]
     pub fn reg_mut(&mut self, r: u8) -> &mut Reg {
         &mut self.frame_mut().regs[r as usize]
     }
