@@ -196,7 +196,7 @@ impl<'a> Run<'a> {
         self.stack_lo + ((depth + 1) * STACK_PER_FRAME) as u64
     }
 
-    fn ctx_range(&self) -> Option<(u64, u64)> {
+    pub(crate) fn ctx_range(&self) -> Option<(u64, u64)> {
         match self.ctx {
             Ctx::Bytes => None,
             _ => {

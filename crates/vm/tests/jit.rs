@@ -552,3 +552,42 @@ fn tail_call_in_a_subprogram_returns_to_the_caller() {
         assert_eq!(run_with(&jit, &vm, &mut []).unwrap(), want);
     }
 }
+
+/// r0 of `src` as a `prog_type` program run by test_run on a 64-byte
+/// frame, with the interpreter and with the JIT (which must compile it).
+fn test_run_both(src: &str, prog_type: ProgType) -> (u32, u32) {
+    let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let vm = Vm::from_insns(&insns, prog_type).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ctx: None,
+        repeat: 3,
+        cpu: 0,
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).expect("interpreter runs");
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).expect("jit runs");
+    (interp.retval, native.retval)
+}
+
+#[test]
+fn context_fields_are_read_again_after_a_helper_moves_the_packet() {
+    // ctx->data read twice (the second time from compiled code's cache),
+    // then bpf_xdp_adjust_head moves it by 4: the third read sees that.
+    let src = "r6 = r1\nr7 = *(u32 *)(r6 +0)\nr8 = *(u32 *)(r6 +0)\n\
+               r1 = r6\nr2 = 4\ncall bpf_xdp_adjust_head#44\n\
+               r0 = *(u32 *)(r6 +0)\nr0 -= r7\nr8 -= r7\nr0 += r8\nexit";
+    // Each of the 3 repeats moves data by 4 more; the difference stays 4.
+    assert_eq!(test_run_both(src, ProgType::XDP), (4, 4));
+}
+
+#[test]
+fn context_fields_are_read_again_after_a_context_store() {
+    // skb->mark read, written one higher, read again.
+    let src = "r2 = *(u32 *)(r1 +8)\nr3 = r2\nr3 += 1\n*(u32 *)(r1 +8) = r3\n\
+               r0 = *(u32 *)(r1 +8)\nr0 += r2\nexit";
+    // The mark persists across the 3 repeats: the last reads 2, writes 3.
+    assert_eq!(test_run_both(src, ProgType::SCHED_CLS), (5, 5));
+}

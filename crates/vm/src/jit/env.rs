@@ -3,7 +3,7 @@
 //! `extern "C"` shims through which it reaches the interpreter's own
 //! memory checks, helpers and kfuncs (so their semantics cannot drift).
 
-use std::mem::offset_of;
+use std::mem::{offset_of, MaybeUninit};
 
 use super::{Jit, Outcome};
 use crate::error::VmError;
@@ -38,14 +38,28 @@ pub(super) struct Env {
     pub budget: u64,
     pub status: u64,
     pub base_depth: u64,
-    pub frames: [[u64; FRAME_WORDS]; MAX_FRAMES],
+    /// Written by compiled code before it reads a slot: left uninitialised
+    /// so that no run pays for clearing it.
+    pub frames: MaybeUninit<[[u64; FRAME_WORDS]; MAX_FRAMES]>,
     pub run: *mut Run<'static>,
     pub prog: usize,
     pub fault: Option<VmError>,
     pub tail_target: usize,
     /// The engine, for tail calls run nested (`Jit<'_>` behind the pointer).
     pub jit: *const (),
+    /// The structured context's address (0 for plain-memory contexts).
+    pub ctx_lo: u64,
+    /// Which 4-byte context fields `ctx_vals` holds (bit i: offset 4*i).
+    /// A context load's value changes only through a context store or a
+    /// helper, so the shims that may do either clear it.
+    pub ctx_valid: u64,
+    /// Only slots `ctx_valid` names are initialised.
+    pub ctx_vals: [MaybeUninit<u64>; CTX_SLOTS],
 }
+
+/// 4-byte context fields the cache covers: the first 256 bytes, the size
+/// of the context region.
+pub(super) const CTX_SLOTS: usize = 64;
 
 pub(super) const OFF_REGS: i32 = offset_of!(Env, regs) as i32;
 pub(super) const OFF_STACK_LO: i32 = offset_of!(Env, stack_lo) as i32;
@@ -56,6 +70,9 @@ pub(super) const OFF_BUDGET: i32 = offset_of!(Env, budget) as i32;
 pub(super) const OFF_STATUS: i32 = offset_of!(Env, status) as i32;
 pub(super) const OFF_BASE_DEPTH: i32 = offset_of!(Env, base_depth) as i32;
 pub(super) const OFF_FRAMES: i32 = offset_of!(Env, frames) as i32;
+pub(super) const OFF_CTX_LO: i32 = offset_of!(Env, ctx_lo) as i32;
+pub(super) const OFF_CTX_VALID: i32 = offset_of!(Env, ctx_valid) as i32;
+pub(super) const OFF_CTX_VALS: i32 = offset_of!(Env, ctx_vals) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -69,12 +86,15 @@ impl Env {
             budget: run.insn_budget,
             status: RUNNING,
             base_depth: depth as u64,
-            frames: [[0; FRAME_WORDS]; MAX_FRAMES],
+            frames: MaybeUninit::uninit(),
             run: std::ptr::from_mut(run).cast(),
             prog,
             fault: None,
             tail_target: 0,
             jit: std::ptr::from_ref(jit).cast(),
+            ctx_lo: run.ctx_range().map_or(0, |(lo, _)| lo),
+            ctx_valid: 0,
+            ctx_vals: [MaybeUninit::uninit(); CTX_SLOTS],
         };
         env.refresh_packet(run);
         env
@@ -112,7 +132,15 @@ pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
     match run.load(addr, size as u32, pc as usize) {
-        Ok(v) => v,
+        Ok(v) => {
+            let rel = addr.wrapping_sub(env.ctx_lo);
+            if size == 4 && rel % 4 == 0 && rel < 4 * CTX_SLOTS as u64 && run.ctx_range().is_some()
+            {
+                env.ctx_vals[(rel / 4) as usize] = MaybeUninit::new(v);
+                env.ctx_valid |= 1 << (rel / 4);
+            }
+            v
+        }
         Err(e) => {
             env.fail(e);
             0
@@ -123,6 +151,7 @@ pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u
 pub(super) extern "C" fn store(env: *mut Env, addr: u64, size: u64, v: u64, pc: u64) {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
+    env.ctx_valid = 0;
     if let Err(e) = run.store(addr, size as u32, v, pc as usize) {
         env.fail(e);
     }
@@ -149,6 +178,7 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
 /// budget and packet bounds come back to the compiled code, and an error
 /// stops the run (r0 reads 0 until the caller sees the failure).
 fn after_call(env: &mut Env, run: &mut Run, r: crate::error::Result<u64>) -> u64 {
+    env.ctx_valid = 0;
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);
@@ -183,6 +213,7 @@ pub(super) extern "C" fn callx(env: *mut Env, value: u64, pc: u64, depth: u64) -
 pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
+    env.ctx_valid = 0;
     match run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize) {
         Ok(v) => v,
         Err(e) => {
@@ -276,6 +307,7 @@ pub(super) extern "C" fn tail_call_nested(env: *mut Env, pc: u64, depth: u64) ->
     // outlives the call.
     let jit = unsafe { &*env.jit.cast::<Jit<'_>>() };
     let r = jit.drive(run, target, &env.regs, depth as usize);
+    env.ctx_valid = 0;
     env.may_goto_left = run.may_goto_left;
     env.refresh_packet(run);
     match r {

@@ -70,7 +70,11 @@ impl<'vm> Jit<'vm> {
     pub fn compile(vm: &'vm Vm) -> Jit<'vm> {
         Jit {
             vm,
-            programs: vm.programs.iter().map(|p| compile(&p.ops)).collect(),
+            programs: vm
+                .programs
+                .iter()
+                .map(|p| compile(&p.ops, &vm.static_regions))
+                .collect(),
         }
     }
 
@@ -171,7 +175,10 @@ impl Engine for Jit<'_> {
     }
 }
 
-fn compile(ops: &[crate::code::Op]) -> std::result::Result<Native, Decline> {
+fn compile(
+    ops: &[crate::code::Op],
+    statics: &[crate::run::Region],
+) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k, v| {
@@ -197,7 +204,7 @@ fn compile(ops: &[crate::code::Op]) -> std::result::Result<Native, Decline> {
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops)?;
+        translate::build(&mut b, call_conv, ops, statics)?;
         b.finalize();
     }
     module

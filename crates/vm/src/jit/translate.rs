@@ -14,17 +14,22 @@ use bpfvet_isa::opcode::{
 };
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, AtomicRmwOp, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, SigRef,
-    Signature, Type, Value,
+    types, AbiParam, AliasRegion, AtomicRmwOp, Block, BlockArg, InstBuilder, InstructionData,
+    JumpTableData, MemFlags, Opcode, SigRef, Signature, Type, Value, ValueDef,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::env;
 use super::Decline;
 use crate::code::Op;
-use crate::run::{MAX_FRAMES, STACK_PER_FRAME};
+use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
+/// Accesses to the `Env` block. Program memory (stack, packet, map values)
+/// is another alias region: the program's stores cannot reach the `Env`,
+/// so Cranelift keeps `Env` fields it loaded across them (calls still
+/// clobber everything).
+const ENV_MEM: MemFlags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Vmctx));
 const STACK_TOTAL: i64 = (STACK_PER_FRAME * MAX_FRAMES) as i64;
 
 /// Whether `code` is one the interpreter runs (its dispatch `match`).
@@ -247,6 +252,11 @@ struct Tx<'a, 'b> {
     /// Returns 0 to the driver, which reads `Env::status`.
     bail: Block,
     flags: MemFlags,
+    /// Memory every run of the VM may touch (global data): an access at a
+    /// constant address inside one needs no run-time check.
+    statics: &'a [Region],
+    /// Backward jumps left (`Env::budget`), kept in a register.
+    budget: Variable,
 }
 
 impl Tx<'_, '_> {
@@ -265,12 +275,10 @@ impl Tx<'_, '_> {
         self.b.ins().iconst(types::I64, v)
     }
     fn env_load(&mut self, off: i32) -> Value {
-        self.b
-            .ins()
-            .load(types::I64, MemFlags::trusted(), self.env, off)
+        self.b.ins().load(types::I64, ENV_MEM, self.env, off)
     }
     fn env_store(&mut self, v: Value, off: i32) {
-        self.b.ins().store(MemFlags::trusted(), v, self.env, off);
+        self.b.ins().store(ENV_MEM, v, self.env, off);
     }
     fn src64(&mut self, op: &Op) -> Value {
         if op.code & 8 != 0 {
@@ -336,6 +344,42 @@ impl Tx<'_, '_> {
         base == 10 && (off as i64) >= -(STACK_PER_FRAME as i64) && off as i64 + size as i64 <= 0
     }
 
+    /// The constant `v` was defined as, if any (LD_IMM64 of a map value
+    /// in the same block, for one).
+    fn constant(&self, v: Value) -> Option<u64> {
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } => Some(imm.bits() as u64),
+            _ => None,
+        }
+    }
+
+    /// Whether `[base + off, +size)` is, at compile time, inside global
+    /// data the access may use: the interpreter's check finds that region
+    /// on every run (a store also needs it writable; a read-only one takes
+    /// the checked path, which reports the error).
+    fn in_static(&self, base: Value, off: i16, size: u32, write: bool) -> bool {
+        let Some(b) = self.constant(base) else {
+            return false;
+        };
+        let Some(end) = b
+            .checked_add_signed(off as i64)
+            .and_then(|a| a.checked_add(size as u64))
+        else {
+            return false;
+        };
+        let start = end - size as u64;
+        self.statics
+            .iter()
+            .any(|r| start >= r.start && end <= r.end && (r.writable || !write))
+    }
+
     /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
     fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
         let lo = self.env_load(env::OFF_STACK_LO);
@@ -372,7 +416,7 @@ impl Tx<'_, '_> {
                 b.ins().uextend(types::I64, v)
             }
         };
-        if Self::in_frame(base, off, size) {
+        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, false) {
             let v = self.b.ins().load(ty, self.flags, addr, 0);
             return widen(self.b, v);
         }
@@ -382,7 +426,36 @@ impl Tx<'_, '_> {
             self.b.create_block(),
         );
         self.b.append_block_param(join, types::I64);
-        self.route(addr, size, fast, slow);
+        if size == 4 {
+            // A context field the run already read: from the cache.
+            let (ctx, hit) = (self.b.create_block(), self.b.create_block());
+            self.route(addr, size, fast, ctx);
+            self.b.switch_to_block(ctx);
+            let lo = self.env_load(env::OFF_CTX_LO);
+            let rel = self.b.ins().isub(addr, lo);
+            let outside = self
+                .b
+                .ins()
+                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
+            self.b.ins().brif(outside, slow, &[], hit, &[]);
+            self.b.switch_to_block(hit);
+            let valid = self.env_load(env::OFF_CTX_VALID);
+            let slot = self.b.ins().ushr_imm(rel, 2);
+            let bit = self.b.ins().ushr(valid, slot);
+            let bit = self.b.ins().band_imm(bit, 1);
+            let cached = self.b.create_block();
+            self.b.ins().brif(bit, cached, &[], slow, &[]);
+            self.b.switch_to_block(cached);
+            let at = self.b.ins().ishl_imm(rel, 1);
+            let at = self.b.ins().iadd(self.env, at);
+            let v = self
+                .b
+                .ins()
+                .load(types::I64, ENV_MEM, at, env::OFF_CTX_VALS);
+            self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        } else {
+            self.route(addr, size, fast, slow);
+        }
         self.b.switch_to_block(fast);
         let v = self.b.ins().load(ty, self.flags, addr, 0);
         let v = widen(self.b, v);
@@ -413,7 +486,7 @@ impl Tx<'_, '_> {
         } else {
             self.b.ins().ireduce(ty, v)
         };
-        if Self::in_frame(base, off, size) {
+        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, true) {
             self.b.ins().store(self.flags, narrow, addr, 0);
             return;
         }
@@ -557,7 +630,7 @@ impl Tx<'_, '_> {
         };
         let s = self.reg(op.src);
         let s = narrow(self, s);
-        let flags = MemFlags::trusted();
+        let flags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Heap));
         let old = match op.imm {
             BPF_CMPXCHG => {
                 let r0 = self.reg(0);
@@ -583,14 +656,14 @@ impl Tx<'_, '_> {
 
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
-        let left = self.env_load(env::OFF_BUDGET);
+        let left = self.b.use_var(self.budget);
         let (go, out) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(left, go, &[], out, &[]);
         self.b.switch_to_block(out);
         self.fault(env::FAULT_BUDGET, pc);
         self.b.switch_to_block(go);
         let next = self.b.ins().iadd_imm(left, -1);
-        self.env_store(next, env::OFF_BUDGET);
+        self.b.def_var(self.budget, next);
     }
 }
 
@@ -599,6 +672,7 @@ pub(super) fn build(
     b: &mut FunctionBuilder<'_>,
     call_conv: cranelift_codegen::isa::CallConv,
     ops: &[Op],
+    statics: &[Region],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -634,6 +708,8 @@ pub(super) fn build(
     }
     let depth = Variable::from_u32(11);
     b.declare_var(depth, types::I64);
+    let budget = Variable::from_u32(12);
+    b.declare_var(budget, types::I64);
     let shims = Shims {
         void4: b.import_signature(sig(call_conv, 5, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
@@ -648,8 +724,12 @@ pub(super) fn build(
         regs,
         shims,
         bail,
-        flags: MemFlags::new(),
+        flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
+        statics,
+        budget,
     };
+    let left = t.env_load(env::OFF_BUDGET);
+    t.b.def_var(budget, left);
     for r in 0..10u8 {
         let v = t.env_load(env::OFF_REGS + 8 * r as i32);
         t.set(r, v);
@@ -861,14 +941,14 @@ pub(super) fn build(
                         let slot = t.frame_slot(d);
                         for (i, r) in (6..=9u8).enumerate() {
                             let v = t.reg(r);
-                            t.b.ins().store(MemFlags::trusted(), v, slot, 8 * i as i32);
+                            t.b.ins().store(ENV_MEM, v, slot, 8 * i as i32);
                         }
                         let site = return_sites
                             .iter()
                             .position(|&s| s == next)
                             .expect("return site");
                         let sv = t.k64(site as i64);
-                        t.b.ins().store(MemFlags::trusted(), sv, slot, 32);
+                        t.b.ins().store(ENV_MEM, sv, slot, 32);
                         let d1 = t.b.ins().iadd_imm(d, 1);
                         t.b.def_var(depth, d1);
                         let fp = t.frame_pointer(d1);
@@ -911,6 +991,9 @@ pub(super) fn build(
                     }
                     0x85 if op.imm == TAIL_CALL => {
                         t.spill(0..=9);
+                        // The target continues on this budget.
+                        let left = t.b.use_var(t.budget);
+                        t.env_store(left, env::OFF_BUDGET);
                         let p = t.k64(pc as i64);
                         t.call(t.shims.void2, env::tail_call as *const () as usize, &[p]);
                         t.check_status();
@@ -1018,14 +1101,12 @@ fn emit_exit(
     t.b.def_var(depth, d0);
     let slot = t.frame_slot(d0);
     for (i, r) in (6..=9u8).enumerate() {
-        let v =
-            t.b.ins()
-                .load(types::I64, MemFlags::trusted(), slot, 8 * i as i32);
+        let v = t.b.ins().load(types::I64, ENV_MEM, slot, 8 * i as i32);
         t.set(r, v);
     }
     let fp = t.frame_pointer(d0);
     t.set(10, fp);
-    let site = t.b.ins().load(types::I64, MemFlags::trusted(), slot, 32);
+    let site = t.b.ins().load(types::I64, ENV_MEM, slot, 32);
     let site32 = t.b.ins().ireduce(types::I32, site);
     let no_args: [BlockArg; 0] = [];
     let calls: Vec<_> = return_sites
