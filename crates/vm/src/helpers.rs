@@ -1,6 +1,7 @@
 //! BPF helpers a user-space run can honour, with the kernel's semantics.
 //! Anything else fails the run with an error naming the helper.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -61,16 +62,20 @@ impl<'a> Run<'a> {
         handle: u64,
         pc: usize,
         name: &'static str,
-    ) -> Result<Arc<dyn Map>> {
+    ) -> Result<Cow<'a, Arc<dyn Map>>> {
         if let Some(i) = map_index(handle) {
+            // Borrowed: no reference count that every run on every thread
+            // would write.
             if let Some(m) = self.vm.maps.get(i) {
-                return Ok(m.clone());
+                return Ok(Cow::Borrowed(m));
             }
         }
         if handle != 0 && self.inner_maps.contains(&handle) {
             // SAFETY: `handle` came from a map-in-map lookup during this
             // run; the slot stays valid while the run's epoch guard is held.
-            return Ok(unsafe { (*(handle as *const Arc<dyn Map>)).clone() });
+            return Ok(Cow::Owned(unsafe {
+                (*(handle as *const Arc<dyn Map>)).clone()
+            }));
         }
         Err(self.fault(pc, name, format!("{handle:#x} is not a map")))
     }
@@ -172,7 +177,7 @@ impl<'a> Run<'a> {
         Ok(match h {
             HelperId::MAP_LOOKUP_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
+                let key = self.map_key(&**m, a2, pc, name)?;
                 match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,
                     Some(p) => {
@@ -194,7 +199,7 @@ impl<'a> Run<'a> {
             }
             HelperId::MAP_UPDATE_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
+                let key = self.map_key(&**m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
                 match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
                     Ok(()) => {
@@ -218,7 +223,7 @@ impl<'a> Run<'a> {
             }
             HelperId::MAP_DELETE_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
+                let key = self.map_key(&**m, a2, pc, name)?;
                 match m.delete_elem(key) {
                     Ok(()) => 0,
                     Err(e) => errno(&e),
@@ -616,7 +621,7 @@ impl<'a> Run<'a> {
         handle: u64,
         pc: usize,
         name: &'static str,
-    ) -> Result<Arc<dyn Map>> {
+    ) -> Result<Cow<'a, Arc<dyn Map>>> {
         let m = self.map_arg(handle, pc, name)?;
         if m.as_any().downcast_ref::<RingBuf>().is_none() {
             return Err(self.fault(pc, name, "map is not a RINGBUF"));
