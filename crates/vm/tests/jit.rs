@@ -591,3 +591,33 @@ fn context_fields_are_read_again_after_a_context_store() {
     // The mark persists across the 3 repeats: the last reads 2, writes 3.
     assert_eq!(test_run_both(src, ProgType::SCHED_CLS), (5, 5));
 }
+
+#[test]
+fn a_context_field_the_type_lacks_fails_alike() {
+    // xdp_md has no field at offset 28: both engines fail the load there,
+    // naming the instruction, after a cached read of a valid field.
+    let src = "r2 = *(u32 *)(r1 +4)\nr2 = *(u32 *)(r1 +4)\nr0 = *(u32 *)(r1 +28)\nexit";
+    let insns = assemble_insns(src).expect("assembles");
+    let vm = Vm::from_insns(&insns, ProgType::XDP).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    assert!(
+        matches!(
+            interp,
+            Err(VmError::CtxAccess {
+                pc: 2,
+                off: 28,
+                size: 4
+            })
+        ),
+        "{interp:?}"
+    );
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}

@@ -6,6 +6,7 @@
 use std::mem::{offset_of, MaybeUninit};
 
 use super::{Jit, Outcome};
+use crate::ctx::CtxError;
 use crate::error::VmError;
 use crate::interp::{callx_target, CallxTarget, Engine, Interpreter};
 use crate::run::{Run, MAX_FRAMES, STACK_PER_FRAME};
@@ -32,6 +33,9 @@ pub(super) struct Env {
     /// The packet's [meta, data_end), refreshed after every helper call.
     pub pkt_lo: u64,
     pub pkt_len: u64,
+    /// Per access size 1, 2, 4, 8: one past the last packet offset such an
+    /// access may start at (0 when none fits).
+    pub pkt_cap: [u64; 4],
     pub may_goto_left: u64,
     /// Backward jumps left before the run is stopped (the interpreter
     /// counts every instruction; compiled code counts loop iterations).
@@ -64,7 +68,7 @@ pub(super) const CTX_SLOTS: usize = 64;
 pub(super) const OFF_REGS: i32 = offset_of!(Env, regs) as i32;
 pub(super) const OFF_STACK_LO: i32 = offset_of!(Env, stack_lo) as i32;
 pub(super) const OFF_PKT_LO: i32 = offset_of!(Env, pkt_lo) as i32;
-pub(super) const OFF_PKT_LEN: i32 = offset_of!(Env, pkt_len) as i32;
+pub(super) const OFF_PKT_CAP: i32 = offset_of!(Env, pkt_cap) as i32;
 pub(super) const OFF_MAY_GOTO: i32 = offset_of!(Env, may_goto_left) as i32;
 pub(super) const OFF_BUDGET: i32 = offset_of!(Env, budget) as i32;
 pub(super) const OFF_STATUS: i32 = offset_of!(Env, status) as i32;
@@ -82,6 +86,7 @@ impl Env {
             stack_lo: run.frame_pointer(0) - STACK_PER_FRAME as u64,
             pkt_lo: 0,
             pkt_len: 0,
+            pkt_cap: [0; 4],
             may_goto_left: run.may_goto_left,
             budget: run.insn_budget,
             status: RUNNING,
@@ -105,6 +110,10 @@ impl Env {
             Some(p) => (p.addr(p.meta), (p.data_end - p.meta) as u64),
             None => (0, 0),
         };
+        for (log, cap) in self.pkt_cap.iter_mut().enumerate() {
+            // An access of 2^log bytes at offset off fits iff off < cap.
+            *cap = (self.pkt_len + 1).saturating_sub(1 << log);
+        }
     }
 
     fn fail(&mut self, e: VmError) {
@@ -143,6 +152,34 @@ pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u
         }
         Err(e) => {
             env.fail(e);
+            0
+        }
+    }
+}
+
+/// A 4-byte load at an aligned offset of the first 256 bytes from
+/// `Env::ctx_lo`, not in the stack or packet and not cached: `Run::load`'s
+/// context branch, filling the cache.
+pub(super) extern "C" fn ctx_load(env: *mut Env, addr: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (e, run) = unsafe { parts(env) };
+    if run.ctx_range().is_none() {
+        // Plain memory: no context fields at all.
+        return load(env, addr, 4, pc);
+    }
+    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    match run.ctx.load(off, 4) {
+        Ok(v) => {
+            e.ctx_vals[off as usize / 4] = MaybeUninit::new(v);
+            e.ctx_valid |= 1 << (off / 4);
+            v
+        }
+        Err(CtxError::Denied) => {
+            e.fail(VmError::CtxAccess {
+                pc: pc as usize,
+                off,
+                size: 4,
+            });
             0
         }
     }

@@ -257,6 +257,13 @@ struct Tx<'a, 'b> {
     statics: &'a [Region],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
+    /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
+    stack_lo: Value,
+    ctx_lo: Value,
+    /// `Env::pkt_lo` and `Env::pkt_cap`, reloaded after the shims that can
+    /// move the packet.
+    pkt_lo: Variable,
+    pkt_cap: [Variable; 4],
 }
 
 impl Tx<'_, '_> {
@@ -306,6 +313,17 @@ impl Tx<'_, '_> {
         all.extend_from_slice(args);
         let inst = self.b.ins().call_indirect(sig, callee, &all);
         self.b.inst_results(inst).first().copied()
+    }
+
+    /// After a shim that may have moved the packet (helpers, kfuncs,
+    /// functions run elsewhere).
+    fn reload_packet(&mut self) {
+        let lo = self.env_load(env::OFF_PKT_LO);
+        self.b.def_var(self.pkt_lo, lo);
+        for (i, var) in self.pkt_cap.into_iter().enumerate() {
+            let cap = self.env_load(env::OFF_PKT_CAP + 8 * i as i32);
+            self.b.def_var(var, cap);
+        }
     }
 
     /// After a shim that may fail: leave unless the status is still RUNNING.
@@ -382,8 +400,7 @@ impl Tx<'_, '_> {
 
     /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
     fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
-        let lo = self.env_load(env::OFF_STACK_LO);
-        let rel = self.b.ins().isub(addr, lo);
+        let rel = self.b.ins().isub(addr, self.stack_lo);
         let in_stack = self.b.ins().icmp_imm(
             IntCC::UnsignedLessThanOrEqual,
             rel,
@@ -392,16 +409,12 @@ impl Tx<'_, '_> {
         let pkt = self.b.create_block();
         self.b.ins().brif(in_stack, fast, &[], pkt, &[]);
         self.b.switch_to_block(pkt);
-        let plo = self.env_load(env::OFF_PKT_LO);
-        let plen = self.env_load(env::OFF_PKT_LEN);
-        let off = self.b.ins().isub(addr, plo);
-        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, plen);
-        let left = self.b.ins().isub(plen, off);
-        let fits = self
+        let plo = self.b.use_var(self.pkt_lo);
+        let cap = self
             .b
-            .ins()
-            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, size as i64);
-        let ok = self.b.ins().band(inside, fits);
+            .use_var(self.pkt_cap[size.trailing_zeros() as usize & 3]);
+        let off = self.b.ins().isub(addr, plo);
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, off, cap);
         self.b.ins().brif(ok, fast, &[], slow, &[]);
     }
 
@@ -431,8 +444,7 @@ impl Tx<'_, '_> {
             let (ctx, hit) = (self.b.create_block(), self.b.create_block());
             self.route(addr, size, fast, ctx);
             self.b.switch_to_block(ctx);
-            let lo = self.env_load(env::OFF_CTX_LO);
-            let rel = self.b.ins().isub(addr, lo);
+            let rel = self.b.ins().isub(addr, self.ctx_lo);
             let outside = self
                 .b
                 .ins()
@@ -443,8 +455,23 @@ impl Tx<'_, '_> {
             let slot = self.b.ins().ushr_imm(rel, 2);
             let bit = self.b.ins().ushr(valid, slot);
             let bit = self.b.ins().band_imm(bit, 1);
-            let cached = self.b.create_block();
-            self.b.ins().brif(bit, cached, &[], slow, &[]);
+            let (cached, miss) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(bit, cached, &[], miss, &[]);
+            // Not read yet: straight to the context (the stack and packet
+            // are ruled out), which fills the slot.
+            self.b.switch_to_block(miss);
+            let p = self.k64(pc as i64);
+            let v = self
+                .call(
+                    self.shims.call2,
+                    env::ctx_load as *const () as usize,
+                    &[addr, p],
+                )
+                .expect("ctx_load returns");
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
             self.b.switch_to_block(cached);
             let at = self.b.ins().ishl_imm(rel, 1);
             let at = self.b.ins().iadd(self.env, at);
@@ -590,7 +617,7 @@ impl Tx<'_, '_> {
 
     /// r10 for call depth `depth`.
     fn frame_pointer(&mut self, depth: Value) -> Value {
-        let lo = self.env_load(env::OFF_STACK_LO);
+        let lo = self.stack_lo;
         let d1 = self.b.ins().iadd_imm(depth, 1);
         let bytes = self.b.ins().imul_imm(d1, env::STACK_FRAME);
         self.b.ins().iadd(lo, bytes)
@@ -710,6 +737,14 @@ pub(super) fn build(
     b.declare_var(depth, types::I64);
     let budget = Variable::from_u32(12);
     b.declare_var(budget, types::I64);
+    let pkt_lo = Variable::from_u32(13);
+    let pkt_cap: [Variable; 4] = std::array::from_fn(|i| Variable::from_u32(14 + i as u32));
+    for v in std::iter::once(pkt_lo).chain(pkt_cap) {
+        b.declare_var(v, types::I64);
+    }
+    let load_env = |b: &mut FunctionBuilder<'_>, off| b.ins().load(types::I64, ENV_MEM, env_v, off);
+    let stack_lo = load_env(b, env::OFF_STACK_LO);
+    let ctx_lo = load_env(b, env::OFF_CTX_LO);
     let shims = Shims {
         void4: b.import_signature(sig(call_conv, 5, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
@@ -727,7 +762,12 @@ pub(super) fn build(
         flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
         statics,
         budget,
+        stack_lo,
+        ctx_lo,
+        pkt_lo,
+        pkt_cap,
     };
+    t.reload_packet();
     let left = t.env_load(env::OFF_BUDGET);
     t.b.def_var(budget, left);
     for r in 0..10u8 {
@@ -963,6 +1003,7 @@ pub(super) fn build(
                             .call(t.shims.call2, env::kfunc as *const () as usize, &[id, p])
                             .expect("kfunc returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     // With subprograms, a tail call may happen in a callee:
@@ -981,6 +1022,7 @@ pub(super) fn build(
                             )
                             .expect("tail_call_nested returns");
                         t.check_status();
+                        t.reload_packet();
                         let (exit, go) = (t.b.create_block(), t.b.create_block());
                         t.b.ins().brif(taken, exit, &[], go, &[]);
                         t.b.switch_to_block(exit);
@@ -1010,6 +1052,7 @@ pub(super) fn build(
                             )
                             .expect("helper returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     0x8d => {
@@ -1025,6 +1068,7 @@ pub(super) fn build(
                             )
                             .expect("callx returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     0x95 => {
