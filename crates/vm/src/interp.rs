@@ -58,6 +58,24 @@ pub trait Engine {
         args: [u64; 5],
         depth: usize,
     ) -> Result<u64>;
+
+    /// Runs `prog` from its start `times` times on the same context (r1 =
+    /// `ctx`), each run from what [`Run::reset_dynamic`] leaves, as
+    /// BPF_PROG_TEST_RUN's repeat does; returns the last run's r0.
+    fn execute_repeated(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        ctx: u64,
+        times: u32,
+    ) -> Result<u64> {
+        let mut ret = 0;
+        for _ in 0..times {
+            run.reset_dynamic();
+            ret = self.execute(run, prog, 0, [ctx, 0, 0, 0, 0], 0)?;
+        }
+        Ok(ret)
+    }
 }
 
 pub struct Interpreter;

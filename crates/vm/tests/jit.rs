@@ -621,3 +621,70 @@ fn a_context_field_the_type_lacks_fails_alike() {
     );
     assert_eq!(format!("{interp:?}"), format!("{native:?}"));
 }
+
+/// An XDP object of `insns` with one ARRAY map (4-byte key, 8-byte value,
+/// one entry) with `map_flags`; (interpreter, JIT) results of one run.
+fn one_array_map_run(
+    insns: Vec<Insn>,
+    map_flags: u32,
+) -> (Result<u32, VmError>, Result<u32, VmError>) {
+    let mut obj = bpfvet_object::Object::single_program("prog", ProgType::XDP, insns);
+    obj.maps = vec![bpfvet_object::MapDef {
+        map_flags,
+        ..bpfvet_object::MapDef::new("values", bpfvet_isa::uapi::MapType::ARRAY, 4, 8, 1)
+    }];
+    let vm = Vm::load(&obj).expect("loads");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    (
+        bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval),
+        bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval),
+    )
+}
+
+#[test]
+fn writes_to_global_data_follow_the_regions_the_run_was_handed() {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+    // Writes through the value's constant address (a store and an atomic
+    // add), before and after a lookup of the same map.
+    let prog = |lookup_first: bool| {
+        let mut v = vec![
+            Insn::new(0x62, 10, 0, -4, 0), // *(u32 *)(r10 -4) = 0
+        ];
+        if lookup_first {
+            v.extend([
+                Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &values
+                Insn::new(0, 0, 0, 0, 0),
+                Insn::new(0xbf, 2, 10, 0, 0), // r2 = r10
+                Insn::new(0x07, 2, 0, 0, -4), // r2 += -4
+                Insn::new(0x85, 0, 0, 0, 1),  // call bpf_map_lookup_elem
+            ]);
+        }
+        v.extend([
+            Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX_VALUE, 0, 0), // r1 = &values[0]
+            Insn::new(0, 0, 0, 0, 0),
+            Insn::new(0xb7, 2, 0, 0, 5), // r2 = 5
+            Insn::new(0xdb, 1, 2, 0, 0), // lock *(u64 *)(r1 +0) += r2
+            Insn::new(0x7b, 1, 2, 0, 0), // *(u64 *)(r1 +0) = r2
+            Insn::new(0x79, 0, 1, 0, 0), // r0 = *(u64 *)(r1 +0)
+            Insn::new(0x95, 0, 0, 0, 0), // exit
+        ]);
+        v
+    };
+    let rdonly = bpfvet_isa::uapi::BPF_F_RDONLY_PROG;
+    // A writable map: both writes land.
+    let (i, j) = one_array_map_run(prog(true), 0);
+    assert_eq!((i.as_ref().ok(), j.as_ref().ok()), (Some(&5), Some(&5)));
+    // Read-only to programs, not frozen: the run's check lets the writes
+    // through until a lookup hands the program the value read-only.
+    let (i, j) = one_array_map_run(prog(false), rdonly);
+    assert_eq!((i.as_ref().ok(), j.as_ref().ok()), (Some(&5), Some(&5)));
+    let (i, j) = one_array_map_run(prog(true), rdonly);
+    assert!(i.is_err(), "{i:?}");
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+}

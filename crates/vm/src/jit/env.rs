@@ -59,6 +59,9 @@ pub(super) struct Env {
     pub ctx_valid: u64,
     /// Only slots `ctx_valid` names are initialised.
     pub ctx_vals: [MaybeUninit<u64>; CTX_SLOTS],
+    /// `Run::read_only_regions`, copied after every shim that can add
+    /// regions.
+    pub read_only_regions: u64,
 }
 
 /// 4-byte context fields the cache covers: the first 256 bytes, the size
@@ -77,6 +80,7 @@ pub(super) const OFF_FRAMES: i32 = offset_of!(Env, frames) as i32;
 pub(super) const OFF_CTX_LO: i32 = offset_of!(Env, ctx_lo) as i32;
 pub(super) const OFF_CTX_VALID: i32 = offset_of!(Env, ctx_valid) as i32;
 pub(super) const OFF_CTX_VALS: i32 = offset_of!(Env, ctx_vals) as i32;
+pub(super) const OFF_READ_ONLY_REGIONS: i32 = offset_of!(Env, read_only_regions) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -100,9 +104,24 @@ impl Env {
             ctx_lo: run.ctx_range().map_or(0, |(lo, _)| lo),
             ctx_valid: 0,
             ctx_vals: [MaybeUninit::uninit(); CTX_SLOTS],
+            read_only_regions: run.read_only_regions as u64,
         };
         env.refresh_packet(run);
         env
+    }
+
+    /// Back to the state of a fresh call of `prog` at depth 0 on `run`
+    /// (just reset by `Run::reset_dynamic`), keeping what is still true.
+    pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
+        self.regs = [0; 16];
+        self.may_goto_left = run.may_goto_left;
+        self.budget = run.insn_budget;
+        self.status = RUNNING;
+        self.prog = prog;
+        self.fault = None;
+        self.tail_target = 0;
+        self.read_only_regions = run.read_only_regions as u64;
+        self.refresh_packet(run);
     }
 
     fn refresh_packet(&mut self, run: &Run<'_>) {
@@ -216,6 +235,7 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
 /// stops the run (r0 reads 0 until the caller sees the failure).
 fn after_call(env: &mut Env, run: &mut Run, r: crate::error::Result<u64>) -> u64 {
     env.ctx_valid = 0;
+    env.read_only_regions = run.read_only_regions as u64;
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);
@@ -251,7 +271,9 @@ pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
     env.ctx_valid = 0;
-    match run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize) {
+    let r = run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize);
+    env.read_only_regions = run.read_only_regions as u64;
+    match r {
         Ok(v) => v,
         Err(e) => {
             env.fail(e);
@@ -345,6 +367,7 @@ pub(super) extern "C" fn tail_call_nested(env: *mut Env, pc: u64, depth: u64) ->
     let jit = unsafe { &*env.jit.cast::<Jit<'_>>() };
     let r = jit.drive(run, target, &env.regs, depth as usize);
     env.ctx_valid = 0;
+    env.read_only_regions = run.read_only_regions as u64;
     env.may_goto_left = run.may_goto_left;
     env.refresh_packet(run);
     match r {

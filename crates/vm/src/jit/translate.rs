@@ -398,6 +398,15 @@ impl Tx<'_, '_> {
             .any(|r| start >= r.start && end <= r.end && (r.writable || !write))
     }
 
+    /// A write to writable global data is found writable by the run's
+    /// check unless a read-only region the run was handed since (a map
+    /// value of a BPF_F_RDONLY_PROG map, a dynptr slot...) covers the same
+    /// bytes: then the checked path decides.
+    fn unless_read_only_regions(&mut self, fast: Block, slow: Block) {
+        let ro = self.env_load(env::OFF_READ_ONLY_REGIONS);
+        self.b.ins().brif(ro, slow, &[], fast, &[]);
+    }
+
     /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
     fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
         let rel = self.b.ins().isub(addr, self.stack_lo);
@@ -513,7 +522,7 @@ impl Tx<'_, '_> {
         } else {
             self.b.ins().ireduce(ty, v)
         };
-        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, true) {
+        if Self::in_frame(base, off, size) {
             self.b.ins().store(self.flags, narrow, addr, 0);
             return;
         }
@@ -522,7 +531,11 @@ impl Tx<'_, '_> {
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.route(addr, size, fast, slow);
+        if self.in_static(b0, off, size, true) {
+            self.unless_read_only_regions(fast, slow);
+        } else {
+            self.route(addr, size, fast, slow);
+        }
         self.b.switch_to_block(fast);
         self.b.ins().store(self.flags, narrow, addr, 0);
         self.b.ins().jump(join, &[]);
@@ -639,15 +652,48 @@ impl Tx<'_, '_> {
         let ty = Self::ty(size);
         let base = self.reg(op.dst);
         let addr = self.b.ins().iadd_imm(base, op.off as i64);
+        let aligned_static = self
+            .constant(base)
+            .is_some_and(|b| b.wrapping_add(op.off as i64 as u64) % size as u64 == 0)
+            && self.in_static(base, op.off, size, true);
         let (sz, p) = (self.k64(size as i64), self.k64(pc as i64));
-        let ptr = self
-            .call(
-                self.shims.call3,
-                env::atomic_addr as *const () as usize,
-                &[addr, sz, p],
-            )
-            .expect("atomic_addr returns");
-        self.check_status();
+        let ptr = if aligned_static {
+            // What atomic_addr returns, unless a read-only region the run
+            // was handed covers the address.
+            let (fast, slow, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.append_block_param(join, types::I64);
+            self.unless_read_only_regions(fast, slow);
+            self.b.switch_to_block(fast);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+            self.b.switch_to_block(slow);
+            let ptr = self
+                .call(
+                    self.shims.call3,
+                    env::atomic_addr as *const () as usize,
+                    &[addr, sz, p],
+                )
+                .expect("atomic_addr returns");
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
+        } else {
+            let ptr = self
+                .call(
+                    self.shims.call3,
+                    env::atomic_addr as *const () as usize,
+                    &[addr, sz, p],
+                )
+                .expect("atomic_addr returns");
+            self.check_status();
+            ptr
+        };
         let narrow = |t: &mut Self, v: Value| {
             if ty == types::I64 {
                 v
