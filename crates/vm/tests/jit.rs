@@ -688,3 +688,33 @@ fn writes_to_global_data_follow_the_regions_the_run_was_handed() {
     assert!(i.is_err(), "{i:?}");
     assert_eq!(format!("{i:?}"), format!("{j:?}"));
 }
+
+#[test]
+fn writes_through_a_looked_up_value_follow_its_region() {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    // r0 = lookup(values, 0); a load, a store and an atomic through r0.
+    let prog = vec![
+        Insn::new(0x62, 10, 0, -4, 0),                // *(u32 *)(r10 -4) = 0
+        Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &values
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xbf, 2, 10, 0, 0), // r2 = r10
+        Insn::new(0x07, 2, 0, 0, -4), // r2 += -4
+        Insn::new(0x85, 0, 0, 0, 1),  // call bpf_map_lookup_elem
+        Insn::new(0x79, 3, 0, 0, 0),  // r3 = *(u64 *)(r0 +0)
+        Insn::new(0xb7, 2, 0, 0, 3),  // r2 = 3
+        Insn::new(0xdb, 0, 2, 0, 0),  // lock *(u64 *)(r0 +0) += r2
+        Insn::new(0x7b, 0, 2, 4, 0),  // *(u64 *)(r0 +4) = r2: past the value
+        Insn::new(0x95, 0, 0, 0, 0),  // exit
+    ];
+    // Writable: the store 4 bytes in runs past the 8-byte value.
+    let (i, j) = one_array_map_run(prog.clone(), 0);
+    assert!(
+        matches!(i, Err(VmError::OutOfBounds { pc: 9, .. })),
+        "{i:?}"
+    );
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+    // Read-only to programs: the atomic fails first.
+    let (i, j) = one_array_map_run(prog, bpfvet_isa::uapi::BPF_F_RDONLY_PROG);
+    assert!(i.is_err(), "{i:?}");
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+}

@@ -62,6 +62,13 @@ pub(super) struct Env {
     /// `Run::read_only_regions`, copied after every shim that can add
     /// regions.
     pub read_only_regions: u64,
+    /// The run's newest region (the first its check tries: typically the
+    /// map value just looked up), and its length for writes (0 when it is
+    /// read-only); refreshed after every shim that can add or remove
+    /// regions.
+    pub last_lo: u64,
+    pub last_len: u64,
+    pub last_len_writable: u64,
 }
 
 /// 4-byte context fields the cache covers: the first 256 bytes, the size
@@ -81,6 +88,9 @@ pub(super) const OFF_CTX_LO: i32 = offset_of!(Env, ctx_lo) as i32;
 pub(super) const OFF_CTX_VALID: i32 = offset_of!(Env, ctx_valid) as i32;
 pub(super) const OFF_CTX_VALS: i32 = offset_of!(Env, ctx_vals) as i32;
 pub(super) const OFF_READ_ONLY_REGIONS: i32 = offset_of!(Env, read_only_regions) as i32;
+pub(super) const OFF_LAST_LO: i32 = offset_of!(Env, last_lo) as i32;
+pub(super) const OFF_LAST_LEN: i32 = offset_of!(Env, last_len) as i32;
+pub(super) const OFF_LAST_LEN_WRITABLE: i32 = offset_of!(Env, last_len_writable) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -104,8 +114,12 @@ impl Env {
             ctx_lo: run.ctx_range().map_or(0, |(lo, _)| lo),
             ctx_valid: 0,
             ctx_vals: [MaybeUninit::uninit(); CTX_SLOTS],
-            read_only_regions: run.read_only_regions as u64,
+            read_only_regions: 0,
+            last_lo: 0,
+            last_len: 0,
+            last_len_writable: 0,
         };
+        env.refresh_regions(run);
         env.refresh_packet(run);
         env
     }
@@ -120,8 +134,16 @@ impl Env {
         self.prog = prog;
         self.fault = None;
         self.tail_target = 0;
-        self.read_only_regions = run.read_only_regions as u64;
+        self.refresh_regions(run);
         self.refresh_packet(run);
+    }
+
+    fn refresh_regions(&mut self, run: &Run<'_>) {
+        self.read_only_regions = run.read_only_regions as u64;
+        let last = run.regions.last();
+        self.last_lo = last.map_or(0, |r| r.start);
+        self.last_len = last.map_or(0, |r| r.end - r.start);
+        self.last_len_writable = last.filter(|r| r.writable).map_or(0, |r| r.end - r.start);
     }
 
     fn refresh_packet(&mut self, run: &Run<'_>) {
@@ -235,7 +257,7 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
 /// stops the run (r0 reads 0 until the caller sees the failure).
 fn after_call(env: &mut Env, run: &mut Run, r: crate::error::Result<u64>) -> u64 {
     env.ctx_valid = 0;
-    env.read_only_regions = run.read_only_regions as u64;
+    env.refresh_regions(run);
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);
@@ -272,7 +294,7 @@ pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
     let (env, run) = unsafe { parts(env) };
     env.ctx_valid = 0;
     let r = run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize);
-    env.read_only_regions = run.read_only_regions as u64;
+    env.refresh_regions(run);
     match r {
         Ok(v) => v,
         Err(e) => {
@@ -367,7 +389,7 @@ pub(super) extern "C" fn tail_call_nested(env: *mut Env, pc: u64, depth: u64) ->
     let jit = unsafe { &*env.jit.cast::<Jit<'_>>() };
     let r = jit.drive(run, target, &env.regs, depth as usize);
     env.ctx_valid = 0;
-    env.read_only_regions = run.read_only_regions as u64;
+    env.refresh_regions(run);
     env.may_goto_left = run.may_goto_left;
     env.refresh_packet(run);
     match r {

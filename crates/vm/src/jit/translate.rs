@@ -407,6 +407,26 @@ impl Tx<'_, '_> {
         self.b.ins().brif(ro, slow, &[], fast, &[]);
     }
 
+    /// Whether the run's newest region holds `[addr, +size)` (writable
+    /// for a write): the first region the run's check tries, so its answer.
+    fn last_region(&mut self, addr: Value, size: u32, write: bool, fast: Block, slow: Block) {
+        let lo = self.env_load(env::OFF_LAST_LO);
+        let len = self.env_load(if write {
+            env::OFF_LAST_LEN_WRITABLE
+        } else {
+            env::OFF_LAST_LEN
+        });
+        let off = self.b.ins().isub(addr, lo);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
+        let left = self.b.ins().isub(len, off);
+        let fits = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, size as i64);
+        let ok = self.b.ins().band(inside, fits);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+    }
+
     /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
     fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
         let rel = self.b.ins().isub(addr, self.stack_lo);
@@ -458,7 +478,10 @@ impl Tx<'_, '_> {
                 .b
                 .ins()
                 .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
-            self.b.ins().brif(outside, slow, &[], hit, &[]);
+            let region = self.b.create_block();
+            self.b.ins().brif(outside, region, &[], hit, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, false, fast, slow);
             self.b.switch_to_block(hit);
             let valid = self.env_load(env::OFF_CTX_VALID);
             let slot = self.b.ins().ushr_imm(rel, 2);
@@ -490,7 +513,10 @@ impl Tx<'_, '_> {
                 .load(types::I64, ENV_MEM, at, env::OFF_CTX_VALS);
             self.b.ins().jump(join, &[BlockArg::Value(v)]);
         } else {
-            self.route(addr, size, fast, slow);
+            let region = self.b.create_block();
+            self.route(addr, size, fast, region);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, false, fast, slow);
         }
         self.b.switch_to_block(fast);
         let v = self.b.ins().load(ty, self.flags, addr, 0);
@@ -534,7 +560,10 @@ impl Tx<'_, '_> {
         if self.in_static(b0, off, size, true) {
             self.unless_read_only_regions(fast, slow);
         } else {
-            self.route(addr, size, fast, slow);
+            let region = self.b.create_block();
+            self.route(addr, size, fast, region);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
         }
         self.b.switch_to_block(fast);
         self.b.ins().store(self.flags, narrow, addr, 0);
@@ -684,6 +713,22 @@ impl Tx<'_, '_> {
             self.b.switch_to_block(join);
             self.b.block_params(join)[0]
         } else {
+            // Aligned and in the newest region, writable: what atomic_addr
+            // returns (its alignment test comes first, as here).
+            let (region, fast, slow, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.append_block_param(join, types::I64);
+            let misaligned = self.b.ins().band_imm(addr, size as i64 - 1);
+            self.b.ins().brif(misaligned, slow, &[], region, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
+            self.b.switch_to_block(fast);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+            self.b.switch_to_block(slow);
             let ptr = self
                 .call(
                     self.shims.call3,
@@ -691,8 +736,12 @@ impl Tx<'_, '_> {
                     &[addr, sz, p],
                 )
                 .expect("atomic_addr returns");
-            self.check_status();
-            ptr
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
         };
         let narrow = |t: &mut Self, v: Value| {
             if ty == types::I64 {
