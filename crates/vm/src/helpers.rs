@@ -25,6 +25,22 @@ const EACCES: u64 = (-13i64) as u64;
 /// fails (spinning, then yielding the CPU between attempts).
 const SPIN_LOCK_MAX_SPINS: u64 = 1 << 24;
 
+/// Whether helper `id` leaves every context field as it was: no packet
+/// move, no context write, no callback into the program. Compiled code
+/// keeps the context fields it read across these calls.
+pub(crate) fn keeps_context(id: i32) -> bool {
+    matches!(
+        HelperId(id as u32),
+        HelperId::MAP_LOOKUP_ELEM
+            | HelperId::MAP_UPDATE_ELEM
+            | HelperId::MAP_DELETE_ELEM
+            | HelperId::KTIME_GET_NS
+            | HelperId::GET_PRANDOM_U32
+            | HelperId::GET_SMP_PROCESSOR_ID
+            | HelperId::SKB_LOAD_BYTES
+    )
+}
+
 fn errno(e: &MapError) -> u64 {
     (-(e.errno() as i64)) as u64
 }

@@ -718,3 +718,34 @@ fn writes_through_a_looked_up_value_follow_its_region() {
     assert!(i.is_err(), "{i:?}");
     assert_eq!(format!("{i:?}"), format!("{j:?}"));
 }
+
+#[test]
+fn a_context_store_the_type_refuses_fails_alike() {
+    // __sk_buff's len (offset 0) is read-only: the store fails in both
+    // engines after the mark, read and cached, was written.
+    let src = "r2 = *(u32 *)(r1 +8)\n*(u32 *)(r1 +8) = 3\nr3 = *(u32 *)(r1 +32)\n\
+               *(u32 *)(r1 +0) = 1\nr0 = 0\nexit";
+    let insns = assemble_insns(src).expect("assembles");
+    let vm = Vm::from_insns(&insns, ProgType::SCHED_CLS).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    assert!(
+        matches!(
+            interp,
+            Err(VmError::CtxAccess {
+                pc: 3,
+                off: 0,
+                size: 4
+            })
+        ),
+        "{interp:?}"
+    );
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}

@@ -226,6 +226,27 @@ pub(super) extern "C" fn ctx_load(env: *mut Env, addr: u64, pc: u64) -> u64 {
     }
 }
 
+/// A 4-byte store at an aligned offset of the first 256 bytes from
+/// `Env::ctx_lo`, not in the stack or packet: `Run::store`'s context
+/// branch. The stored field is read again afterwards; the others stay
+/// cached (`Ctx::store` changes only the field it writes).
+pub(super) extern "C" fn ctx_store(env: *mut Env, addr: u64, v: u64, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (e, run) = unsafe { parts(env) };
+    if run.ctx_range().is_none() {
+        return store(env, addr, 4, v, pc);
+    }
+    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    e.ctx_valid &= !(1 << (off / 4));
+    if run.ctx.store(off, 4, v).is_err() {
+        e.fail(VmError::CtxAccess {
+            pc: pc as usize,
+            off,
+            size: 4,
+        });
+    }
+}
+
 pub(super) extern "C" fn store(env: *mut Env, addr: u64, size: u64, v: u64, pc: u64) {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
@@ -249,7 +270,12 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         pc as usize,
         depth as usize,
     );
-    after_call(env, run, r)
+    let cached = env.ctx_valid;
+    let r0 = after_call(env, run, r);
+    if crate::helpers::keeps_context(id as i32) {
+        env.ctx_valid = cached;
+    }
+    r0
 }
 
 /// Back from a helper or an interpreted function: the shared may_goto

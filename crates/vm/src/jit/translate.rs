@@ -229,6 +229,8 @@ struct Shims {
     call3: SigRef,
     call2: SigRef,
     void4: SigRef,
+    /// `env` and three arguments, no result (ctx_store).
+    void_three: SigRef,
     void2: SigRef,
     void3: SigRef,
 }
@@ -559,6 +561,32 @@ impl Tx<'_, '_> {
         );
         if self.in_static(b0, off, size, true) {
             self.unless_read_only_regions(fast, slow);
+        } else if size == 4 {
+            // A context field: straight to the context.
+            let (ctx, to_ctx, region) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.route(addr, size, fast, ctx);
+            self.b.switch_to_block(ctx);
+            let rel = self.b.ins().isub(addr, self.ctx_lo);
+            let outside = self
+                .b
+                .ins()
+                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
+            self.b.ins().brif(outside, region, &[], to_ctx, &[]);
+            self.b.switch_to_block(to_ctx);
+            let p = self.k64(pc as i64);
+            self.call(
+                self.shims.void_three,
+                env::ctx_store as *const () as usize,
+                &[addr, v, p],
+            );
+            let st = self.env_load(env::OFF_STATUS);
+            self.b.ins().brif(st, self.bail, &[], join, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
         } else {
             let region = self.b.create_block();
             self.route(addr, size, fast, region);
@@ -842,6 +870,7 @@ pub(super) fn build(
     let ctx_lo = load_env(b, env::OFF_CTX_LO);
     let shims = Shims {
         void4: b.import_signature(sig(call_conv, 5, false)),
+        void_three: b.import_signature(sig(call_conv, 4, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
         call2: b.import_signature(sig(call_conv, 3, true)),
         void2: b.import_signature(sig(call_conv, 2, false)),
