@@ -179,7 +179,47 @@ impl<'a> Run<'a> {
     }
 
     /// Runs helper `id`; returns r0.
+    #[inline]
     pub fn helper(
+        &mut self,
+        id: i32,
+        regs: &mut [u64; 16],
+        prog: usize,
+        pc: usize,
+        depth: usize,
+    ) -> Result<u64> {
+        // The most frequent helper, without the general dispatch's setup.
+        if id == HelperId::MAP_LOOKUP_ELEM.0 as i32 {
+            return self.map_lookup(regs[1], regs[2], pc, "bpf_map_lookup_elem");
+        }
+        self.any_helper(id, regs, prog, pc, depth)
+    }
+
+    /// bpf_map_lookup_elem(a1 map, a2 key).
+    fn map_lookup(&mut self, a1: u64, a2: u64, pc: usize, name: &'static str) -> Result<u64> {
+        let m = self.map_arg(a1, pc, name)?;
+        let key = self.map_key(&**m, a2, pc, name)?;
+        Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
+            None => 0,
+            Some(p) => {
+                let addr = p.as_ptr() as u64;
+                if m.as_any()
+                    .downcast_ref::<bpfvet_maps::MapOfMaps>()
+                    .is_some()
+                {
+                    self.inner_maps.push(addr);
+                } else {
+                    let writable = m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
+                    self.add_region(addr, m.attr().value_size as usize, writable);
+                    self.note_async_value(a1, addr, key);
+                }
+                addr
+            }
+        })
+    }
+
+    #[inline(never)]
+    fn any_helper(
         &mut self,
         id: i32,
         regs: &mut [u64; 16],
@@ -191,28 +231,7 @@ impl<'a> Run<'a> {
         let h = HelperId(id as u32);
         let name: &'static str = h.name().unwrap_or("unknown helper");
         Ok(match h {
-            HelperId::MAP_LOOKUP_ELEM => {
-                let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&**m, a2, pc, name)?;
-                match m.lookup_elem(key, self.cpu, &self.guard) {
-                    None => 0,
-                    Some(p) => {
-                        let addr = p.as_ptr() as u64;
-                        if m.as_any()
-                            .downcast_ref::<bpfvet_maps::MapOfMaps>()
-                            .is_some()
-                        {
-                            self.inner_maps.push(addr);
-                        } else {
-                            let writable =
-                                m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
-                            self.add_region(addr, m.attr().value_size as usize, writable);
-                            self.note_async_value(a1, addr, key);
-                        }
-                        addr
-                    }
-                }
-            }
+            HelperId::MAP_LOOKUP_ELEM => self.map_lookup(a1, a2, pc, name)?,
             HelperId::MAP_UPDATE_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
                 let key = self.map_key(&**m, a2, pc, name)?;
