@@ -749,3 +749,64 @@ fn a_context_store_the_type_refuses_fails_alike() {
     );
     assert_eq!(format!("{interp:?}"), format!("{native:?}"));
 }
+
+#[test]
+fn a_tail_call_into_the_interpreter_leaves_the_next_run_fresh_bounds() {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    // main (compiled) reads the packet length through ctx, keeps it on
+    // the stack and tail-calls `target`, which the JIT declines (it
+    // writes r10), so it runs on the interpreter: it moves the packet
+    // start by 4 and returns 1000 * its length + main's. Each of the 3
+    // repeats must see the packet the previous one left.
+    let main = vec![
+        Insn::new(0xbf, 6, 1, 0, 0),                  // r6 = r1
+        Insn::new(0x61, 2, 6, 0, 0),                  // r2 = ctx->data
+        Insn::new(0x61, 3, 6, 4, 0),                  // r3 = ctx->data_end
+        Insn::new(0x1f, 3, 2, 0, 0),                  // r3 -= r2
+        Insn::new(0x7b, 10, 3, -8, 0),                // *(u64 *)(r10 -8) = r3
+        Insn::new(0xbf, 1, 6, 0, 0),                  // r1 = r6
+        Insn::new(0x18, 2, BPF_PSEUDO_MAP_IDX, 0, 0), // r2 = &jmp_table
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xb7, 3, 0, 0, 0),  // r3 = 0
+        Insn::new(0x85, 0, 0, 0, 12), // call bpf_tail_call
+        Insn::new(0xb7, 0, 0, 0, 0),  // r0 = 0
+        Insn::new(0x95, 0, 0, 0, 0),  // exit
+    ];
+    let target = vec![
+        Insn::new(0xbf, 10, 10, 0, 0),  // r10 = r10: not compiled
+        Insn::new(0xbf, 6, 1, 0, 0),    // r6 = r1
+        Insn::new(0xb7, 2, 0, 0, 4),    // r2 = 4
+        Insn::new(0x85, 0, 0, 0, 44),   // call bpf_xdp_adjust_head
+        Insn::new(0x61, 2, 6, 0, 0),    // r2 = ctx->data
+        Insn::new(0x61, 0, 6, 4, 0),    // r0 = ctx->data_end
+        Insn::new(0x1f, 0, 2, 0, 0),    // r0 -= r2
+        Insn::new(0x27, 0, 0, 0, 1000), // r0 *= 1000
+        Insn::new(0x79, 3, 10, -8, 0),  // r3 = *(u64 *)(r10 -8)
+        Insn::new(0x0f, 0, 3, 0, 0),    // r0 += r3
+        Insn::new(0x95, 0, 0, 0, 0),    // exit
+    ];
+    let mut obj = bpfvet_object::Object::single_program("main", ProgType::XDP, main);
+    let mut second = obj.programs[0].clone();
+    second.name = "target".into();
+    second.insns = target;
+    obj.programs.push(second);
+    obj.maps = vec![bpfvet_object::MapDef {
+        init: bpfvet_object::MapInit::Programs(vec![(0, 1)]),
+        ..bpfvet_object::MapDef::new("jmp_table", bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 1)
+    }];
+    let vm = Vm::load(&obj).expect("loads");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "main compiled");
+    assert!(jit.declined(1).is_some(), "target declined");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        repeat: 3,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    // The third run: main sees 64 - 8 bytes, target 64 - 12.
+    assert_eq!(interp.as_ref().ok(), Some(&52_056), "{interp:?}");
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}

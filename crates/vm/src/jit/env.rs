@@ -125,7 +125,9 @@ impl Env {
     }
 
     /// Back to the state of a fresh call of `prog` at depth 0 on `run`
-    /// (just reset by `Run::reset_dynamic`), keeping what is still true.
+    /// (just reset by `Run::reset_dynamic`), keeping what is still true:
+    /// the packet bounds were refreshed after everything that ran outside
+    /// compiled code, and the reset leaves the packet alone.
     pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
         self.regs = [0; 16];
         self.may_goto_left = run.may_goto_left;
@@ -135,10 +137,9 @@ impl Env {
         self.fault = None;
         self.tail_target = 0;
         self.refresh_regions(run);
-        self.refresh_packet(run);
     }
 
-    fn refresh_regions(&mut self, run: &Run<'_>) {
+    pub fn refresh_regions(&mut self, run: &Run<'_>) {
         self.read_only_regions = run.read_only_regions as u64;
         let last = run.regions.last();
         self.last_lo = last.map_or(0, |r| r.start);
@@ -146,7 +147,7 @@ impl Env {
         self.last_len_writable = last.filter(|r| r.writable).map_or(0, |r| r.end - r.start);
     }
 
-    fn refresh_packet(&mut self, run: &Run<'_>) {
+    pub fn refresh_packet(&mut self, run: &Run<'_>) {
         (self.pkt_lo, self.pkt_len) = match run.ctx.packet() {
             Some(p) => (p.addr(p.meta), (p.data_end - p.meta) as u64),
             None => (0, 0),

@@ -141,12 +141,14 @@ impl Jit<'_> {
                 env::TAIL_CALLED => {
                     let target = env.tail_target;
                     let Some(f) = self.native(run, target) else {
-                        // The interpreter may change the context unseen.
-                        env.ctx_valid = 0;
                         let a: [u64; 5] = env.regs[1..6].try_into().expect("5 registers");
-                        return Interpreter
-                            .execute(run, target, 0, a, depth)
-                            .map(Outcome::Returned);
+                        let r = Interpreter.execute(run, target, 0, a, depth);
+                        // What the interpreter changed unseen, for a next
+                        // run on this Env.
+                        env.ctx_valid = 0;
+                        env.refresh_packet(run);
+                        env.refresh_regions(run);
+                        return r.map(Outcome::Returned);
                     };
                     env.prog = target;
                     env.status = env::RUNNING;
