@@ -119,7 +119,7 @@ enum Pool {
         /// The kernel's per-CPU extra elements (`extra_elems`): a replacing
         /// update takes its CPU's spare for the new element and leaves the
         /// old one there. Element addresses; `NO_SPARE` while in use.
-        spares: Box<[AtomicUsize]>,
+        spares: Box<[Spare]>,
     },
     Lru {
         slab: Slab,
@@ -262,7 +262,7 @@ impl HashMap {
                 slab,
                 free: Mutex::new((0..max as u32).rev().collect()),
                 spares: (max..max + spares)
-                    .map(|i| AtomicUsize::new(base + i * elem_size))
+                    .map(|i| Spare(AtomicUsize::new(base + i * elem_size)))
                     .collect(),
             }
         } else {
@@ -758,17 +758,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 const NO_SPARE: usize = 0;
 
+/// One CPU's spare slot, alone in its cache lines (two, for the adjacent
+/// line prefetcher): every replacing update of a CPU swaps its own slot,
+/// and slots sharing a line would bounce it between the CPUs.
+#[repr(align(128))]
+struct Spare(AtomicUsize);
+
 /// Every spare slot once, `cpu`'s first.
-fn slots_from(spares: &[AtomicUsize], cpu: u32) -> impl Iterator<Item = &AtomicUsize> {
+fn slots_from(spares: &[Spare], cpu: u32) -> impl Iterator<Item = &AtomicUsize> {
     let own = (cpu as usize).min(spares.len().saturating_sub(1));
-    spares[own..].iter().chain(&spares[..own])
+    spares[own..].iter().chain(&spares[..own]).map(|s| &s.0)
 }
 
 /// Take a spare: `cpu`'s own, or another CPU's when two callers claim the
 /// same CPU number at once (the kernel's CPUs are exclusive; our callers'
 /// CPU numbers need not be). There are as many spares as slots and every
 /// taker puts one back, so the wait ends.
-fn take_spare(spares: &[AtomicUsize], cpu: u32) -> usize {
+fn take_spare(spares: &[Spare], cpu: u32) -> usize {
     let mut spins = 0;
     loop {
         for slot in slots_from(spares, cpu) {
@@ -785,7 +791,7 @@ fn take_spare(spares: &[AtomicUsize], cpu: u32) -> usize {
 
 /// Leave element `e` as a spare in an empty slot, `cpu`'s first. A slot is
 /// empty: the spare this caller took left one.
-fn put_spare(spares: &[AtomicUsize], cpu: u32, e: usize) {
+fn put_spare(spares: &[Spare], cpu: u32, e: usize) {
     let mut spins = 0;
     loop {
         for slot in slots_from(spares, cpu) {

@@ -1,11 +1,12 @@
 //! Runs one program of an object on one frame many times with the
-//! interpreter and prints ns per run: `cargo run --release -p bpfvet-vm
-//! --example run_prog -- OBJ PROG FRAME [REPEAT]` (for profiling).
+//! interpreter (or bpfvet's JIT with `jit` last) and prints ns per run:
+//! `cargo run --release -p bpfvet-vm --example run_prog -- OBJ PROG FRAME
+//! [REPEAT [jit]]` (for profiling).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        return Err("usage: run_prog OBJ PROG FRAME [REPEAT]".into());
+        return Err("usage: run_prog OBJ PROG FRAME [REPEAT [jit]]".into());
     }
     let obj = bpfvet_object::Object::from_file(&args[1], &Default::default())?;
     let vm = bpfvet_vm::Vm::load(&obj)?;
@@ -22,7 +23,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         repeat,
         cpu: 0,
     };
-    let out = bpfvet_vm::test_run(&vm, idx, &input)?;
+    let out = if args.get(5).is_some_and(|a| a == "jit") {
+        let jit = bpfvet_vm::Jit::compile(&vm);
+        if let Some(why) = jit.declined(idx) {
+            return Err(format!("the JIT declines {}: {why}", args[2]).into());
+        }
+        bpfvet_vm::test_run_with(&jit, &vm, idx, &input)?
+    } else {
+        bpfvet_vm::test_run(&vm, idx, &input)?
+    };
     println!(
         "retval {} duration {} ns per run",
         out.retval, out.duration_ns

@@ -140,6 +140,9 @@ impl Ctx {
         }
     }
 
+    /// A converted context store. It changes only the field at `off`:
+    /// loads of other fields yield what they did (compiled code keeps
+    /// them cached).
     pub fn store(&mut self, off: u32, size: u32, v: u64) -> Result<(), CtxError> {
         match self {
             Ctx::Skb(s) => skb_store(s, off, size, v),

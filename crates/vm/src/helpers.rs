@@ -1,6 +1,7 @@
 //! BPF helpers a user-space run can honour, with the kernel's semantics.
 //! Anything else fails the run with an error naming the helper.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -23,6 +24,22 @@ const EACCES: u64 = (-13i64) as u64;
 /// How often bpf_spin_lock tries a lock another run holds before the run
 /// fails (spinning, then yielding the CPU between attempts).
 const SPIN_LOCK_MAX_SPINS: u64 = 1 << 24;
+
+/// Whether helper `id` leaves every context field as it was: no packet
+/// move, no context write, no callback into the program. Compiled code
+/// keeps the context fields it read across these calls.
+pub(crate) fn keeps_context(id: i32) -> bool {
+    matches!(
+        HelperId(id as u32),
+        HelperId::MAP_LOOKUP_ELEM
+            | HelperId::MAP_UPDATE_ELEM
+            | HelperId::MAP_DELETE_ELEM
+            | HelperId::KTIME_GET_NS
+            | HelperId::GET_PRANDOM_U32
+            | HelperId::GET_SMP_PROCESSOR_ID
+            | HelperId::SKB_LOAD_BYTES
+    )
+}
 
 fn errno(e: &MapError) -> u64 {
     (-(e.errno() as i64)) as u64
@@ -61,16 +78,20 @@ impl<'a> Run<'a> {
         handle: u64,
         pc: usize,
         name: &'static str,
-    ) -> Result<Arc<dyn Map>> {
+    ) -> Result<Cow<'a, Arc<dyn Map>>> {
         if let Some(i) = map_index(handle) {
+            // Borrowed: no reference count that every run on every thread
+            // would write.
             if let Some(m) = self.vm.maps.get(i) {
-                return Ok(m.clone());
+                return Ok(Cow::Borrowed(m));
             }
         }
         if handle != 0 && self.inner_maps.contains(&handle) {
             // SAFETY: `handle` came from a map-in-map lookup during this
             // run; the slot stays valid while the run's epoch guard is held.
-            return Ok(unsafe { (*(handle as *const Arc<dyn Map>)).clone() });
+            return Ok(Cow::Owned(unsafe {
+                (*(handle as *const Arc<dyn Map>)).clone()
+            }));
         }
         Err(self.fault(pc, name, format!("{handle:#x} is not a map")))
     }
@@ -158,7 +179,47 @@ impl<'a> Run<'a> {
     }
 
     /// Runs helper `id`; returns r0.
+    #[inline]
     pub fn helper(
+        &mut self,
+        id: i32,
+        regs: &mut [u64; 16],
+        prog: usize,
+        pc: usize,
+        depth: usize,
+    ) -> Result<u64> {
+        // The most frequent helper, without the general dispatch's setup.
+        if id == HelperId::MAP_LOOKUP_ELEM.0 as i32 {
+            return self.map_lookup(regs[1], regs[2], pc, "bpf_map_lookup_elem");
+        }
+        self.any_helper(id, regs, prog, pc, depth)
+    }
+
+    /// bpf_map_lookup_elem(a1 map, a2 key).
+    fn map_lookup(&mut self, a1: u64, a2: u64, pc: usize, name: &'static str) -> Result<u64> {
+        let m = self.map_arg(a1, pc, name)?;
+        let key = self.map_key(&**m, a2, pc, name)?;
+        Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
+            None => 0,
+            Some(p) => {
+                let addr = p.as_ptr() as u64;
+                if m.as_any()
+                    .downcast_ref::<bpfvet_maps::MapOfMaps>()
+                    .is_some()
+                {
+                    self.inner_maps.push(addr);
+                } else {
+                    let writable = m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
+                    self.add_region(addr, m.attr().value_size as usize, writable);
+                    self.note_async_value(a1, addr, key);
+                }
+                addr
+            }
+        })
+    }
+
+    #[inline(never)]
+    fn any_helper(
         &mut self,
         id: i32,
         regs: &mut [u64; 16],
@@ -170,31 +231,10 @@ impl<'a> Run<'a> {
         let h = HelperId(id as u32);
         let name: &'static str = h.name().unwrap_or("unknown helper");
         Ok(match h {
-            HelperId::MAP_LOOKUP_ELEM => {
-                let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
-                match m.lookup_elem(key, self.cpu, &self.guard) {
-                    None => 0,
-                    Some(p) => {
-                        let addr = p.as_ptr() as u64;
-                        if m.as_any()
-                            .downcast_ref::<bpfvet_maps::MapOfMaps>()
-                            .is_some()
-                        {
-                            self.inner_maps.push(addr);
-                        } else {
-                            let writable =
-                                m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
-                            self.add_region(addr, m.attr().value_size as usize, writable);
-                            self.note_async_value(a1, addr, key);
-                        }
-                        addr
-                    }
-                }
-            }
+            HelperId::MAP_LOOKUP_ELEM => self.map_lookup(a1, a2, pc, name)?,
             HelperId::MAP_UPDATE_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
+                let key = self.map_key(&**m, a2, pc, name)?;
                 let val = self.mem(a3, m.attr().value_size as u64, false, pc, name)?;
                 match m.update_elem_guarded(key, val, a4, self.cpu, &self.guard) {
                     Ok(()) => {
@@ -218,7 +258,7 @@ impl<'a> Run<'a> {
             }
             HelperId::MAP_DELETE_ELEM => {
                 let m = self.map_arg(a1, pc, name)?;
-                let key = self.map_key(&*m, a2, pc, name)?;
+                let key = self.map_key(&**m, a2, pc, name)?;
                 match m.delete_elem(key) {
                     Ok(()) => 0,
                     Err(e) => errno(&e),
@@ -616,7 +656,7 @@ impl<'a> Run<'a> {
         handle: u64,
         pc: usize,
         name: &'static str,
-    ) -> Result<Arc<dyn Map>> {
+    ) -> Result<Cow<'a, Arc<dyn Map>>> {
         let m = self.map_arg(handle, pc, name)?;
         if m.as_any().downcast_ref::<RingBuf>().is_none() {
             return Err(self.fault(pc, name, "map is not a RINGBUF"));

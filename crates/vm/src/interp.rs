@@ -58,6 +58,24 @@ pub trait Engine {
         args: [u64; 5],
         depth: usize,
     ) -> Result<u64>;
+
+    /// Runs `prog` from its start `times` times on the same context (r1 =
+    /// `ctx`), each run from what [`Run::reset_dynamic`] leaves, as
+    /// BPF_PROG_TEST_RUN's repeat does; returns the last run's r0.
+    fn execute_repeated(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        ctx: u64,
+        times: u32,
+    ) -> Result<u64> {
+        let mut ret = 0;
+        for _ in 0..times {
+            run.reset_dynamic();
+            ret = self.execute(run, prog, 0, [ctx, 0, 0, 0, 0], 0)?;
+        }
+        Ok(ret)
+    }
 }
 
 pub struct Interpreter;
@@ -187,24 +205,6 @@ pub fn execute(
     let mut frames: Vec<Frame> = Vec::new();
     let mut budget = run.insn_budget;
 
-    macro_rules! src64 {
-        ($op:expr) => {
-            if $op.code & 8 != 0 {
-                regs[($op.src & 15) as usize]
-            } else {
-                $op.imm as i64 as u64
-            }
-        };
-    }
-    macro_rules! src32 {
-        ($op:expr) => {
-            if $op.code & 8 != 0 {
-                regs[($op.src & 15) as usize] as u32
-            } else {
-                $op.imm as u32
-            }
-        };
-    }
     macro_rules! cond {
         ($op:expr, $c:expr) => {
             if $c {
@@ -230,24 +230,39 @@ pub fn execute(
         let d = (op.dst & 15) as usize;
         match op.code {
             // ---- ALU64 ----
-            0x07 | 0x0f => regs[d] = regs[d].wrapping_add(src64!(op)),
-            0x17 | 0x1f => regs[d] = regs[d].wrapping_sub(src64!(op)),
-            0x27 | 0x2f => regs[d] = regs[d].wrapping_mul(src64!(op)),
-            0x37 | 0x3f => {
-                let s = src64!(op);
+            0x07 => regs[d] = regs[d].wrapping_add(op.imm as i64 as u64),
+            0x0f => regs[d] = regs[d].wrapping_add(regs[(op.src & 15) as usize]),
+            0x17 => regs[d] = regs[d].wrapping_sub(op.imm as i64 as u64),
+            0x1f => regs[d] = regs[d].wrapping_sub(regs[(op.src & 15) as usize]),
+            0x27 => regs[d] = regs[d].wrapping_mul(op.imm as i64 as u64),
+            0x2f => regs[d] = regs[d].wrapping_mul(regs[(op.src & 15) as usize]),
+            0x37 => {
+                let s = op.imm as i64 as u64;
                 regs[d] = if op.off == 1 {
                     sdiv64(regs[d], s)
                 } else {
                     regs[d].checked_div(s).unwrap_or(0)
                 };
             }
-            0x47 | 0x4f => regs[d] |= src64!(op),
-            0x57 | 0x5f => regs[d] &= src64!(op),
-            0x67 | 0x6f => regs[d] <<= src64!(op) & 63,
-            0x77 | 0x7f => regs[d] >>= src64!(op) & 63,
+            0x3f => {
+                let s = regs[(op.src & 15) as usize];
+                regs[d] = if op.off == 1 {
+                    sdiv64(regs[d], s)
+                } else {
+                    regs[d].checked_div(s).unwrap_or(0)
+                };
+            }
+            0x47 => regs[d] |= op.imm as i64 as u64,
+            0x4f => regs[d] |= regs[(op.src & 15) as usize],
+            0x57 => regs[d] &= op.imm as i64 as u64,
+            0x5f => regs[d] &= regs[(op.src & 15) as usize],
+            0x67 => regs[d] <<= (op.imm as i64 as u64) & 63,
+            0x6f => regs[d] <<= regs[(op.src & 15) as usize] & 63,
+            0x77 => regs[d] >>= (op.imm as i64 as u64) & 63,
+            0x7f => regs[d] >>= regs[(op.src & 15) as usize] & 63,
             0x87 => regs[d] = regs[d].wrapping_neg(),
-            0x97 | 0x9f => {
-                let s = src64!(op);
+            0x97 => {
+                let s = op.imm as i64 as u64;
                 regs[d] = if op.off == 1 {
                     smod64(regs[d], s)
                 } else if s == 0 {
@@ -256,7 +271,18 @@ pub fn execute(
                     regs[d] % s
                 };
             }
-            0xa7 | 0xaf => regs[d] ^= src64!(op),
+            0x9f => {
+                let s = regs[(op.src & 15) as usize];
+                regs[d] = if op.off == 1 {
+                    smod64(regs[d], s)
+                } else if s == 0 {
+                    regs[d]
+                } else {
+                    regs[d] % s
+                };
+            }
+            0xa7 => regs[d] ^= op.imm as i64 as u64,
+            0xaf => regs[d] ^= regs[(op.src & 15) as usize],
             0xb7 => regs[d] = op.imm as i64 as u64,
             0xbf => {
                 let s = regs[(op.src & 15) as usize];
@@ -267,7 +293,8 @@ pub fn execute(
                     _ => s,
                 };
             }
-            0xc7 | 0xcf => regs[d] = ((regs[d] as i64) >> (src64!(op) & 63)) as u64,
+            0xc7 => regs[d] = ((regs[d] as i64) >> ((op.imm as i64 as u64) & 63)) as u64,
+            0xcf => regs[d] = ((regs[d] as i64) >> (regs[(op.src & 15) as usize] & 63)) as u64,
             0xd7 => {
                 regs[d] = match op.imm {
                     16 => (regs[d] as u16).swap_bytes() as u64,
@@ -276,24 +303,49 @@ pub fn execute(
                 }
             }
             // ---- ALU (32-bit, zero-extended) ----
-            0x04 | 0x0c => regs[d] = (regs[d] as u32).wrapping_add(src32!(op)) as u64,
-            0x14 | 0x1c => regs[d] = (regs[d] as u32).wrapping_sub(src32!(op)) as u64,
-            0x24 | 0x2c => regs[d] = (regs[d] as u32).wrapping_mul(src32!(op)) as u64,
-            0x34 | 0x3c => {
-                let (a, s) = (regs[d] as u32, src32!(op));
+            0x04 => regs[d] = (regs[d] as u32).wrapping_add(op.imm as u32) as u64,
+            0x0c => {
+                regs[d] = (regs[d] as u32).wrapping_add(regs[(op.src & 15) as usize] as u32) as u64
+            }
+            0x14 => regs[d] = (regs[d] as u32).wrapping_sub(op.imm as u32) as u64,
+            0x1c => {
+                regs[d] = (regs[d] as u32).wrapping_sub(regs[(op.src & 15) as usize] as u32) as u64
+            }
+            0x24 => regs[d] = (regs[d] as u32).wrapping_mul(op.imm as u32) as u64,
+            0x2c => {
+                regs[d] = (regs[d] as u32).wrapping_mul(regs[(op.src & 15) as usize] as u32) as u64
+            }
+            0x34 => {
+                let (a, s) = (regs[d] as u32, (op.imm as u32));
                 regs[d] = if op.off == 1 {
                     sdiv32(a, s)
                 } else {
                     a.checked_div(s).unwrap_or(0)
                 } as u64;
             }
-            0x44 | 0x4c => regs[d] = (regs[d] as u32 | src32!(op)) as u64,
-            0x54 | 0x5c => regs[d] = (regs[d] as u32 & src32!(op)) as u64,
-            0x64 | 0x6c => regs[d] = ((regs[d] as u32) << (src32!(op) & 31)) as u64,
-            0x74 | 0x7c => regs[d] = ((regs[d] as u32) >> (src32!(op) & 31)) as u64,
+            0x3c => {
+                let (a, s) = (regs[d] as u32, (regs[(op.src & 15) as usize] as u32));
+                regs[d] = if op.off == 1 {
+                    sdiv32(a, s)
+                } else {
+                    a.checked_div(s).unwrap_or(0)
+                } as u64;
+            }
+            0x44 => regs[d] = (regs[d] as u32 | (op.imm as u32)) as u64,
+            0x4c => regs[d] = (regs[d] as u32 | (regs[(op.src & 15) as usize] as u32)) as u64,
+            0x54 => regs[d] = (regs[d] as u32 & (op.imm as u32)) as u64,
+            0x5c => regs[d] = (regs[d] as u32 & (regs[(op.src & 15) as usize] as u32)) as u64,
+            0x64 => regs[d] = ((regs[d] as u32) << ((op.imm as u32) & 31)) as u64,
+            0x6c => {
+                regs[d] = ((regs[d] as u32) << ((regs[(op.src & 15) as usize] as u32) & 31)) as u64
+            }
+            0x74 => regs[d] = ((regs[d] as u32) >> ((op.imm as u32) & 31)) as u64,
+            0x7c => {
+                regs[d] = ((regs[d] as u32) >> ((regs[(op.src & 15) as usize] as u32) & 31)) as u64
+            }
             0x84 => regs[d] = (regs[d] as u32).wrapping_neg() as u64,
-            0x94 | 0x9c => {
-                let (a, s) = (regs[d] as u32, src32!(op));
+            0x94 => {
+                let (a, s) = (regs[d] as u32, (op.imm as u32));
                 regs[d] = if op.off == 1 {
                     smod32(a, s)
                 } else if s == 0 {
@@ -302,7 +354,18 @@ pub fn execute(
                     a % s
                 } as u64;
             }
-            0xa4 | 0xac => regs[d] = (regs[d] as u32 ^ src32!(op)) as u64,
+            0x9c => {
+                let (a, s) = (regs[d] as u32, (regs[(op.src & 15) as usize] as u32));
+                regs[d] = if op.off == 1 {
+                    smod32(a, s)
+                } else if s == 0 {
+                    a
+                } else {
+                    a % s
+                } as u64;
+            }
+            0xa4 => regs[d] = (regs[d] as u32 ^ (op.imm as u32)) as u64,
+            0xac => regs[d] = (regs[d] as u32 ^ (regs[(op.src & 15) as usize] as u32)) as u64,
             0xb4 => regs[d] = op.imm as u32 as u64,
             0xbc => {
                 let s = regs[(op.src & 15) as usize];
@@ -312,7 +375,11 @@ pub fn execute(
                     _ => s as u32,
                 } as u64;
             }
-            0xc4 | 0xcc => regs[d] = ((regs[d] as i32) >> (src32!(op) & 31)) as u32 as u64,
+            0xc4 => regs[d] = ((regs[d] as i32) >> ((op.imm as u32) & 31)) as u32 as u64,
+            0xcc => {
+                regs[d] =
+                    ((regs[d] as i32) >> ((regs[(op.src & 15) as usize] as u32) & 31)) as u32 as u64
+            }
             // to little endian: truncation only on a little-endian host
             0xd4 => {
                 regs[d] = match op.imm {
@@ -331,28 +398,65 @@ pub fn execute(
             // ---- JMP ----
             0x05 => pc = jump(pc, op.off as i64),
             0x06 => pc = jump(pc, op.imm as i64),
-            0x15 | 0x1d => cond!(op, regs[d] == src64!(op)),
-            0x25 | 0x2d => cond!(op, regs[d] > src64!(op)),
-            0x35 | 0x3d => cond!(op, regs[d] >= src64!(op)),
-            0x45 | 0x4d => cond!(op, regs[d] & src64!(op) != 0),
-            0x55 | 0x5d => cond!(op, regs[d] != src64!(op)),
-            0x65 | 0x6d => cond!(op, (regs[d] as i64) > src64!(op) as i64),
-            0x75 | 0x7d => cond!(op, (regs[d] as i64) >= src64!(op) as i64),
-            0xa5 | 0xad => cond!(op, regs[d] < src64!(op)),
-            0xb5 | 0xbd => cond!(op, regs[d] <= src64!(op)),
-            0xc5 | 0xcd => cond!(op, (regs[d] as i64) < src64!(op) as i64),
-            0xd5 | 0xdd => cond!(op, (regs[d] as i64) <= src64!(op) as i64),
-            0x16 | 0x1e => cond!(op, regs[d] as u32 == src32!(op)),
-            0x26 | 0x2e => cond!(op, regs[d] as u32 > src32!(op)),
-            0x36 | 0x3e => cond!(op, regs[d] as u32 >= src32!(op)),
-            0x46 | 0x4e => cond!(op, regs[d] as u32 & src32!(op) != 0),
-            0x56 | 0x5e => cond!(op, regs[d] as u32 != src32!(op)),
-            0x66 | 0x6e => cond!(op, (regs[d] as i32) > src32!(op) as i32),
-            0x76 | 0x7e => cond!(op, (regs[d] as i32) >= src32!(op) as i32),
-            0xa6 | 0xae => cond!(op, (regs[d] as u32) < src32!(op)),
-            0xb6 | 0xbe => cond!(op, regs[d] as u32 <= src32!(op)),
-            0xc6 | 0xce => cond!(op, (regs[d] as i32) < src32!(op) as i32),
-            0xd6 | 0xde => cond!(op, (regs[d] as i32) <= src32!(op) as i32),
+            0x15 => cond!(op, regs[d] == (op.imm as i64 as u64)),
+            0x1d => cond!(op, regs[d] == regs[(op.src & 15) as usize]),
+            0x25 => cond!(op, regs[d] > (op.imm as i64 as u64)),
+            0x2d => cond!(op, regs[d] > regs[(op.src & 15) as usize]),
+            0x35 => cond!(op, regs[d] >= (op.imm as i64 as u64)),
+            0x3d => cond!(op, regs[d] >= regs[(op.src & 15) as usize]),
+            0x45 => cond!(op, regs[d] & (op.imm as i64 as u64) != 0),
+            0x4d => cond!(op, regs[d] & regs[(op.src & 15) as usize] != 0),
+            0x55 => cond!(op, regs[d] != (op.imm as i64 as u64)),
+            0x5d => cond!(op, regs[d] != regs[(op.src & 15) as usize]),
+            0x65 => cond!(op, (regs[d] as i64) > (op.imm as i64 as u64) as i64),
+            0x6d => cond!(op, (regs[d] as i64) > regs[(op.src & 15) as usize] as i64),
+            0x75 => cond!(op, (regs[d] as i64) >= (op.imm as i64 as u64) as i64),
+            0x7d => cond!(op, (regs[d] as i64) >= regs[(op.src & 15) as usize] as i64),
+            0xa5 => cond!(op, regs[d] < (op.imm as i64 as u64)),
+            0xad => cond!(op, regs[d] < regs[(op.src & 15) as usize]),
+            0xb5 => cond!(op, regs[d] <= (op.imm as i64 as u64)),
+            0xbd => cond!(op, regs[d] <= regs[(op.src & 15) as usize]),
+            0xc5 => cond!(op, (regs[d] as i64) < (op.imm as i64 as u64) as i64),
+            0xcd => cond!(op, (regs[d] as i64) < regs[(op.src & 15) as usize] as i64),
+            0xd5 => cond!(op, (regs[d] as i64) <= (op.imm as i64 as u64) as i64),
+            0xdd => cond!(op, (regs[d] as i64) <= regs[(op.src & 15) as usize] as i64),
+            0x16 => cond!(op, regs[d] as u32 == (op.imm as u32)),
+            0x1e => cond!(op, regs[d] as u32 == (regs[(op.src & 15) as usize] as u32)),
+            0x26 => cond!(op, regs[d] as u32 > (op.imm as u32)),
+            0x2e => cond!(op, regs[d] as u32 > (regs[(op.src & 15) as usize] as u32)),
+            0x36 => cond!(op, regs[d] as u32 >= (op.imm as u32)),
+            0x3e => cond!(op, regs[d] as u32 >= (regs[(op.src & 15) as usize] as u32)),
+            0x46 => cond!(op, regs[d] as u32 & (op.imm as u32) != 0),
+            0x4e => cond!(
+                op,
+                regs[d] as u32 & (regs[(op.src & 15) as usize] as u32) != 0
+            ),
+            0x56 => cond!(op, regs[d] as u32 != (op.imm as u32)),
+            0x5e => cond!(op, regs[d] as u32 != (regs[(op.src & 15) as usize] as u32)),
+            0x66 => cond!(op, (regs[d] as i32) > (op.imm as u32) as i32),
+            0x6e => cond!(
+                op,
+                (regs[d] as i32) > (regs[(op.src & 15) as usize] as u32) as i32
+            ),
+            0x76 => cond!(op, (regs[d] as i32) >= (op.imm as u32) as i32),
+            0x7e => cond!(
+                op,
+                (regs[d] as i32) >= (regs[(op.src & 15) as usize] as u32) as i32
+            ),
+            0xa6 => cond!(op, (regs[d] as u32) < (op.imm as u32)),
+            0xae => cond!(op, (regs[d] as u32) < (regs[(op.src & 15) as usize] as u32)),
+            0xb6 => cond!(op, regs[d] as u32 <= (op.imm as u32)),
+            0xbe => cond!(op, regs[d] as u32 <= (regs[(op.src & 15) as usize] as u32)),
+            0xc6 => cond!(op, (regs[d] as i32) < (op.imm as u32) as i32),
+            0xce => cond!(
+                op,
+                (regs[d] as i32) < (regs[(op.src & 15) as usize] as u32) as i32
+            ),
+            0xd6 => cond!(op, (regs[d] as i32) <= (op.imm as u32) as i32),
+            0xde => cond!(
+                op,
+                (regs[d] as i32) <= (regs[(op.src & 15) as usize] as u32) as i32
+            ),
             // may_goto: a count-based budget shared by the whole run.
             0xe5 => {
                 if run.may_goto_left == 0 {

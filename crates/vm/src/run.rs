@@ -48,6 +48,9 @@ pub struct Run<'a> {
     /// Regions set up before the run (global data, plain contexts); kept
     /// across repeats.
     static_regions: usize,
+    /// Whether a read-only region was added since the last reset: compiled
+    /// code then leaves writes to global data to the checked path.
+    pub(crate) read_only_regions: bool,
     /// Slots of map-in-map lookups: pointers to `Arc<dyn Map>`.
     pub(crate) inner_maps: Vec<u64>,
     pub output: Output,
@@ -100,6 +103,7 @@ impl<'a> Run<'a> {
             stack_lo,
             regions,
             static_regions,
+            read_only_regions: false,
             inner_maps: Vec::new(),
             output: Output::default(),
             tail_calls: 0,
@@ -174,6 +178,7 @@ impl<'a> Run<'a> {
         // Before the regions go: the locks are found through them.
         self.release_held_locks();
         self.regions.truncate(self.static_regions);
+        self.read_only_regions = false;
         self.inner_maps.clear();
         self.async_values.clear();
         self.tail_calls = 0;
@@ -196,7 +201,7 @@ impl<'a> Run<'a> {
         self.stack_lo + ((depth + 1) * STACK_PER_FRAME) as u64
     }
 
-    fn ctx_range(&self) -> Option<(u64, u64)> {
+    pub(crate) fn ctx_range(&self) -> Option<(u64, u64)> {
         match self.ctx {
             Ctx::Bytes => None,
             _ => {
@@ -216,6 +221,7 @@ impl<'a> Run<'a> {
         {
             return;
         }
+        self.read_only_regions |= !writable;
         self.regions.push(Region {
             start,
             end,

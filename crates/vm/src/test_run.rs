@@ -104,11 +104,7 @@ fn repeat(
     let times = input.repeat.max(1);
     let ctx = run.ctx_addr;
     let start = Instant::now();
-    let mut ret = 0;
-    for _ in 0..times {
-        run.reset_dynamic();
-        ret = engine.execute(run, prog, 0, [ctx, 0, 0, 0, 0], 0)?;
-    }
+    let ret = engine.execute_repeated(run, prog, ctx, times)?;
     let ns = start.elapsed().as_nanos() as u64 / times as u64;
     Ok((ret as u32, ns))
 }

@@ -552,3 +552,261 @@ fn tail_call_in_a_subprogram_returns_to_the_caller() {
         assert_eq!(run_with(&jit, &vm, &mut []).unwrap(), want);
     }
 }
+
+/// r0 of `src` as a `prog_type` program run by test_run on a 64-byte
+/// frame, with the interpreter and with the JIT (which must compile it).
+fn test_run_both(src: &str, prog_type: ProgType) -> (u32, u32) {
+    let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let vm = Vm::from_insns(&insns, prog_type).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ctx: None,
+        repeat: 3,
+        cpu: 0,
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).expect("interpreter runs");
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).expect("jit runs");
+    (interp.retval, native.retval)
+}
+
+#[test]
+fn context_fields_are_read_again_after_a_helper_moves_the_packet() {
+    // ctx->data read twice (the second time from compiled code's cache),
+    // then bpf_xdp_adjust_head moves it by 4: the third read sees that.
+    let src = "r6 = r1\nr7 = *(u32 *)(r6 +0)\nr8 = *(u32 *)(r6 +0)\n\
+               r1 = r6\nr2 = 4\ncall bpf_xdp_adjust_head#44\n\
+               r0 = *(u32 *)(r6 +0)\nr0 -= r7\nr8 -= r7\nr0 += r8\nexit";
+    // Each of the 3 repeats moves data by 4 more; the difference stays 4.
+    assert_eq!(test_run_both(src, ProgType::XDP), (4, 4));
+}
+
+#[test]
+fn context_fields_are_read_again_after_a_context_store() {
+    // skb->mark read, written one higher, read again.
+    let src = "r2 = *(u32 *)(r1 +8)\nr3 = r2\nr3 += 1\n*(u32 *)(r1 +8) = r3\n\
+               r0 = *(u32 *)(r1 +8)\nr0 += r2\nexit";
+    // The mark persists across the 3 repeats: the last reads 2, writes 3.
+    assert_eq!(test_run_both(src, ProgType::SCHED_CLS), (5, 5));
+}
+
+#[test]
+fn a_context_field_the_type_lacks_fails_alike() {
+    // xdp_md has no field at offset 28: both engines fail the load there,
+    // naming the instruction, after a cached read of a valid field.
+    let src = "r2 = *(u32 *)(r1 +4)\nr2 = *(u32 *)(r1 +4)\nr0 = *(u32 *)(r1 +28)\nexit";
+    let insns = assemble_insns(src).expect("assembles");
+    let vm = Vm::from_insns(&insns, ProgType::XDP).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    assert!(
+        matches!(
+            interp,
+            Err(VmError::CtxAccess {
+                pc: 2,
+                off: 28,
+                size: 4
+            })
+        ),
+        "{interp:?}"
+    );
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}
+
+/// An XDP object of `insns` with one ARRAY map (4-byte key, 8-byte value,
+/// one entry) with `map_flags`; (interpreter, JIT) results of one run.
+fn one_array_map_run(
+    insns: Vec<Insn>,
+    map_flags: u32,
+) -> (Result<u32, VmError>, Result<u32, VmError>) {
+    let mut obj = bpfvet_object::Object::single_program("prog", ProgType::XDP, insns);
+    obj.maps = vec![bpfvet_object::MapDef {
+        map_flags,
+        ..bpfvet_object::MapDef::new("values", bpfvet_isa::uapi::MapType::ARRAY, 4, 8, 1)
+    }];
+    let vm = Vm::load(&obj).expect("loads");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    (
+        bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval),
+        bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval),
+    )
+}
+
+#[test]
+fn writes_to_global_data_follow_the_regions_the_run_was_handed() {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+    // Writes through the value's constant address (a store and an atomic
+    // add), before and after a lookup of the same map.
+    let prog = |lookup_first: bool| {
+        let mut v = vec![
+            Insn::new(0x62, 10, 0, -4, 0), // *(u32 *)(r10 -4) = 0
+        ];
+        if lookup_first {
+            v.extend([
+                Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &values
+                Insn::new(0, 0, 0, 0, 0),
+                Insn::new(0xbf, 2, 10, 0, 0), // r2 = r10
+                Insn::new(0x07, 2, 0, 0, -4), // r2 += -4
+                Insn::new(0x85, 0, 0, 0, 1),  // call bpf_map_lookup_elem
+            ]);
+        }
+        v.extend([
+            Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX_VALUE, 0, 0), // r1 = &values[0]
+            Insn::new(0, 0, 0, 0, 0),
+            Insn::new(0xb7, 2, 0, 0, 5), // r2 = 5
+            Insn::new(0xdb, 1, 2, 0, 0), // lock *(u64 *)(r1 +0) += r2
+            Insn::new(0x7b, 1, 2, 0, 0), // *(u64 *)(r1 +0) = r2
+            Insn::new(0x79, 0, 1, 0, 0), // r0 = *(u64 *)(r1 +0)
+            Insn::new(0x95, 0, 0, 0, 0), // exit
+        ]);
+        v
+    };
+    let rdonly = bpfvet_isa::uapi::BPF_F_RDONLY_PROG;
+    // A writable map: both writes land.
+    let (i, j) = one_array_map_run(prog(true), 0);
+    assert_eq!((i.as_ref().ok(), j.as_ref().ok()), (Some(&5), Some(&5)));
+    // Read-only to programs, not frozen: the run's check lets the writes
+    // through until a lookup hands the program the value read-only.
+    let (i, j) = one_array_map_run(prog(false), rdonly);
+    assert_eq!((i.as_ref().ok(), j.as_ref().ok()), (Some(&5), Some(&5)));
+    let (i, j) = one_array_map_run(prog(true), rdonly);
+    assert!(i.is_err(), "{i:?}");
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+}
+
+#[test]
+fn writes_through_a_looked_up_value_follow_its_region() {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    // r0 = lookup(values, 0); a load, a store and an atomic through r0.
+    let prog = vec![
+        Insn::new(0x62, 10, 0, -4, 0),                // *(u32 *)(r10 -4) = 0
+        Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, 0), // r1 = &values
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xbf, 2, 10, 0, 0), // r2 = r10
+        Insn::new(0x07, 2, 0, 0, -4), // r2 += -4
+        Insn::new(0x85, 0, 0, 0, 1),  // call bpf_map_lookup_elem
+        Insn::new(0x79, 3, 0, 0, 0),  // r3 = *(u64 *)(r0 +0)
+        Insn::new(0xb7, 2, 0, 0, 3),  // r2 = 3
+        Insn::new(0xdb, 0, 2, 0, 0),  // lock *(u64 *)(r0 +0) += r2
+        Insn::new(0x7b, 0, 2, 4, 0),  // *(u64 *)(r0 +4) = r2: past the value
+        Insn::new(0x95, 0, 0, 0, 0),  // exit
+    ];
+    // Writable: the store 4 bytes in runs past the 8-byte value.
+    let (i, j) = one_array_map_run(prog.clone(), 0);
+    assert!(
+        matches!(i, Err(VmError::OutOfBounds { pc: 9, .. })),
+        "{i:?}"
+    );
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+    // Read-only to programs: the atomic fails first.
+    let (i, j) = one_array_map_run(prog, bpfvet_isa::uapi::BPF_F_RDONLY_PROG);
+    assert!(i.is_err(), "{i:?}");
+    assert_eq!(format!("{i:?}"), format!("{j:?}"));
+}
+
+#[test]
+fn a_context_store_the_type_refuses_fails_alike() {
+    // __sk_buff's len (offset 0) is read-only: the store fails in both
+    // engines after the mark, read and cached, was written.
+    let src = "r2 = *(u32 *)(r1 +8)\n*(u32 *)(r1 +8) = 3\nr3 = *(u32 *)(r1 +32)\n\
+               *(u32 *)(r1 +0) = 1\nr0 = 0\nexit";
+    let insns = assemble_insns(src).expect("assembles");
+    let vm = Vm::from_insns(&insns, ProgType::SCHED_CLS).expect("decodes");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "compiled");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    assert!(
+        matches!(
+            interp,
+            Err(VmError::CtxAccess {
+                pc: 3,
+                off: 0,
+                size: 4
+            })
+        ),
+        "{interp:?}"
+    );
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}
+
+#[test]
+fn a_tail_call_into_the_interpreter_leaves_the_next_run_fresh_bounds() {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    // main (compiled) reads the packet length through ctx, keeps it on
+    // the stack and tail-calls `target`, which the JIT declines (it
+    // writes r10), so it runs on the interpreter: it moves the packet
+    // start by 4 and returns 1000 * its length + main's. Each of the 3
+    // repeats must see the packet the previous one left.
+    let main = vec![
+        Insn::new(0xbf, 6, 1, 0, 0),                  // r6 = r1
+        Insn::new(0x61, 2, 6, 0, 0),                  // r2 = ctx->data
+        Insn::new(0x61, 3, 6, 4, 0),                  // r3 = ctx->data_end
+        Insn::new(0x1f, 3, 2, 0, 0),                  // r3 -= r2
+        Insn::new(0x7b, 10, 3, -8, 0),                // *(u64 *)(r10 -8) = r3
+        Insn::new(0xbf, 1, 6, 0, 0),                  // r1 = r6
+        Insn::new(0x18, 2, BPF_PSEUDO_MAP_IDX, 0, 0), // r2 = &jmp_table
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xb7, 3, 0, 0, 0),  // r3 = 0
+        Insn::new(0x85, 0, 0, 0, 12), // call bpf_tail_call
+        Insn::new(0xb7, 0, 0, 0, 0),  // r0 = 0
+        Insn::new(0x95, 0, 0, 0, 0),  // exit
+    ];
+    let target = vec![
+        Insn::new(0xbf, 10, 10, 0, 0),  // r10 = r10: not compiled
+        Insn::new(0xbf, 6, 1, 0, 0),    // r6 = r1
+        Insn::new(0xb7, 2, 0, 0, 4),    // r2 = 4
+        Insn::new(0x85, 0, 0, 0, 44),   // call bpf_xdp_adjust_head
+        Insn::new(0x61, 2, 6, 0, 0),    // r2 = ctx->data
+        Insn::new(0x61, 0, 6, 4, 0),    // r0 = ctx->data_end
+        Insn::new(0x1f, 0, 2, 0, 0),    // r0 -= r2
+        Insn::new(0x27, 0, 0, 0, 1000), // r0 *= 1000
+        Insn::new(0x79, 3, 10, -8, 0),  // r3 = *(u64 *)(r10 -8)
+        Insn::new(0x0f, 0, 3, 0, 0),    // r0 += r3
+        Insn::new(0x95, 0, 0, 0, 0),    // exit
+    ];
+    let mut obj = bpfvet_object::Object::single_program("main", ProgType::XDP, main);
+    let mut second = obj.programs[0].clone();
+    second.name = "target".into();
+    second.insns = target;
+    obj.programs.push(second);
+    obj.maps = vec![bpfvet_object::MapDef {
+        init: bpfvet_object::MapInit::Programs(vec![(0, 1)]),
+        ..bpfvet_object::MapDef::new("jmp_table", bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 1)
+    }];
+    let vm = Vm::load(&obj).expect("loads");
+    let jit = Jit::compile(&vm);
+    assert_eq!(jit.declined(0), None, "main compiled");
+    assert!(jit.declined(1).is_some(), "target declined");
+    let frame = [0u8; 64];
+    let input = bpfvet_vm::TestRunInput {
+        data: &frame,
+        repeat: 3,
+        ..Default::default()
+    };
+    let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+    let native = bpfvet_vm::test_run_with(&jit, &vm, 0, &input).map(|o| o.retval);
+    // The third run: main sees 64 - 8 bytes, target 64 - 12.
+    assert_eq!(interp.as_ref().ok(), Some(&52_056), "{interp:?}");
+    assert_eq!(format!("{interp:?}"), format!("{native:?}"));
+}

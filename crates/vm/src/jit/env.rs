@@ -3,9 +3,10 @@
 //! `extern "C"` shims through which it reaches the interpreter's own
 //! memory checks, helpers and kfuncs (so their semantics cannot drift).
 
-use std::mem::offset_of;
+use std::mem::{offset_of, MaybeUninit};
 
 use super::{Jit, Outcome};
+use crate::ctx::CtxError;
 use crate::error::VmError;
 use crate::interp::{callx_target, CallxTarget, Engine, Interpreter};
 use crate::run::{Run, MAX_FRAMES, STACK_PER_FRAME};
@@ -32,30 +33,64 @@ pub(super) struct Env {
     /// The packet's [meta, data_end), refreshed after every helper call.
     pub pkt_lo: u64,
     pub pkt_len: u64,
+    /// Per access size 1, 2, 4, 8: one past the last packet offset such an
+    /// access may start at (0 when none fits).
+    pub pkt_cap: [u64; 4],
     pub may_goto_left: u64,
     /// Backward jumps left before the run is stopped (the interpreter
     /// counts every instruction; compiled code counts loop iterations).
     pub budget: u64,
     pub status: u64,
     pub base_depth: u64,
-    pub frames: [[u64; FRAME_WORDS]; MAX_FRAMES],
+    /// Written by compiled code before it reads a slot: left uninitialised
+    /// so that no run pays for clearing it.
+    pub frames: MaybeUninit<[[u64; FRAME_WORDS]; MAX_FRAMES]>,
     pub run: *mut Run<'static>,
     pub prog: usize,
     pub fault: Option<VmError>,
     pub tail_target: usize,
     /// The engine, for tail calls run nested (`Jit<'_>` behind the pointer).
     pub jit: *const (),
+    /// The structured context's address (0 for plain-memory contexts).
+    pub ctx_lo: u64,
+    /// Which 4-byte context fields `ctx_vals` holds (bit i: offset 4*i).
+    /// A context load's value changes only through a context store or a
+    /// helper, so the shims that may do either clear it.
+    pub ctx_valid: u64,
+    /// Only slots `ctx_valid` names are initialised.
+    pub ctx_vals: [MaybeUninit<u64>; CTX_SLOTS],
+    /// `Run::read_only_regions`, copied after every shim that can add
+    /// regions.
+    pub read_only_regions: u64,
+    /// The run's newest region (the first its check tries: typically the
+    /// map value just looked up), and its length for writes (0 when it is
+    /// read-only); refreshed after every shim that can add or remove
+    /// regions.
+    pub last_lo: u64,
+    pub last_len: u64,
+    pub last_len_writable: u64,
 }
+
+/// 4-byte context fields the cache covers: the first 256 bytes, the size
+/// of the context region.
+pub(super) const CTX_SLOTS: usize = 64;
 
 pub(super) const OFF_REGS: i32 = offset_of!(Env, regs) as i32;
 pub(super) const OFF_STACK_LO: i32 = offset_of!(Env, stack_lo) as i32;
 pub(super) const OFF_PKT_LO: i32 = offset_of!(Env, pkt_lo) as i32;
-pub(super) const OFF_PKT_LEN: i32 = offset_of!(Env, pkt_len) as i32;
+pub(super) const OFF_PKT_CAP: i32 = offset_of!(Env, pkt_cap) as i32;
 pub(super) const OFF_MAY_GOTO: i32 = offset_of!(Env, may_goto_left) as i32;
 pub(super) const OFF_BUDGET: i32 = offset_of!(Env, budget) as i32;
 pub(super) const OFF_STATUS: i32 = offset_of!(Env, status) as i32;
 pub(super) const OFF_BASE_DEPTH: i32 = offset_of!(Env, base_depth) as i32;
 pub(super) const OFF_FRAMES: i32 = offset_of!(Env, frames) as i32;
+pub(super) const OFF_CTX_LO: i32 = offset_of!(Env, ctx_lo) as i32;
+pub(super) const OFF_CTX_VALID: i32 = offset_of!(Env, ctx_valid) as i32;
+pub(super) const OFF_CTX_VALS: i32 = offset_of!(Env, ctx_vals) as i32;
+pub(super) const OFF_READ_ONLY_REGIONS: i32 = offset_of!(Env, read_only_regions) as i32;
+pub(super) const OFF_LAST_LO: i32 = offset_of!(Env, last_lo) as i32;
+pub(super) const OFF_LAST_LEN: i32 = offset_of!(Env, last_len) as i32;
+pub(super) const OFF_LAST_LEN_WRITABLE: i32 = offset_of!(Env, last_len_writable) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -65,26 +100,62 @@ impl Env {
             stack_lo: run.frame_pointer(0) - STACK_PER_FRAME as u64,
             pkt_lo: 0,
             pkt_len: 0,
+            pkt_cap: [0; 4],
             may_goto_left: run.may_goto_left,
             budget: run.insn_budget,
             status: RUNNING,
             base_depth: depth as u64,
-            frames: [[0; FRAME_WORDS]; MAX_FRAMES],
+            frames: MaybeUninit::uninit(),
             run: std::ptr::from_mut(run).cast(),
             prog,
             fault: None,
             tail_target: 0,
             jit: std::ptr::from_ref(jit).cast(),
+            ctx_lo: run.ctx_range().map_or(0, |(lo, _)| lo),
+            ctx_valid: 0,
+            ctx_vals: [MaybeUninit::uninit(); CTX_SLOTS],
+            read_only_regions: 0,
+            last_lo: 0,
+            last_len: 0,
+            last_len_writable: 0,
         };
+        env.refresh_regions(run);
         env.refresh_packet(run);
         env
     }
 
-    fn refresh_packet(&mut self, run: &Run<'_>) {
+    /// Back to the state of a fresh call of `prog` at depth 0 on `run`
+    /// (just reset by `Run::reset_dynamic`), keeping what is still true:
+    /// the packet bounds were refreshed after everything that ran outside
+    /// compiled code, and the reset leaves the packet alone.
+    pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
+        self.regs = [0; 16];
+        self.may_goto_left = run.may_goto_left;
+        self.budget = run.insn_budget;
+        self.status = RUNNING;
+        self.prog = prog;
+        self.fault = None;
+        self.tail_target = 0;
+        self.refresh_regions(run);
+    }
+
+    pub fn refresh_regions(&mut self, run: &Run<'_>) {
+        self.read_only_regions = run.read_only_regions as u64;
+        let last = run.regions.last();
+        self.last_lo = last.map_or(0, |r| r.start);
+        self.last_len = last.map_or(0, |r| r.end - r.start);
+        self.last_len_writable = last.filter(|r| r.writable).map_or(0, |r| r.end - r.start);
+    }
+
+    pub fn refresh_packet(&mut self, run: &Run<'_>) {
         (self.pkt_lo, self.pkt_len) = match run.ctx.packet() {
             Some(p) => (p.addr(p.meta), (p.data_end - p.meta) as u64),
             None => (0, 0),
         };
+        for (log, cap) in self.pkt_cap.iter_mut().enumerate() {
+            // An access of 2^log bytes at offset off fits iff off < cap.
+            *cap = (self.pkt_len + 1).saturating_sub(1 << log);
+        }
     }
 
     fn fail(&mut self, e: VmError) {
@@ -112,7 +183,15 @@ pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
     match run.load(addr, size as u32, pc as usize) {
-        Ok(v) => v,
+        Ok(v) => {
+            let rel = addr.wrapping_sub(env.ctx_lo);
+            if size == 4 && rel % 4 == 0 && rel < 4 * CTX_SLOTS as u64 && run.ctx_range().is_some()
+            {
+                env.ctx_vals[(rel / 4) as usize] = MaybeUninit::new(v);
+                env.ctx_valid |= 1 << (rel / 4);
+            }
+            v
+        }
         Err(e) => {
             env.fail(e);
             0
@@ -120,9 +199,59 @@ pub(super) extern "C" fn load(env: *mut Env, addr: u64, size: u64, pc: u64) -> u
     }
 }
 
+/// A 4-byte load at an aligned offset of the first 256 bytes from
+/// `Env::ctx_lo`, not in the stack or packet and not cached: `Run::load`'s
+/// context branch, filling the cache.
+pub(super) extern "C" fn ctx_load(env: *mut Env, addr: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (e, run) = unsafe { parts(env) };
+    if run.ctx_range().is_none() {
+        // Plain memory: no context fields at all.
+        return load(env, addr, 4, pc);
+    }
+    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    match run.ctx.load(off, 4) {
+        Ok(v) => {
+            e.ctx_vals[off as usize / 4] = MaybeUninit::new(v);
+            e.ctx_valid |= 1 << (off / 4);
+            v
+        }
+        Err(CtxError::Denied) => {
+            e.fail(VmError::CtxAccess {
+                pc: pc as usize,
+                off,
+                size: 4,
+            });
+            0
+        }
+    }
+}
+
+/// A 4-byte store at an aligned offset of the first 256 bytes from
+/// `Env::ctx_lo`, not in the stack or packet: `Run::store`'s context
+/// branch. The stored field is read again afterwards; the others stay
+/// cached (`Ctx::store` changes only the field it writes).
+pub(super) extern "C" fn ctx_store(env: *mut Env, addr: u64, v: u64, pc: u64) {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (e, run) = unsafe { parts(env) };
+    if run.ctx_range().is_none() {
+        return store(env, addr, 4, v, pc);
+    }
+    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    e.ctx_valid &= !(1 << (off / 4));
+    if run.ctx.store(off, 4, v).is_err() {
+        e.fail(VmError::CtxAccess {
+            pc: pc as usize,
+            off,
+            size: 4,
+        });
+    }
+}
+
 pub(super) extern "C" fn store(env: *mut Env, addr: u64, size: u64, v: u64, pc: u64) {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
+    env.ctx_valid = 0;
     if let Err(e) = run.store(addr, size as u32, v, pc as usize) {
         env.fail(e);
     }
@@ -142,13 +271,20 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         pc as usize,
         depth as usize,
     );
-    after_call(env, run, r)
+    let cached = env.ctx_valid;
+    let r0 = after_call(env, run, r);
+    if crate::helpers::keeps_context(id as i32) {
+        env.ctx_valid = cached;
+    }
+    r0
 }
 
 /// Back from a helper or an interpreted function: the shared may_goto
 /// budget and packet bounds come back to the compiled code, and an error
 /// stops the run (r0 reads 0 until the caller sees the failure).
 fn after_call(env: &mut Env, run: &mut Run, r: crate::error::Result<u64>) -> u64 {
+    env.ctx_valid = 0;
+    env.refresh_regions(run);
     env.may_goto_left = run.may_goto_left;
     run.refresh_packet_bounds();
     env.refresh_packet(run);
@@ -183,7 +319,10 @@ pub(super) extern "C" fn callx(env: *mut Env, value: u64, pc: u64, depth: u64) -
 pub(super) extern "C" fn kfunc(env: *mut Env, id: u64, pc: u64) -> u64 {
     // SAFETY: called only by compiled code, with its own `Env`.
     let (env, run) = unsafe { parts(env) };
-    match run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize) {
+    env.ctx_valid = 0;
+    let r = run.kfunc(id as i32, &mut env.regs, env.prog, pc as usize);
+    env.refresh_regions(run);
+    match r {
         Ok(v) => v,
         Err(e) => {
             env.fail(e);
@@ -276,6 +415,8 @@ pub(super) extern "C" fn tail_call_nested(env: *mut Env, pc: u64, depth: u64) ->
     // outlives the call.
     let jit = unsafe { &*env.jit.cast::<Jit<'_>>() };
     let r = jit.drive(run, target, &env.regs, depth as usize);
+    env.ctx_valid = 0;
+    env.refresh_regions(run);
     env.may_goto_left = run.may_goto_left;
     env.refresh_packet(run);
     match r {

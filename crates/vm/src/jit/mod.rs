@@ -70,7 +70,11 @@ impl<'vm> Jit<'vm> {
     pub fn compile(vm: &'vm Vm) -> Jit<'vm> {
         Jit {
             vm,
-            programs: vm.programs.iter().map(|p| compile(&p.ops)).collect(),
+            programs: vm
+                .programs
+                .iter()
+                .map(|p| compile(&p.ops, &vm.static_regions))
+                .collect(),
         }
     }
 
@@ -117,12 +121,19 @@ impl Jit<'_> {
         };
         let mut env = Env::new(run, prog, depth, self);
         env.regs = *regs;
+        self.drive_env(run, &mut env, native)
+    }
+
+    /// [`Jit::drive`] on a prepared `env` whose program is `native`.
+    fn drive_env(&self, run: &mut Run<'_>, env: &mut Env, native: NativeFn) -> Result<Outcome> {
+        let depth = env.base_depth as usize;
+        env.run = std::ptr::from_mut(run).cast();
         let mut entry = native;
         loop {
             // SAFETY: `entry` was compiled for this VM (checked by `native`)
             // from a program `translate::check` accepted; `env` lives across
             // the call and `run` is reached only through it meanwhile.
-            let r0 = unsafe { entry(&mut env) };
+            let r0 = unsafe { entry(env) };
             run.may_goto_left = env.may_goto_left;
             match env.status {
                 env::RUNNING => return Ok(Outcome::Returned(r0)),
@@ -131,9 +142,13 @@ impl Jit<'_> {
                     let target = env.tail_target;
                     let Some(f) = self.native(run, target) else {
                         let a: [u64; 5] = env.regs[1..6].try_into().expect("5 registers");
-                        return Interpreter
-                            .execute(run, target, 0, a, depth)
-                            .map(Outcome::Returned);
+                        let r = Interpreter.execute(run, target, 0, a, depth);
+                        // What the interpreter changed unseen, for a next
+                        // run on this Env.
+                        env.ctx_valid = 0;
+                        env.refresh_packet(run);
+                        env.refresh_regions(run);
+                        return r.map(Outcome::Returned);
                     };
                     env.prog = target;
                     env.status = env::RUNNING;
@@ -169,9 +184,39 @@ impl Engine for Jit<'_> {
             Outcome::EndedZero => 0,
         })
     }
+
+    /// One `Env` for all the runs: what a run leaves in it that the next
+    /// may use (packet bounds, cached context fields) is still true, since
+    /// only the program changes the context and every change is seen.
+    fn execute_repeated(
+        &self,
+        run: &mut Run<'_>,
+        prog: usize,
+        ctx: u64,
+        times: u32,
+    ) -> Result<u64> {
+        let Some(native) = self.native(run, prog) else {
+            return Interpreter.execute_repeated(run, prog, ctx, times);
+        };
+        let mut env = Env::new(run, prog, 0, self);
+        let mut ret = 0;
+        for _ in 0..times {
+            run.reset_dynamic();
+            env.restart(run, prog);
+            env.regs[1] = ctx;
+            ret = match self.drive_env(run, &mut env, native)? {
+                Outcome::Returned(r0) => r0,
+                Outcome::EndedZero => 0,
+            };
+        }
+        Ok(ret)
+    }
 }
 
-fn compile(ops: &[crate::code::Op]) -> std::result::Result<Native, Decline> {
+fn compile(
+    ops: &[crate::code::Op],
+    statics: &[crate::run::Region],
+) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k, v| {
@@ -197,7 +242,7 @@ fn compile(ops: &[crate::code::Op]) -> std::result::Result<Native, Decline> {
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops)?;
+        translate::build(&mut b, call_conv, ops, statics)?;
         b.finalize();
     }
     module

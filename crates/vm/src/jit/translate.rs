@@ -14,17 +14,22 @@ use bpfvet_isa::opcode::{
 };
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, AtomicRmwOp, Block, BlockArg, InstBuilder, JumpTableData, MemFlags, SigRef,
-    Signature, Type, Value,
+    types, AbiParam, AliasRegion, AtomicRmwOp, Block, BlockArg, InstBuilder, InstructionData,
+    JumpTableData, MemFlags, Opcode, SigRef, Signature, Type, Value, ValueDef,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::env;
 use super::Decline;
 use crate::code::Op;
-use crate::run::{MAX_FRAMES, STACK_PER_FRAME};
+use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
+/// Accesses to the `Env` block. Program memory (stack, packet, map values)
+/// is another alias region: the program's stores cannot reach the `Env`,
+/// so Cranelift keeps `Env` fields it loaded across them (calls still
+/// clobber everything).
+const ENV_MEM: MemFlags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Vmctx));
 const STACK_TOTAL: i64 = (STACK_PER_FRAME * MAX_FRAMES) as i64;
 
 /// Whether `code` is one the interpreter runs (its dispatch `match`).
@@ -224,6 +229,8 @@ struct Shims {
     call3: SigRef,
     call2: SigRef,
     void4: SigRef,
+    /// `env` and three arguments, no result (ctx_store).
+    void_three: SigRef,
     void2: SigRef,
     void3: SigRef,
 }
@@ -247,6 +254,18 @@ struct Tx<'a, 'b> {
     /// Returns 0 to the driver, which reads `Env::status`.
     bail: Block,
     flags: MemFlags,
+    /// Memory every run of the VM may touch (global data): an access at a
+    /// constant address inside one needs no run-time check.
+    statics: &'a [Region],
+    /// Backward jumps left (`Env::budget`), kept in a register.
+    budget: Variable,
+    /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
+    stack_lo: Value,
+    ctx_lo: Value,
+    /// `Env::pkt_lo` and `Env::pkt_cap`, reloaded after the shims that can
+    /// move the packet.
+    pkt_lo: Variable,
+    pkt_cap: [Variable; 4],
 }
 
 impl Tx<'_, '_> {
@@ -265,12 +284,10 @@ impl Tx<'_, '_> {
         self.b.ins().iconst(types::I64, v)
     }
     fn env_load(&mut self, off: i32) -> Value {
-        self.b
-            .ins()
-            .load(types::I64, MemFlags::trusted(), self.env, off)
+        self.b.ins().load(types::I64, ENV_MEM, self.env, off)
     }
     fn env_store(&mut self, v: Value, off: i32) {
-        self.b.ins().store(MemFlags::trusted(), v, self.env, off);
+        self.b.ins().store(ENV_MEM, v, self.env, off);
     }
     fn src64(&mut self, op: &Op) -> Value {
         if op.code & 8 != 0 {
@@ -298,6 +315,17 @@ impl Tx<'_, '_> {
         all.extend_from_slice(args);
         let inst = self.b.ins().call_indirect(sig, callee, &all);
         self.b.inst_results(inst).first().copied()
+    }
+
+    /// After a shim that may have moved the packet (helpers, kfuncs,
+    /// functions run elsewhere).
+    fn reload_packet(&mut self) {
+        let lo = self.env_load(env::OFF_PKT_LO);
+        self.b.def_var(self.pkt_lo, lo);
+        for (i, var) in self.pkt_cap.into_iter().enumerate() {
+            let cap = self.env_load(env::OFF_PKT_CAP + 8 * i as i32);
+            self.b.def_var(var, cap);
+        }
     }
 
     /// After a shim that may fail: leave unless the status is still RUNNING.
@@ -336,10 +364,74 @@ impl Tx<'_, '_> {
         base == 10 && (off as i64) >= -(STACK_PER_FRAME as i64) && off as i64 + size as i64 <= 0
     }
 
+    /// The constant `v` was defined as, if any (LD_IMM64 of a map value
+    /// in the same block, for one).
+    fn constant(&self, v: Value) -> Option<u64> {
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } => Some(imm.bits() as u64),
+            _ => None,
+        }
+    }
+
+    /// Whether `[base + off, +size)` is, at compile time, inside global
+    /// data the access may use: the interpreter's check finds that region
+    /// on every run (a store also needs it writable; a read-only one takes
+    /// the checked path, which reports the error).
+    fn in_static(&self, base: Value, off: i16, size: u32, write: bool) -> bool {
+        let Some(b) = self.constant(base) else {
+            return false;
+        };
+        let Some(end) = b
+            .checked_add_signed(off as i64)
+            .and_then(|a| a.checked_add(size as u64))
+        else {
+            return false;
+        };
+        let start = end - size as u64;
+        self.statics
+            .iter()
+            .any(|r| start >= r.start && end <= r.end && (r.writable || !write))
+    }
+
+    /// A write to writable global data is found writable by the run's
+    /// check unless a read-only region the run was handed since (a map
+    /// value of a BPF_F_RDONLY_PROG map, a dynptr slot...) covers the same
+    /// bytes: then the checked path decides.
+    fn unless_read_only_regions(&mut self, fast: Block, slow: Block) {
+        let ro = self.env_load(env::OFF_READ_ONLY_REGIONS);
+        self.b.ins().brif(ro, slow, &[], fast, &[]);
+    }
+
+    /// Whether the run's newest region holds `[addr, +size)` (writable
+    /// for a write): the first region the run's check tries, so its answer.
+    fn last_region(&mut self, addr: Value, size: u32, write: bool, fast: Block, slow: Block) {
+        let lo = self.env_load(env::OFF_LAST_LO);
+        let len = self.env_load(if write {
+            env::OFF_LAST_LEN_WRITABLE
+        } else {
+            env::OFF_LAST_LEN
+        });
+        let off = self.b.ins().isub(addr, lo);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
+        let left = self.b.ins().isub(len, off);
+        let fits = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, size as i64);
+        let ok = self.b.ins().band(inside, fits);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+    }
+
     /// The fast-path test: stack or packet. Branches to `fast` or `slow`.
     fn route(&mut self, addr: Value, size: u32, fast: Block, slow: Block) {
-        let lo = self.env_load(env::OFF_STACK_LO);
-        let rel = self.b.ins().isub(addr, lo);
+        let rel = self.b.ins().isub(addr, self.stack_lo);
         let in_stack = self.b.ins().icmp_imm(
             IntCC::UnsignedLessThanOrEqual,
             rel,
@@ -348,16 +440,12 @@ impl Tx<'_, '_> {
         let pkt = self.b.create_block();
         self.b.ins().brif(in_stack, fast, &[], pkt, &[]);
         self.b.switch_to_block(pkt);
-        let plo = self.env_load(env::OFF_PKT_LO);
-        let plen = self.env_load(env::OFF_PKT_LEN);
-        let off = self.b.ins().isub(addr, plo);
-        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, plen);
-        let left = self.b.ins().isub(plen, off);
-        let fits = self
+        let plo = self.b.use_var(self.pkt_lo);
+        let cap = self
             .b
-            .ins()
-            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, left, size as i64);
-        let ok = self.b.ins().band(inside, fits);
+            .use_var(self.pkt_cap[size.trailing_zeros() as usize & 3]);
+        let off = self.b.ins().isub(addr, plo);
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, off, cap);
         self.b.ins().brif(ok, fast, &[], slow, &[]);
     }
 
@@ -372,7 +460,7 @@ impl Tx<'_, '_> {
                 b.ins().uextend(types::I64, v)
             }
         };
-        if Self::in_frame(base, off, size) {
+        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, false) {
             let v = self.b.ins().load(ty, self.flags, addr, 0);
             return widen(self.b, v);
         }
@@ -382,7 +470,56 @@ impl Tx<'_, '_> {
             self.b.create_block(),
         );
         self.b.append_block_param(join, types::I64);
-        self.route(addr, size, fast, slow);
+        if size == 4 {
+            // A context field the run already read: from the cache.
+            let (ctx, hit) = (self.b.create_block(), self.b.create_block());
+            self.route(addr, size, fast, ctx);
+            self.b.switch_to_block(ctx);
+            let rel = self.b.ins().isub(addr, self.ctx_lo);
+            let outside = self
+                .b
+                .ins()
+                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
+            let region = self.b.create_block();
+            self.b.ins().brif(outside, region, &[], hit, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, false, fast, slow);
+            self.b.switch_to_block(hit);
+            let valid = self.env_load(env::OFF_CTX_VALID);
+            let slot = self.b.ins().ushr_imm(rel, 2);
+            let bit = self.b.ins().ushr(valid, slot);
+            let bit = self.b.ins().band_imm(bit, 1);
+            let (cached, miss) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(bit, cached, &[], miss, &[]);
+            // Not read yet: straight to the context (the stack and packet
+            // are ruled out), which fills the slot.
+            self.b.switch_to_block(miss);
+            let p = self.k64(pc as i64);
+            let v = self
+                .call(
+                    self.shims.call2,
+                    env::ctx_load as *const () as usize,
+                    &[addr, p],
+                )
+                .expect("ctx_load returns");
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+            self.b.switch_to_block(cached);
+            let at = self.b.ins().ishl_imm(rel, 1);
+            let at = self.b.ins().iadd(self.env, at);
+            let v = self
+                .b
+                .ins()
+                .load(types::I64, ENV_MEM, at, env::OFF_CTX_VALS);
+            self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        } else {
+            let region = self.b.create_block();
+            self.route(addr, size, fast, region);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, false, fast, slow);
+        }
         self.b.switch_to_block(fast);
         let v = self.b.ins().load(ty, self.flags, addr, 0);
         let v = widen(self.b, v);
@@ -422,7 +559,40 @@ impl Tx<'_, '_> {
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.route(addr, size, fast, slow);
+        if self.in_static(b0, off, size, true) {
+            self.unless_read_only_regions(fast, slow);
+        } else if size == 4 {
+            // A context field: straight to the context.
+            let (ctx, to_ctx, region) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.route(addr, size, fast, ctx);
+            self.b.switch_to_block(ctx);
+            let rel = self.b.ins().isub(addr, self.ctx_lo);
+            let outside = self
+                .b
+                .ins()
+                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
+            self.b.ins().brif(outside, region, &[], to_ctx, &[]);
+            self.b.switch_to_block(to_ctx);
+            let p = self.k64(pc as i64);
+            self.call(
+                self.shims.void_three,
+                env::ctx_store as *const () as usize,
+                &[addr, v, p],
+            );
+            let st = self.env_load(env::OFF_STATUS);
+            self.b.ins().brif(st, self.bail, &[], join, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
+        } else {
+            let region = self.b.create_block();
+            self.route(addr, size, fast, region);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
+        }
         self.b.switch_to_block(fast);
         self.b.ins().store(self.flags, narrow, addr, 0);
         self.b.ins().jump(join, &[]);
@@ -517,7 +687,7 @@ impl Tx<'_, '_> {
 
     /// r10 for call depth `depth`.
     fn frame_pointer(&mut self, depth: Value) -> Value {
-        let lo = self.env_load(env::OFF_STACK_LO);
+        let lo = self.stack_lo;
         let d1 = self.b.ins().iadd_imm(depth, 1);
         let bytes = self.b.ins().imul_imm(d1, env::STACK_FRAME);
         self.b.ins().iadd(lo, bytes)
@@ -539,15 +709,68 @@ impl Tx<'_, '_> {
         let ty = Self::ty(size);
         let base = self.reg(op.dst);
         let addr = self.b.ins().iadd_imm(base, op.off as i64);
+        let aligned_static = self
+            .constant(base)
+            .is_some_and(|b| b.wrapping_add(op.off as i64 as u64) % size as u64 == 0)
+            && self.in_static(base, op.off, size, true);
         let (sz, p) = (self.k64(size as i64), self.k64(pc as i64));
-        let ptr = self
-            .call(
-                self.shims.call3,
-                env::atomic_addr as *const () as usize,
-                &[addr, sz, p],
-            )
-            .expect("atomic_addr returns");
-        self.check_status();
+        let ptr = if aligned_static {
+            // What atomic_addr returns, unless a read-only region the run
+            // was handed covers the address.
+            let (fast, slow, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.append_block_param(join, types::I64);
+            self.unless_read_only_regions(fast, slow);
+            self.b.switch_to_block(fast);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+            self.b.switch_to_block(slow);
+            let ptr = self
+                .call(
+                    self.shims.call3,
+                    env::atomic_addr as *const () as usize,
+                    &[addr, sz, p],
+                )
+                .expect("atomic_addr returns");
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
+        } else {
+            // Aligned and in the newest region, writable: what atomic_addr
+            // returns (its alignment test comes first, as here).
+            let (region, fast, slow, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.append_block_param(join, types::I64);
+            let misaligned = self.b.ins().band_imm(addr, size as i64 - 1);
+            self.b.ins().brif(misaligned, slow, &[], region, &[]);
+            self.b.switch_to_block(region);
+            self.last_region(addr, size, true, fast, slow);
+            self.b.switch_to_block(fast);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+            self.b.switch_to_block(slow);
+            let ptr = self
+                .call(
+                    self.shims.call3,
+                    env::atomic_addr as *const () as usize,
+                    &[addr, sz, p],
+                )
+                .expect("atomic_addr returns");
+            let st = self.env_load(env::OFF_STATUS);
+            self.b
+                .ins()
+                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
+        };
         let narrow = |t: &mut Self, v: Value| {
             if ty == types::I64 {
                 v
@@ -557,7 +780,7 @@ impl Tx<'_, '_> {
         };
         let s = self.reg(op.src);
         let s = narrow(self, s);
-        let flags = MemFlags::trusted();
+        let flags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Heap));
         let old = match op.imm {
             BPF_CMPXCHG => {
                 let r0 = self.reg(0);
@@ -583,14 +806,14 @@ impl Tx<'_, '_> {
 
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
-        let left = self.env_load(env::OFF_BUDGET);
+        let left = self.b.use_var(self.budget);
         let (go, out) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(left, go, &[], out, &[]);
         self.b.switch_to_block(out);
         self.fault(env::FAULT_BUDGET, pc);
         self.b.switch_to_block(go);
         let next = self.b.ins().iadd_imm(left, -1);
-        self.env_store(next, env::OFF_BUDGET);
+        self.b.def_var(self.budget, next);
     }
 }
 
@@ -599,6 +822,7 @@ pub(super) fn build(
     b: &mut FunctionBuilder<'_>,
     call_conv: cranelift_codegen::isa::CallConv,
     ops: &[Op],
+    statics: &[Region],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -634,8 +858,19 @@ pub(super) fn build(
     }
     let depth = Variable::from_u32(11);
     b.declare_var(depth, types::I64);
+    let budget = Variable::from_u32(12);
+    b.declare_var(budget, types::I64);
+    let pkt_lo = Variable::from_u32(13);
+    let pkt_cap: [Variable; 4] = std::array::from_fn(|i| Variable::from_u32(14 + i as u32));
+    for v in std::iter::once(pkt_lo).chain(pkt_cap) {
+        b.declare_var(v, types::I64);
+    }
+    let load_env = |b: &mut FunctionBuilder<'_>, off| b.ins().load(types::I64, ENV_MEM, env_v, off);
+    let stack_lo = load_env(b, env::OFF_STACK_LO);
+    let ctx_lo = load_env(b, env::OFF_CTX_LO);
     let shims = Shims {
         void4: b.import_signature(sig(call_conv, 5, false)),
+        void_three: b.import_signature(sig(call_conv, 4, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
         call2: b.import_signature(sig(call_conv, 3, true)),
         void2: b.import_signature(sig(call_conv, 2, false)),
@@ -648,8 +883,17 @@ pub(super) fn build(
         regs,
         shims,
         bail,
-        flags: MemFlags::new(),
+        flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
+        statics,
+        budget,
+        stack_lo,
+        ctx_lo,
+        pkt_lo,
+        pkt_cap,
     };
+    t.reload_packet();
+    let left = t.env_load(env::OFF_BUDGET);
+    t.b.def_var(budget, left);
     for r in 0..10u8 {
         let v = t.env_load(env::OFF_REGS + 8 * r as i32);
         t.set(r, v);
@@ -861,14 +1105,14 @@ pub(super) fn build(
                         let slot = t.frame_slot(d);
                         for (i, r) in (6..=9u8).enumerate() {
                             let v = t.reg(r);
-                            t.b.ins().store(MemFlags::trusted(), v, slot, 8 * i as i32);
+                            t.b.ins().store(ENV_MEM, v, slot, 8 * i as i32);
                         }
                         let site = return_sites
                             .iter()
                             .position(|&s| s == next)
                             .expect("return site");
                         let sv = t.k64(site as i64);
-                        t.b.ins().store(MemFlags::trusted(), sv, slot, 32);
+                        t.b.ins().store(ENV_MEM, sv, slot, 32);
                         let d1 = t.b.ins().iadd_imm(d, 1);
                         t.b.def_var(depth, d1);
                         let fp = t.frame_pointer(d1);
@@ -883,6 +1127,7 @@ pub(super) fn build(
                             .call(t.shims.call2, env::kfunc as *const () as usize, &[id, p])
                             .expect("kfunc returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     // With subprograms, a tail call may happen in a callee:
@@ -901,6 +1146,7 @@ pub(super) fn build(
                             )
                             .expect("tail_call_nested returns");
                         t.check_status();
+                        t.reload_packet();
                         let (exit, go) = (t.b.create_block(), t.b.create_block());
                         t.b.ins().brif(taken, exit, &[], go, &[]);
                         t.b.switch_to_block(exit);
@@ -911,6 +1157,9 @@ pub(super) fn build(
                     }
                     0x85 if op.imm == TAIL_CALL => {
                         t.spill(0..=9);
+                        // The target continues on this budget.
+                        let left = t.b.use_var(t.budget);
+                        t.env_store(left, env::OFF_BUDGET);
                         let p = t.k64(pc as i64);
                         t.call(t.shims.void2, env::tail_call as *const () as usize, &[p]);
                         t.check_status();
@@ -927,6 +1176,7 @@ pub(super) fn build(
                             )
                             .expect("helper returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     0x8d => {
@@ -942,6 +1192,7 @@ pub(super) fn build(
                             )
                             .expect("callx returns");
                         t.check_status();
+                        t.reload_packet();
                         t.set(0, v);
                     }
                     0x95 => {
@@ -1018,14 +1269,12 @@ fn emit_exit(
     t.b.def_var(depth, d0);
     let slot = t.frame_slot(d0);
     for (i, r) in (6..=9u8).enumerate() {
-        let v =
-            t.b.ins()
-                .load(types::I64, MemFlags::trusted(), slot, 8 * i as i32);
+        let v = t.b.ins().load(types::I64, ENV_MEM, slot, 8 * i as i32);
         t.set(r, v);
     }
     let fp = t.frame_pointer(d0);
     t.set(10, fp);
-    let site = t.b.ins().load(types::I64, MemFlags::trusted(), slot, 32);
+    let site = t.b.ins().load(types::I64, ENV_MEM, slot, 32);
     let site32 = t.b.ins().ireduce(types::I32, site);
     let no_args: [BlockArg; 0] = [];
     let calls: Vec<_> = return_sites
