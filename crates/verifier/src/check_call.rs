@@ -791,8 +791,15 @@ impl Env<'_> {
             | RegType::PacketMeta
             | RegType::MapKey
             | RegType::MapValue
-            | RegType::Mem
             | RegType::Scalar => Ok(()),
+            // Plain, read-only and ringbuf memory; dynptr slices and
+            // untrusted memory are held to offset 0.
+            RegType::Mem
+                if r.flags & !(flag::MAYBE_NULL | flag::RDONLY) == 0
+                    || r.flags & !flag::MAYBE_NULL == flag::RINGBUF =>
+            {
+                Ok(())
+            }
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed
                 // offset either.
@@ -867,6 +874,7 @@ impl Env<'_> {
             }
         }
         let mut meta = ArgMeta::default();
+        let mut writes_skb = false;
         for i in 0..5 {
             if proto.args[i].is_dont_care() {
                 break;
@@ -896,6 +904,12 @@ impl Env<'_> {
                 if key.is_const() && key.const_value() < max {
                     self.mark_chain_precision(3)?;
                 }
+            }
+            id::DYNPTR_WRITE => {
+                // Writing an skb's data through its dynptr may move it.
+                use crate::dynptr::DynptrKind;
+                let kind = self.dynptr_kind(1);
+                writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
@@ -952,7 +966,7 @@ impl Env<'_> {
             if self.cur.curframe() > 0 {
                 self.tail_call_returns_to_caller()?;
             }
-        } else if helpers::classes::changes_pkt_data(func_id) {
+        } else if helpers::classes::changes_pkt_data(func_id) || writes_skb {
             self.clear_all_pkt_pointers();
         }
         Ok(None)
@@ -973,13 +987,17 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// After packet data may have moved, no packet pointer is valid.
-    fn clear_all_pkt_pointers(&mut self) {
+    /// After packet data may have moved, no packet pointer is valid, nor
+    /// any slice of an skb or xdp dynptr.
+    pub(crate) fn clear_all_pkt_pointers(&mut self) {
         self.cur.for_each_reg_mut(|r| {
-            if matches!(
-                r.ty,
-                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-            ) {
+            let pkt_slice = r.ty == RegType::Mem && r.flags & flag::DYNPTR_PKT != 0;
+            if pkt_slice
+                || matches!(
+                    r.ty,
+                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+                )
+            {
                 *r = Reg::unknown_scalar();
             }
         });

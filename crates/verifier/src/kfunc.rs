@@ -9,16 +9,19 @@
 //! following `__sz` / `__szk` argument), the program context, iterators
 //! (iter.rs), BTF pointers (trusted / RCU checks, without struct-type
 //! matching), release of references, rcu_read_lock / preempt regions,
-//! sleepable kfuncs; returns of scalars, void, `void *`, pointers to
-//! memory and to BTF structs, with `_or_null` and acquired references.
-//! Not modelled (refused with a message naming the gap): dynptr, list /
-//! rbtree / refcounted-kptr / map / workqueue / callback / const-string
-//! arguments, kfuncs with dynamically typed returns (bpf_obj_new,
-//! bpf_cast_to_kern_ctx, bpf_rdonly_cast, bpf_dynptr_slice, graph kfuncs),
-//! and kfuncs from module BTF (insn.off != 0).
+//! sleepable kfuncs, dynptr arguments (dynptr.rs: creation by
+//! bpf_dynptr_from_skb/xdp/skb_meta and bpf_dynptr_clone, initialised
+//! dynptrs otherwise) and bpf_dynptr_slice(_rdwr); returns of scalars,
+//! void, `void *`, pointers to memory and to BTF structs, with `_or_null`
+//! and acquired references.
+//! Not modelled (refused with a message naming the gap): list / rbtree /
+//! refcounted-kptr / map / workqueue / callback / const-string arguments,
+//! kfuncs with dynamically typed returns (bpf_obj_new, graph kfuncs), and
+//! kfuncs from module BTF (insn.off != 0).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
+use crate::dynptr::{DynptrKind, DynptrSlot};
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::helpers::kfuncs::{kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
@@ -44,6 +47,8 @@ pub struct KfuncMeta {
     pub r0_rdonly: bool,
     /// (frame, spi) of the iterator argument.
     pub iter: Option<(usize, usize)>,
+    /// The initialised dynptr an argument named (for slices and clones).
+    pub initialized_dynptr: Option<DynptrSlot>,
 }
 
 impl KfuncMeta {
@@ -134,6 +139,7 @@ enum PtrArg {
     Ctx,
     Null,
     Iter,
+    Dynptr,
     BtfId,
     Mem,
     MemSize,
@@ -259,7 +265,7 @@ impl Env<'_> {
             if t.kind != Kind::Ptr {
                 return self.err(format!("Unrecognized arg#{i} type {}", kind_str(t)));
             }
-            let nullable = pname.ends_with("__nullable") || pname.ends_with("__opt");
+            let nullable = pname.ends_with("__nullable");
             if (trusted || rcu) && (reg.is_null_const() || reg.maybe_null()) && !nullable {
                 return self.err(format!("Possibly NULL pointer passed to trusted arg{i}"));
             }
@@ -288,10 +294,9 @@ impl Env<'_> {
                 PtrArg::Ctx
             } else if nullable && reg.is_null_const() {
                 PtrArg::Null
-            } else if pname.ends_with("__dynptr")
-                || (!pointee_void && btf.name(ref_t) == "bpf_dynptr")
+            } else if !pointee_void && ref_t.kind == Kind::Struct && btf.name(ref_t) == "bpf_dynptr"
             {
-                PtrArg::Unmodelled("dynptr")
+                PtrArg::Dynptr
             } else if (meta.is_iter_kfunc() && i == 0) || pname.ends_with("__iter") {
                 PtrArg::Iter
             } else if pname.ends_with("__map") {
@@ -370,6 +375,32 @@ impl Env<'_> {
                     }
                     self.process_iter_arg(btf, regno, &args[i], meta)?
                 }
+                PtrArg::Dynptr => {
+                    let uninit = pname.ends_with("__uninit");
+                    let create = match meta.name.as_str() {
+                        "bpf_dynptr_from_skb" => Some((DynptrKind::Skb, None)),
+                        "bpf_dynptr_from_xdp" => Some((DynptrKind::Xdp, None)),
+                        "bpf_dynptr_from_skb_meta" => Some((DynptrKind::SkbMeta, None)),
+                        // A clone is of its parent's kind and shares its
+                        // reference.
+                        "bpf_dynptr_clone" if uninit => meta
+                            .initialized_dynptr
+                            .map(|d| (d.kind, Some(d.ref_obj_id))),
+                        _ => None,
+                    };
+                    match (uninit, create) {
+                        (true, Some(c)) => {
+                            self.check_kfunc_dynptr_arg(regno, Some(c))?;
+                        }
+                        (false, _) => {
+                            meta.initialized_dynptr = self.check_kfunc_dynptr_arg(regno, None)?;
+                        }
+                        (true, None) => {
+                            return self
+                                .unsupported(format!("dynptr arguments of kfunc {}", meta.name));
+                        }
+                    }
+                }
                 PtrArg::BtfId => {
                     if trusted || rcu {
                         let is_trusted = reg.ref_obj_id != 0
@@ -422,8 +453,12 @@ impl Env<'_> {
                         }
                     }
                     let next = param_name(btf, &args[i + 1]);
-                    if next.ends_with("__szk") && !self.cur.reg(regno + 1).v.is_const() {
-                        return self.err(format!("R{} must be a known constant", regno + 1));
+                    if next.ends_with("__szk") {
+                        let size = self.cur.reg(regno + 1).v;
+                        if !size.is_const() {
+                            return self.err(format!("R{} must be a known constant", regno + 1));
+                        }
+                        meta.arg_constant = Some(size.const_value());
                     }
                     i += 1;
                 }
@@ -615,7 +650,10 @@ impl Env<'_> {
                 )),
             };
         }
-        const DYNAMIC_RETURN: [&str; 8] = [
+        if name == "bpf_dynptr_slice" || name == "bpf_dynptr_slice_rdwr" {
+            return self.set_dynptr_slice_return(meta);
+        }
+        const DYNAMIC_RETURN: [&str; 7] = [
             "bpf_obj_new_impl",
             "bpf_percpu_obj_new_impl",
             "bpf_refcount_acquire_impl",
@@ -623,9 +661,8 @@ impl Env<'_> {
             "bpf_list_pop_back",
             "bpf_rbtree_remove",
             "bpf_rbtree_first",
-            "bpf_dynptr_slice",
         ];
-        if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
+        if DYNAMIC_RETURN.contains(&name) {
             return self.unsupported(format!("the return type of kernel function {name}"));
         }
         let mut r0 = match pointee {
@@ -690,6 +727,32 @@ impl Env<'_> {
             }
             r0.ref_obj_id = rid;
         }
+        *self.cur.reg_mut(0) = r0;
+        Ok(())
+    }
+
+    /// bpf_dynptr_slice(_rdwr): memory of the constant size asked for,
+    /// tied to the dynptr (its kind is part of the type, so packet slices
+    /// go with packet pointers), read-only unless the program may write
+    /// packets, and maybe NULL.
+    fn set_dynptr_slice_return(&mut self, meta: &KfuncMeta) -> VResult<()> {
+        let (Some(size), Some(d)) = (meta.arg_constant, meta.initialized_dynptr) else {
+            return self.err("verifier internal error: bpf_dynptr_slice(_rdwr) no constant size");
+        };
+        let mut r0 = Reg::pointer(RegType::Mem);
+        r0.aux = size as u32;
+        r0.flags = d.kind.slice_flag();
+        if meta.name == "bpf_dynptr_slice" {
+            r0.flags |= flag::RDONLY;
+        } else if !crate::ctx::packet::direct_write_allowed(self.prog_type) {
+            return self.err("the prog does not allow writes to packet data");
+        }
+        if d.id == 0 {
+            return self.err("verifier internal error: no dynptr id");
+        }
+        r0.dynptr_id = d.id;
+        r0.flags |= flag::MAYBE_NULL;
+        r0.id = self.new_id();
         *self.cur.reg_mut(0) = r0;
         Ok(())
     }

@@ -75,6 +75,15 @@ pub mod flag {
     pub const UNTRUSTED: u16 = 1 << 6;
     pub const TRUSTED: u16 = 1 << 12;
     pub const RCU: u16 = 1 << 13;
+    /// The dynptr kind of a slice a kfunc returned (DYNPTR_TYPE_*): part
+    /// of the register's type, so such a slice is not a plain `mem`.
+    pub const DYNPTR_LOCAL: u16 = 1 << 5;
+    pub const DYNPTR_RINGBUF: u16 = 1 << 7;
+    pub const DYNPTR_SKB: u16 = 1 << 8;
+    pub const DYNPTR_XDP: u16 = 1 << 9;
+    pub const DYNPTR_SKB_META: u16 = 1 << 10;
+    /// Slices into packet data: invalid once the packet may have moved.
+    pub const DYNPTR_PKT: u16 = DYNPTR_SKB | DYNPTR_XDP | DYNPTR_SKB_META;
 }
 
 /// One register. `Copy` and compact so that a state clone is a memcpy.

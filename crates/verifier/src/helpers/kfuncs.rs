@@ -57,6 +57,8 @@ pub enum KfuncSet {
     Cpumask,
     /// `bpf_dynptr_from_skb`: skb-based program types.
     Skb,
+    /// `bpf_dynptr_from_skb_meta`: tc programs.
+    SkbMeta,
     /// `bpf_dynptr_from_xdp`.
     Xdp,
     SockAddr,
@@ -138,6 +140,7 @@ impl KfuncSet {
                 H::Netfilter,
                 H::Tracing,
             ],
+            KfuncSet::SkbMeta => &[H::Tc, H::SchedAct],
             KfuncSet::Xdp => &[H::Xdp],
             KfuncSet::SockAddr => &[H::Cgroup],
             KfuncSet::TcpReqsk => &[H::Tc],
@@ -352,6 +355,8 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_dynptr_is_rdonly", K::NONE, S::Common),
     kf("bpf_dynptr_size", K::NONE, S::Common),
     kf("bpf_dynptr_clone", K::NONE, S::Common),
+    kf("bpf_dynptr_copy", K::NONE, S::Common),
+    kf("bpf_dynptr_memset", K::NONE, S::Common),
     kf("bpf_wq_init", K::NONE, S::Common),
     kf("bpf_wq_set_callback_impl", K::NONE, S::Common),
     kf("bpf_wq_start", K::NONE, S::Common),
@@ -409,6 +414,7 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Common,
     ),
     kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
+    kf("bpf_dynptr_from_skb_meta", K::TRUSTED_ARGS, S::SkbMeta),
     kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
     kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
