@@ -205,6 +205,12 @@ impl Env<'_> {
             RegType::Scalar if r.is_null_const() => {
                 self.err(format!("R{regno} type=scalar expected=fp"))
             }
+            // A kfunc's memory argument has no register-type check before
+            // this one (check_helper_mem_access's own message).
+            _ if self.in_kfunc_mem_arg => self.err(format!(
+                "R{regno} type={} expected=fp",
+                r.type_str()
+            )),
             _ => self.err(format!(
                 "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
                 r.type_str()
@@ -466,7 +472,8 @@ impl Env<'_> {
                 } as u64;
                 // A maybe-NULL pointer matches none of the types: the
                 // argument does not take NULL (check_reg_type).
-                if r.maybe_null() || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
+                let untrusted_mem = r.ty == RegType::Mem && r.flags & flag::UNTRUSTED != 0;
+                if r.maybe_null() || untrusted_mem || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
@@ -485,7 +492,10 @@ impl Env<'_> {
             ArgBase::PtrToMem => {
                 // check_reg_type: ctx is none of the memory types; a
                 // maybe-NULL pointer only where the argument takes NULL.
-                let mem_type = MAP_KEY_VALUE_TYPES.contains(&r.ty) || r.ty == RegType::BtfId;
+                // Untrusted memory is none of them.
+                let untrusted_mem = r.ty == RegType::Mem && r.flags & flag::UNTRUSTED != 0;
+                let mem_type = (MAP_KEY_VALUE_TYPES.contains(&r.ty) && !untrusted_mem)
+                    || r.ty == RegType::BtfId;
                 if !mem_type || (r.maybe_null() && !may_null) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }

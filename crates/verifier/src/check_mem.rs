@@ -60,7 +60,7 @@ impl Env<'_> {
             Some(insn.dst),
             sx,
         )?;
-        self.save_aux_ptr_type(src_ty)
+        self.save_aux_ptr_type_merging(src_ty, true)
     }
 
     pub fn check_stx(&mut self, insn: &Insn) -> VResult<()> {
@@ -90,6 +90,13 @@ impl Env<'_> {
     /// One instruction may not dereference different pointer kinds on
     /// different paths (the kernel rewrites ctx accesses per insn).
     fn save_aux_ptr_type(&mut self, ty: RegType) -> VResult<()> {
+        self.save_aux_ptr_type_merging(ty, false)
+    }
+
+    /// save_aux_ptr_type; a plain load (`merge_mem_btf`) may also go
+    /// through memory on one path and a BTF pointer on another, both
+    /// read by probe loads.
+    fn save_aux_ptr_type_merging(&mut self, ty: RegType, merge_mem_btf: bool) -> VResult<()> {
         let idx = self.insn_idx;
         let ctx_like = |t: RegType| {
             matches!(
@@ -104,7 +111,11 @@ impl Env<'_> {
         match self.aux[idx].ptr_type {
             None => self.aux[idx].ptr_type = Some(ty),
             Some(prev) if prev != ty && (ctx_like(prev) || ctx_like(ty)) => {
-                return self.err("same insn cannot be used with different pointers");
+                let mem_or_btf = |t: RegType| matches!(t, RegType::Mem | RegType::BtfId);
+                if !(merge_mem_btf && mem_or_btf(prev) && mem_or_btf(ty)) {
+                    return self.err("same insn cannot be used with different pointers");
+                }
+                self.aux[idx].ptr_type = Some(RegType::Mem);
             }
             _ => {}
         }
@@ -482,8 +493,14 @@ impl Env<'_> {
                 if access == Access::Write && reg.flags & flag::RDONLY != 0 {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
                 }
+                // Read-only untrusted memory is read through probe loads:
+                // no bounds.
+                let probed =
+                    reg.flags & (flag::RDONLY | flag::UNTRUSTED) == flag::RDONLY | flag::UNTRUSTED;
                 if reg.ty == RegType::Mem {
-                    self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                    if !probed {
+                        self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                    }
                 } else {
                     // The buffer's size is checked when the program is
                     // attached; loading only wants a constant, non-negative

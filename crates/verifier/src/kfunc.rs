@@ -100,8 +100,9 @@ pub fn is_iter_next_call(insn: &Insn) -> bool {
         .is_some_and(|k| k.flags.contains(KfuncFlags::ITER_NEXT))
 }
 
+/// The kernel's btf_type_is_scalar: an int or a (32-bit) enum.
 fn is_scalar(t: &BtfType) -> bool {
-    matches!(t.kind, Kind::Int | Kind::Enum | Kind::Enum64)
+    matches!(t.kind, Kind::Int | Kind::Enum)
 }
 
 /// The kernel's btf_type_str: the kind's upper-case name.
@@ -113,24 +114,28 @@ fn param_name<'b>(btf: &'b Btf, p: &Param) -> &'b str {
     btf.str_at(p.name_off).unwrap_or("")
 }
 
-/// A struct whose members are all scalars, arrays of scalars or such
-/// structs (__btf_type_is_scalar_struct).
+/// A struct or union whose members are all scalars, non-empty arrays of
+/// scalars or such structs, nested at most three deep
+/// (__btf_type_is_scalar_struct).
 fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
-    if t.kind != Kind::Struct || depth > 3 {
+    if !matches!(t.kind, Kind::Struct | Kind::Union) {
         return false;
     }
     btf.members(t).iter().all(|m| {
-        let Some((_, mut mt)) = btf.skip_mods_and_typedefs(m.type_id) else {
+        let Some((_, mt)) = btf.skip_mods_and_typedefs(m.type_id) else {
             return false;
         };
-        if mt.kind == Kind::Array {
-            let (elem, _, _) = mt.array_info().unwrap_or_default();
-            match btf.skip_mods_and_typedefs(elem) {
-                Some((_, et)) => mt = et,
-                None => return false,
+        match mt.kind {
+            Kind::Struct | Kind::Union => depth < 3 && is_scalar_struct(btf, mt, depth + 1),
+            Kind::Array => {
+                let (elem, _, nelems) = mt.array_info().unwrap_or_default();
+                nelems != 0
+                    && btf
+                        .skip_mods_and_typedefs(elem)
+                        .is_some_and(|(_, et)| is_scalar(et))
             }
+            _ => is_scalar(mt),
         }
-        is_scalar(mt) || is_scalar_struct(btf, mt, depth + 1)
     })
 }
 
@@ -492,13 +497,14 @@ impl Env<'_> {
         if reg.ty != RegType::BtfId || reg.aux == 0 {
             return Ok(());
         }
-        let strict = meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0;
+        let need_name = btf.name(need_t);
+        let reg_name = btf.name_of(reg.aux);
+        let strict = (meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0)
+            || nocast_alias(reg_name, need_name);
         let same = (reg.off == 0 && reg.aux == need)
             || (!strict
                 && reg.off >= 0
                 && crate::btf_walk::nested_struct_match(btf, reg.aux, reg.off as u32, need));
-        let need_name = btf.name(need_t);
-        let reg_name = btf.name_of(reg.aux);
         let projection = matches!(
             (need_name, reg_name),
             ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
@@ -639,8 +645,12 @@ impl Env<'_> {
                     *self.cur.reg_mut(0) = r0;
                     Ok(())
                 }
-                _ if id == 0 => {
-                    self.unsupported("bpf_rdonly_cast to void (read-only untrusted memory)")
+                // void: read-only untrusted memory of no known size.
+                _ if id == 0 || target.is_some_and(|t| t.kind == Kind::Void) => {
+                    let mut r0 = Reg::pointer(RegType::Mem);
+                    r0.flags |= flag::RDONLY | flag::UNTRUSTED;
+                    *self.cur.reg_mut(0) = r0;
+                    Ok(())
                 }
                 Some(_) => {
                     self.err("kfunc bpf_rdonly_cast type ID argument must be of a struct or void")
@@ -700,7 +710,9 @@ impl Env<'_> {
             Some((pid, _)) => {
                 let mut r = Reg::pointer(RegType::BtfId);
                 r.aux = pid;
-                if meta.has(KfuncFlags::ITER_NEXT) {
+                if name == "bpf_get_kmem_cache" {
+                    r.flags |= flag::UNTRUSTED;
+                } else if meta.has(KfuncFlags::ITER_NEXT) {
                     r.flags |= if self.iter_slot_is_rcu(meta) {
                         flag::RCU
                     } else {
@@ -756,6 +768,15 @@ impl Env<'_> {
         *self.cur.reg_mut(0) = r0;
         Ok(())
     }
+}
+
+/// Whether one struct name is the other with the `___init` suffix (the
+/// kernel's btf_type_ids_nocast_alias): such a pair, like nf_conn and
+/// nf_conn___init, must match exactly, not through the first member.
+fn nocast_alias(a: &str, b: &str) -> bool {
+    const SUFFIX: &str = "___init";
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    long.len() == short.len() + SUFFIX.len() && long.starts_with(short) && long.ends_with(SUFFIX)
 }
 
 /// The kernel context type behind a program type's context: the `_kern`
