@@ -326,6 +326,20 @@ fn check_abnormal_returns(
     subprogs: &[cfg::Subprog],
 ) -> Result<(), error::VerifyError> {
     let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
+    // func_info must describe the subprograms as the code lays them out
+    // (check_btf_func).
+    if !prog.func_info.is_empty() {
+        if prog.func_info.len() != subprogs.len() {
+            return fail("number of funcs in func_info doesn't match number of subprogs");
+        }
+        let layout_ok = subprogs
+            .iter()
+            .zip(&prog.func_info)
+            .all(|(sp, fi)| sp.start == fi.insn_off as usize);
+        if !layout_ok {
+            return fail("func_info BTF section doesn't match subprog layout in BPF program");
+        }
+    }
     let btf = obj.btf.as_ref().filter(|_| !prog.func_info.is_empty());
     for (i, sp) in subprogs.iter().enumerate().skip(1) {
         let Some(btf) = btf else {

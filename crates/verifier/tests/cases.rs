@@ -24,8 +24,9 @@
 //!                                   in order: start insn, name, static |
 //!                                   global, return int | void, arguments
 //!                                   int | int* | ctx (struct __sk_buff *) |
-//!                                   void*, each optionally with `@TAG` for
-//!                                   an `arg:TAG` decl tag, e.g. void*@ctx;
+//!                                   void* | task* (struct task_struct *),
+//!                                   each optionally with `@TAG`s for
+//!                                   `arg:TAG` decl tags, e.g. void*@ctx;
 //!                                   gives the program BTF and func_info)
 //! # any other text                  (a comment)
 //! ```
@@ -200,7 +201,9 @@ fn object(c: &Case) -> Object {
 }
 
 /// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct
-/// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5;
+/// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5,
+/// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8 and a
+/// pointer to it 9;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
 /// its size holding the lock at OFF (the map gets its type ids), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
@@ -232,7 +235,10 @@ fn case_btf(
     types.extend([0, 2 << 24, 0]); // [6] PTR -> void
     let timer = name(&mut strings, "bpf_timer");
     types.extend([timer, 4 << 24, 16]); // [7] STRUCT bpf_timer, 16 opaque bytes
-    let mut next_id = 8;
+    let task = name(&mut strings, "task_struct");
+    types.extend([task, 4 << 24, 0]); // [8] STRUCT task_struct, opaque
+    types.extend([0, 2 << 24, 8]); // [9] PTR -> struct task_struct
+    let mut next_id = 10;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
     let timer_member = name(&mut strings, "timer");
@@ -275,8 +281,9 @@ fn case_btf(
         types.extend([0, (13 << 24) | args.len() as u32, ret]); // FUNC_PROTO
         for (i, a) in args.iter().enumerate() {
             let arg_name = name(&mut strings, &format!("a{i}"));
-            let (a, tag) = a.split_once('@').unwrap_or((a, ""));
-            if !tag.is_empty() {
+            let mut parts = a.split('@');
+            let a = parts.next().unwrap_or_default();
+            for tag in parts {
                 arg_tags.push((name(&mut strings, &format!("arg:{tag}")), next_id + 1, i));
             }
             let ty = match a {
@@ -284,6 +291,7 @@ fn case_btf(
                 "int*" => 2,
                 "ctx" => 4,
                 "void*" => 6,
+                "task*" => 9,
                 other => panic!("func argument {other}"),
             };
             types.extend([arg_name, ty]);
