@@ -325,9 +325,12 @@ impl Env<'_> {
                     }
                     r
                 }
-                BtfArgValue::BufOrNull { .. } => {
-                    let mut r = Reg::pointer(RegType::Mem);
+                BtfArgValue::BufOrNull { rdonly } => {
+                    let mut r = Reg::pointer(RegType::Buf);
                     r.flags |= flag::MAYBE_NULL;
+                    if rdonly {
+                        r.flags |= flag::RDONLY;
+                    }
                     r
                 }
             }),

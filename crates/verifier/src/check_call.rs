@@ -17,13 +17,14 @@ const MAX_VAR_SIZ: u64 = 1 << 29;
 /// The register types a helper's map key or value argument takes
 /// (check_reg_type's map_key_value_types); its memory arguments take
 /// trusted BTF pointers too (mem_types).
-const MAP_KEY_VALUE_TYPES: [RegType; 6] = [
+const MAP_KEY_VALUE_TYPES: [RegType; 7] = [
     RegType::Stack,
     RegType::Packet,
     RegType::PacketMeta,
     RegType::MapKey,
     RegType::MapValue,
     RegType::Mem,
+    RegType::Buf,
 ];
 /// The register types a helper memory argument takes, as the kernel lists
 /// them when none matches.
@@ -80,7 +81,8 @@ impl Env<'_> {
         // Helpers never write through map keys or read-only memory, not
         // even zero bytes of it.
         let read_only = r.ty == RegType::MapKey
-            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer) && r.flags & flag::RDONLY != 0);
+            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer | RegType::Buf)
+                && r.flags & flag::RDONLY != 0);
         if access == Access::Write && read_only {
             return self.err(format!("R{regno} cannot write into {}", r.type_str()));
         }
@@ -100,6 +102,7 @@ impl Env<'_> {
             | RegType::Mem
             | RegType::BtfId
             | RegType::TpBuffer
+            | RegType::Buf
             | RegType::FlowKeys => true,
             _ => false,
         };
@@ -176,6 +179,10 @@ impl Env<'_> {
                     }
                 }
                 Ok(())
+            }
+            RegType::Buf => {
+                let size = u32::try_from(size).unwrap_or(u32::MAX);
+                self.check_buffer_access(regno, &r, r.off, size)
             }
             RegType::Packet | RegType::PacketMeta | RegType::MapValue | RegType::MapKey | RegType::Mem | RegType::Ctx | RegType::BtfId | RegType::TpBuffer | RegType::FlowKeys => {
                 if size > u32::MAX as u64 {
@@ -801,6 +808,7 @@ impl Env<'_> {
             | RegType::PacketMeta
             | RegType::MapKey
             | RegType::MapValue
+            | RegType::Buf
             | RegType::Scalar => Ok(()),
             // Plain, read-only and ringbuf memory; dynptr slices and
             // untrusted memory are held to offset 0.

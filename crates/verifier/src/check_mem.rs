@@ -489,6 +489,15 @@ impl Env<'_> {
                     }
                 }
             }
+            RegType::Buf => {
+                if access == Access::Write && reg.flags & flag::RDONLY != 0 {
+                    return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
+                }
+                self.check_buffer_access(regno, &reg, off, size)?;
+                if let (Access::Read, Some(d)) = (access, value) {
+                    self.set_unknown(d);
+                }
+            }
             RegType::Mem | RegType::TpBuffer => {
                 if access == Access::Write && reg.flags & flag::RDONLY != 0 {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
@@ -1101,6 +1110,35 @@ impl Env<'_> {
 
     /// A pointer used in its original form (__check_ptr_off_reg): never a
     /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    /// An iterator buffer takes any constant, non-negative offset; the
+    /// largest access is checked against the map when the program is
+    /// attached (check_buffer_access).
+    pub(crate) fn check_buffer_access(
+        &self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+    ) -> VResult<()> {
+        let info = if reg.flags & flag::RDONLY != 0 {
+            "rdonly"
+        } else {
+            "rdwr"
+        };
+        if off < 0 {
+            return self.err(format!(
+                "R{regno} invalid {info} buffer access: off={off}, size={size}"
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                tnum_str(&reg.v)
+            ));
+        }
+        Ok(())
+    }
+
     pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
         let ty = reg.type_str();
         if reg.off < 0 {

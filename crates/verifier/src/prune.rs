@@ -157,7 +157,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             }
             within(old, cur)
         }
-        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
+        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer | RegType::Buf => {
             old.off == cur.off
                 && old.aux == cur.aux
                 && old.dynptr_id == cur.dynptr_id

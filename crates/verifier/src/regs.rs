@@ -22,6 +22,9 @@ pub enum RegType {
     SockCommon,
     TcpSock,
     TpBuffer,
+    /// An iterator's key or value buffer (PTR_TO_BUF): its size is the
+    /// map's, checked when the program is attached.
+    Buf,
     BtfId,
     Mem,
     Func,
@@ -48,6 +51,7 @@ impl RegType {
             RegType::SockCommon => "sock_common",
             RegType::TcpSock => "tcp_sock",
             RegType::TpBuffer => "tp_buffer",
+            RegType::Buf => "buf",
             RegType::BtfId => "ptr_",
             RegType::Mem => "mem",
             RegType::Func => "func",

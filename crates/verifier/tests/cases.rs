@@ -5,6 +5,8 @@
 //! ```text
 //! # prog_type: xdp                 (libbpf's name; default socket_filter)
 //! # attach_type: trace_uprobe_session (optional: expected attach type)
+//! # section: iter/bpf_map_elem      (optional: the ELF section, naming the
+//!                                   BTF target of iter/, tp_btf/ ...)
 //! # verdict: reject                (accept | reject | refuse: bpfvet says
 //!                                   "not modelled", the kernel rejects)
 //! # error: R2 !read_ok             (for reject: the kernel's error line;
@@ -45,6 +47,8 @@ struct Case {
     name: String,
     prog_type: ProgType,
     attach_type: Option<AttachType>,
+    /// ELF section, for programs attached to a BTF target (`iter/NAME`).
+    section: Option<String>,
     accept: bool,
     /// bpfvet must refuse (not modelled); the kernel must reject.
     refuse: bool,
@@ -62,6 +66,7 @@ fn parse(name: &str, src: &str) -> Case {
         name: name.to_string(),
         prog_type: ProgType::SOCKET_FILTER,
         attach_type: None,
+        section: None,
         accept: true,
         refuse: false,
         error: None,
@@ -82,6 +87,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "attach_type" => {
                         c.attach_type = Some(AttachType::from_name(v).expect("known attach type"))
                     }
+                    "section" => c.section = Some(v.to_string()),
                     "verdict" => {
                         c.accept = v == "accept";
                         c.refuse = v == "refuse";
@@ -191,6 +197,10 @@ fn object(c: &Case) -> Object {
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.programs[0].expected_attach_type = c.attach_type;
+    if let Some(sec) = &c.section {
+        obj.programs[0].section = sec.clone();
+        obj.programs[0].attach_target = sec.split_once('/').map(|(_, t)| t.to_string());
+    }
     obj.maps = c.maps.clone();
     if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
@@ -442,7 +452,7 @@ fn cases() {
             }
         }
         // The same expectations against the oracle.
-        let kernel = if c.maps.is_empty() && c.funcs.is_empty() {
+        let kernel = if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
             kernel_load(&obj)
         } else {
             kernel_load_with_maps(&obj)
