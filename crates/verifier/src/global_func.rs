@@ -370,10 +370,21 @@ impl Env<'_> {
                 .line("global function calls are not allowed while holding a lock,");
             return self.err("use static function instead");
         }
-        if self.cur.active_preempt_locks > 0 {
+        let sub_might_sleep = self
+            .cfg
+            .subprogs
+            .get(subprog)
+            .is_some_and(|s| s.might_sleep);
+        if sub_might_sleep
+            && (self.cur.active_rcu_lock
+                || self.cur.active_preempt_locks > 0
+                || !self.cur.in_sleepable)
+        {
             self.log
-                .line("global function calls are not allowed with preemption disabled,");
-            return self.err("use static function instead");
+                .line("global functions that may sleep are not allowed in non-sleepable context,");
+            self.log
+                .line("i.e., in a RCU/IRQ/preempt-disabled section, or in");
+            return self.err("a non-sleepable BPF program context");
         }
         match mismatch {
             Err(e) if e.limit.is_none() && !e.unsupported => {

@@ -92,6 +92,14 @@ pub fn is_arena_kfunc_call(insn: &Insn) -> bool {
         .is_some_and(|(name, _)| name.starts_with("bpf_arena_"))
 }
 
+/// Whether the call is of a sleepable kfunc.
+pub fn is_sleepable_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .and_then(|(name, _)| kfunc(name))
+        .is_some_and(|k| k.flags.contains(KfuncFlags::SLEEPABLE))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()

@@ -179,14 +179,15 @@ fn verify_with(
             return cfg::CallSummary {
                 args: kfunc::kfunc_arg_count(insn),
                 iter_next: kfunc::is_iter_next_call(insn),
+                might_sleep: kfunc::is_sleepable_call(insn),
             };
         }
-        let args =
-            helpers::helper_proto(insn.imm as u32, prog.prog_type, prog.expected_attach_type)
-                .map_or(5, |p| p.arg_count());
+        let proto =
+            helpers::helper_proto(insn.imm as u32, prog.prog_type, prog.expected_attach_type);
         cfg::CallSummary {
-            args,
+            args: proto.as_ref().map_or(5, |p| p.arg_count()),
             iter_next: false,
+            might_sleep: proto.is_ok_and(|p| p.might_sleep),
         }
     };
     let result = unmodelled::loader_refusal(prog)
