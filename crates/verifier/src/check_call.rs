@@ -1175,6 +1175,17 @@ impl Env<'_> {
                 regs[1] = self.const_local_dynptr();
                 regs[2] = caller_regs[3];
             }
+            id::FIND_VMA => {
+                // callback(struct task_struct *task,
+                //          struct vm_area_struct *vma, void *ctx)
+                regs[1] = caller_regs[1];
+                let mut vma = Reg::pointer(RegType::BtfId);
+                vma.aux = vmlinux_struct("vm_area_struct");
+                regs[2] = vma;
+                regs[3] = caller_regs[4];
+                regs[4] = Reg::not_init();
+                regs[5] = Reg::not_init();
+            }
             _ => {
                 for reg in &mut regs[1..=5] {
                     *reg = Reg::unknown_scalar();
