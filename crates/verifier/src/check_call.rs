@@ -848,6 +848,9 @@ impl Env<'_> {
         let func_id = insn.imm as u32;
         let caller = helpers::CallerProg {
             sleepable: self.prog.sleepable,
+            // The tcp and unix iterators add the socket option helpers
+            // (their targets' get_func_proto).
+            iter_sockopt: matches!(self.prog.attach_target.as_deref(), Some("tcp" | "unix")),
             ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
         };
         let proto = match helpers::helper_proto_for(func_id, &caller) {
