@@ -54,6 +54,8 @@ pub fn module_btf_may_define(name: &str) -> bool {
 /// What a load from a kernel struct gives.
 enum Field<'b> {
     Scalar,
+    /// A pointer to anything but a struct: read-only untrusted memory.
+    UntrustedMem,
     /// A pointer to the struct with this id, read from member `field`;
     /// `flags`: what the walk found (a union: untrusted; the pointer's
     /// `__user`, `__percpu` or `__rcu` tag).
@@ -67,13 +69,12 @@ enum Field<'b> {
 /// One step of the kernel's btf_struct_walk.
 enum Walk<'b> {
     Scalar,
-    /// A pointer to something other than a struct (WALK_PTR_UNTRUSTED);
-    /// bpfvet reads it from kernel structs as a scalar.
-    PtrToNonStruct,
     /// Pointee id, member name, flag of the pointer's type tag.
     Ptr(u32, &'b str, u16),
     /// The access starts at a nested struct: walk on inside it from 0.
     Struct(u32),
+    /// A pointer member whose pointee is not a struct (6.18).
+    PtrUntrusted,
 }
 
 /// `size`, innermost element type and element count of a member type,
@@ -216,7 +217,7 @@ fn struct_walk<'b>(
                         return Ok(Walk::Ptr(pid, mname, tag_flag));
                     }
                 }
-                return Ok(Walk::PtrToNonStruct);
+                return Ok(Walk::PtrUntrusted);
             }
             if off as u64 + size as u64 > mtrue_end && !*untrusted {
                 return Err(format!(
@@ -236,7 +237,8 @@ fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String
     let (mut id, mut off) = (id, off);
     for _ in 0..32 {
         match struct_walk(btf, id, off, size, &mut untrusted)? {
-            Walk::Scalar | Walk::PtrToNonStruct => return Ok(Field::Scalar),
+            Walk::Scalar => return Ok(Field::Scalar),
+            Walk::PtrUntrusted => return Ok(Field::UntrustedMem),
             Walk::Ptr(pid, field, tag) => {
                 let flags = tag | if untrusted { flag::UNTRUSTED } else { 0 };
                 return Ok(Field::Ptr {
@@ -261,7 +263,7 @@ pub fn local_field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<bool, S
     for _ in 0..32 {
         match struct_walk(btf, id, off, size, &mut untrusted)? {
             Walk::Scalar | Walk::Ptr(..) => return Ok(true),
-            Walk::PtrToNonStruct => return Ok(false),
+            Walk::PtrUntrusted => return Ok(false),
             Walk::Struct(sid) => (id, off) = (sid, 0),
         }
     }
@@ -385,9 +387,12 @@ impl Env<'_> {
                     }
                     r
                 }
-                BtfArgValue::BufOrNull { .. } => {
-                    let mut r = Reg::pointer(RegType::Mem);
+                BtfArgValue::BufOrNull { rdonly } => {
+                    let mut r = Reg::pointer(RegType::Buf);
                     r.flags |= flag::MAYBE_NULL;
+                    if rdonly {
+                        r.flags |= flag::RDONLY;
+                    }
                     r
                 }
             }),
@@ -504,17 +509,15 @@ impl Env<'_> {
             ));
         }
         if access == Access::Write {
-            // A congestion-control program may write some tcp_sock fields.
-            if let Some(so) = &self.struct_ops {
-                return so
-                    .write(btf, reg.aux, off as u32, size)
-                    .map(|()| Reg::unknown_scalar())
-                    .or_else(|e| self.err(e));
-            }
-            return self.err("only read is supported");
+            return self.btf_store(btf, reg, off, size);
         }
         match field_at(btf, reg.aux, off as u32, size) {
             Ok(Field::Scalar) => Ok(Reg::unknown_scalar()),
+            Ok(Field::UntrustedMem) => {
+                let mut r = Reg::pointer(RegType::Mem);
+                r.flags = flag::RDONLY | flag::UNTRUSTED;
+                Ok(r)
+            }
             Ok(Field::Ptr { id, field, flags }) => {
                 let mut r = Reg::pointer(RegType::BtfId);
                 r.aux = id;
@@ -523,6 +526,46 @@ impl Env<'_> {
             }
             Err(e) => self.err(e),
         }
+    }
+}
+
+impl Env<'_> {
+    /// A store through a kernel BTF pointer: only tc and xdp programs may
+    /// store, and only into a conntrack entry's `mark` (the program types'
+    /// btf_struct_access, which nf_conntrack fills in).
+    fn btf_store(&self, btf: &Btf, reg: &Reg, off: i32, size: u32) -> VResult<Reg> {
+        use bpfvet_isa::uapi::ProgType as P;
+        if let Some(so) = &self.struct_ops {
+            return so
+                .write(btf, reg.aux, off as u32, size)
+                .map(|()| Reg::unknown_scalar())
+                .or_else(|e| self.err(e));
+        }
+        let conntrack_writes = matches!(self.prog_type, P::SCHED_CLS | P::SCHED_ACT | P::XDP);
+        let tname = btf.name_of(reg.aux);
+        if !conntrack_writes || !matches!(tname, "nf_conn" | "nf_conn___init") {
+            return self.err("only read is supported");
+        }
+        // nf_conn___init wraps nf_conn: the offsets are the same.
+        let mark = btf
+            .find_by_name_kind("nf_conn", Kind::Struct)
+            .and_then(|id| btf.type_by_id(id))
+            .and_then(|t| {
+                btf.members(t)
+                    .iter()
+                    .find(|m| btf.str_at(m.name_off) == Some("mark"))
+                    .map(|m| (m.bit_offset / 8, btf.resolve_size(m.type_id).unwrap_or(0)))
+            });
+        let Some((mark_off, mark_size)) = mark.filter(|(o, _)| off as u32 == *o) else {
+            return self.err(format!("no write support to nf_conn at off {off}"));
+        };
+        let end = mark_off as u64 + mark_size;
+        if off as u64 + size as u64 > end {
+            return self.err(format!(
+                "write access at off {off} with size {size} beyond the member of nf_conn ended at {end}"
+            ));
+        }
+        Ok(Reg::unknown_scalar())
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Subprog {
     /// It, or a function it calls, calls a helper that may move packet
     /// data: callers of a global one lose their packet pointers.
     pub changes_pkt_data: bool,
+    /// It, or a function it calls, calls a helper or kfunc that may sleep.
+    pub might_sleep: bool,
 }
 
 /// Per-instruction marks.
@@ -116,7 +118,11 @@ fn find_subprogs(insns: &[Insn], exception_cb: Option<usize>) -> Result<Vec<Subp
 
 /// check_subprogs: every jump stays in its subprogram and every subprogram
 /// ends in an exit or an unconditional jump.
-fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyError> {
+fn check_subprogs(
+    insns: &[Insn],
+    subs: &mut [Subprog],
+    calls: &dyn Fn(&Insn) -> CallSummary,
+) -> Result<(), VerifyError> {
     for sp in subs.iter_mut() {
         for (i, &ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
             let code = ins.code;
@@ -128,6 +134,10 @@ fn check_subprogs(insns: &[Insn], subs: &mut [Subprog]) -> Result<(), VerifyErro
             }
             if is_helper_call(&ins) && crate::helpers::classes::changes_pkt_data(ins.imm as u32) {
                 sp.changes_pkt_data = true;
+            }
+            let kfunc_call = code == BPF_JMP | BPF_CALL && ins.src == BPF_PSEUDO_KFUNC_CALL;
+            if (is_helper_call(&ins) || kfunc_call) && calls(&ins).might_sleep {
+                sp.might_sleep = true;
             }
             let is_jmp = class(code) == BPF_JMP || class(code) == BPF_JMP32;
             if is_jmp && op(code) != BPF_EXIT && op(code) != BPF_CALL {
@@ -175,6 +185,10 @@ fn merge_callee_effects(insns: &[Insn], subs: &mut [Subprog]) {
         for &(caller, callee) in &edges {
             if subs[callee].changes_pkt_data && !subs[caller].changes_pkt_data {
                 subs[caller].changes_pkt_data = true;
+                changed = true;
+            }
+            if subs[callee].might_sleep && !subs[caller].might_sleep {
+                subs[caller].might_sleep = true;
                 changed = true;
             }
         }
@@ -310,6 +324,8 @@ pub struct CallSummary {
     /// An iterator's next method: a forced checkpoint, where iterator loops
     /// converge.
     pub iter_next: bool,
+    /// A helper or kfunc that may sleep.
+    pub might_sleep: bool,
 }
 
 /// `exception_cb`: the first instruction of the program's exception
@@ -325,7 +341,13 @@ pub fn check_layout(insns: &[Insn], exception_cb: Option<usize>) -> Result<(), V
         ));
     }
     let mut subprogs = find_subprogs(insns, exception_cb)?;
-    check_subprogs(insns, &mut subprogs)
+    // Only the layout is checked here: no call is looked at.
+    let no_calls = |_: &Insn| CallSummary {
+        args: 5,
+        iter_next: false,
+        might_sleep: false,
+    };
+    check_subprogs(insns, &mut subprogs, &no_calls)
 }
 
 pub fn analyze(
@@ -340,7 +362,7 @@ pub fn analyze(
         ));
     }
     let mut subprogs = find_subprogs(insns, exception_cb)?;
-    check_subprogs(insns, &mut subprogs)?;
+    check_subprogs(insns, &mut subprogs, calls)?;
     merge_callee_effects(insns, &mut subprogs);
     let n = insns.len();
     let mut w = Walk {
@@ -532,6 +554,7 @@ mod tests {
             &|_| CallSummary {
                 args: 5,
                 iter_next: false,
+                might_sleep: false,
             },
             None,
         )

@@ -4,7 +4,7 @@
 use crate::error::VResult;
 use crate::explore::Env;
 use crate::prune::ADD_CONST;
-use crate::regs::{Reg, RegType};
+use crate::regs::{flag, Reg, RegType};
 use crate::scalar::{AluOp, EndianOp, Link, Scalar};
 use bpfvet_isa::opcode::*;
 use bpfvet_isa::Insn;
@@ -343,6 +343,11 @@ impl Env<'_> {
                 "R{d} pointer arithmetic on {ts} prohibited, null-check it first",
                 ts = ts()
             ));
+        }
+        // Offsets into untrusted memory are not tracked (its loads are
+        // probe reads): the destination is left as it was.
+        if ptr.ty == RegType::Mem && ptr.flags & flag::UNTRUSTED != 0 {
+            return Ok(());
         }
         let known = ov.is_const();
         let prohibited = match ptr.ty {

@@ -17,13 +17,14 @@ const MAX_VAR_SIZ: u64 = 1 << 29;
 /// The register types a helper's map key or value argument takes
 /// (check_reg_type's map_key_value_types); its memory arguments take
 /// trusted BTF pointers too (mem_types).
-const MAP_KEY_VALUE_TYPES: [RegType; 6] = [
+const MAP_KEY_VALUE_TYPES: [RegType; 7] = [
     RegType::Stack,
     RegType::Packet,
     RegType::PacketMeta,
     RegType::MapKey,
     RegType::MapValue,
     RegType::Mem,
+    RegType::Buf,
 ];
 /// The register types a helper memory argument takes, as the kernel lists
 /// them when none matches.
@@ -80,7 +81,8 @@ impl Env<'_> {
         // Helpers never write through map keys or read-only memory, not
         // even zero bytes of it.
         let read_only = r.ty == RegType::MapKey
-            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer) && r.flags & flag::RDONLY != 0);
+            || (matches!(r.ty, RegType::Mem | RegType::TpBuffer | RegType::Buf)
+                && r.flags & flag::RDONLY != 0);
         if access == Access::Write && read_only {
             return self.err(format!("R{regno} cannot write into {}", r.type_str()));
         }
@@ -100,6 +102,7 @@ impl Env<'_> {
             | RegType::Mem
             | RegType::BtfId
             | RegType::TpBuffer
+            | RegType::Buf
             | RegType::FlowKeys => true,
             _ => false,
         };
@@ -177,6 +180,10 @@ impl Env<'_> {
                 }
                 Ok(())
             }
+            RegType::Buf => {
+                let size = u32::try_from(size).unwrap_or(u32::MAX);
+                self.check_buffer_access(regno, &r, r.off, size)
+            }
             RegType::Packet | RegType::PacketMeta | RegType::MapValue | RegType::MapKey | RegType::Mem | RegType::Ctx | RegType::BtfId | RegType::TpBuffer | RegType::FlowKeys => {
                 if size > u32::MAX as u64 {
                     return self.err(format!("R{regno} unbounded memory access"));
@@ -205,6 +212,12 @@ impl Env<'_> {
             RegType::Scalar if r.is_null_const() => {
                 self.err(format!("R{regno} type=scalar expected=fp"))
             }
+            // A kfunc's memory argument has no register-type check before
+            // this one (check_helper_mem_access's own message).
+            _ if self.in_kfunc_mem_arg => self.err(format!(
+                "R{regno} type={} expected=fp",
+                r.type_str()
+            )),
             _ => self.err(format!(
                 "R{regno} type={} expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
                 r.type_str()
@@ -466,7 +479,8 @@ impl Env<'_> {
                 } as u64;
                 // A maybe-NULL pointer matches none of the types: the
                 // argument does not take NULL (check_reg_type).
-                if r.maybe_null() || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
+                let untrusted_mem = r.ty == RegType::Mem && r.flags & flag::UNTRUSTED != 0;
+                if r.maybe_null() || untrusted_mem || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
@@ -485,7 +499,10 @@ impl Env<'_> {
             ArgBase::PtrToMem => {
                 // check_reg_type: ctx is none of the memory types; a
                 // maybe-NULL pointer only where the argument takes NULL.
-                let mem_type = MAP_KEY_VALUE_TYPES.contains(&r.ty) || r.ty == RegType::BtfId;
+                // Untrusted memory is none of them.
+                let untrusted_mem = r.ty == RegType::Mem && r.flags & flag::UNTRUSTED != 0;
+                let mem_type = (MAP_KEY_VALUE_TYPES.contains(&r.ty) && !untrusted_mem)
+                    || r.ty == RegType::BtfId;
                 if !mem_type || (r.maybe_null() && !may_null) {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
                 }
@@ -817,13 +834,21 @@ impl Env<'_> {
             | RegType::PacketMeta
             | RegType::MapKey
             | RegType::MapValue
-            | RegType::Mem
+            | RegType::Buf
             | RegType::Scalar => Ok(()),
             // An owning or non-owning reference to an allocated object.
             RegType::Alloc
                 if matches!(r.flags, 0 | flag::NON_OWN_REF | crate::regs::NON_OWN_RCU) =>
             {
                 self.check_ptr_off_reg(regno, r, true)
+            }
+            // Plain, read-only and ringbuf memory; dynptr slices and
+            // untrusted memory are held to offset 0.
+            RegType::Mem
+                if r.flags & !(flag::MAYBE_NULL | flag::RDONLY) == 0
+                    || r.flags & !flag::MAYBE_NULL == flag::RINGBUF =>
+            {
+                Ok(())
             }
             RegType::BtfId => {
                 // Untrusted, user and per-CPU BTF pointers get no fixed
@@ -853,11 +878,7 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let caller = helpers::CallerProg {
-            sleepable: self.prog.sleepable,
-            struct_ops: crate::struct_ops::helpers(self.prog),
-            ..helpers::CallerProg::new(self.prog_type, self.prog.expected_attach_type)
-        };
+        let caller = caller_prog(self.prog);
         let proto = match helpers::helper_proto_for(func_id, &caller) {
             Ok(p) => p,
             Err(HelperError::Unknown { .. }) => {
@@ -900,6 +921,7 @@ impl Env<'_> {
             }
         }
         let mut meta = ArgMeta::default();
+        let mut writes_skb = false;
         for i in 0..5 {
             if proto.args[i].is_dont_care() {
                 break;
@@ -929,6 +951,12 @@ impl Env<'_> {
                 if key.is_const() && key.const_value() < max {
                     self.mark_chain_precision(3)?;
                 }
+            }
+            id::DYNPTR_WRITE => {
+                // Writing an skb's data through its dynptr may move it.
+                use crate::dynptr::DynptrKind;
+                let kind = self.dynptr_kind(1);
+                writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
@@ -985,7 +1013,7 @@ impl Env<'_> {
             if self.cur.curframe() > 0 {
                 self.tail_call_returns_to_caller()?;
             }
-        } else if helpers::classes::changes_pkt_data(func_id) {
+        } else if helpers::classes::changes_pkt_data(func_id) || writes_skb {
             self.clear_all_pkt_pointers();
         }
         Ok(None)
@@ -1006,13 +1034,17 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// After packet data may have moved, no packet pointer is valid.
-    fn clear_all_pkt_pointers(&mut self) {
+    /// After packet data may have moved, no packet pointer is valid, nor
+    /// any slice of an skb or xdp dynptr.
+    pub(crate) fn clear_all_pkt_pointers(&mut self) {
         self.cur.for_each_reg_mut(|r| {
-            if matches!(
-                r.ty,
-                RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
-            ) {
+            let pkt_slice = r.ty == RegType::Mem && r.flags & flag::DYNPTR_PKT != 0;
+            if pkt_slice
+                || matches!(
+                    r.ty,
+                    RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+                )
+            {
                 *r = Reg::unknown_scalar();
             }
         });
@@ -1176,6 +1208,17 @@ impl Env<'_> {
                 // callback(const struct bpf_dynptr *, void *ctx)
                 regs[1] = self.const_local_dynptr();
                 regs[2] = caller_regs[3];
+            }
+            id::FIND_VMA => {
+                // callback(struct task_struct *task,
+                //          struct vm_area_struct *vma, void *ctx)
+                regs[1] = caller_regs[1];
+                let mut vma = Reg::pointer(RegType::BtfId);
+                vma.aux = vmlinux_struct("vm_area_struct");
+                regs[2] = vma;
+                regs[3] = caller_regs[4];
+                regs[4] = Reg::not_init();
+                regs[5] = Reg::not_init();
             }
             _ => {
                 for reg in &mut regs[1..=5] {
@@ -1427,6 +1470,18 @@ impl Env<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// Everything about the program that decides which helpers it may call.
+pub(crate) fn caller_prog(prog: &bpfvet_object::Program) -> helpers::CallerProg {
+    helpers::CallerProg {
+        sleepable: prog.sleepable,
+        struct_ops: crate::struct_ops::helpers(prog),
+        // The tcp and unix iterators add the socket option helpers (their
+        // targets' get_func_proto).
+        iter_sockopt: matches!(prog.attach_target.as_deref(), Some("tcp" | "unix")),
+        ..helpers::CallerProg::new(prog.prog_type, prog.expected_attach_type)
     }
 }
 

@@ -28,6 +28,10 @@ fn not_null(r: &Reg) -> bool {
     if r.ty == RegType::Alloc {
         return r.ref_obj_id != 0 || r.flags == 0;
     }
+    // Untrusted memory may be anything, NULL included.
+    if r.ty == RegType::Mem && r.flags & crate::regs::flag::UNTRUSTED != 0 {
+        return false;
+    }
     // Stack, ctx, packet and func pointers are not on the kernel's list:
     // comparing them with 0 explores both branches.
     matches!(

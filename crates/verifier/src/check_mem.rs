@@ -63,7 +63,7 @@ impl Env<'_> {
             Some(insn.dst),
             sx,
         )?;
-        self.save_aux_ptr_type(src_ty)
+        self.save_aux_ptr_type_merging(src_ty, true)
     }
 
     pub fn check_stx(&mut self, insn: &Insn) -> VResult<()> {
@@ -93,6 +93,13 @@ impl Env<'_> {
     /// One instruction may not dereference different pointer kinds on
     /// different paths (the kernel rewrites ctx accesses per insn).
     fn save_aux_ptr_type(&mut self, ty: RegType) -> VResult<()> {
+        self.save_aux_ptr_type_merging(ty, false)
+    }
+
+    /// save_aux_ptr_type; a plain load (`merge_mem_btf`) may also go
+    /// through memory on one path and a BTF pointer on another, both
+    /// read by probe loads.
+    fn save_aux_ptr_type_merging(&mut self, ty: RegType, merge_mem_btf: bool) -> VResult<()> {
         let idx = self.insn_idx;
         let ctx_like = |t: RegType| {
             matches!(
@@ -109,7 +116,11 @@ impl Env<'_> {
         match self.aux[idx].ptr_type {
             None => self.aux[idx].ptr_type = Some(ty),
             Some(prev) if prev != ty && (ctx_like(prev) || ctx_like(ty)) => {
-                return self.err("same insn cannot be used with different pointers");
+                let mem_or_btf = |t: RegType| matches!(t, RegType::Mem | RegType::BtfId);
+                if !(merge_mem_btf && mem_or_btf(prev) && mem_or_btf(ty)) {
+                    return self.err("same insn cannot be used with different pointers");
+                }
+                self.aux[idx].ptr_type = Some(RegType::Mem);
             }
             _ => {}
         }
@@ -511,12 +522,27 @@ impl Env<'_> {
                     }
                 }
             }
+            RegType::Buf => {
+                if access == Access::Write && reg.flags & flag::RDONLY != 0 {
+                    return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
+                }
+                self.check_buffer_access(regno, &reg, off, size)?;
+                if let (Access::Read, Some(d)) = (access, value) {
+                    self.set_unknown(d);
+                }
+            }
             RegType::Mem | RegType::TpBuffer => {
                 if access == Access::Write && reg.flags & flag::RDONLY != 0 {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
                 }
+                // Read-only untrusted memory is read through probe loads:
+                // no bounds.
+                let probed =
+                    reg.flags & (flag::RDONLY | flag::UNTRUSTED) == flag::RDONLY | flag::UNTRUSTED;
                 if reg.ty == RegType::Mem {
-                    self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                    if !probed {
+                        self.check_region(regno, &reg, off, size, reg.aux, "memory", "mem_size")?;
+                    }
                 } else {
                     // The buffer's size is checked when the program is
                     // attached; loading only wants a constant, non-negative
@@ -1119,6 +1145,35 @@ impl Env<'_> {
 
     /// A pointer used in its original form (__check_ptr_off_reg): never a
     /// negative or variable offset, a fixed one only if `fixed_off_ok`.
+    /// An iterator buffer takes any constant, non-negative offset; the
+    /// largest access is checked against the map when the program is
+    /// attached (check_buffer_access).
+    pub(crate) fn check_buffer_access(
+        &self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+    ) -> VResult<()> {
+        let info = if reg.flags & flag::RDONLY != 0 {
+            "rdonly"
+        } else {
+            "rdwr"
+        };
+        if off < 0 {
+            return self.err(format!(
+                "R{regno} invalid {info} buffer access: off={off}, size={size}"
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "R{regno} invalid variable buffer offset: off={off}, var_off={}",
+                tnum_str(&reg.v)
+            ));
+        }
+        Ok(())
+    }
+
     pub fn check_ptr_off_reg(&self, regno: u8, reg: &Reg, fixed_off_ok: bool) -> VResult<()> {
         // Only an error message needs the type name.
         let ty = || reg.type_str();

@@ -20,6 +20,7 @@ pub enum DynptrKind {
     Ringbuf = 2,
     Skb = 3,
     Xdp = 4,
+    SkbMeta = 5,
 }
 
 impl DynptrKind {
@@ -43,6 +44,7 @@ impl DynptrKind {
             2 => DynptrKind::Ringbuf,
             3 => DynptrKind::Skb,
             4 => DynptrKind::Xdp,
+            5 => DynptrKind::SkbMeta,
             _ => return None,
         })
     }
@@ -54,6 +56,18 @@ impl DynptrKind {
             DynptrKind::Ringbuf => "ringbuf",
             DynptrKind::Skb => "skb",
             DynptrKind::Xdp => "xdp",
+            DynptrKind::SkbMeta => "skb_meta",
+        }
+    }
+
+    /// The register flag a slice of this kind carries.
+    pub fn slice_flag(self) -> u16 {
+        match self {
+            DynptrKind::Local => flag::DYNPTR_LOCAL,
+            DynptrKind::Ringbuf => flag::DYNPTR_RINGBUF,
+            DynptrKind::Skb => flag::DYNPTR_SKB,
+            DynptrKind::Xdp => flag::DYNPTR_XDP,
+            DynptrKind::SkbMeta => flag::DYNPTR_SKB_META,
         }
     }
 
@@ -241,7 +255,7 @@ impl Env<'_> {
         }
         if at.flags.contains(TypeFlags::MEM_UNINIT) {
             let kind = DynptrKind::of_arg(at).unwrap_or(DynptrKind::Local);
-            return self.create_dynptr(regno, &r, kind);
+            return self.create_dynptr(regno, &r, kind, None);
         }
         let place = self.dynptr_place(&r);
         if let Err(e) = &place {
@@ -267,6 +281,64 @@ impl Env<'_> {
         }
         self.note_stack_read(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
         Ok(())
+    }
+
+    /// A kfunc's `struct bpf_dynptr *` argument (KF_ARG_PTR_TO_DYNPTR):
+    /// `create` is the kind of dynptr an `__uninit` argument receives
+    /// (with the parent's reference for a clone); otherwise an
+    /// initialised dynptr of any kind, returned as the kernel's
+    /// initialized_dynptr. A `const` callback dynptr is read-only to the
+    /// kfunc whatever its prototype says.
+    pub fn check_kfunc_dynptr_arg(
+        &mut self,
+        regno: u8,
+        create: Option<(DynptrKind, Option<u32>)>,
+    ) -> VResult<Option<DynptrSlot>> {
+        let r = *self.cur.reg(regno);
+        let no_arg_type = ArgType {
+            base: crate::helpers::ArgBase::DontCare,
+            flags: TypeFlags::default(),
+        };
+        self.check_func_arg_reg_off(regno, &r, no_arg_type)?;
+        if !matches!(r.ty, RegType::Stack | RegType::ConstPtrToDynptr) {
+            return self.err(format!(
+                "arg#{} expected pointer to stack or const struct bpf_dynptr",
+                regno - 1
+            ));
+        }
+        if let Some((kind, clone_ref)) = create {
+            if r.ty == RegType::ConstPtrToDynptr {
+                return self.err("Dynptr has to be an uninitialized dynptr");
+            }
+            self.create_dynptr(regno, &r, kind, clone_ref)?;
+            return Ok(None);
+        }
+        if r.ty == RegType::ConstPtrToDynptr {
+            let Some(kind) = DynptrKind::from_code(r.aux) else {
+                return self.err("verifier internal error: invalid dynptr type");
+            };
+            return Ok(Some(DynptrSlot {
+                kind,
+                first: true,
+                id: r.id,
+                ref_obj_id: r.ref_obj_id,
+            }));
+        }
+        let place = self.dynptr_place(&r);
+        if let Err(e) = &place {
+            self.log_spi_error(e);
+        }
+        let Some((p, d)) = place
+            .ok()
+            .and_then(|p| self.valid_init_dynptr(p).map(|d| (p, d)))
+        else {
+            return self.err(format!(
+                "Expected an initialized dynptr as arg #{}",
+                regno - 1
+            ));
+        };
+        self.note_stack_read(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
+        Ok(Some(d))
     }
 
     /// A callback's `const struct bpf_dynptr *`: it may only be read.
@@ -340,8 +412,16 @@ impl Env<'_> {
     }
 
     /// MEM_UNINIT: the helper writes a new dynptr over two slots, as two
-    /// 8-byte stack writes, destroying unreferenced dynptrs there.
-    fn create_dynptr(&mut self, regno: u8, r: &Reg, kind: DynptrKind) -> VResult<()> {
+    /// 8-byte stack writes, destroying unreferenced dynptrs there. A
+    /// clone shares its parent's reference (`clone_ref`) instead of
+    /// acquiring one.
+    fn create_dynptr(
+        &mut self,
+        regno: u8,
+        r: &Reg,
+        kind: DynptrKind,
+        clone_ref: Option<u32>,
+    ) -> VResult<()> {
         let p = match self.dynptr_place(r) {
             Ok(p) => p,
             Err(SpiError::Range) => {
@@ -372,7 +452,9 @@ impl Env<'_> {
         self.destroy_if_dynptr_stack_slot(p.frameno, p.spi - 1)?;
         self.note_stack_write(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
         let id = self.new_id();
-        let ref_obj_id = if kind.refcounted() {
+        let ref_obj_id = if let Some(rid) = clone_ref.filter(|_| kind.refcounted()) {
+            rid
+        } else if kind.refcounted() {
             let rid = self.new_id();
             self.cur.refs.push(RefState {
                 kind: RefKind::Ptr,
@@ -393,6 +475,16 @@ impl Env<'_> {
             });
         }
         Ok(())
+    }
+
+    /// The kind of the initialised dynptr register `regno` points to.
+    pub fn dynptr_kind(&self, regno: u8) -> Option<DynptrKind> {
+        let r = self.cur.reg(regno);
+        if r.ty == RegType::ConstPtrToDynptr {
+            return DynptrKind::from_code(r.aux);
+        }
+        let p = self.dynptr_place(r).ok()?;
+        self.dynptr_at(p).map(|d| d.kind)
     }
 
     /// (id, ref_obj_id) of the initialised dynptr register `regno` points

@@ -8,7 +8,7 @@ use crate::error::VResult;
 use crate::explore::Env;
 use crate::regs::{flag, Reg, RegType};
 use crate::state::{Frame, State};
-use bpfvet_isa::uapi::ProgType;
+use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_object::btf::{Btf, Kind};
 
 /// Each program type's context struct, as programs name it (the kernel's
@@ -62,7 +62,7 @@ fn is_any_ctx_struct(name: &str) -> bool {
 }
 
 /// What a global function's argument is, from its BTF type.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub enum ArgKind {
     Scalar,
     Ctx,
@@ -73,6 +73,20 @@ pub enum ArgKind {
     /// Memory of this many bytes the caller promises is not NULL
     /// (`arg:nonnull`).
     NonNullMem(u32),
+    /// `arg:trusted`: a trusted pointer to the vmlinux struct with this
+    /// id, NULL allowed with `arg:nullable`.
+    TrustedBtf {
+        id: u32,
+        nullable: bool,
+    },
+    /// `arg:untrusted` on a pointer to a struct: an untrusted pointer to
+    /// the vmlinux struct with this id; the caller may pass anything.
+    UntrustedBtf(u32),
+    /// `arg:untrusted` on a pointer to void or a primitive type:
+    /// read-only untrusted memory; the caller may pass anything.
+    UntrustedMem,
+    /// The tags do not fit the argument (btf_prepare_func_args' message).
+    TagError(String),
     /// An `arg:` tag (or combination) bpfvet does not model: the call is
     /// refused, except that a `trusted` argument without `nullable` never
     /// takes a scalar (the kernel rejects the call whether or not the
@@ -119,7 +133,7 @@ impl Env<'_> {
             .map(|(i, p)| {
                 let tags = arg_tags(btf, fi.type_id, i);
                 if !tags.is_empty() {
-                    return self.tagged_arg_kind(&tags, p.type_id);
+                    return self.tagged_arg_kind(i, &tags, p.type_id);
                 }
                 let Some((_, t)) = btf.skip_mods_and_typedefs(p.type_id) else {
                     return ArgKind::Unsupported;
@@ -162,41 +176,128 @@ impl Env<'_> {
             .collect()
     }
 
-    /// btf_prepare_func_args for an argument carrying `arg:` decl tags:
-    /// `ctx` on a pointer whose pointee the program type accepts as its
-    /// context (btf_validate_prog_ctx_type), `nonnull` on a pointer to
-    /// sized memory. Anything else is refused by name.
-    fn tagged_arg_kind(&self, tags: &[&str], type_id: u32) -> ArgKind {
-        let unmodelled = ArgKind::UnmodelledTag {
-            trusted_nonnull: tags.contains(&"trusted")
-                && tags.iter().all(|t| *t == "trusted" || *t == "nonnull"),
+    /// btf_prepare_func_args for argument `i` carrying `arg:` decl tags,
+    /// in the kernel's order: unknown tags, non-pointers, the context
+    /// (`ctx` on a pointer whose pointee the program type accepts as its
+    /// context; other pointees are refused by name), dynptrs, `trusted`,
+    /// `untrusted`, `arena` (refused by name) and memory (`nonnull`).
+    fn tagged_arg_kind(&self, i: usize, tags: &[&str], type_id: u32) -> ArgKind {
+        const KNOWN: [&str; 6] = [
+            "ctx",
+            "trusted",
+            "untrusted",
+            "nonnull",
+            "nullable",
+            "arena",
+        ];
+        let refuse = ArgKind::UnmodelledTag {
+            trusted_nonnull: false,
         };
+        let bad = |m: String| ArgKind::TagError(m);
+        let invalid = || bad(format!("arg#{i} has invalid combination of tags"));
+        if tags.iter().any(|t| !KNOWN.contains(t)) {
+            return bad(format!("arg#{i} has unsupported set of tags"));
+        }
+        let has = |n: &str| tags.contains(&n);
+        let only = |n: &str| tags.iter().all(|t| *t == n);
         let Some(btf) = self.obj.btf.as_ref() else {
-            return unmodelled;
+            return refuse;
         };
         let Some((_, t)) = btf.skip_mods_and_typedefs(type_id) else {
-            return unmodelled;
+            return refuse;
         };
         if t.kind != Kind::Ptr {
-            return unmodelled;
+            return bad(format!(
+                "arg#{i} has pointer tag, but is not a pointer type"
+            ));
         }
-        match tags {
-            ["ctx"] if self.ctx_tag_pointee_ok(t.size_or_type) => ArgKind::Ctx,
-            ["nonnull"] => match btf.skip_mods_and_typedefs(t.size_or_type) {
-                Some((pid, pt))
-                    if pid != 0
-                        && !(pt.kind == Kind::Struct
-                            && (is_any_ctx_struct(btf.name(pt))
-                                || btf.name(pt) == "bpf_dynptr")) =>
-                {
-                    match btf.resolve_size(pid) {
-                        Ok(sz) if sz > 0 && sz <= u32::MAX as u64 => ArgKind::NonNullMem(sz as u32),
-                        _ => unmodelled,
-                    }
+        let pointee = btf.skip_mods_and_typedefs(t.size_or_type);
+        let pointee_struct = pointee
+            .filter(|(id, pt)| *id != 0 && pt.kind == Kind::Struct)
+            .map(|(_, pt)| btf.name(pt));
+        let regs_prog = matches!(self.prog_type, ProgType::KPROBE | ProgType::PERF_EVENT);
+        let ctx_struct = pointee_struct.is_some_and(|n| {
+            is_prog_ctx_struct(self.prog_type, n) || (regs_prog && n == "bpf_user_pt_regs_t")
+        });
+        if has("ctx") || ctx_struct {
+            if !only("ctx") {
+                return invalid();
+            }
+            if has("ctx") && !self.ctx_tag_pointee_ok(t.size_or_type) {
+                return refuse;
+            }
+            return ArgKind::Ctx;
+        }
+        if pointee_struct == Some("bpf_dynptr") {
+            return invalid();
+        }
+        if has("trusted") {
+            if has("nonnull") {
+                return invalid();
+            }
+            return match kernel_type_of(btf, i, t.size_or_type) {
+                Ok(id) => ArgKind::TrustedBtf {
+                    id,
+                    nullable: has("nullable"),
+                },
+                Err(m) => bad(m),
+            };
+        }
+        if has("untrusted") {
+            if !only("untrusted") {
+                return bad(format!(
+                    "arg#{i} untrusted cannot be combined with any other tags"
+                ));
+            }
+            let primitive = match pointee {
+                None | Some((0, _)) => true,
+                Some((_, pt)) => {
+                    matches!(pt.kind, Kind::Enum | Kind::Enum64)
+                        || (pt.kind == Kind::Int && int_is_regular(pt))
                 }
-                _ => unmodelled,
+            };
+            if primitive {
+                return ArgKind::UntrustedMem;
+            }
+            let id = match kernel_type_of(btf, i, t.size_or_type) {
+                Ok(id) => id,
+                Err(m) => return bad(m),
+            };
+            let Some(vmlinux) = crate::btf_walk::vmlinux() else {
+                return refuse;
+            };
+            return match vmlinux.type_by_id(id) {
+                Some(kt) if matches!(kt.kind, Kind::Struct | Kind::Union) => {
+                    ArgKind::UntrustedBtf(id)
+                }
+                Some(kt) => bad(format!(
+                    "arg#{i} has type {} '{}', but only struct or primitive types are allowed",
+                    kt.kind.name(),
+                    btf.name(t)
+                )),
+                None => refuse,
+            };
+        }
+        if has("arena") {
+            return refuse;
+        }
+        // A pointer to memory the caller passes.
+        if has("nullable") {
+            return invalid();
+        }
+        // Another program type's context: how the kernel takes it is not
+        // modelled.
+        if pointee_struct.is_some_and(is_any_ctx_struct) {
+            return refuse;
+        }
+        match pointee {
+            Some((pid, _)) if pid != 0 => match btf.resolve_size(pid) {
+                Ok(sz) if sz > 0 && sz <= u32::MAX as u64 && has("nonnull") => {
+                    ArgKind::NonNullMem(sz as u32)
+                }
+                _ => refuse,
             },
-            _ => unmodelled,
+            _ => refuse,
         }
     }
 
@@ -237,11 +338,24 @@ impl Env<'_> {
         if t.kind == Kind::Struct && is_prog_ctx_struct(pt, btf.name(t)) {
             return true;
         }
+        let u64_array = t.kind == Kind::Int && t.size_or_type == 8;
+        let attach = self.prog.expected_attach_type;
+        let tracing = |a: AttachType| pt == ProgType::TRACING && attach == Some(a);
         // struct pt_regs is x86-64's bpf_user_pt_regs_t.
         (regs_prog && is_struct("pt_regs"))
             || ((pt == ProgType::RAW_TRACEPOINT || pt == ProgType::RAW_TRACEPOINT_WRITABLE)
-                && (is_struct("bpf_raw_tracepoint_args")
-                    || (t.kind == Kind::Int && t.size_or_type == 8)))
+                && (is_struct("bpf_raw_tracepoint_args") || u64_array))
+            || (tracing(AttachType::TRACE_RAW_TP)
+                && (is_struct("bpf_raw_tracepoint_args") || u64_array))
+            || (tracing(AttachType::TRACE_ITER)
+                && t.kind == Kind::Struct
+                && btf.name(t).starts_with("bpf_iter__"))
+            || ((tracing(AttachType::TRACE_FENTRY)
+                || tracing(AttachType::TRACE_FEXIT)
+                || tracing(AttachType::MODIFY_RETURN)
+                || pt == ProgType::LSM
+                || pt == ProgType::STRUCT_OPS)
+                && u64_array)
     }
 
     /// The call site's arguments must match the callee's signature
@@ -256,10 +370,21 @@ impl Env<'_> {
                 .line("global function calls are not allowed while holding a lock,");
             return self.err("use static function instead");
         }
-        if self.cur.active_preempt_locks > 0 {
+        let sub_might_sleep = self
+            .cfg
+            .subprogs
+            .get(subprog)
+            .is_some_and(|s| s.might_sleep);
+        if sub_might_sleep
+            && (self.cur.active_rcu_lock
+                || self.cur.active_preempt_locks > 0
+                || !self.cur.in_sleepable)
+        {
             self.log
-                .line("global function calls are not allowed with preemption disabled,");
-            return self.err("use static function instead");
+                .line("global functions that may sleep are not allowed in non-sleepable context,");
+            self.log
+                .line("i.e., in a RCU/IRQ/preempt-disabled section, or in");
+            return self.err("a non-sleepable BPF program context");
         }
         match mismatch {
             Err(e) if e.limit.is_none() && !e.unsupported => {
@@ -333,7 +458,14 @@ impl Env<'_> {
         if let Some(msg) = self.global_signature_error(subprog) {
             return self.err(msg);
         }
-        for (i, k) in self.global_args(subprog).into_iter().enumerate().take(5) {
+        let args = self.global_args(subprog);
+        // The signature is prepared before any argument is looked at.
+        for k in &args {
+            if let ArgKind::TagError(msg) = k {
+                return self.err(msg.clone());
+            }
+        }
+        for (i, k) in args.into_iter().enumerate().take(5) {
             let regno = (i + 1) as u8;
             self.check_read(regno)?;
             let r = *self.cur.reg(regno);
@@ -362,6 +494,13 @@ impl Env<'_> {
                         return self.err(format!("arg#{i} is expected to be non-NULL"));
                     }
                 }
+                ArgKind::TrustedBtf { id, nullable } => {
+                    self.check_global_trusted_arg(regno, &r, id, nullable)?;
+                }
+                // Untrusted arguments are read-only to the callee, through
+                // probe loads: anything goes.
+                ArgKind::UntrustedBtf(_) | ArgKind::UntrustedMem => {}
+                ArgKind::TagError(_) => {}
                 ArgKind::UnmodelledTag { trusted_nonnull } => {
                     if trusted_nonnull && r.ty == RegType::Scalar {
                         return self.err(format!(
@@ -397,6 +536,46 @@ impl Env<'_> {
     /// offset, BTF pointers a fixed one, other pointers none.
     fn check_arg_reg_off(&self, regno: u8, r: &Reg) -> VResult<()> {
         self.check_func_arg_reg_off(regno, r, crate::helpers::ArgType::default())
+    }
+
+    /// An `arg:trusted` argument (check_reg_type for a trusted BTF
+    /// pointer): NULL where `arg:nullable` allows it, otherwise a plain,
+    /// trusted or RCU pointer to the struct or one starting with it.
+    fn check_global_trusted_arg(
+        &mut self,
+        regno: u8,
+        r: &Reg,
+        need: u32,
+        nullable: bool,
+    ) -> VResult<()> {
+        if nullable && r.is_null_const() {
+            return Ok(());
+        }
+        let mut flags = r.flags;
+        if nullable {
+            flags &= !flag::MAYBE_NULL;
+        }
+        let compatible =
+            r.ty == RegType::BtfId && (flags == 0 || flags == flag::TRUSTED || flags == flag::RCU);
+        if !compatible {
+            return self.err(format!(
+                "R{regno} type={} expected=ptr_, trusted_ptr_, rcu_ptr_",
+                r.type_str()
+            ));
+        }
+        if let Some(btf) = crate::btf_walk::vmlinux().filter(|_| r.aux != 0) {
+            let matched = (r.off == 0 && r.aux == need)
+                || (r.off >= 0
+                    && crate::btf_walk::nested_struct_match(btf, r.aux, r.off as u32, need));
+            if !matched {
+                return self.err(format!(
+                    "R{regno} is of type {} but {} is expected",
+                    btf.name_of(r.aux),
+                    btf.name_of(need)
+                ));
+            }
+        }
+        self.check_arg_reg_off(regno, r)
     }
 
     /// check_mem_reg: NULL passes; otherwise the callee may read and write
@@ -451,6 +630,26 @@ impl Env<'_> {
                     }
                     ArgKind::Ctx => Reg::pointer(RegType::Ctx),
                     ArgKind::Dynptr => self.const_local_dynptr(),
+                    ArgKind::TrustedBtf { id, nullable } => {
+                        let mut r = Reg::pointer(RegType::BtfId);
+                        r.aux = id;
+                        r.flags = flag::TRUSTED | if nullable { flag::MAYBE_NULL } else { 0 };
+                        r.id = self.new_id();
+                        r
+                    }
+                    ArgKind::UntrustedBtf(id) => {
+                        let mut r = Reg::pointer(RegType::BtfId);
+                        r.aux = id;
+                        r.flags = flag::UNTRUSTED;
+                        r.id = self.new_id();
+                        r
+                    }
+                    ArgKind::UntrustedMem => {
+                        let mut r = Reg::pointer(RegType::Mem);
+                        r.flags = flag::RDONLY | flag::UNTRUSTED;
+                        r
+                    }
+                    ArgKind::TagError(_) => Reg::unknown_scalar(),
                     ArgKind::Mem(sz) => {
                         let mut r = Reg::pointer(RegType::Mem);
                         r.aux = sz;
@@ -483,6 +682,47 @@ impl Env<'_> {
             k = 1;
         }
         Ok(())
+    }
+}
+
+/// A whole-byte int of 1, 2, 4, 8 or 16 bytes (btf_type_int_is_regular).
+fn int_is_regular(t: &bpfvet_object::btf::BtfType) -> bool {
+    t.int_info().is_some_and(|(_, offset, bits)| {
+        let bytes = bits.div_ceil(8);
+        bits % 8 == 0 && offset == 0 && bytes <= 16 && bytes.is_power_of_two()
+    })
+}
+
+/// The vmlinux type a program type stands for (btf_get_ptr_to_btf_id):
+/// the one type of the same kind whose name is the same up to a
+/// `___flavor` suffix.
+fn kernel_type_of(btf: &Btf, i: usize, pointee: u32) -> Result<u32, String> {
+    let Some((_, local)) = btf.skip_mods_and_typedefs(pointee) else {
+        return Err(format!("arg#{i} reference type has no matches"));
+    };
+    let name = btf.name(local);
+    let what = format!("arg#{i} reference type('{} {name}')", local.kind.name());
+    let Some(vmlinux) = crate::btf_walk::vmlinux() else {
+        return Err(format!("{what} has no matches"));
+    };
+    let essential = |n: &str| n.rfind("___").map_or(n.len(), |p| p);
+    let want = &name[..essential(name)];
+    let mut found = None;
+    let mut count = 0;
+    for id in 1..vmlinux.len() as u32 {
+        let Some(t) = vmlinux.type_by_id(id) else {
+            continue;
+        };
+        let n = vmlinux.name(t);
+        if t.kind == local.kind && &n[..essential(n)] == want {
+            count += 1;
+            found = Some(id);
+        }
+    }
+    match (count, found) {
+        (1, Some(id)) => Ok(id),
+        (0, _) => Err(format!("{what} has no matches")),
+        _ => Err(format!("{what} is ambiguous")),
     }
 }
 

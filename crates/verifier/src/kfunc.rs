@@ -9,16 +9,20 @@
 //! following `__sz` / `__szk` argument), the program context, iterators
 //! (iter.rs), BTF pointers (trusted / RCU checks, without struct-type
 //! matching), release of references, rcu_read_lock / preempt regions,
-//! sleepable kfuncs; returns of scalars, void, `void *`, pointers to
-//! memory and to BTF structs, with `_or_null` and acquired references.
-//! Allocated objects and the list / rbtree kfuncs are graph.rs's.
-//! Not modelled (refused with a message naming the gap): dynptr, map /
-//! workqueue / const-string arguments, callbacks other than
-//! bpf_rbtree_add's, per-CPU allocated objects, bpf_dynptr_slice, and
+//! sleepable kfuncs, dynptr arguments (dynptr.rs: creation by
+//! bpf_dynptr_from_skb/xdp/skb_meta and bpf_dynptr_clone, initialised
+//! dynptrs otherwise) and bpf_dynptr_slice(_rdwr), `__map` arguments;
+//! returns of scalars, void, `void *`, pointers to memory and to BTF
+//! structs, with `_or_null` and acquired references. Allocated objects and
+//! the list / rbtree kfuncs are graph.rs's.
+//! Not modelled (refused with a message naming the gap): workqueue /
+//! const-string arguments, callbacks other than bpf_rbtree_add's, per-CPU
+//! allocated objects, and
 //! kfuncs from module BTF (insn.off != 0).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
+use crate::dynptr::{DynptrKind, DynptrSlot};
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
@@ -47,6 +51,8 @@ pub struct KfuncMeta {
     pub iter: Option<(usize, usize)>,
     /// What allocated-object and graph arguments found (graph.rs).
     pub graph: GraphMeta,
+    /// The initialised dynptr an argument named (for slices and clones).
+    pub initialized_dynptr: Option<DynptrSlot>,
 }
 
 impl KfuncMeta {
@@ -92,6 +98,14 @@ pub fn is_sync_callback_kfunc_call(insn: &Insn) -> bool {
             .is_some_and(|(name, _)| name == "bpf_rbtree_add_impl")
 }
 
+/// Whether the call is of a sleepable kfunc.
+pub fn is_sleepable_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .and_then(|(name, _)| kfunc(name))
+        .is_some_and(|k| k.flags.contains(KfuncFlags::SLEEPABLE))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -100,8 +114,9 @@ pub fn is_iter_next_call(insn: &Insn) -> bool {
         .is_some_and(|k| k.flags.contains(KfuncFlags::ITER_NEXT))
 }
 
+/// The kernel's btf_type_is_scalar: an int or a (32-bit) enum.
 fn is_scalar(t: &BtfType) -> bool {
-    matches!(t.kind, Kind::Int | Kind::Enum | Kind::Enum64)
+    matches!(t.kind, Kind::Int | Kind::Enum)
 }
 
 /// The kernel's btf_type_str: the kind's upper-case name.
@@ -113,24 +128,28 @@ fn param_name<'b>(btf: &'b Btf, p: &Param) -> &'b str {
     btf.str_at(p.name_off).unwrap_or("")
 }
 
-/// A struct whose members are all scalars, arrays of scalars or such
-/// structs (__btf_type_is_scalar_struct).
+/// A struct or union whose members are all scalars, non-empty arrays of
+/// scalars or such structs, nested at most three deep
+/// (__btf_type_is_scalar_struct).
 fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
-    if t.kind != Kind::Struct || depth > 3 {
+    if !matches!(t.kind, Kind::Struct | Kind::Union) {
         return false;
     }
     btf.members(t).iter().all(|m| {
-        let Some((_, mut mt)) = btf.skip_mods_and_typedefs(m.type_id) else {
+        let Some((_, mt)) = btf.skip_mods_and_typedefs(m.type_id) else {
             return false;
         };
-        if mt.kind == Kind::Array {
-            let (elem, _, _) = mt.array_info().unwrap_or_default();
-            match btf.skip_mods_and_typedefs(elem) {
-                Some((_, et)) => mt = et,
-                None => return false,
+        match mt.kind {
+            Kind::Struct | Kind::Union => depth < 3 && is_scalar_struct(btf, mt, depth + 1),
+            Kind::Array => {
+                let (elem, _, nelems) = mt.array_info().unwrap_or_default();
+                nelems != 0
+                    && btf
+                        .skip_mods_and_typedefs(elem)
+                        .is_some_and(|(_, et)| is_scalar(et))
             }
+            _ => is_scalar(mt),
         }
-        is_scalar(mt) || is_scalar_struct(btf, mt, depth + 1)
     })
 }
 
@@ -139,6 +158,7 @@ enum PtrArg {
     Ctx,
     Null,
     Iter,
+    Dynptr,
     BtfId,
     /// `__map`: a map, as a map pointer or a BTF pointer to struct bpf_map.
     Map,
@@ -283,7 +303,7 @@ impl Env<'_> {
             if t.kind != Kind::Ptr {
                 return self.err(format!("Unrecognized arg#{i} type {}", kind_str(t)));
             }
-            let nullable = pname.ends_with("__nullable") || pname.ends_with("__opt");
+            let nullable = pname.ends_with("__nullable");
             if (trusted || rcu) && (reg.is_null_const() || reg.maybe_null()) && !nullable {
                 return self.err(format!("Possibly NULL pointer passed to trusted arg{i}"));
             }
@@ -316,10 +336,9 @@ impl Env<'_> {
                 PtrArg::AllocBtfId
             } else if pname.ends_with("__refcounted_kptr") {
                 PtrArg::RefcountedKptr
-            } else if pname.ends_with("__dynptr")
-                || (!pointee_void && btf.name(ref_t) == "bpf_dynptr")
+            } else if !pointee_void && ref_t.kind == Kind::Struct && btf.name(ref_t) == "bpf_dynptr"
             {
-                PtrArg::Unmodelled("dynptr")
+                PtrArg::Dynptr
             } else if (meta.is_iter_kfunc() && i == 0) || pname.ends_with("__iter") {
                 PtrArg::Iter
             } else if let Some(g) = (!pointee_void && ref_t.kind == Kind::Struct)
@@ -463,6 +482,32 @@ impl Env<'_> {
                     self.check_graph_arg(kind, i, regno, &reg, meta, &mut g)?;
                     meta.graph = g;
                 }
+                PtrArg::Dynptr => {
+                    let uninit = pname.ends_with("__uninit");
+                    let create = match meta.name.as_str() {
+                        "bpf_dynptr_from_skb" => Some((DynptrKind::Skb, None)),
+                        "bpf_dynptr_from_xdp" => Some((DynptrKind::Xdp, None)),
+                        "bpf_dynptr_from_skb_meta" => Some((DynptrKind::SkbMeta, None)),
+                        // A clone is of its parent's kind and shares its
+                        // reference.
+                        "bpf_dynptr_clone" if uninit => meta
+                            .initialized_dynptr
+                            .map(|d| (d.kind, Some(d.ref_obj_id))),
+                        _ => None,
+                    };
+                    match (uninit, create) {
+                        (true, Some(c)) => {
+                            self.check_kfunc_dynptr_arg(regno, Some(c))?;
+                        }
+                        (false, _) => {
+                            meta.initialized_dynptr = self.check_kfunc_dynptr_arg(regno, None)?;
+                        }
+                        (true, None) => {
+                            return self
+                                .unsupported(format!("dynptr arguments of kfunc {}", meta.name));
+                        }
+                    }
+                }
                 PtrArg::BtfId => {
                     if trusted || rcu {
                         let is_trusted = reg.ref_obj_id != 0
@@ -515,8 +560,12 @@ impl Env<'_> {
                         }
                     }
                     let next = param_name(btf, &args[i + 1]);
-                    if next.ends_with("__szk") && !self.cur.reg(regno + 1).v.is_const() {
-                        return self.err(format!("R{} must be a known constant", regno + 1));
+                    if next.ends_with("__szk") {
+                        let size = self.cur.reg(regno + 1).v;
+                        if !size.is_const() {
+                            return self.err(format!("R{} must be a known constant", regno + 1));
+                        }
+                        meta.arg_constant = Some(size.const_value());
                     }
                     i += 1;
                 }
@@ -609,13 +658,14 @@ impl Env<'_> {
         if reg.ty != RegType::BtfId || reg.aux == 0 {
             return Ok(());
         }
-        let strict = meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0;
+        let need_name = btf.name(need_t);
+        let reg_name = btf.name_of(reg.aux);
+        let strict = (meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0)
+            || nocast_alias(reg_name, need_name);
         let same = (reg.off == 0 && reg.aux == need)
             || (!strict
                 && reg.off >= 0
                 && crate::btf_walk::nested_struct_match(btf, reg.aux, reg.off as u32, need));
-        let need_name = btf.name(need_t);
-        let reg_name = btf.name_of(reg.aux);
         let projection = matches!(
             (need_name, reg_name),
             ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
@@ -767,8 +817,12 @@ impl Env<'_> {
                     *self.cur.reg_mut(0) = r0;
                     Ok(())
                 }
-                _ if id == 0 => {
-                    self.unsupported("bpf_rdonly_cast to void (read-only untrusted memory)")
+                // void: read-only untrusted memory of no known size.
+                _ if id == 0 || target.is_some_and(|t| t.kind == Kind::Void) => {
+                    let mut r0 = Reg::pointer(RegType::Mem);
+                    r0.flags |= flag::RDONLY | flag::UNTRUSTED;
+                    *self.cur.reg_mut(0) = r0;
+                    Ok(())
                 }
                 Some(_) => {
                     self.err("kfunc bpf_rdonly_cast type ID argument must be of a struct or void")
@@ -778,7 +832,10 @@ impl Env<'_> {
                 )),
             };
         }
-        const DYNAMIC_RETURN: [&str; 8] = [
+        if name == "bpf_dynptr_slice" || name == "bpf_dynptr_slice_rdwr" {
+            return self.set_dynptr_slice_return(meta);
+        }
+        const DYNAMIC_RETURN: [&str; 7] = [
             "bpf_obj_new_impl",
             "bpf_percpu_obj_new_impl",
             "bpf_refcount_acquire_impl",
@@ -786,14 +843,13 @@ impl Env<'_> {
             "bpf_list_pop_back",
             "bpf_rbtree_remove",
             "bpf_rbtree_first",
-            "bpf_dynptr_slice",
         ];
         if let Some((_, pt)) = pointee.filter(|_| is_graph_kfunc(name)) {
             // A node of a graph: the object that holds it (mark_reg_graph_node).
             let r0 = self.graph_node_r0(btf.name(pt), &meta.graph)?;
             return self.finish_kfunc_r0(r0, meta, meta.has(KfuncFlags::RET_NULL));
         }
-        if DYNAMIC_RETURN.contains(&name) || name == "bpf_dynptr_slice_rdwr" {
+        if DYNAMIC_RETURN.contains(&name) {
             return self.unsupported(format!("the return type of kernel function {name}"));
         }
         let r0 = match pointee {
@@ -831,7 +887,9 @@ impl Env<'_> {
             Some((pid, _)) => {
                 let mut r = Reg::pointer(RegType::BtfId);
                 r.aux = pid;
-                if meta.has(KfuncFlags::ITER_NEXT) {
+                if name == "bpf_get_kmem_cache" {
+                    r.flags |= flag::UNTRUSTED;
+                } else if meta.has(KfuncFlags::ITER_NEXT) {
                     r.flags |= if self.iter_slot_is_rcu(meta) {
                         flag::RCU
                     } else {
@@ -873,6 +931,41 @@ impl Env<'_> {
         *self.cur.reg_mut(0) = r0;
         Ok(())
     }
+
+    /// bpf_dynptr_slice(_rdwr): memory of the constant size asked for,
+    /// tied to the dynptr (its kind is part of the type, so packet slices
+    /// go with packet pointers), read-only unless the program may write
+    /// packets, and maybe NULL.
+    fn set_dynptr_slice_return(&mut self, meta: &KfuncMeta) -> VResult<()> {
+        let (Some(size), Some(d)) = (meta.arg_constant, meta.initialized_dynptr) else {
+            return self.err("verifier internal error: bpf_dynptr_slice(_rdwr) no constant size");
+        };
+        let mut r0 = Reg::pointer(RegType::Mem);
+        r0.aux = size as u32;
+        r0.flags = d.kind.slice_flag();
+        if meta.name == "bpf_dynptr_slice" {
+            r0.flags |= flag::RDONLY;
+        } else if !crate::ctx::packet::direct_write_allowed(self.prog_type) {
+            return self.err("the prog does not allow writes to packet data");
+        }
+        if d.id == 0 {
+            return self.err("verifier internal error: no dynptr id");
+        }
+        r0.dynptr_id = d.id;
+        r0.flags |= flag::MAYBE_NULL;
+        r0.id = self.new_id();
+        *self.cur.reg_mut(0) = r0;
+        Ok(())
+    }
+}
+
+/// Whether one struct name is the other with the `___init` suffix (the
+/// kernel's btf_type_ids_nocast_alias): such a pair, like nf_conn and
+/// nf_conn___init, must match exactly, not through the first member.
+fn nocast_alias(a: &str, b: &str) -> bool {
+    const SUFFIX: &str = "___init";
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    long.len() == short.len() + SUFFIX.len() && long.starts_with(short) && long.ends_with(SUFFIX)
 }
 
 /// is_trusted_reg: referenced, or a BTF pointer, socket or allocated

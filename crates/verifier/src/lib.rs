@@ -181,17 +181,14 @@ fn verify_with(
             return cfg::CallSummary {
                 args: kfunc::kfunc_arg_count(insn),
                 iter_next: kfunc::is_iter_next_call(insn),
+                might_sleep: kfunc::is_sleepable_call(insn),
             };
         }
-        let caller = helpers::CallerProg {
-            sleepable: prog.sleepable,
-            struct_ops: struct_ops::helpers(prog),
-            ..helpers::CallerProg::new(prog.prog_type, prog.expected_attach_type)
-        };
-        let args = helpers::helper_proto_for(insn.imm as u32, &caller).map_or(5, |p| p.arg_count());
+        let proto = helpers::helper_proto_for(insn.imm as u32, &check_call::caller_prog(prog));
         cfg::CallSummary {
-            args,
+            args: proto.as_ref().map_or(5, |p| p.arg_count()),
             iter_next: false,
+            might_sleep: proto.is_ok_and(|p| p.might_sleep),
         }
     };
     let result = unmodelled::loader_refusal(prog)
@@ -331,6 +328,20 @@ fn check_abnormal_returns(
     subprogs: &[cfg::Subprog],
 ) -> Result<(), error::VerifyError> {
     let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
+    // func_info must describe the subprograms as the code lays them out
+    // (check_btf_func).
+    if !prog.func_info.is_empty() {
+        if prog.func_info.len() != subprogs.len() {
+            return fail("number of funcs in func_info doesn't match number of subprogs");
+        }
+        let layout_ok = subprogs
+            .iter()
+            .zip(&prog.func_info)
+            .all(|(sp, fi)| sp.start == fi.insn_off as usize);
+        if !layout_ok {
+            return fail("func_info BTF section doesn't match subprog layout in BPF program");
+        }
+    }
     let btf = obj.btf.as_ref().filter(|_| !prog.func_info.is_empty());
     for (i, sp) in subprogs.iter().enumerate().skip(1) {
         let Some(btf) = btf else {

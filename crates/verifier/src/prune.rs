@@ -157,7 +157,7 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
             // fails the id map is thrown away with the comparison.
             within(old, cur) && m.check_scalar(old.id, cur.id)
         }
-        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer => {
+        RegType::MapKey | RegType::MapValue | RegType::Mem | RegType::TpBuffer | RegType::Buf => {
             old.off == cur.off
                 && old.aux == cur.aux
                 && old.dynptr_id == cur.dynptr_id

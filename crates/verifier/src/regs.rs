@@ -22,6 +22,9 @@ pub enum RegType {
     SockCommon,
     TcpSock,
     TpBuffer,
+    /// An iterator's key or value buffer (PTR_TO_BUF): its size is the
+    /// map's, checked when the program is attached.
+    Buf,
     BtfId,
     Mem,
     Func,
@@ -56,6 +59,7 @@ impl RegType {
             RegType::SockCommon => "sock_common",
             RegType::TcpSock => "tcp_sock",
             RegType::TpBuffer => "tp_buffer",
+            RegType::Buf => "buf",
             RegType::BtfId => "ptr_",
             RegType::Mem => "mem",
             RegType::Func => "func",
@@ -89,6 +93,15 @@ pub mod flag {
     /// A non-owning reference to an allocated object in a graph, valid
     /// until the lock is released (NON_OWN_REF).
     pub const NON_OWN_REF: u16 = 1 << 14;
+    /// The dynptr kind of a slice a kfunc returned (DYNPTR_TYPE_*): part
+    /// of the register's type, so such a slice is not a plain `mem`.
+    pub const DYNPTR_LOCAL: u16 = 1 << 5;
+    pub const DYNPTR_RINGBUF: u16 = 1 << 7;
+    pub const DYNPTR_SKB: u16 = 1 << 8;
+    pub const DYNPTR_XDP: u16 = 1 << 9;
+    pub const DYNPTR_SKB_META: u16 = 1 << 10;
+    /// Slices into packet data: invalid once the packet may have moved.
+    pub const DYNPTR_PKT: u16 = DYNPTR_SKB | DYNPTR_XDP | DYNPTR_SKB_META;
 }
 
 /// The flags of a non-owning reference to a refcounted object.

@@ -5,6 +5,8 @@
 //! ```text
 //! # prog_type: xdp                 (libbpf's name; default socket_filter)
 //! # attach_type: trace_uprobe_session (optional: expected attach type)
+//! # section: iter/bpf_map_elem      (optional: the ELF section, naming the
+//!                                   BTF target of iter/, tp_btf/ ...)
 //! # verdict: reject                (accept | reject | refuse: bpfvet says
 //!                                   "not modelled", the kernel rejects)
 //! # error: R2 !read_ok             (for reject: the kernel's error line;
@@ -25,8 +27,9 @@
 //!                                   in order: start insn, name, static |
 //!                                   global, return int | void, arguments
 //!                                   int | int* | ctx (struct __sk_buff *) |
-//!                                   void*, each optionally with `@TAG` for
-//!                                   an `arg:TAG` decl tag, e.g. void*@ctx;
+//!                                   void* | task* (struct task_struct *),
+//!                                   each optionally with `@TAG`s for
+//!                                   `arg:TAG` decl tags, e.g. void*@ctx;
 //!                                   gives the program BTF and func_info)
 //! # any other text                  (a comment)
 //! ```
@@ -45,6 +48,8 @@ struct Case {
     name: String,
     prog_type: ProgType,
     attach_type: Option<AttachType>,
+    /// ELF section, for programs attached to a BTF target (`iter/NAME`).
+    section: Option<String>,
     accept: bool,
     /// bpfvet must refuse (not modelled); the kernel must reject.
     refuse: bool,
@@ -63,6 +68,7 @@ fn parse(name: &str, src: &str) -> Case {
         name: name.to_string(),
         prog_type: ProgType::SOCKET_FILTER,
         attach_type: None,
+        section: None,
         accept: true,
         refuse: false,
         error: None,
@@ -84,6 +90,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "attach_type" => {
                         c.attach_type = Some(AttachType::from_name(v).expect("known attach type"))
                     }
+                    "section" => c.section = Some(v.to_string()),
                     "verdict" => {
                         c.accept = v == "accept";
                         c.refuse = v == "refuse";
@@ -196,6 +203,10 @@ fn object(c: &Case) -> Object {
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.programs[0].expected_attach_type = c.attach_type;
     obj.programs[0].sleepable = c.sleepable;
+    if let Some(sec) = &c.section {
+        obj.programs[0].section = sec.clone();
+        obj.programs[0].attach_target = sec.split_once('/').map(|(_, t)| t.to_string());
+    }
     obj.maps = c.maps.clone();
     if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
@@ -206,7 +217,9 @@ fn object(c: &Case) -> Object {
 }
 
 /// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct
-/// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5;
+/// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5,
+/// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8 and a
+/// pointer to it 9;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
 /// its size holding the lock at OFF (the map gets its type ids), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
@@ -238,7 +251,10 @@ fn case_btf(
     types.extend([0, 2 << 24, 0]); // [6] PTR -> void
     let timer = name(&mut strings, "bpf_timer");
     types.extend([timer, 4 << 24, 16]); // [7] STRUCT bpf_timer, 16 opaque bytes
-    let mut next_id = 8;
+    let task = name(&mut strings, "task_struct");
+    types.extend([task, 4 << 24, 0]); // [8] STRUCT task_struct, opaque
+    types.extend([0, 2 << 24, 8]); // [9] PTR -> struct task_struct
+    let mut next_id = 10;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
     let timer_member = name(&mut strings, "timer");
@@ -281,8 +297,9 @@ fn case_btf(
         types.extend([0, (13 << 24) | args.len() as u32, ret]); // FUNC_PROTO
         for (i, a) in args.iter().enumerate() {
             let arg_name = name(&mut strings, &format!("a{i}"));
-            let (a, tag) = a.split_once('@').unwrap_or((a, ""));
-            if !tag.is_empty() {
+            let mut parts = a.split('@');
+            let a = parts.next().unwrap_or_default();
+            for tag in parts {
                 arg_tags.push((name(&mut strings, &format!("arg:{tag}")), next_id + 1, i));
             }
             let ty = match a {
@@ -290,6 +307,7 @@ fn case_btf(
                 "int*" => 2,
                 "ctx" => 4,
                 "void*" => 6,
+                "task*" => 9,
                 other => panic!("func argument {other}"),
             };
             types.extend([arg_name, ty]);
@@ -454,7 +472,7 @@ fn cases() {
             };
             println!("--- {name}: bpfvet\n{}", verify(&obj, 0, &opts).log);
         }
-        let kernel = if c.maps.is_empty() && c.funcs.is_empty() {
+        let kernel = if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
             kernel_load(&obj, log_level)
         } else {
             kernel_load_with_maps(&obj, log_level)

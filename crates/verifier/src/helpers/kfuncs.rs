@@ -83,6 +83,8 @@ pub enum KfuncSet {
     Cpumask,
     /// `bpf_dynptr_from_skb`: skb-based program types.
     Skb,
+    /// `bpf_dynptr_from_skb_meta`: tc programs.
+    SkbMeta,
     /// `bpf_dynptr_from_xdp`.
     Xdp,
     SockAddr,
@@ -95,6 +97,20 @@ pub enum KfuncSet {
     /// and those of the algorithms built into vmlinux (tcp_cubic.c,
     /// tcp_bbr.c; DCTCP is a module), all for struct_ops programs.
     TcpCa,
+    /// kernel/bpf/crypto.c: creating and releasing crypto contexts.
+    CryptoInit,
+    /// kernel/bpf/crypto.c: encrypting and decrypting.
+    Crypto,
+    /// kernel/cgroup/rstat.c.
+    Rstat,
+    /// `bpf_sock_ops_enable_tx_tstamp`.
+    SockOps,
+    /// net/netfilter/nf_conntrack_bpf.c and nf_nat_bpf.c.
+    Conntrack,
+    /// net/xfrm/xfrm_state_bpf.c.
+    XfrmState,
+    /// net/bpf/test_run.c's kfuncs for the selftests.
+    TestRun,
 }
 
 /// Program types share kfunc registrations in groups (`enum
@@ -168,12 +184,20 @@ impl KfuncSet {
                 H::Netfilter,
                 H::Tracing,
             ],
+            KfuncSet::SkbMeta => &[H::Tc, H::SchedAct],
             KfuncSet::Xdp => &[H::Xdp],
             KfuncSet::SockAddr => &[H::Cgroup],
             KfuncSet::TcpReqsk => &[H::Tc],
             KfuncSet::SkIter => &[H::Tracing],
             KfuncSet::ProbeSession => &[H::Kprobe],
             KfuncSet::TcpCa => &[H::StructOps],
+            KfuncSet::CryptoInit => &[H::Syscall],
+            KfuncSet::Crypto => &[H::Tc, H::SchedAct, H::Xdp],
+            KfuncSet::Rstat => &[H::Tracing],
+            KfuncSet::SockOps => &[H::Cgroup],
+            KfuncSet::Conntrack => &[H::Xdp, H::Tc],
+            KfuncSet::XfrmState => &[H::Xdp],
+            KfuncSet::TestRun => &[H::Tc, H::Tracing, H::Syscall],
         }
     }
 
@@ -314,6 +338,12 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Generic,
     ),
     kf("bpf_throw", K::NONE, S::Generic),
+    kf(
+        "bpf_task_from_vpid",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_send_signal_task", K::TRUSTED_ARGS, S::Generic),
     kf("bpf_cast_to_kern_ctx", K::NONE, S::Common),
     kf("bpf_rdonly_cast", K::NONE, S::Common),
     kf("bpf_rcu_read_lock", K::NONE, S::Common),
@@ -376,6 +406,8 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_dynptr_is_rdonly", K::NONE, S::Common),
     kf("bpf_dynptr_size", K::NONE, S::Common),
     kf("bpf_dynptr_clone", K::NONE, S::Common),
+    kf("bpf_dynptr_copy", K::NONE, S::Common),
+    kf("bpf_dynptr_memset", K::NONE, S::Common),
     kf("bpf_wq_init", K::NONE, S::Common),
     kf("bpf_wq_set_callback_impl", K::NONE, S::Common),
     kf("bpf_wq_start", K::NONE, S::Common),
@@ -389,6 +421,23 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf("bpf_iter_bits_destroy", K::ITER_DESTROY, S::Common),
     kf("bpf_copy_from_user_str", K::SLEEPABLE, S::Common),
+    // Returns an untrusted pointer (check_kfunc_call).
+    kf("bpf_get_kmem_cache", K::NONE, S::Common),
+    kf(
+        "bpf_iter_kmem_cache_new",
+        K(K::ITER_NEW.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_kmem_cache_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_kmem_cache_destroy",
+        K(K::ITER_DESTROY.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
     kf(
         "bpf_cpumask_create",
         K(K::ACQUIRE.0 | K::RET_NULL.0),
@@ -422,6 +471,7 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_cpumask_any_distribute", K::RCU, S::Cpumask),
     kf("bpf_cpumask_any_and_distribute", K::RCU, S::Cpumask),
     kf("bpf_cpumask_weight", K::RCU, S::Cpumask),
+    kf("bpf_cpumask_populate", K::RCU, S::Cpumask),
     kf(
         "bpf_arena_alloc_pages",
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
@@ -457,6 +507,7 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Common,
     ),
     kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
+    kf("bpf_dynptr_from_skb_meta", K::TRUSTED_ARGS, S::SkbMeta),
     kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
     kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
@@ -465,6 +516,66 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_session_is_return", K::NONE, S::ProbeSession),
     kf("bpf_session_cookie", K::NONE, S::ProbeSession),
     kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
+    // kernel/bpf/crypto.c
+    kf(
+        "bpf_crypto_ctx_create",
+        K(K::ACQUIRE.0 | K::RET_NULL.0 | K::SLEEPABLE.0),
+        S::CryptoInit,
+    ),
+    kf("bpf_crypto_ctx_release", K::RELEASE, S::CryptoInit),
+    kf(
+        "bpf_crypto_ctx_acquire",
+        K(K::ACQUIRE.0 | K::RCU.0 | K::RET_NULL.0),
+        S::CryptoInit,
+    ),
+    kf("bpf_crypto_decrypt", K::RCU, S::Crypto),
+    kf("bpf_crypto_encrypt", K::RCU, S::Crypto),
+    // kernel/cgroup/rstat.c
+    kf("css_rstat_updated", K::NONE, S::Rstat),
+    kf("css_rstat_flush", K::SLEEPABLE, S::Rstat),
+    kf("bpf_sock_ops_enable_tx_tstamp", K::TRUSTED_ARGS, S::SockOps),
+    // net/netfilter/nf_conntrack_bpf.c, nf_nat_bpf.c
+    kf(
+        "bpf_xdp_ct_alloc",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Conntrack,
+    ),
+    kf(
+        "bpf_xdp_ct_lookup",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Conntrack,
+    ),
+    kf(
+        "bpf_skb_ct_alloc",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Conntrack,
+    ),
+    kf(
+        "bpf_skb_ct_lookup",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Conntrack,
+    ),
+    kf(
+        "bpf_ct_insert_entry",
+        K(K::ACQUIRE.0 | K::RET_NULL.0 | K::RELEASE.0),
+        S::Conntrack,
+    ),
+    kf("bpf_ct_release", K::RELEASE, S::Conntrack),
+    kf("bpf_ct_set_timeout", K::TRUSTED_ARGS, S::Conntrack),
+    kf("bpf_ct_change_timeout", K::TRUSTED_ARGS, S::Conntrack),
+    kf("bpf_ct_set_status", K::TRUSTED_ARGS, S::Conntrack),
+    kf("bpf_ct_change_status", K::TRUSTED_ARGS, S::Conntrack),
+    kf("bpf_ct_set_nat_info", K::TRUSTED_ARGS, S::Conntrack),
+    // net/xfrm/xfrm_state_bpf.c
+    kf(
+        "bpf_xdp_get_xfrm_state",
+        K(K::RET_NULL.0 | K::ACQUIRE.0),
+        S::XfrmState,
+    ),
+    kf("bpf_xdp_xfrm_state_release", K::RELEASE, S::XfrmState),
+    // net/bpf/test_run.c
+    kf("bpf_kfunc_call_test_release", K::RELEASE, S::TestRun),
+    kf("bpf_kfunc_call_memb_release", K::RELEASE, S::TestRun),
 ];
 
 /// Kernel structs with a registered kptr destructor
