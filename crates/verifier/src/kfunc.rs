@@ -718,3 +718,82 @@ fn kern_ctx_type(btf: &Btf, prog_type: bpfvet_isa::uapi::ProgType) -> Result<u32
         _ => Err(m.type_id),
     }
 }
+
+/// The checks the kernel makes on every kfunc call when it collects them
+/// before exploring (add_kfunc_call), so calls on dead paths fail too: a
+/// GPL-compatible license, a vmlinux FUNC with a prototype, an address,
+/// and no device-bound kfunc (programs here are never device-bound). Stops
+/// at the first bpf-to-bpf call or callback with an invalid destination:
+/// the kernel reports that one first (cfg.rs does).
+pub fn check_kfunc_calls(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), VerifyError> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_KFUNC_CALL};
+    let n = prog.insns.len() as i64;
+    let mut first = true;
+    for (i, ins) in prog.insns.iter().enumerate() {
+        let is_call = ins.code == 0x85;
+        if (is_call && ins.src == BPF_PSEUDO_CALL)
+            || (ins.is_ld_imm64() && ins.src == BPF_PSEUDO_FUNC)
+        {
+            let t = i as i64 + ins.imm as i64 + 1;
+            if t < 0 || t >= n {
+                return Ok(());
+            }
+            continue;
+        }
+        if !is_call || ins.src != BPF_PSEUDO_KFUNC_CALL {
+            continue;
+        }
+        let err = |msg: String| Err(VerifyError::new(Some(i), msg));
+        if std::mem::take(&mut first) && !crate::check_call::license_is_gpl(&obj.license) {
+            return err("cannot call kernel function from non-GPL compatible program".into());
+        }
+        if ins.imm == 0 && ins.off == 0 {
+            // Left for dead-code elimination (an explored one fails).
+            continue;
+        }
+        // fd_array holds only the object's map fds: an index into it names
+        // no module BTF (past its end the kernel reads what follows).
+        if ins.off < 0 || (ins.off > 0 && (ins.off as usize) < obj.maps.len().max(1)) {
+            return err("failed to find BTF for kernel function".into());
+        }
+        if ins.off > 0 {
+            return Err(VerifyError::unsupported(
+                Some(i),
+                format!("kfuncs from module BTF (fd index {})", ins.off),
+            ));
+        }
+        let Some(btf) = vmlinux() else {
+            return Err(VerifyError::unsupported(
+                Some(i),
+                "kfunc calls without kernel BTF to resolve them".into(),
+            ));
+        };
+        let name = match resolve(btf, ins.imm as u32) {
+            Ok((name, _)) => name,
+            Err(e) => return err(e),
+        };
+        if kfunc(name).is_none() {
+            // Not a kfunc: the kernel still wants its address here (the
+            // call itself fails where it is explored).
+            match crate::ksym::kernel_symbol_exists(name) {
+                Some(true) => {}
+                Some(false) => {
+                    return err(format!("cannot find address for kernel function {name}"))
+                }
+                None => {
+                    return Err(VerifyError::unsupported(
+                        Some(i),
+                        format!("the address of kernel function {name} (kallsyms unreadable)"),
+                    ))
+                }
+            }
+        }
+        if crate::helpers::kfuncs::DEV_BOUND_KFUNCS.contains(&name) {
+            return err("metadata kfuncs require device-bound program".into());
+        }
+    }
+    Ok(())
+}

@@ -195,6 +195,7 @@ fn verify_with(
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| unmodelled::maps(obj, prog))
+        .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
@@ -383,13 +384,17 @@ fn precheck(
             if n.code != 0 || n.dst != 0 || n.src != 0 || n.off != 0 {
                 return err(i, "invalid bpf_ld_imm64 insn");
             }
-            if ins.src > 6 {
-                return err(i, "unrecognized bpf_ld_imm64 insn");
+            match ins.src {
+                0 | BPF_PSEUDO_FUNC => {}
+                BPF_PSEUDO_BTF_ID => {
+                    ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+                }
+                BPF_PSEUDO_MAP_FD
+                | BPF_PSEUDO_MAP_VALUE
+                | BPF_PSEUDO_MAP_IDX
+                | BPF_PSEUDO_MAP_IDX_VALUE => map_refs::check_map_ref(obj, prog, i, &ins, &n)?,
+                _ => return err(i, "unrecognized bpf_ld_imm64 insn"),
             }
-            if ins.src == BPF_PSEUDO_BTF_ID {
-                ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
-            }
-            map_refs::check_map_ref(obj, prog, i, &ins)?;
             i += 2;
             continue;
         }
