@@ -252,3 +252,33 @@ proptest! {
         }
     }
 }
+
+/// Prints one generated program and both verdicts (`--ignored`):
+/// `BPFVET_FUZZ_SHOW` (its index), `BPFVET_FUZZ_SEED`,
+/// `BPFVET_FUZZ_FEATURES` as for the smoke test.
+#[test]
+#[ignore = "debugging aid"]
+fn show_program() {
+    let Some(i) = env_u64("BPFVET_FUZZ_SHOW") else {
+        println!("SKIP: BPFVET_FUZZ_SHOW is not set");
+        return;
+    };
+    let seed = env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED);
+    let features = env_u64("BPFVET_FUZZ_FEATURES").map_or(random_diff::gen::Features::ALL, |b| {
+        random_diff::gen::Features(b as u32)
+    });
+    let p = random_diff::gen::program_with(seed, i, features);
+    println!(
+        "{}\n{}",
+        random_diff::diff::prog_type_name(p.prog_type),
+        random_diff::listing(&p)
+    );
+    if let Ok(kernel) = Kernel::open() {
+        let r = random_diff::diff::diff_one(&kernel, &p);
+        println!(
+            "kernel: {}\nbpfvet: {}",
+            theirs_text(&r.theirs),
+            ours_text(&r.ours)
+        );
+    }
+}
