@@ -549,6 +549,7 @@ impl Env<'_> {
                 if at.base == ArgBase::PtrToSpinLock {
                     self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
                 } else {
+                    self.process_timer(regno, &r)?;
                     meta.map = Some(r.map);
                     meta.map_uid = r.map_uid;
                 }
@@ -675,6 +676,37 @@ impl Env<'_> {
             }
             self.cur.active_locks = 0;
             self.cur.lock = (0, 0);
+        }
+        Ok(())
+    }
+
+    /// process_timer_func (check_map_field_pointer): the argument must
+    /// point exactly at the value's `struct bpf_timer`.
+    fn process_timer(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. bpf_timer has to be at the constant offset"
+            ));
+        }
+        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
+        let name = crate::map_record::kernel_map_name(name).to_string();
+        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
+            return self.err(format!(
+                "map '{name}' has to have BTF in order to use bpf_timer"
+            ));
+        }
+        let timer = self
+            .map_fields(r.map)
+            .iter()
+            .find(|f| f.name == "bpf_timer");
+        let Some(timer_off) = timer.map(|t| t.off) else {
+            return self.err(format!("map '{name}' has no valid bpf_timer"));
+        };
+        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
+        if off != timer_off as i64 {
+            return self.err(format!(
+                "off {off} doesn't point to 'struct bpf_timer' that is at {timer_off}"
+            ));
         }
         Ok(())
     }
