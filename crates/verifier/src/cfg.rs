@@ -308,7 +308,12 @@ pub struct CallSummary {
 /// The kernel's first passes over the subprogram layout
 /// (add_subprog_and_kfunc, check_subprogs), which run before the opcode
 /// and ld_imm64 checks of resolve_pseudo_ldimm64.
-pub fn check_layout(insns: &[Insn], exception_cb: Option<usize>) -> Result<(), VerifyError> {
+/// add_subprog_and_kfunc and check_subprogs; returns where each
+/// subprogram starts.
+pub fn check_layout(
+    insns: &[Insn],
+    exception_cb: Option<usize>,
+) -> Result<Vec<usize>, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
@@ -316,7 +321,8 @@ pub fn check_layout(insns: &[Insn], exception_cb: Option<usize>) -> Result<(), V
         ));
     }
     let mut subprogs = find_subprogs(insns, exception_cb)?;
-    check_subprogs(insns, &mut subprogs)
+    check_subprogs(insns, &mut subprogs)?;
+    Ok(subprogs.iter().map(|s| s.start).collect())
 }
 
 pub fn analyze(

@@ -282,8 +282,10 @@ impl Env<'_> {
                 (n.ends_with("__sz") || n.ends_with("__szk"))
                     && self.cur.reg(regno + 1).ty == RegType::Scalar
             });
+            let ctx_struct = reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct;
             let kind = if meta.name == "bpf_cast_to_kern_ctx"
-                || (reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct)
+                || (ctx_struct
+                    && crate::global_func::is_prog_ctx_struct(self.prog_type, btf.name(ref_t)))
             {
                 PtrArg::Ctx
             } else if nullable && reg.is_null_const() {
@@ -300,6 +302,11 @@ impl Env<'_> {
                 PtrArg::Unmodelled("const string")
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
                 PtrArg::Unmodelled("callback")
+            } else if ctx_struct {
+                // Another struct than the program's context: the kernel
+                // takes the argument as memory or a BTF pointer and checks
+                // the context access by the struct's size.
+                PtrArg::Unmodelled("the context passed for another struct")
             } else if reg.ty == RegType::BtfId || reg.ty.is_sock() {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
