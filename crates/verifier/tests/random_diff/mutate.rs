@@ -156,8 +156,11 @@ fn mutate_field(rng: &mut Rng, out: &mut [Insn]) -> Option<String> {
 /// slots at `at` (inserted when positive, deleted when negative); line
 /// records that now collide or point past the end are dropped.
 fn follow_edit(p: &mut bpfvet_object::Program, at: usize, shift: i64) {
+    // Slots inserted at 0 belong to the entry function.
     let map = |x: usize| {
-        if shift >= 0 {
+        if shift >= 0 && x == 0 {
+            0
+        } else if shift >= 0 {
             after_insert(at, shift as usize, x)
         } else {
             after_delete(at, at + (-shift) as usize, x)
