@@ -680,6 +680,39 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// check_get_func_ip: the tracing prototype serves every tracing
+    /// program type, but only kprobes and trampoline programs know the
+    /// address of their function.
+    fn check_get_func_ip(&mut self) -> VResult<()> {
+        use bpfvet_isa::uapi::{AttachType, ProgType};
+        let name = "bpf_get_func_ip";
+        let eat = self.prog.expected_attach_type;
+        match self.prog_type {
+            ProgType::KPROBE => Ok(()),
+            ProgType::TRACING
+                if matches!(
+                    eat,
+                    Some(
+                        AttachType::TRACE_FENTRY
+                            | AttachType::TRACE_FEXIT
+                            | AttachType::MODIFY_RETURN
+                    )
+                ) =>
+            {
+                Ok(())
+            }
+            ProgType::TRACING => self.err(format!(
+                "func {name}#{} supported only for fentry/fexit/fmod_ret programs",
+                id::GET_FUNC_IP
+            )),
+            t => self.err(format!(
+                "func {name}#{} not supported for program type {}",
+                id::GET_FUNC_IP,
+                t.0
+            )),
+        }
+    }
+
     /// process_timer_func (check_map_field_pointer): the argument must
     /// point exactly at the value's `struct bpf_timer`.
     fn process_timer(&mut self, regno: u8, r: &Reg) -> VResult<()> {
@@ -976,6 +1009,9 @@ impl Env<'_> {
             {
                 return self.err(e.to_string());
             }
+        }
+        if func_id == id::GET_FUNC_IP {
+            self.check_get_func_ip()?;
         }
         if func_id == id::TAIL_CALL {
             // A tail call that returns ran nothing: the path after it keeps

@@ -129,6 +129,18 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
     })
 }
 
+/// Structs a kfunc argument is classified by before it could pass as
+/// memory (their members are plain words).
+const KERNEL_OBJECT_ARGS: &[&str] = &[
+    "bpf_list_head",
+    "bpf_list_node",
+    "bpf_rb_root",
+    "bpf_rb_node",
+    "bpf_wq",
+    "bpf_task_work",
+    "bpf_res_spin_lock",
+];
+
 /// Argument kinds of get_kfunc_ptr_arg_type that bpfvet checks.
 enum PtrArg {
     Ctx,
@@ -302,6 +314,11 @@ impl Env<'_> {
                 PtrArg::Unmodelled("const string")
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
                 PtrArg::Unmodelled("callback")
+            } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
+                // Taken by their type before any memory check
+                // (get_kfunc_ptr_arg_type): graph roots and nodes, work
+                // items, resilient locks.
+                PtrArg::Unmodelled("graph, work item or lock")
             } else if ctx_struct {
                 // Another struct than the program's context: the kernel
                 // takes the argument as memory or a BTF pointer and checks
