@@ -205,7 +205,8 @@ fn verify_with(
         })
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
-        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
+        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c))
+        .and_then(|c| lsm::check_sleepable(prog).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
