@@ -295,6 +295,7 @@ fn edit(rng: &mut Rng, m: &mut Object, pi: usize) -> Option<String> {
             p.expected_attach_type = None;
             p.attach_target = None;
             p.sleepable = false;
+            p.prog_flags &= !bpfvet_isa::uapi::BPF_F_SLEEPABLE;
             Some(format!("prog_type {}", t.name().unwrap_or("?")))
         }
         _ => {
