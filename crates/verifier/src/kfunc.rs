@@ -795,10 +795,19 @@ pub fn check_kfunc_calls(
                 "kfunc calls without kernel BTF to resolve them".into(),
             ));
         };
-        let name = match resolve(btf, ins.imm as u32) {
-            Ok((name, _)) => name,
+        let (name, proto) = match resolve(btf, ins.imm as u32) {
+            Ok(x) => x,
             Err(e) => return err(e),
         };
+        if kfunc(name).is_none() && !plain_prototype(btf, proto) {
+            // btf_distill_func_proto (in btf.c) rejects varargs, struct
+            // returns, wide or void arguments; bpfvet checks only
+            // prototypes of scalars and pointers.
+            return Err(VerifyError::unsupported(
+                Some(i),
+                format!("the prototype of kernel function {name} (btf_distill_func_proto)"),
+            ));
+        }
         if kfunc(name).is_none() {
             // Not a kfunc: the kernel still wants its address here (the
             // call itself fails where it is explored).
@@ -820,4 +829,20 @@ pub fn check_kfunc_calls(
         }
     }
     Ok(())
+}
+
+/// A prototype of at most five scalar or pointer arguments returning void,
+/// a scalar or a pointer: one btf_distill_func_proto always takes.
+fn plain_prototype(btf: &Btf, proto: &BtfType) -> bool {
+    let simple = |id: u32, void_ok: bool| {
+        if id == 0 {
+            return void_ok;
+        }
+        btf.skip_mods_and_typedefs(id)
+            .is_some_and(|(_, t)| is_scalar(t) || t.kind == Kind::Ptr)
+    };
+    let params = btf.params(proto);
+    params.len() <= 5
+        && simple(proto.size_or_type, true)
+        && params.iter().all(|p| simple(p.type_id, false))
 }
