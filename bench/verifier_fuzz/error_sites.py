@@ -2,7 +2,7 @@
 """Which of the kernel verifier's error messages the fuzzer reaches, and
 whether bpfvet then says the same.
 
-usage: error_sites.py KERNEL_SRC [--fuzz TSV...] [--selftests CSV ERR]... [--out MD] [--sites TSV]
+usage: error_sites.py KERNEL_SRC [--fuzz TSV...] [--mutants TSV...] [--selftests CSV ERR]... [--out MD]
 
 KERNEL_SRC is an extracted kernel tree (bench/verifier_fuzz/kernel_src.sh
 fetches Debian's 6.18 sources). The list of error sites is read from its
@@ -16,7 +16,8 @@ A site is *reached* when some program's kernel error line (the last line of
 its log) matches the site's format; it *agrees* when bpfvet rejected every
 such program with the identical line. `--fuzz` takes the batch TSVs of
 bench/verifier_fuzz (columns kernel_verdict, kernel_error, bpfvet_verdict,
-bpfvet_error); `--selftests` takes a CSV and stderr pair of
+bpfvet_error); `--mutants` takes the TSVs of mutate.sh (mut-*.tsv, the
+same first columns), counted as generated programs too; `--selftests` takes a CSV and stderr pair of
 bench/selftests/compare.sh, shown as a second, separate column.
 """
 import argparse, collections, csv, os, re, sys
@@ -269,13 +270,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("kernel_src")
     ap.add_argument("--fuzz", nargs="*", default=[])
+    ap.add_argument("--mutants", nargs="*", default=[])
     ap.add_argument("--selftests", nargs=2, action="append", default=[], metavar=("CSV", "ERR"))
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
     vc = os.path.join(args.kernel_src, "kernel/bpf/verifier.c")
     sites, bugs = error_sites(vc), bug_sites(vc)
     every = {**bugs, **sites}
-    fuzz, fuzz_unmatched = tally(every, read_fuzz(args.fuzz))
+    fuzz_rows = list(read_fuzz(args.fuzz))
+    mutant_rows = list(read_fuzz(args.mutants))
+    fuzz, fuzz_unmatched = tally(every, fuzz_rows + mutant_rows)
     self_rows = [row for c, e in args.selftests for row in read_selftests(c, e)]
     selft, self_unmatched = tally(every, self_rows)
     reached = [f for f in sites if fuzz[f][0]]
@@ -292,6 +296,9 @@ def main():
       "(multi-line messages counted by their last line). Reached: some program's kernel "
       "error line matches the site's format. Agrees: bpfvet rejected every such program with "
       "the identical line. `verifier_bug()` reports are listed apart.")
+    w()
+    w(f"Generated programs: {len(fuzz_rows)} from the generator's batches, "
+      f"{len(mutant_rows)} mutants of real programs (mutate.sh).")
     w()
     w("| | sites |")
     w("|---|---:|")

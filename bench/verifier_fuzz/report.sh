@@ -3,23 +3,38 @@
 # bench/verifier_fuzz/REPORT.md and writes ERROR_SITES.md, which of the 6.18
 # verifier's error messages the run made the kernel emit (error_sites.py,
 # with the kernel sources kernel_src.sh fetches) and, where the selftests'
-# compare.sh results of 6.18 exist, which the selftests reach.
-#   bench/verifier_fuzz/report.sh DIR [SELFTESTS_RESULTS_PREFIX]
+# compare.sh results of 6.18 exist, which the selftests reach. Mutation runs
+# of mutate.sh (MUTATE_DIR: their mut-*.tsv) count as generated programs;
+# their MUTATE.md is appended to REPORT.md.
+#   bench/verifier_fuzz/report.sh DIR [SELFTESTS_RESULTS_PREFIX [MUTATE_DIR...]]
 #   (prefix default /var/tmp/bpfvet-selftests-6.18/results)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-dir=${1:?usage: report.sh DIR [SELFTESTS_RESULTS_PREFIX]}
+dir=${1:?usage: report.sh DIR [SELFTESTS_RESULTS_PREFIX [MUTATE_DIR...]]}
 st=${2:-/var/tmp/bpfvet-selftests-6.18/results}
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
+mutdirs="$*"
 [ -f "$dir/REPORT.md" ] || { echo "report.sh: no $dir/REPORT.md (run batch.sh first)" >&2; exit 1; }
 commit=$(git -C "$here" rev-parse --short HEAD)
 {
     echo "<!-- copied from a batch.sh run by report.sh at $commit -->"
     cat "$dir/REPORT.md"
+    for m in $mutdirs; do
+        if [ -f "$m/MUTATE.md" ]; then echo; sed 's/^# /## /' "$m/MUTATE.md"; fi
+    done
 } > "$here/REPORT.md"
+mutants=""
+for m in $mutdirs; do
+    for f in "$m"/mut-*.tsv; do
+        if [ -f "$f" ]; then mutants="$mutants $f"; fi
+    done
+done
 set --
 for s in verifier other; do
     [ -f "$st-$s.csv" ] && [ -f "$st-$s.err" ] && set -- "$@" --selftests "$st-$s.csv" "$st-$s.err"
 done
-python3 "$here/error_sites.py" "$("$here/kernel_src.sh")" --fuzz "$dir"/batch-*.tsv "$@" \
+# shellcheck disable=SC2086 # one word per TSV path
+python3 "$here/error_sites.py" "$("$here/kernel_src.sh")" --fuzz "$dir"/batch-*.tsv \
+    --mutants $mutants "$@" \
     --out "$here/ERROR_SITES.md"
 echo "wrote $here/REPORT.md and $here/ERROR_SITES.md"

@@ -580,6 +580,7 @@ impl Env<'_> {
                 if at.base == ArgBase::PtrToSpinLock {
                     self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
                 } else {
+                    self.process_timer(regno, &r)?;
                     meta.map = Some(r.map);
                     meta.map_uid = r.map_uid;
                 }
@@ -718,6 +719,70 @@ impl Env<'_> {
             self.cur.active_locks = 0;
             self.cur.lock = (0, 0);
             self.invalidate_non_owning_refs();
+        }
+        Ok(())
+    }
+
+    /// check_get_func_ip: the tracing prototype serves every tracing
+    /// program type, but only kprobes and trampoline programs know the
+    /// address of their function.
+    fn check_get_func_ip(&mut self) -> VResult<()> {
+        use bpfvet_isa::uapi::{AttachType, ProgType};
+        let name = "bpf_get_func_ip";
+        let eat = self.prog.expected_attach_type;
+        match self.prog_type {
+            ProgType::KPROBE => Ok(()),
+            ProgType::TRACING
+                if matches!(
+                    eat,
+                    Some(
+                        AttachType::TRACE_FENTRY
+                            | AttachType::TRACE_FEXIT
+                            | AttachType::MODIFY_RETURN
+                    )
+                ) =>
+            {
+                Ok(())
+            }
+            ProgType::TRACING => self.err(format!(
+                "func {name}#{} supported only for fentry/fexit/fmod_ret programs",
+                id::GET_FUNC_IP
+            )),
+            t => self.err(format!(
+                "func {name}#{} not supported for program type {}",
+                id::GET_FUNC_IP,
+                t.0
+            )),
+        }
+    }
+
+    /// process_timer_func (check_map_field_pointer): the argument must
+    /// point exactly at the value's `struct bpf_timer`.
+    fn process_timer(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        if !r.v.is_const() {
+            return self.err(format!(
+                "R{regno} doesn't have constant offset. bpf_timer has to be at the constant offset"
+            ));
+        }
+        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
+        let name = crate::map_record::kernel_map_name(name).to_string();
+        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
+            return self.err(format!(
+                "map '{name}' has to have BTF in order to use bpf_timer"
+            ));
+        }
+        let timer = self
+            .map_fields(r.map)
+            .iter()
+            .find(|f| f.name == "bpf_timer");
+        let Some(timer_off) = timer.map(|t| t.off) else {
+            return self.err(format!("map '{name}' has no valid bpf_timer"));
+        };
+        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
+        if off != timer_off as i64 {
+            return self.err(format!(
+                "off {off} doesn't point to 'struct bpf_timer' that is at {timer_off}"
+            ));
         }
         Ok(())
     }
@@ -1005,6 +1070,9 @@ impl Env<'_> {
             {
                 return self.err(e.to_string());
             }
+        }
+        if func_id == id::GET_FUNC_IP {
+            self.check_get_func_ip()?;
         }
         if func_id == id::TAIL_CALL {
             // A tail call that returns ran nothing: the path after it keeps

@@ -49,7 +49,7 @@ const CTX_PROJECTIONS: &[(&str, &str)] = &[("__sk_buff", "sk_buff"), ("xdp_md", 
 /// Whether a pointer to struct `name` is the context of `prog_type`
 /// (btf_is_prog_ctx_type): only that type's own struct, or the kernel
 /// struct it projects.
-fn is_prog_ctx_struct(prog_type: ProgType, name: &str) -> bool {
+pub(crate) fn is_prog_ctx_struct(prog_type: ProgType, name: &str) -> bool {
     PROG_CTX_STRUCT
         .iter()
         .filter(|(t, _)| *t == prog_type)

@@ -153,6 +153,11 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
     })
 }
 
+/// Structs a kfunc argument is classified by before it could pass as
+/// memory (their members are plain words), and bpfvet does not model (the
+/// graph roots and nodes are graph.rs's).
+const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_task_work", "bpf_res_spin_lock"];
+
 /// Argument kinds of get_kfunc_ptr_arg_type that bpfvet checks.
 enum PtrArg {
     Ctx,
@@ -326,8 +331,10 @@ impl Env<'_> {
                 (n.ends_with("__sz") || n.ends_with("__szk"))
                     && self.cur.reg(regno + 1).ty == RegType::Scalar
             });
+            let ctx_struct = reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct;
             let kind = if meta.name == "bpf_cast_to_kern_ctx"
-                || (reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct)
+                || (ctx_struct
+                    && crate::global_func::is_prog_ctx_struct(self.prog_type, btf.name(ref_t)))
             {
                 PtrArg::Ctx
             } else if nullable && reg.is_null_const() {
@@ -357,6 +364,15 @@ impl Env<'_> {
                 PtrArg::Callback
             } else if !pointee_void && ref_t.kind == Kind::FuncProto {
                 PtrArg::Unmodelled("callback")
+            } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
+                // Taken by their type before any memory check
+                // (get_kfunc_ptr_arg_type): work items, resilient locks.
+                PtrArg::Unmodelled("work item or lock")
+            } else if ctx_struct {
+                // Another struct than the program's context: the kernel
+                // takes the argument as memory or a BTF pointer and checks
+                // the context access by the struct's size.
+                PtrArg::Unmodelled("the context passed for another struct")
             } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc) || reg.ty.is_sock() {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
@@ -1017,4 +1033,108 @@ fn kern_ctx_type(btf: &Btf, prog_type: bpfvet_isa::uapi::ProgType) -> Result<u32
         Some((id, kt)) if kt.kind == Kind::Struct => Ok(id),
         _ => Err(m.type_id),
     }
+}
+
+/// The checks the kernel makes on every kfunc call when it collects them
+/// before exploring (add_kfunc_call), so calls on dead paths fail too: a
+/// GPL-compatible license, a vmlinux FUNC with a prototype, an address,
+/// and no device-bound kfunc (programs here are never device-bound). Stops
+/// at the first bpf-to-bpf call or callback with an invalid destination:
+/// the kernel reports that one first (cfg.rs does).
+pub fn check_kfunc_calls(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), VerifyError> {
+    use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_KFUNC_CALL};
+    let n = prog.insns.len() as i64;
+    let mut first = true;
+    for (i, ins) in prog.insns.iter().enumerate() {
+        let is_call = ins.code == 0x85;
+        if (is_call && ins.src == BPF_PSEUDO_CALL)
+            || (ins.is_ld_imm64() && ins.src == BPF_PSEUDO_FUNC)
+        {
+            let t = i as i64 + ins.imm as i64 + 1;
+            if t < 0 || t >= n {
+                return Ok(());
+            }
+            continue;
+        }
+        if !is_call || ins.src != BPF_PSEUDO_KFUNC_CALL {
+            continue;
+        }
+        let err = |msg: String| Err(VerifyError::new(Some(i), msg));
+        if std::mem::take(&mut first) && !crate::check_call::license_is_gpl(&obj.license) {
+            return err("cannot call kernel function from non-GPL compatible program".into());
+        }
+        if ins.imm == 0 && ins.off == 0 {
+            // Left for dead-code elimination (an explored one fails).
+            continue;
+        }
+        // fd_array holds only the object's map fds: an index into it names
+        // no module BTF (past its end the kernel reads what follows).
+        if ins.off < 0 || (ins.off > 0 && (ins.off as usize) < obj.maps.len().max(1)) {
+            return err("failed to find BTF for kernel function".into());
+        }
+        if ins.off > 0 {
+            return Err(VerifyError::unsupported(
+                Some(i),
+                format!("kfuncs from module BTF (fd index {})", ins.off),
+            ));
+        }
+        let Some(btf) = vmlinux() else {
+            return Err(VerifyError::unsupported(
+                Some(i),
+                "kfunc calls without kernel BTF to resolve them".into(),
+            ));
+        };
+        let (name, proto) = match resolve(btf, ins.imm as u32) {
+            Ok(x) => x,
+            Err(e) => return err(e),
+        };
+        if kfunc(name).is_none() && !plain_prototype(btf, proto) {
+            // btf_distill_func_proto (in btf.c) rejects varargs, struct
+            // returns, wide or void arguments; bpfvet checks only
+            // prototypes of scalars and pointers.
+            return Err(VerifyError::unsupported(
+                Some(i),
+                format!("the prototype of kernel function {name} (btf_distill_func_proto)"),
+            ));
+        }
+        if kfunc(name).is_none() {
+            // Not a kfunc: the kernel still wants its address here (the
+            // call itself fails where it is explored).
+            match crate::ksym::kernel_symbol_exists(name) {
+                Some(true) => {}
+                Some(false) => {
+                    return err(format!("cannot find address for kernel function {name}"))
+                }
+                None => {
+                    return Err(VerifyError::unsupported(
+                        Some(i),
+                        format!("the address of kernel function {name} (kallsyms unreadable)"),
+                    ))
+                }
+            }
+        }
+        if crate::helpers::kfuncs::DEV_BOUND_KFUNCS.contains(&name) {
+            return err("metadata kfuncs require device-bound program".into());
+        }
+    }
+    Ok(())
+}
+
+/// A prototype of at most five scalar or pointer arguments returning void,
+/// a scalar or a pointer: one btf_distill_func_proto always takes.
+fn plain_prototype(btf: &Btf, proto: &BtfType) -> bool {
+    let simple = |id: u32, void_ok: bool| {
+        if id == 0 {
+            return void_ok;
+        }
+        btf.skip_mods_and_typedefs(id)
+            .is_some_and(|(_, t)| is_scalar(t) || t.kind == Kind::Ptr)
+    };
+    let params = btf.params(proto);
+    params.len() <= 5
+        && simple(proto.size_or_type, true)
+        && params.iter().all(|p| simple(p.type_id, false))
 }

@@ -26,6 +26,12 @@ fn kallsyms() -> Option<&'static HashSet<String>> {
         .as_ref()
 }
 
+/// Whether kallsyms_lookup_name would find `name` (None: kallsyms is
+/// unreadable here).
+pub fn kernel_symbol_exists(name: &str) -> Option<bool> {
+    kallsyms().map(|s| s.contains(name))
+}
+
 /// The section of vmlinux BTF listing per-CPU variables.
 const PERCPU_DATASEC: &str = ".data..percpu";
 
@@ -40,14 +46,16 @@ pub fn pseudo_btf_id(idx: usize, btf_id: u32, btf_fd: i32) -> Result<Reg, Verify
     let Some(btf) = crate::btf_walk::vmlinux() else {
         return unsupported("ldimm64 of a kernel symbol without the host's vmlinux BTF");
     };
-    let Some(t) = btf.type_by_id(btf_id).filter(|_| btf_id != 0) else {
+    // Id 0 is `void`: a type, of the wrong kind.
+    let t = btf.type_by_id(btf_id).filter(|_| btf_id != 0);
+    if t.is_none() && btf_id != 0 {
         return err(format!("ldimm64 insn specifies invalid btf_id {btf_id}."));
-    };
-    if t.kind != Kind::Var && t.kind != Kind::Func {
+    }
+    let Some(t) = t.filter(|t| t.kind == Kind::Var || t.kind == Kind::Func) else {
         return err(format!(
             "pseudo btf_id {btf_id} in ldimm64 isn't KIND_VAR or KIND_FUNC"
         ));
-    }
+    };
     let name = btf.name(t);
     let Some(symbols) = kallsyms() else {
         return unsupported("ldimm64 of a kernel symbol (kallsyms unreadable)");

@@ -197,11 +197,18 @@ fn verify_with(
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| struct_ops::check_target(obj, prog).map(|_| ()))
+        .and_then(|()| check_func_info_records(obj, prog))
+        .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
-        .and_then(|ex| cfg::check_layout(&prog.insns, ex).map(|()| ex))
+        .and_then(|ex| {
+            cfg::check_layout(&prog.insns, ex)
+                .and_then(|starts| check_func_info_layout(obj, prog, &starts))
+                .map(|()| ex)
+        })
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
-        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c));
+        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c))
+        .and_then(|c| lsm::check_sleepable(prog).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
@@ -319,6 +326,78 @@ fn source_line(prog: &bpfvet_object::Program, insn: usize) -> Option<String> {
     Some(format!("{}:{}: {}", file, l.line, l.line_text.trim()))
 }
 
+/// The program's func_info as the kernel gets it: only with BTF.
+fn func_info_sent(obj: &bpfvet_object::Object, prog: &bpfvet_object::Program) -> bool {
+    obj.btf.is_some() && !prog.func_info.is_empty()
+}
+
+/// check_btf_func_early: the first record at 0, offsets increasing, each
+/// type a FUNC with a prototype.
+fn check_func_info_records(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+) -> Result<(), error::VerifyError> {
+    let Some(btf) = obj.btf.as_ref().filter(|_| func_info_sent(obj, prog)) else {
+        return Ok(());
+    };
+    let fail = |msg: String| Err(error::VerifyError::new(None, msg));
+    let mut prev = 0;
+    for (i, f) in prog.func_info.iter().enumerate() {
+        if i == 0 && f.insn_off != 0 {
+            return fail(format!(
+                "nonzero insn_off {} for the first func info record",
+                f.insn_off
+            ));
+        }
+        if i > 0 && f.insn_off <= prev {
+            return fail(format!(
+                "same or smaller insn offset ({}) than previous func info record ({prev})",
+                f.insn_off
+            ));
+        }
+        let func = btf
+            .type_by_id(f.type_id)
+            .filter(|t| f.type_id != 0 && t.kind == bpfvet_object::btf::Kind::Func);
+        let Some(func) = func else {
+            return fail(format!("invalid type id {} in func info", f.type_id));
+        };
+        let proto = btf.type_by_id(func.size_or_type);
+        if proto.is_none_or(|p| p.kind != bpfvet_object::btf::Kind::FuncProto) {
+            // The kernel checked this when it loaded the BTF: no message.
+            return Err(error::VerifyError::unsupported(
+                None,
+                "func_info naming a FUNC without a prototype".into(),
+            ));
+        }
+        prev = f.insn_off;
+    }
+    Ok(())
+}
+
+/// check_btf_func: one record per subprogram, each at its start.
+fn check_func_info_layout(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+    starts: &[usize],
+) -> Result<(), error::VerifyError> {
+    if !func_info_sent(obj, prog) {
+        return Ok(());
+    }
+    let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
+    if prog.func_info.len() != starts.len() {
+        return fail("number of funcs in func_info doesn't match number of subprogs");
+    }
+    if prog
+        .func_info
+        .iter()
+        .zip(starts)
+        .any(|(f, &s)| f.insn_off as usize != s)
+    {
+        return fail("func_info BTF section doesn't match subprog layout in BPF program");
+    }
+    Ok(())
+}
+
 /// LD_ABS/IND and tail calls can leave a subprogram with a hidden
 /// `return 0` (check_btf_func, check_abnormal_return): only subprograms
 /// whose BTF says they return an integer may contain them.
@@ -406,13 +485,17 @@ fn precheck(
             if n.code != 0 || n.dst != 0 || n.src != 0 || n.off != 0 {
                 return err(i, "invalid bpf_ld_imm64 insn");
             }
-            if ins.src > 6 {
-                return err(i, "unrecognized bpf_ld_imm64 insn");
+            match ins.src {
+                0 | BPF_PSEUDO_FUNC => {}
+                BPF_PSEUDO_BTF_ID => {
+                    ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+                }
+                BPF_PSEUDO_MAP_FD
+                | BPF_PSEUDO_MAP_VALUE
+                | BPF_PSEUDO_MAP_IDX
+                | BPF_PSEUDO_MAP_IDX_VALUE => map_refs::check_map_ref(obj, prog, i, &ins, &n)?,
+                _ => return err(i, "unrecognized bpf_ld_imm64 insn"),
             }
-            if ins.src == BPF_PSEUDO_BTF_ID {
-                ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
-            }
-            map_refs::check_map_ref(obj, prog, i, &ins)?;
             if second_arena == Some(i) {
                 return err(i, "Only one arena per program");
             }

@@ -284,6 +284,23 @@ mod attach_target_tests {
     }
 
     #[test]
+    fn only_some_program_types_may_sleep() {
+        let fentry = tracing("fentry.s/f", AttachType::TRACE_FENTRY, Some("f"), true);
+        assert!(check_sleepable(&fentry.programs[0]).is_ok());
+        let raw_tp = tracing("tp_btf.s/f", AttachType::TRACE_RAW_TP, Some("f"), true);
+        let e = check_sleepable(&raw_tp.programs[0]).unwrap_err();
+        assert!(e.msg.starts_with("Only fentry/fexit/fmod_ret, lsm, iter"));
+        let mut obj = Object::single_program("p", ProgType::SCHED_CLS, vec![]);
+        obj.programs[0].sleepable = true;
+        assert!(check_sleepable(&obj.programs[0]).is_err());
+        obj.programs[0].sleepable = false;
+        assert!(check_sleepable(&obj.programs[0]).is_ok());
+        let syscall = Object::single_program("p", ProgType::SYSCALL, vec![]);
+        let e = check_sleepable(&syscall.programs[0]).unwrap_err();
+        assert_eq!(e.msg, "Syscall programs can only be sleepable");
+    }
+
+    #[test]
     fn a_tracing_program_without_target_is_rejected_as_the_kernel_does() {
         let obj = tracing("fentry", AttachType::TRACE_FENTRY, None, false);
         let e = check_attach_target(&obj.programs[0]).unwrap_err();
@@ -348,4 +365,37 @@ mod attach_target_tests {
         );
         assert!(check_attach_target(&obj.programs[0]).is_ok());
     }
+}
+
+/// check_attach_btf_id's rules for sleepable programs: syscall programs
+/// must be, and only trampolines, iterators, LSM, uprobes and struct_ops
+/// may be.
+pub fn check_sleepable(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
+    let fail = |m: &str| Err(VerifyError::new(None, m.to_string()));
+    if prog.prog_type == ProgType::SYSCALL {
+        return if prog.sleepable {
+            Ok(())
+        } else {
+            fail("Syscall programs can only be sleepable")
+        };
+    }
+    let can_sleep = match prog.prog_type {
+        ProgType::TRACING => matches!(
+            prog.expected_attach_type,
+            Some(
+                AttachType::TRACE_FENTRY
+                    | AttachType::TRACE_FEXIT
+                    | AttachType::MODIFY_RETURN
+                    | AttachType::TRACE_ITER
+            )
+        ),
+        ProgType::LSM | ProgType::KPROBE | ProgType::STRUCT_OPS => true,
+        _ => false,
+    };
+    if prog.sleepable && !can_sleep {
+        return fail(
+            "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable",
+        );
+    }
+    Ok(())
 }

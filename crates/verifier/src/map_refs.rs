@@ -103,25 +103,60 @@ pub fn check_map_ref(
     prog: &Program,
     i: usize,
     ins: &Insn,
+    next: &Insn,
 ) -> Result<(), VerifyError> {
     let err = |msg: String| Err(VerifyError::new(Some(i), msg));
-    match ins.src {
-        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
-            err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
-        }
-        BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE => {
-            // A missing index is reported where the load is explored.
-            match obj.maps.get(ins.imm as u32 as usize) {
-                Some(map) => match map_prog_incompatibility(obj, map, prog) {
-                    Some(msg) => err(msg.to_string()),
-                    None => Ok(()),
-                },
-                None => Ok(()),
-            }
-        }
-        _ => Ok(()),
+    // Plain map references carry nothing in the second half.
+    let by_value = matches!(ins.src, BPF_PSEUDO_MAP_VALUE | BPF_PSEUDO_MAP_IDX_VALUE);
+    if !by_value && next.imm != 0 {
+        return err("unrecognized bpf_ld_imm64 insn".into());
     }
+    let map = match ins.src {
+        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
+            return err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
+        }
+        _ if obj.maps.is_empty() => return err("fd_idx without fd_array is invalid".into()),
+        // A missing index is reported where the load is explored.
+        _ => match obj.maps.get(ins.imm as u32 as usize) {
+            Some(map) => map,
+            None => return Ok(()),
+        },
+    };
+    if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
+        return err(msg.to_string());
+    }
+    if by_value {
+        let off = next.imm as u32;
+        if off >= MAX_VAR_OFF {
+            return err(format!("direct value offset of {off} is not allowed"));
+        }
+        match map.map_type {
+            // Only a single-element array gives its value's address.
+            MapType::ARRAY if map.max_entries != 1 || off >= map.value_size => {
+                return err(format!(
+                    "invalid access to map value pointer, value_size={} off={off}",
+                    map.value_size
+                ))
+            }
+            // An arena global lies within the arena's pages.
+            MapType::ARENA if u64::from(off) > u64::from(map.max_entries) * ARENA_PAGE_SIZE => {
+                return err(format!(
+                    "invalid access to map value pointer, value_size={} off={off}",
+                    map.value_size
+                ))
+            }
+            MapType::ARRAY | MapType::ARENA => {}
+            _ => return err("no direct value access support for this map type".into()),
+        }
+    }
+    Ok(())
 }
+
+/// The kernel's BPF_MAX_VAR_OFF: direct value offsets stay below it.
+const MAX_VAR_OFF: u32 = 1 << 29;
+
+/// An arena spans `max_entries` pages of this size (x86-64).
+const ARENA_PAGE_SIZE: u64 = 4096;
 
 /// The arena map the program's `ld_imm64`s reference, if any (the kernel
 /// associates it with the program when it resolves them).

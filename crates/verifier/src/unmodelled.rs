@@ -28,7 +28,11 @@ pub(crate) fn prog_type(prog: &bpfvet_object::Program) -> Result<(), VerifyError
 pub(crate) fn prog_flags(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
     use bpfvet_isa::uapi::*;
     let flags = prog.prog_flags;
-    let what = if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
+    let what = if (flags & BPF_F_SLEEPABLE != 0) && !prog.sleepable {
+        // The kernel goes by the flag; bpfvet's sleepable regions by the
+        // program's mark, which the loader sets with it.
+        "program flag BPF_F_SLEEPABLE on a program not marked sleepable".to_string()
+    } else if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
         "program flag BPF_F_STRICT_ALIGNMENT (strict pointer alignment checks)".to_string()
     } else if flags & BPF_F_TEST_REG_INVARIANTS != 0 {
         "program flag BPF_F_TEST_REG_INVARIANTS (bounds invariant violations as errors)".to_string()

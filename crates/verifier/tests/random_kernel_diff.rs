@@ -155,8 +155,10 @@ fn fuzz_batches() {
 /// (`--ignored`): `BPFVET_MUTATE_DIR` (output, required),
 /// `BPFVET_MUTATE_OBJECTS` (`:`-separated directories or object files),
 /// `BPFVET_MUTATE_N` (mutants per program, 20), `BPFVET_MUTATE_MAX_INSNS`
-/// (longer programs skipped, 3000), `BPFVET_FUZZ_SEED`. Fails on an unsound
-/// accept, a panic or a hang, after writing mutate.tsv.
+/// (longer programs skipped, 3000), `BPFVET_FUZZ_SEED`, `BPFVET_FUZZ_MINIMISE`
+/// (tries per minimisation, 300). Resumable: one `mut-UNIT.tsv` per object.
+/// Fails on an unsound accept, a panic or a hang in any unit of the
+/// directory, after writing everything.
 #[test]
 #[ignore = "long run: bench/verifier_fuzz/mutate.sh"]
 fn mutate_real_programs() {
@@ -173,7 +175,7 @@ fn mutate_real_programs() {
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let list = std::env::var("BPFVET_MUTATE_OBJECTS")
-        .unwrap_or_else(|_| root.join("tests/progs").display().to_string());
+        .unwrap_or_else(|_| root.join("../../tests/progs").display().to_string());
     let mut objects = Vec::new();
     for part in list.split(':').filter(|s| !s.is_empty()) {
         let p = std::path::PathBuf::from(part);
@@ -189,6 +191,7 @@ fn mutate_real_programs() {
         mutants_per_prog: env_u64("BPFVET_MUTATE_N").unwrap_or(20),
         seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
         max_insns: env_u64("BPFVET_MUTATE_MAX_INSNS").unwrap_or(3000) as usize,
+        minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(300) as usize,
     };
     let counts = random_diff::mutate::run(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
     for (c, n) in &counts {
@@ -250,5 +253,35 @@ proptest! {
         if let bpfvet_verifier::Verdict::Rejected { error, .. } = &out.verdict {
             prop_assert!(!error.is_empty());
         }
+    }
+}
+
+/// Prints one generated program and both verdicts (`--ignored`):
+/// `BPFVET_FUZZ_SHOW` (its index), `BPFVET_FUZZ_SEED`,
+/// `BPFVET_FUZZ_FEATURES` as for the smoke test.
+#[test]
+#[ignore = "debugging aid"]
+fn show_program() {
+    let Some(i) = env_u64("BPFVET_FUZZ_SHOW") else {
+        println!("SKIP: BPFVET_FUZZ_SHOW is not set");
+        return;
+    };
+    let seed = env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED);
+    let features = env_u64("BPFVET_FUZZ_FEATURES").map_or(random_diff::gen::Features::ALL, |b| {
+        random_diff::gen::Features(b as u32)
+    });
+    let p = random_diff::gen::program_with(seed, i, features);
+    println!(
+        "{}\n{}",
+        random_diff::diff::prog_type_name(p.prog_type),
+        random_diff::listing(&p)
+    );
+    if let Ok(kernel) = Kernel::open() {
+        let r = random_diff::diff::diff_one(&kernel, &p);
+        println!(
+            "kernel: {}\nbpfvet: {}",
+            theirs_text(&r.theirs),
+            ours_text(&r.ours)
+        );
     }
 }

@@ -33,6 +33,14 @@ impl KfuncFlags {
     }
 }
 
+/// The XDP metadata kfuncs (net/core/xdp.c's xdp_metadata_kfunc_ids):
+/// only a device-bound program may call them (bpf_dev_bound_kfunc_check).
+pub const DEV_BOUND_KFUNCS: &[&str] = &[
+    "bpf_xdp_metadata_rx_timestamp",
+    "bpf_xdp_metadata_rx_hash",
+    "bpf_xdp_metadata_rx_vlan_tag",
+];
+
 /// Acquire kfuncs that return an object of the program's own BTF rather
 /// than a kernel struct (the kernel's exceptions to "acquire kernel
 /// function does not return PTR_TO_BTF_ID"); graph.rs models them but for

@@ -252,14 +252,15 @@ pub fn run_batches(kernel: &Kernel, cfg: &Config) -> std::result::Result<(), Str
 }
 
 /// One TSV row, as read back.
-struct Row {
-    class: Class,
-    kernel_error: String,
-    bpfvet_error: String,
-    case: String,
+pub struct Row {
+    pub class: Class,
+    pub kernel_error: String,
+    pub bpfvet_error: String,
+    pub case: String,
 }
 
-fn read_tsv(path: &Path) -> std::result::Result<Vec<Row>, String> {
+/// Reads a batch TSV, or any TSV whose first columns are the batch's.
+pub fn read_tsv(path: &Path) -> std::result::Result<Vec<Row>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut rows = Vec::new();
     for line in text.lines().skip(1) {
@@ -299,7 +300,7 @@ pub fn report(cfg: &Config) -> std::result::Result<String, String> {
     }
     let _ = writeln!(out, "{head}\n{rule}");
     let mut totals: BTreeMap<Class, usize> = BTreeMap::new();
-    let mut causes: BTreeMap<(Class, String), (usize, String)> = BTreeMap::new();
+    let mut causes = Causes::new();
     let mut done = 0;
     for k in 0..cfg.batches {
         let Ok(rows) = read_tsv(&cfg.tsv(k)) else {
@@ -317,21 +318,7 @@ pub fn report(cfg: &Config) -> std::result::Result<String, String> {
             let _ = write!(line, " {n} |");
         }
         let _ = writeln!(out, "{line}");
-        for r in rows {
-            if r.class == Class::Agree {
-                continue;
-            }
-            let key = match r.class {
-                Class::Unsound | Class::KernelRefused => cause_group(&r.kernel_error),
-                Class::Overstrict => cause_group(&r.bpfvet_error),
-                _ => cause_group(&format!("{} | {}", r.kernel_error, r.bpfvet_error)),
-            };
-            let e = causes.entry((r.class, key)).or_default();
-            e.0 += 1;
-            if e.1.is_empty() && !r.case.is_empty() {
-                e.1 = r.case;
-            }
-        }
+        tally_causes(rows, &mut causes);
     }
     let mut line = "| **total** | | |".to_string();
     for c in Class::ALL {
@@ -342,6 +329,34 @@ pub fn report(cfg: &Config) -> std::result::Result<String, String> {
         "{line}\n\n{done} of {} batches finished.\n",
         cfg.batches
     );
+    causes_section(causes, &mut out);
+    Ok(out)
+}
+
+/// Disagreements by (class, blanked cause): programs and a case file.
+pub type Causes = BTreeMap<(Class, String), (usize, String)>;
+
+/// Adds the disagreements of `rows` to `causes`.
+pub fn tally_causes(rows: Vec<Row>, causes: &mut Causes) {
+    for r in rows {
+        if r.class == Class::Agree {
+            continue;
+        }
+        let key = match r.class {
+            Class::Unsound | Class::KernelRefused => cause_group(&r.kernel_error),
+            Class::Overstrict => cause_group(&r.bpfvet_error),
+            _ => cause_group(&format!("{} | {}", r.kernel_error, r.bpfvet_error)),
+        };
+        let e = causes.entry((r.class, key)).or_default();
+        e.0 += 1;
+        if e.1.is_empty() && !r.case.is_empty() {
+            e.1 = r.case;
+        }
+    }
+}
+
+/// The "Disagreements by cause" section of a report.
+pub fn causes_section(causes: Causes, out: &mut String) {
     let _ = writeln!(
         out,
         "## Disagreements by cause\n\nCause: the kernel's error for unsound accepts and kernel refusals, bpfvet's for overstrict rejections, `kernel | bpfvet` otherwise (numbers blanked). The case file (under `cases/`) is the minimised first program of that cause in some batch.\n\n| class | programs | cause | case |\n|---|---:|---|---|"
@@ -357,5 +372,4 @@ pub fn report(cfg: &Config) -> std::result::Result<String, String> {
             case
         );
     }
-    Ok(out)
 }

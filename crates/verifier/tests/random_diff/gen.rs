@@ -28,7 +28,7 @@ impl Rng {
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len() as u64) as usize]
     }
     fn imm(&mut self) -> i32 {
@@ -85,8 +85,12 @@ impl Features {
     pub const LOOPS: u32 = 1 << 10;
     /// Spills and fills of every width, of pointers too.
     pub const SPILLS: u32 = 1 << 11;
-    pub const ALL: Features = Features((1 << 12) - 1);
-    pub const NAMES: [(u32, &'static str); 12] = [
+    /// Half of the programs get one encoding-level change after layout
+    /// (`corrupt`): opcodes, reserved fields, LD_IMM64 forms, jump and
+    /// call targets, LD_ABS/IND, kfunc ids.
+    pub const ENCODING: u32 = 1 << 12;
+    pub const ALL: Features = Features((1 << 13) - 1);
+    pub const NAMES: [(u32, &'static str); 13] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -99,6 +103,7 @@ impl Features {
         (Self::VAR_STACK, "var_stack"),
         (Self::LOOPS, "loops"),
         (Self::SPILLS, "spills"),
+        (Self::ENCODING, "encoding"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1620,6 +1625,9 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
             let at = starts[f] + at;
             insns[at].imm = (starts[callee + 1] as i64 - at as i64 - 1) as i32;
         }
+    }
+    if features.has(Features::ENCODING) && g.rng.chance(50) {
+        super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
     GenProgram { prog_type, insns }
 }

@@ -7,6 +7,7 @@ use super::gen::GenProgram;
 use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
 use bpfvet_isa::Insn;
 use bpfvet_kernel::Kernel;
+use bpfvet_object::Object;
 use std::sync::Arc;
 
 fn is_jump_with_off(i: Insn) -> bool {
@@ -118,7 +119,12 @@ pub fn minimise(
 /// that loops) is not asked.
 fn keeps(kernel: &Kernel, p: &GenProgram, class: Class, key: &str) -> bool {
     let obj = Arc::new(object(std::slice::from_ref(p)));
-    let ours = run_ours(&obj, 0);
+    keeps_in(kernel, &obj, 0, class, key)
+}
+
+/// [`keeps`] for program `index` of any object.
+pub fn keeps_in(kernel: &Kernel, obj: &Arc<Object>, index: usize, class: Class, key: &str) -> bool {
+    let ours = run_ours(obj, index);
     let plausible = match (&ours, class) {
         (Ours::Accepted { .. }, Class::Unsound | Class::Insns) => true,
         (Ours::Rejected(e), Class::Overstrict) => e == key,
@@ -130,7 +136,7 @@ fn keeps(kernel: &Kernel, p: &GenProgram, class: Class, key: &str) -> bool {
     if !plausible {
         return false;
     }
-    let theirs = run_theirs(kernel, &obj, 0);
+    let theirs = run_theirs(kernel, obj, index);
     let r = Result {
         class: classify(&ours, &theirs),
         ours,

@@ -3,6 +3,7 @@
 //! shrinking of findings ([`minimise`]) and the FINDINGS.md report.
 
 pub mod batch;
+pub mod corrupt;
 pub mod diff;
 pub mod gen;
 pub mod minimise;
