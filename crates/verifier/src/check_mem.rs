@@ -1194,19 +1194,33 @@ impl Env<'_> {
 /// the map types whose loads bpfvet names.
 fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
     use bpfvet_isa::uapi::MapType as M;
-    match t {
+    Some(match t {
         M::ARRAY
         | M::PERCPU_ARRAY
         | M::PROG_ARRAY
         | M::PERF_EVENT_ARRAY
         | M::CGROUP_ARRAY
-        | M::ARRAY_OF_MAPS => Some("bpf_array"),
-        M::HASH | M::PERCPU_HASH | M::LRU_HASH | M::LRU_PERCPU_HASH | M::HASH_OF_MAPS => {
-            Some("bpf_htab")
+        | M::ARRAY_OF_MAPS => "bpf_array",
+        M::HASH | M::PERCPU_HASH | M::LRU_HASH | M::LRU_PERCPU_HASH | M::HASH_OF_MAPS => "bpf_htab",
+        M::STACK_TRACE => "bpf_stack_map",
+        M::REUSEPORT_SOCKARRAY => "reuseport_array",
+        M::DEVMAP | M::DEVMAP_HASH => "bpf_dtab",
+        M::RINGBUF | M::USER_RINGBUF => "bpf_ringbuf_map",
+        M::LPM_TRIE => "lpm_trie",
+        M::BLOOM_FILTER => "bpf_bloom_filter",
+        M::CGROUP_STORAGE | M::PERCPU_CGROUP_STORAGE => "bpf_cgroup_storage_map",
+        M::QUEUE | M::STACK => "bpf_queue_stack",
+        M::CPUMAP => "bpf_cpu_map",
+        M::ARENA => "bpf_arena",
+        M::STRUCT_OPS => "bpf_struct_ops_map",
+        M::SOCKMAP => "bpf_stab",
+        M::SOCKHASH => "bpf_shtab",
+        M::XSKMAP => "xsk_map",
+        M::SK_STORAGE | M::INODE_STORAGE | M::TASK_STORAGE | M::CGRP_STORAGE => {
+            "bpf_local_storage_map"
         }
-        M::ARENA => Some("bpf_arena"),
-        _ => None,
-    }
+        _ => return None,
+    })
 }
 
 /// A pointer's variable offset in the alignment messages: a constant as a

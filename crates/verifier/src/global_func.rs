@@ -85,6 +85,9 @@ pub enum ArgKind {
     /// `arg:untrusted` on a pointer to void or a primitive type:
     /// read-only untrusted memory; the caller may pass anything.
     UntrustedMem,
+    /// `arg:arena`: the caller passes an arena pointer or a number; the
+    /// callee gets a number (it casts it into the arena itself).
+    Arena,
     /// The tags do not fit the argument (btf_prepare_func_args' message).
     TagError(String),
     /// An `arg:` tag (or combination) bpfvet does not model: the call is
@@ -180,7 +183,7 @@ impl Env<'_> {
     /// in the kernel's order: unknown tags, non-pointers, the context
     /// (`ctx` on a pointer whose pointee the program type accepts as its
     /// context; other pointees are refused by name), dynptrs, `trusted`,
-    /// `untrusted`, `arena` (refused by name) and memory (`nonnull`).
+    /// `untrusted`, `arena` and memory (`nonnull`).
     fn tagged_arg_kind(&self, i: usize, tags: &[&str], type_id: u32) -> ArgKind {
         const KNOWN: [&str; 6] = [
             "ctx",
@@ -279,7 +282,12 @@ impl Env<'_> {
             };
         }
         if has("arena") {
-            return refuse;
+            if !only("arena") {
+                return bad(format!(
+                    "arg#{i} arena cannot be combined with any other tags"
+                ));
+            }
+            return ArgKind::Arena;
         }
         // A pointer to memory the caller passes.
         if has("nullable") {
@@ -500,6 +508,11 @@ impl Env<'_> {
                 // Untrusted arguments are read-only to the callee, through
                 // probe loads: anything goes.
                 ArgKind::UntrustedBtf(_) | ArgKind::UntrustedMem => {}
+                ArgKind::Arena => {
+                    if !matches!(r.ty, RegType::Arena | RegType::Scalar) {
+                        return self.err(format!("R{regno} is not a pointer to arena or scalar."));
+                    }
+                }
                 ArgKind::TagError(_) => {}
                 ArgKind::UnmodelledTag { trusted_nonnull } => {
                     if trusted_nonnull && r.ty == RegType::Scalar {
@@ -620,9 +633,10 @@ impl Env<'_> {
             st.frames[0] = Frame::new(-1, 0, k as u32);
             for (i, a) in self.global_args(k).into_iter().enumerate().take(5) {
                 st.frames[0].regs[i + 1] = match a {
-                    ArgKind::Scalar | ArgKind::Unsupported | ArgKind::UnmodelledTag { .. } => {
-                        Reg::unknown_scalar()
-                    }
+                    ArgKind::Scalar
+                    | ArgKind::Arena
+                    | ArgKind::Unsupported
+                    | ArgKind::UnmodelledTag { .. } => Reg::unknown_scalar(),
                     ArgKind::NonNullMem(sz) => {
                         let mut r = Reg::pointer(RegType::Mem);
                         r.aux = sz;

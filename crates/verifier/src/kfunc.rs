@@ -158,6 +158,21 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
 /// graph roots and nodes are graph.rs's).
 const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_task_work", "bpf_res_spin_lock"];
 
+/// The vmlinux struct a register points to as a kfunc argument: a BTF
+/// pointer's own, or the struct the kernel takes map and socket pointers
+/// for (reg2btf_ids).
+fn reg_btf_struct(btf: &Btf, reg: &Reg) -> Option<u32> {
+    let name = match reg.ty {
+        RegType::BtfId => return (reg.aux != 0).then_some(reg.aux),
+        RegType::MapPtr => "bpf_map",
+        RegType::Sock => "sock",
+        RegType::SockCommon => "sock_common",
+        RegType::TcpSock => "tcp_sock",
+        _ => return None,
+    };
+    btf.find_by_name_kind(name, Kind::Struct)
+}
+
 /// Argument kinds of get_kfunc_ptr_arg_type that bpfvet checks.
 enum PtrArg {
     Ctx,
@@ -373,7 +388,9 @@ impl Env<'_> {
                 // takes the argument as memory or a BTF pointer and checks
                 // the context access by the struct's size.
                 PtrArg::Unmodelled("the context passed for another struct")
-            } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc) || reg.ty.is_sock() {
+            } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc | RegType::MapPtr)
+                || reg.ty.is_sock()
+            {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
                         "kernel function {} args#{i} pointer type {} {} is not supported",
@@ -526,8 +543,11 @@ impl Env<'_> {
                 }
                 PtrArg::BtfId => {
                     if trusted || rcu {
+                        // Map and socket pointers are trusted as the kernel
+                        // structs they stand for (reg2btf_ids).
                         let is_trusted = reg.ref_obj_id != 0
-                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0);
+                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
+                            || (reg.flags == 0 && (reg.ty == RegType::MapPtr || reg.ty.is_sock()));
                         if !is_trusted {
                             if !rcu {
                                 return self.err(format!("R{regno} must be referenced or trusted"));
@@ -671,17 +691,17 @@ impl Env<'_> {
         need: u32,
         need_t: &BtfType,
     ) -> VResult<()> {
-        if reg.ty != RegType::BtfId || reg.aux == 0 {
+        let Some(reg_id) = reg_btf_struct(btf, reg) else {
             return Ok(());
-        }
+        };
         let need_name = btf.name(need_t);
-        let reg_name = btf.name_of(reg.aux);
+        let reg_name = btf.name_of(reg_id);
         let strict = (meta.has(KfuncFlags::RELEASE) && reg.ref_obj_id != 0)
             || nocast_alias(reg_name, need_name);
-        let same = (reg.off == 0 && reg.aux == need)
+        let same = (reg.off == 0 && reg_id == need)
             || (!strict
                 && reg.off >= 0
-                && crate::btf_walk::nested_struct_match(btf, reg.aux, reg.off as u32, need));
+                && crate::btf_walk::nested_struct_match(btf, reg_id, reg.off as u32, need));
         let projection = matches!(
             (need_name, reg_name),
             ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
@@ -689,7 +709,7 @@ impl Env<'_> {
         if same || projection {
             return Ok(());
         }
-        let reg_kind = btf.type_by_id(reg.aux).map_or(String::new(), kind_str);
+        let reg_kind = btf.type_by_id(reg_id).map_or(String::new(), kind_str);
         self.err(format!(
             "kernel function {} args#{i} expected pointer to {} {need_name} but R{} has a pointer to {reg_kind} {reg_name}",
             meta.name,
