@@ -234,7 +234,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 ErrorKind::Map("BTF-defined maps need a .BTF section".into()),
             );
         };
-        maps::btf_maps(&elf, b, shndx, &mut maps_acc, &mut pending, &mut warnings)?;
+        maps::btf_maps(&elf, b, shndx, &mut maps_acc, &mut pending)?;
     }
     let obj_name = opts
         .object_name

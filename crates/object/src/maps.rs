@@ -242,7 +242,6 @@ pub fn btf_maps(
     shndx: usize,
     out: &mut Vec<(MapDef, MapLoc)>,
     pending: &mut Vec<PendingValues>,
-    warnings: &mut Vec<String>,
 ) -> LResult<()> {
     let sname = ".maps";
     let Some(sec_id) = btf.find_by_name_kind(sname, Kind::Datasec) else {
@@ -266,7 +265,7 @@ pub fn btf_maps(
             return Err(map_err(sname, format!("map '{name}': outside the section")));
         }
         let mut m = blank(name.clone(), sname, MapOrigin::BtfMaps);
-        let values_off = parse_def(btf, btf.members(def), &mut m, false, warnings)?;
+        let values_off = parse_def(btf, btf.members(def), &mut m, false)?;
         let map_idx = out.len();
         if let Some(values_offset) = values_off {
             pending.push(PendingValues {
@@ -373,7 +372,6 @@ fn parse_def(
     members: &[Member],
     m: &mut MapDef,
     is_inner: bool,
-    warnings: &mut Vec<String>,
 ) -> LResult<Option<u64>> {
     let map = m.name.clone();
     let mut values_off = None;
@@ -469,7 +467,7 @@ fn parse_def(
                         )
                     })?;
                     let mut inner = blank(format!("{map}.inner"), ".maps", MapOrigin::BtfMaps);
-                    parse_def(btf, btf.members(inner_t), &mut inner, true, warnings)?;
+                    parse_def(btf, btf.members(inner_t), &mut inner, true)?;
                     if inner.map_type == MapType::UNSPEC {
                         return Err(map_err(
                             ".maps",

@@ -508,10 +508,8 @@ impl Env<'_> {
                 // Untrusted arguments are read-only to the callee, through
                 // probe loads: anything goes.
                 ArgKind::UntrustedBtf(_) | ArgKind::UntrustedMem => {}
-                ArgKind::Arena => {
-                    if !matches!(r.ty, RegType::Arena | RegType::Scalar) {
-                        return self.err(format!("R{regno} is not a pointer to arena or scalar."));
-                    }
+                ArgKind::Arena if !matches!(r.ty, RegType::Arena | RegType::Scalar) => {
+                    return self.err(format!("R{regno} is not a pointer to arena or scalar."));
                 }
                 ArgKind::TagError(_) => {}
                 ArgKind::UnmodelledTag { trusted_nonnull } => {
@@ -723,7 +721,7 @@ fn kernel_type_of(btf: &Btf, i: usize, pointee: u32) -> Result<u32, String> {
     let want = &name[..essential(name)];
     let mut found = None;
     let mut count = 0;
-    for id in 1..vmlinux.len() as u32 {
+    for id in 1..vmlinux.len() {
         let Some(t) = vmlinux.type_by_id(id) else {
             continue;
         };

@@ -268,6 +268,39 @@ pub fn return_rule(prog: &bpfvet_object::Program) -> Result<LsmReturn, VerifyErr
     )
 }
 
+/// check_attach_btf_id's rules for sleepable programs: syscall programs
+/// must be, and only trampolines, iterators, LSM, uprobes and struct_ops
+/// may be.
+pub fn check_sleepable(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
+    let fail = |m: &str| Err(VerifyError::new(None, m.to_string()));
+    if prog.prog_type == ProgType::SYSCALL {
+        return if prog.sleepable {
+            Ok(())
+        } else {
+            fail("Syscall programs can only be sleepable")
+        };
+    }
+    let can_sleep = match prog.prog_type {
+        ProgType::TRACING => matches!(
+            prog.expected_attach_type,
+            Some(
+                AttachType::TRACE_FENTRY
+                    | AttachType::TRACE_FEXIT
+                    | AttachType::MODIFY_RETURN
+                    | AttachType::TRACE_ITER
+            )
+        ),
+        ProgType::LSM | ProgType::KPROBE | ProgType::STRUCT_OPS => true,
+        _ => false,
+    };
+    if prog.sleepable && !can_sleep {
+        return fail(
+            "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable",
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod attach_target_tests {
     use super::*;
@@ -365,37 +398,4 @@ mod attach_target_tests {
         );
         assert!(check_attach_target(&obj.programs[0]).is_ok());
     }
-}
-
-/// check_attach_btf_id's rules for sleepable programs: syscall programs
-/// must be, and only trampolines, iterators, LSM, uprobes and struct_ops
-/// may be.
-pub fn check_sleepable(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
-    let fail = |m: &str| Err(VerifyError::new(None, m.to_string()));
-    if prog.prog_type == ProgType::SYSCALL {
-        return if prog.sleepable {
-            Ok(())
-        } else {
-            fail("Syscall programs can only be sleepable")
-        };
-    }
-    let can_sleep = match prog.prog_type {
-        ProgType::TRACING => matches!(
-            prog.expected_attach_type,
-            Some(
-                AttachType::TRACE_FENTRY
-                    | AttachType::TRACE_FEXIT
-                    | AttachType::MODIFY_RETURN
-                    | AttachType::TRACE_ITER
-            )
-        ),
-        ProgType::LSM | ProgType::KPROBE | ProgType::STRUCT_OPS => true,
-        _ => false,
-    };
-    if prog.sleepable && !can_sleep {
-        return fail(
-            "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable",
-        );
-    }
-    Ok(())
 }

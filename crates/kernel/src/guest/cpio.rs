@@ -95,7 +95,7 @@ impl Cpio {
 
     /// Header plus name, and data, each end on a 4-byte boundary.
     fn pad(&mut self) {
-        while self.out.len() % 4 != 0 {
+        while !self.out.len().is_multiple_of(4) {
             self.out.push(0);
         }
     }

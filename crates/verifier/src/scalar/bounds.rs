@@ -333,7 +333,7 @@ mod tests {
         };
         // Mostly narrow values around interesting edges, so that the
         // random scalars include consistent ones, constants and ranges.
-        let mut pick = |next: &mut dyn FnMut() -> u64| {
+        let pick = |next: &mut dyn FnMut() -> u64| {
             let edges = [
                 0,
                 1,
