@@ -120,6 +120,8 @@ CAUSES = [
     ("Tracing programs must provide btf_id", "no attach target in the section name (the test sets it at run time); "
      "the kernel rejects the load, bpfvet verifies without one"),
     ("non-GPL compatible program", "the kernel checks the licence before reading BTF-typed kernel memory; bpfvet does not"),
+    ("invalid func unknown#2002", "a kfunc the host's vmlinux has and the guest's lacks (a module in the guest's "
+     "build): the loader poisons the call for the guest, bpfvet verifies against the host's BTF, where the host accepts"),
 ]
 def cause(text):
     return next((c for pat, c in CAUSES if pat in text), "")

@@ -98,6 +98,19 @@ pub fn check_attach(
     Ok(())
 }
 
+/// The functions bpfvet knows an fmod_ret program may modify: the
+/// security_* hooks and the kfuncs test_run registers as modify-return
+/// targets. The others depend on the kernel's error-injection list, which
+/// its BTF does not show (check_attach_modify_return).
+fn modifiable(target: &str) -> bool {
+    const FMODRET_SET: &[&str] = &[
+        "bpf_modify_return_test",
+        "bpf_modify_return_test2",
+        "bpf_modify_return_test_tp",
+    ];
+    target.starts_with("security_") || FMODRET_SET.contains(&target)
+}
+
 /// The first check of a tracing or LSM program's target: it must have
 /// one (a bare `SEC("fentry")` gets it from a loader call at run time, and
 /// the kernel rejects the load without it). A sleepable fentry, fexit or
@@ -156,6 +169,12 @@ pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyEr
             format!(
                 "whether a sleepable {kind} program may attach to {target} (the kernel's error-injection list)"
             ),
+        ));
+    }
+    if kind == "fmod_ret" && !modifiable(target) {
+        return Err(VerifyError::unsupported(
+            None,
+            format!("whether fmod_ret may modify {target} (the kernel's error-injection list)"),
         ));
     }
     if prog.prog_type == ProgType::TRACING && TRACING_DENIED_BY_CONFIG.contains(&target) {
@@ -341,6 +360,20 @@ mod attach_target_tests {
         assert!(!e.unsupported);
         let obj = tracing("fentry/foo", AttachType::TRACE_FENTRY, Some("foo"), false);
         assert!(check_attach_target(&obj.programs[0]).is_ok());
+    }
+
+    #[test]
+    fn fmod_ret_only_where_bpfvet_knows_the_target_is_modifiable() {
+        let check = |target| {
+            let obj = tracing("fmod_ret/x", AttachType::MODIFY_RETURN, Some(target), false);
+            check_attach_target(&obj.programs[0])
+        };
+        assert!(check("security_file_open").is_ok());
+        assert!(check("bpf_modify_return_test").is_ok());
+        // The error-injection list decides, which BTF does not show.
+        let e = check("__x64_sys_nanosleep").unwrap_err();
+        assert!(e.unsupported, "{e:?}");
+        assert!(e.msg.contains("error-injection list"), "{}", e.msg);
     }
 
     #[test]
