@@ -118,36 +118,6 @@ fn modifiable(target: &str) -> bool {
 /// error-injection list (a build option: Debian's kernels have none) or
 /// of its sleepable modify-return set, which bpfvet cannot see: refused.
 pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
-    // Who may be sleepable (check_attach_btf_id, can_be_sleepable).
-    if prog.prog_type == ProgType::SYSCALL {
-        if prog.sleepable {
-            return Ok(());
-        }
-        return Err(VerifyError::new(
-            None,
-            "Syscall programs can only be sleepable".into(),
-        ));
-    }
-    let may_sleep = match prog.prog_type {
-        ProgType::TRACING => matches!(
-            prog.expected_attach_type,
-            Some(
-                AttachType::TRACE_FENTRY
-                    | AttachType::TRACE_FEXIT
-                    | AttachType::MODIFY_RETURN
-                    | AttachType::TRACE_ITER
-            )
-        ),
-        ProgType::LSM | ProgType::KPROBE | ProgType::STRUCT_OPS => true,
-        _ => false,
-    };
-    if prog.sleepable && !may_sleep {
-        return Err(VerifyError::new(
-            None,
-            "Only fentry/fexit/fmod_ret, lsm, iter, uprobe, and struct_ops programs can be sleepable"
-                .into(),
-        ));
-    }
     if prog.prog_type != ProgType::TRACING && prog.prog_type != ProgType::LSM {
         return Ok(());
     }
