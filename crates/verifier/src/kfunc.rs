@@ -460,22 +460,9 @@ impl Env<'_> {
                     }
                     self.process_iter_arg(btf, regno, &args[i], meta)?
                 }
-                PtrArg::Map => {
-                    // With a workqueue or task_work argument the map must be
-                    // the one that holds it (map_uid), which bpfvet does not track.
-                    let holds_work = args.iter().any(|a| {
-                        let pointee = btf
-                            .skip_mods_and_typedefs(a.type_id)
-                            .filter(|(_, t)| t.kind == Kind::Ptr)
-                            .and_then(|(_, t)| btf.skip_mods_and_typedefs(t.size_or_type));
-                        pointee
-                            .is_some_and(|(_, t)| matches!(btf.name(t), "bpf_wq" | "bpf_task_work"))
-                    });
-                    if holds_work {
-                        return self.unsupported(format!("map arguments of kfunc {}", meta.name));
-                    }
-                    self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?
-                }
+                // The kfuncs whose map must hold their workqueue or task_work
+                // (map_uid) take that argument first, refused above.
+                PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
                     return self.unsupported(format!(
                         "allocated objects as arguments of kfunc {}",

@@ -120,21 +120,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     for (k, f) in funcs.iter().enumerate() {
         let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
     }
-    match &r.theirs {
-        Theirs::Accepted { insns } => {
-            let _ = writeln!(out, "# verdict: accept");
-            if let Some(n) = insns {
-                let _ = writeln!(out, "# processed: {n}");
-            }
-        }
-        Theirs::Rejected(e) => {
-            let _ = writeln!(out, "# verdict: reject\n# error: {e}");
-        }
-        Theirs::Refused(e) => {
-            let _ = writeln!(out, "# kernel refused: {e}");
-        }
-    }
-    let _ = writeln!(out, "# bpfvet said: {}", super::diff::ours_text(&r.ours));
+    out.push_str(&super::diff::expectation(r));
     out.push_str(&listing(p));
     out
 }

@@ -347,6 +347,29 @@ pub fn cause(r: &Result) -> String {
     }
 }
 
+/// A case file's expectation lines: the kernel's verdict (and error or
+/// processed insns), then what bpfvet said.
+pub fn expectation(r: &Result) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    match &r.theirs {
+        Theirs::Accepted { insns } => {
+            let _ = writeln!(out, "# verdict: accept");
+            if let Some(n) = insns {
+                let _ = writeln!(out, "# processed: {n}");
+            }
+        }
+        Theirs::Rejected(e) => {
+            let _ = writeln!(out, "# verdict: reject\n# error: {e}");
+        }
+        Theirs::Refused(e) => {
+            let _ = writeln!(out, "# kernel refused: {e}");
+        }
+    }
+    let _ = writeln!(out, "# bpfvet said: {}", ours_text(&r.ours));
+    out
+}
+
 pub fn ours_text(o: &Ours) -> String {
     match o {
         Ours::Accepted { insns } => format!("accepted ({insns} insns)"),

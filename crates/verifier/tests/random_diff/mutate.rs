@@ -16,8 +16,7 @@
 use super::batch::{causes_section, class_key, read_tsv, tally_causes, Causes};
 use super::corrupt::{self, after_delete, after_insert};
 use super::diff::{
-    cause, cause_group, classify, ours_text, run_ours, run_theirs, Class, Ours, Result as Diff,
-    Theirs,
+    cause, cause_group, classify, run_ours, run_theirs, Class, Ours, Result as Diff, Theirs,
 };
 use super::gen::Rng;
 use super::minimise::{delete_range, keeps_in};
@@ -495,21 +494,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
     if !lost.is_empty() {
         let _ = writeln!(out, "# not carried by this format: {}", lost.join(", "));
     }
-    match &r.theirs {
-        Theirs::Accepted { insns } => {
-            let _ = writeln!(out, "# verdict: accept");
-            if let Some(n) = insns {
-                let _ = writeln!(out, "# processed: {n}");
-            }
-        }
-        Theirs::Rejected(e) => {
-            let _ = writeln!(out, "# verdict: reject\n# error: {e}");
-        }
-        Theirs::Refused(e) => {
-            let _ = writeln!(out, "# kernel refused: {e}");
-        }
-    }
-    let _ = writeln!(out, "# bpfvet said: {}", ours_text(&r.ours));
+    out.push_str(&super::diff::expectation(r));
     let listing = super::listing(&super::gen::GenProgram {
         prog_type: p.prog_type,
         insns: p.insns.clone(),

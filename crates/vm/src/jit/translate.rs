@@ -702,6 +702,33 @@ impl Tx<'_, '_> {
         self.b.ins().iadd_imm(at, env::OFF_FRAMES as i64)
     }
 
+    /// The two ways to an atomic's address, joined: `fast` uses `addr` as
+    /// it is, `slow` asks the atomic_addr shim (which bails out on a fault).
+    fn atomic_addr_paths(
+        &mut self,
+        fast: Block,
+        slow: Block,
+        join: Block,
+        [addr, sz, p]: [Value; 3],
+    ) -> Value {
+        self.b.switch_to_block(fast);
+        self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+        self.b.switch_to_block(slow);
+        let ptr = self
+            .call(
+                self.shims.call3,
+                env::atomic_addr as *const () as usize,
+                &[addr, sz, p],
+            )
+            .expect("atomic_addr returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
     /// A 32- or 64-bit atomic: the shim checks the address as
     /// `Run::atomic` does, the operation is a native atomic instruction.
     fn atomic_rmw(&mut self, op: &Op, pc: usize) {
@@ -724,22 +751,7 @@ impl Tx<'_, '_> {
             );
             self.b.append_block_param(join, types::I64);
             self.unless_read_only_regions(fast, slow);
-            self.b.switch_to_block(fast);
-            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
-            self.b.switch_to_block(slow);
-            let ptr = self
-                .call(
-                    self.shims.call3,
-                    env::atomic_addr as *const () as usize,
-                    &[addr, sz, p],
-                )
-                .expect("atomic_addr returns");
-            let st = self.env_load(env::OFF_STATUS);
-            self.b
-                .ins()
-                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
-            self.b.switch_to_block(join);
-            self.b.block_params(join)[0]
+            self.atomic_addr_paths(fast, slow, join, [addr, sz, p])
         } else {
             // Aligned and in the newest region, writable: what atomic_addr
             // returns (its alignment test comes first, as here).
@@ -754,22 +766,7 @@ impl Tx<'_, '_> {
             self.b.ins().brif(misaligned, slow, &[], region, &[]);
             self.b.switch_to_block(region);
             self.last_region(addr, size, true, fast, slow);
-            self.b.switch_to_block(fast);
-            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
-            self.b.switch_to_block(slow);
-            let ptr = self
-                .call(
-                    self.shims.call3,
-                    env::atomic_addr as *const () as usize,
-                    &[addr, sz, p],
-                )
-                .expect("atomic_addr returns");
-            let st = self.env_load(env::OFF_STATUS);
-            self.b
-                .ins()
-                .brif(st, self.bail, &[], join, &[BlockArg::Value(ptr)]);
-            self.b.switch_to_block(join);
-            self.b.block_params(join)[0]
+            self.atomic_addr_paths(fast, slow, join, [addr, sz, p])
         };
         let narrow = |t: &mut Self, v: Value| {
             if ty == types::I64 {
