@@ -1599,38 +1599,37 @@ impl Env<'_> {
 
     /// A callback whose address an explored instruction loads but whose
     /// body no path entered (bpf_loop with zero iterations): the kernel's
-    /// dead-code removal drops the body, and when another subprogram
-    /// survives, the JIT step may then fail ("No program to jit"), depending
-    /// on where the stale address lands after the removal (it loads the
-    /// program when the address falls on a later live subprogram, but not
-    /// always). bpfvet does not model that: refused. With main alone left
-    /// the JIT never looks, and the kernel loads the program.
+    /// dead-code removal drops the body but not the address, and the JIT
+    /// step then either finds a later subprogram at the stale address (the
+    /// program loads) or none ("No program to jit"). bpfvet replays the
+    /// removal (dead_code.rs); the failing case is refused, as the kernel
+    /// names the instruction index after rewrites bpfvet does not model.
     pub fn check_unexplored_callbacks(&self) -> VResult<()> {
         let entered = |k: usize| {
             self.cfg.subprogs.get(k).is_some_and(|sp| {
                 (sp.start..sp.end).any(|j| self.aux.get(j).is_some_and(|a| a.seen))
             })
         };
-        if !(1..self.cfg.subprogs.len()).any(entered) {
+        let unexplored = self.insns.iter().enumerate().find(|&(i, ins)| {
+            let seen = self.aux.get(i).is_some_and(|a| a.seen);
+            let t = (i as i64 + ins.imm as i64 + 1) as usize;
+            seen && crate::cfg::is_pseudo_func(ins)
+                && self.cfg.subprog_at(t).is_some_and(|k| !entered(k))
+        });
+        if unexplored.is_none() {
             return Ok(());
         }
-        for (i, ins) in self.insns.iter().enumerate() {
-            let seen = self.aux.get(i).is_some_and(|a| a.seen);
-            if !seen || !crate::cfg::is_pseudo_func(ins) {
-                continue;
-            }
-            let t = (i as i64 + ins.imm as i64 + 1) as usize;
-            let Some(k) = self.cfg.subprog_at(t) else {
-                continue;
-            };
-            if !entered(k) {
-                return Err(crate::error::VerifyError::unsupported(
-                    Some(i),
-                    format!("callback at insn {t} is never explored (after the kernel drops it as dead code, its JIT step may fail)"),
-                ));
-            }
-        }
-        Ok(())
+        let seen: Vec<bool> = self.aux.iter().map(|a| a.seen).collect();
+        let starts: Vec<usize> = self.cfg.subprogs.iter().map(|s| s.start).collect();
+        let Some(i) = crate::dead_code::stale_call_target(self.insns, &seen, &starts) else {
+            return Ok(());
+        };
+        // The address as the program wrote it.
+        let t = i as i64 + self.insns[i].imm as i64 + 1;
+        Err(crate::error::VerifyError::unsupported(
+            Some(i),
+            format!("callback at insn {t} is never explored: the kernel drops it as dead code and its JIT step fails (No program to jit) at an instruction index after rewrites bpfvet does not model"),
+        ))
     }
 
     /// The deepest chain of calls must fit in 512 bytes of stack

@@ -372,9 +372,6 @@ impl Env<'_> {
         ) {
             return self.err("BPF_LD_[ABS|IND] instructions not allowed for this program type");
         }
-        if self.cur.frames.iter().skip(1).any(|f| f.in_callback_fn) {
-            return self.err("cannot use BPF_LD_[ABS|IND] within callback");
-        }
         if insn.dst != 0
             || insn.off != 0
             || size_bytes(insn.code) == 8

@@ -40,8 +40,11 @@ const PERCPU_DATASEC: &str = ".data..percpu";
 pub fn pseudo_btf_id(idx: usize, btf_id: u32, btf_fd: i32) -> Result<Reg, VerifyError> {
     let err = |m: String| Err(VerifyError::new(Some(idx), m));
     let unsupported = |m: &str| Err(VerifyError::unsupported(Some(idx), m.to_string()));
+    // Like a raw map fd, a raw BTF fd names no object the loader created
+    // (the linker leaves module symbols at fd 0), so the kernel's
+    // btf_get_by_fd fails.
     if btf_fd != 0 {
-        return unsupported("ldimm64 of a symbol in module BTF");
+        return err("invalid module BTF object FD specified.".to_string());
     }
     let Some(btf) = crate::btf_walk::vmlinux() else {
         return unsupported("ldimm64 of a kernel symbol without the host's vmlinux BTF");

@@ -12,6 +12,7 @@ mod check_mem;
 mod checkpoint;
 pub mod ctx;
 mod ctx_glue;
+mod dead_code;
 mod dynptr;
 mod error;
 mod exception;
