@@ -1098,50 +1098,80 @@ pub fn check_kfunc_calls(
             Ok(x) => x,
             Err(e) => return err(e),
         };
-        if kfunc(name).is_none() && !plain_prototype(btf, proto) {
-            // btf_distill_func_proto (in btf.c) rejects varargs, struct
-            // returns, wide or void arguments; bpfvet checks only
-            // prototypes of scalars and pointers.
-            return Err(VerifyError::unsupported(
-                Some(i),
-                format!("the prototype of kernel function {name} (btf_distill_func_proto)"),
-            ));
-        }
-        if kfunc(name).is_none() {
-            // Not a kfunc: the kernel still wants its address here (the
-            // call itself fails where it is explored).
-            match crate::ksym::kernel_symbol_exists(name) {
-                Some(true) => {}
-                Some(false) => {
-                    return err(format!("cannot find address for kernel function {name}"))
-                }
-                None => {
-                    return Err(VerifyError::unsupported(
-                        Some(i),
-                        format!("the address of kernel function {name} (kallsyms unreadable)"),
-                    ))
-                }
+        // The kernel wants every callee's address, kfunc or not (a call of
+        // a function that is no kfunc fails where it is explored).
+        match crate::ksym::kernel_symbol_exists(name) {
+            Some(true) => {}
+            Some(false) => return err(format!("cannot find address for kernel function {name}")),
+            None => {
+                return Err(VerifyError::unsupported(
+                    Some(i),
+                    format!("the address of kernel function {name} (kallsyms unreadable)"),
+                ))
             }
         }
         if crate::helpers::kfuncs::DEV_BOUND_KFUNCS.contains(&name) {
             return err("metadata kfuncs require device-bound program".into());
         }
+        if let Some(msg) = distill_func_proto_error(btf, proto, name) {
+            return err(msg);
+        }
     }
     Ok(())
 }
 
-/// A prototype of at most five scalar or pointer arguments returning void,
-/// a scalar or a pointer: one btf_distill_func_proto always takes.
-fn plain_prototype(btf: &Btf, proto: &BtfType) -> bool {
-    let simple = |id: u32, void_ok: bool| {
-        if id == 0 {
-            return void_ok;
-        }
-        btf.skip_mods_and_typedefs(id)
-            .is_some_and(|(_, t)| is_scalar(t) || t.kind == Kind::Ptr)
-    };
+/// The most arguments a kernel function may take (MAX_BPF_FUNC_ARGS).
+const MAX_KERNEL_FUNC_ARGS: usize = 12;
+
+/// btf_distill_func_proto's error for a kernel function whose prototype
+/// the calling convention cannot take: too many arguments, a struct or
+/// non-integer return, varargs, a void or over-16-byte argument.
+fn distill_func_proto_error(btf: &Btf, proto: &BtfType, name: &str) -> Option<String> {
     let params = btf.params(proto);
-    params.len() <= 5
-        && simple(proto.size_or_type, true)
-        && params.iter().all(|p| simple(p.type_id, false))
+    if params.len() > MAX_KERNEL_FUNC_ARGS {
+        return Some(format!(
+            "The function {name} has {} arguments. Too many.",
+            params.len()
+        ));
+    }
+    // __get_type_size: the size the calling convention passes, -1 for a
+    // kind it cannot pass; and the kind's name (UNKNOWN for void).
+    let sized = |id: u32| -> (i64, &'static str, Kind) {
+        if id == 0 {
+            return (0, "UNKNOWN", Kind::Void);
+        }
+        match btf.skip_mods_and_typedefs(id) {
+            None => (-1, "UNKNOWN", Kind::Void),
+            Some((_, t)) => match t.kind {
+                Kind::Ptr => (8, "PTR", t.kind),
+                Kind::Int | Kind::Enum | Kind::Enum64 | Kind::Struct | Kind::Union => {
+                    (t.size_or_type as i64, t.kind.name(), t.kind)
+                }
+                k => (-1, k.name(), k),
+            },
+        }
+    };
+    let (size, kind, k) = sized(proto.size_or_type);
+    if size < 0 || k.is_composite() {
+        return Some(format!(
+            "The function {name} return type {kind} is unsupported."
+        ));
+    }
+    for (i, p) in params.iter().enumerate() {
+        if i + 1 == params.len() && p.type_id == 0 {
+            return Some(format!(
+                "The function {name} with variable args is unsupported."
+            ));
+        }
+        let (size, kind, _) = sized(p.type_id);
+        if !(0..=16).contains(&size) {
+            return Some(format!(
+                "The function {name} arg{i} type {kind} is unsupported."
+            ));
+        }
+        if size == 0 {
+            return Some(format!("The function {name} has malformed void argument."));
+        }
+    }
+    None
 }
