@@ -1046,7 +1046,12 @@ impl Env<'_> {
             let sync = crate::cfg::SYNC_CALLBACK_HELPERS.contains(&insn.imm);
             if func_id == id::LOOP {
                 self.update_loop_inline(sub)?;
-                // The iteration count decides when the loop is done.
+                // The iteration count decides when the loop is done. Its
+                // argument is ARG_ANYTHING, so a pointer gets this far and
+                // the kernel's precision tracking then fails on it.
+                if !self.cur.reg(1).is_scalar() {
+                    return self.err("verifier bug: backtracking misuse");
+                }
                 self.mark_chain_precision(1)?;
                 let limit = self.cur.reg(1).v.umax;
                 if (self.cur.frame().callback_depth as u64) < limit {

@@ -1609,7 +1609,7 @@ pub static BPF_FOR_EACH_MAP_ELEM: HelperProto =
 
 /// `bpf_loop` in kernel/bpf/bpf_iter.c.
 pub static BPF_LOOP: HelperProto = HelperProto::new(181, "bpf_loop", r(RB::Integer)).args(&[
-    a(AB::Scalar),
+    a(AB::Anything),
     a(AB::PtrToFunc),
     af(AB::PtrToStack, F::MAYBE_NULL),
     a(AB::Anything),
