@@ -281,6 +281,10 @@ impl Walk<'_> {
                     if ASYNC_CALLBACK_HELPERS.contains(&ins.imm) {
                         self.marks[t] |= mark::PRUNE_POINT;
                     }
+                } else if ins.src == BPF_PSEUDO_KFUNC_CALL
+                    && crate::kfunc::is_async_callback_kfunc_call(&ins)
+                {
+                    self.marks[t] |= mark::PRUNE_POINT;
                 } else if ins.src == BPF_PSEUDO_KFUNC_CALL && (self.calls)(&ins).iter_next {
                     // Iterator loops converge at the next call: always
                     // checkpoint there.

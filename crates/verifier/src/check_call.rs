@@ -759,29 +759,33 @@ impl Env<'_> {
     /// process_timer_func (check_map_field_pointer): the argument must
     /// point exactly at the value's `struct bpf_timer`.
     fn process_timer(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+        self.check_map_field_pointer(regno, r, "bpf_timer")
+    }
+
+    /// check_map_field_pointer: register `regno` must point exactly at the
+    /// map value's special field `field` (bpf_timer, bpf_wq), of a map
+    /// with BTF.
+    pub(crate) fn check_map_field_pointer(&self, regno: u8, r: &Reg, field: &str) -> VResult<()> {
         if !r.v.is_const() {
             return self.err(format!(
-                "R{regno} doesn't have constant offset. bpf_timer has to be at the constant offset"
+                "R{regno} doesn't have constant offset. {field} has to be at the constant offset"
             ));
         }
         let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
         let name = crate::map_record::kernel_map_name(name).to_string();
         if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
             return self.err(format!(
-                "map '{name}' has to have BTF in order to use bpf_timer"
+                "map '{name}' has to have BTF in order to use {field}"
             ));
         }
-        let timer = self
-            .map_fields(r.map)
-            .iter()
-            .find(|f| f.name == "bpf_timer");
-        let Some(timer_off) = timer.map(|t| t.off) else {
-            return self.err(format!("map '{name}' has no valid bpf_timer"));
+        let found = self.map_fields(r.map).iter().find(|f| f.name == field);
+        let Some(field_off) = found.map(|t| t.off) else {
+            return self.err(format!("map '{name}' has no valid {field}"));
         };
         let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
-        if off != timer_off as i64 {
+        if off != field_off as i64 {
             return self.err(format!(
-                "off {off} doesn't point to 'struct bpf_timer' that is at {timer_off}"
+                "off {off} doesn't point to 'struct {field}' that is at {field_off}"
             ));
         }
         Ok(())
@@ -1062,7 +1066,8 @@ impl Env<'_> {
             } else if sync {
                 self.push_callback(sub, func_id)?;
             } else if func_id == id::TIMER_SET_CALLBACK {
-                self.push_async_cb(sub)?;
+                // Timer callbacks never sleep.
+                self.push_async_cb(sub, false)?;
             }
         }
         for r in 1..=5 {
@@ -1313,7 +1318,7 @@ impl Env<'_> {
     /// runs later, on a fresh stack, so its state has no caller frames, no
     /// references or locks, and no checkpoint parent. The caller goes on
     /// after the helper without entering it.
-    fn push_async_cb(&mut self, subprog: u32) -> VResult<()> {
+    pub(crate) fn push_async_cb(&mut self, subprog: u32, sleepable: bool) -> VResult<()> {
         let Some(sp) = self.cfg.subprogs.get(subprog as usize) else {
             return self.err("callback function not static");
         };
@@ -1327,7 +1332,7 @@ impl Env<'_> {
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
         callee.in_async_callback_fn = true;
-        // A timer callback must return 0.
+        // A timer or workqueue callback must return 0.
         callee.callback_ret = Some((0, 0));
         callee.async_entry_cnt = caller.async_entry_cnt + 1;
         // callback(struct bpf_map *map, void *key, void *value)
@@ -1341,6 +1346,7 @@ impl Env<'_> {
         }
         let mut st = crate::state::State::new();
         st.frames = vec![callee];
+        st.in_sleepable = sleepable;
         self.pending.push(crate::explore::Pending {
             st,
             insn_idx: start,

@@ -53,6 +53,10 @@ pub struct KfuncMeta {
     pub graph: GraphMeta,
     /// The initialised dynptr an argument named (for slices and clones).
     pub initialized_dynptr: Option<DynptrSlot>,
+    /// The map (and map_uid) of the workqueue an argument points into.
+    pub wq_map: Option<(u32, u32)>,
+    /// bpf_wq_set_callback_impl's callback subprogram.
+    pub async_callback: Option<u32>,
 }
 
 impl KfuncMeta {
@@ -96,6 +100,15 @@ pub fn is_sync_callback_kfunc_call(insn: &Insn) -> bool {
         && vmlinux()
             .and_then(|btf| resolve(btf, insn.imm as u32).ok())
             .is_some_and(|(name, _)| name == "bpf_rbtree_add_impl")
+}
+
+/// Whether the call registers a callback run later
+/// (is_async_callback_calling_kfunc): bpf_wq_set_callback_impl.
+pub fn is_async_callback_kfunc_call(insn: &Insn) -> bool {
+    insn.off == 0
+        && vmlinux()
+            .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+            .is_some_and(|(name, _)| name == "bpf_wq_set_callback_impl")
 }
 
 /// Whether the call is of a sleepable kfunc.
@@ -190,6 +203,8 @@ enum PtrArg {
     RefcountedKptr,
     /// A list head / rb root or node of a graph kfunc.
     Graph(GraphArg),
+    /// A `struct bpf_wq` in a map value.
+    Workqueue,
     /// bpf_rbtree_add's `less` callback.
     Callback,
     /// A kind bpfvet does not model, named for the message.
@@ -231,6 +246,10 @@ impl Env<'_> {
         self.check_kfunc_args(btf, proto, &mut meta)?;
         if name == "bpf_rbtree_add_impl" {
             self.push_rbtree_less(&meta.graph)?;
+        }
+        if let Some(sub) = meta.async_callback {
+            // A workqueue callback runs later, and may sleep.
+            self.push_async_cb(sub, true)?;
         }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
@@ -284,7 +303,9 @@ impl Env<'_> {
         while i < args.len() {
             let regno = (i + 1) as u8;
             let pname = param_name(btf, &args[i]);
-            if pname.ends_with("__ign") {
+            // `__ign` arguments are not looked at; a `__prog` one is the
+            // program's aux, filled in by the kernel.
+            if pname.ends_with("__ign") || pname.ends_with("__prog") {
                 i += 1;
                 continue;
             }
@@ -372,16 +393,11 @@ impl Env<'_> {
                 PtrArg::Map
             } else if pname.ends_with("__str") {
                 PtrArg::Unmodelled("const string")
-            } else if !pointee_void
-                && ref_t.kind == Kind::FuncProto
-                && meta.name == "bpf_rbtree_add_impl"
-            {
-                PtrArg::Callback
-            } else if !pointee_void && ref_t.kind == Kind::FuncProto {
-                PtrArg::Unmodelled("callback")
+            } else if !pointee_void && btf.name(ref_t) == "bpf_wq" {
+                PtrArg::Workqueue
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
                 // Taken by their type before any memory check
-                // (get_kfunc_ptr_arg_type): work items, resilient locks.
+                // (get_kfunc_ptr_arg_type): task work items, resilient locks.
                 PtrArg::Unmodelled("work item or lock")
             } else if ctx_struct {
                 // Another struct than the program's context: the kernel
@@ -404,6 +420,17 @@ impl Env<'_> {
                     ));
                 }
                 PtrArg::BtfId
+            } else if !pointee_void
+                && ref_t.kind == Kind::FuncProto
+                && matches!(
+                    meta.name.as_str(),
+                    "bpf_rbtree_add_impl" | "bpf_wq_set_callback_impl"
+                )
+            {
+                // A callback is classified after the BTF pointer kinds.
+                PtrArg::Callback
+            } else if !pointee_void && ref_t.kind == Kind::FuncProto {
+                PtrArg::Unmodelled("callback")
             } else {
                 let points_to_scalars =
                     !pointee_void && (is_scalar(ref_t) || is_scalar_struct(btf, ref_t, 0));
@@ -460,8 +487,6 @@ impl Env<'_> {
                     }
                     self.process_iter_arg(btf, regno, &args[i], meta)?
                 }
-                // The kfuncs whose map must hold their workqueue or task_work
-                // (map_uid) take that argument first, refused above.
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
                     return self.unsupported(format!(
@@ -494,7 +519,11 @@ impl Env<'_> {
                     if reg.ty != RegType::Func {
                         return self.err(format!("arg{i} expected pointer to func"));
                     }
-                    meta.graph.callback = Some(reg.aux);
+                    if meta.name == "bpf_wq_set_callback_impl" {
+                        meta.async_callback = Some(reg.aux);
+                    } else {
+                        meta.graph.callback = Some(reg.aux);
+                    }
                 }
                 PtrArg::Graph(kind) => {
                     self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
@@ -592,6 +621,15 @@ impl Env<'_> {
                     }
                     i += 1;
                 }
+                PtrArg::Workqueue => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::MapValue || reg.maybe_null() {
+                        return self.err(format!("arg#{i} doesn't point to a map value"));
+                    }
+                    // process_wq_func
+                    self.check_map_field_pointer(regno, &reg, "bpf_wq")?;
+                    meta.wq_map = Some((reg.map, reg.map_uid));
+                }
                 PtrArg::Unmodelled(what) => {
                     return self.unsupported(format!("{what} arguments of kfunc {}", meta.name));
                 }
@@ -623,7 +661,11 @@ impl Env<'_> {
         rcu: bool,
     ) -> VResult<()> {
         match reg.ty {
-            RegType::Scalar => return self.err(format!("pointer in R{regno} isn't map pointer")),
+            // Their register state holds no map (a stack pointer's is
+            // zeroed from r10 on).
+            RegType::Scalar | RegType::Stack => {
+                return self.err(format!("pointer in R{regno} isn't map pointer"))
+            }
             RegType::MapPtr | RegType::MapValue | RegType::MapKey | RegType::BtfId => {}
             other => {
                 return self.unsupported(format!(
@@ -631,6 +673,31 @@ impl Env<'_> {
                     other.name(),
                     meta.name
                 ))
+            }
+        }
+        // A workqueue argument names its map: this one must be the same,
+        // down to the lookup of an inner map (map_uid).
+        if let Some((wq_map, wq_uid)) = meta.wq_map {
+            if reg.ty == RegType::BtfId {
+                // The kernel would read the BTF pointer's type as a map.
+                return self.unsupported(format!(
+                    "a BTF pointer as the map argument of kfunc {} after a workqueue",
+                    meta.name
+                ));
+            }
+            let fields = self.map_fields(reg.map);
+            if fields.iter().any(|f| f.name == "bpf_task_work") {
+                return self.unsupported(format!(
+                    "task work maps as arguments of kfunc {}",
+                    meta.name
+                ));
+            }
+            let has_wq = fields.iter().any(|f| f.name == "bpf_wq");
+            if has_wq && (wq_map != reg.map || wq_uid != reg.map_uid) {
+                return self.err(format!(
+                    "workqueue pointer in R1 map_uid={wq_uid} doesn't match map pointer in R2 map_uid={}",
+                    reg.map_uid
+                ));
             }
         }
         // Map values and keys belong to a map but are no BTF pointer: they

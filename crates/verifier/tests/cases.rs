@@ -18,9 +18,10 @@
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, mmapable, and
-//!                                   `lock@OFF` (`timer@OFF`), which gives
-//!                                   the value BTF with a `struct
-//!                                   bpf_spin_lock` (`bpf_timer`) at OFF)
+//!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`),
+//!                                   which gives the value BTF with a
+//!                                   `struct bpf_spin_lock` (`bpf_timer`,
+//!                                   `bpf_wq`) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # func: 0 main global int int*    (optional, repeatable, one per function
@@ -118,6 +119,8 @@ fn parse(name: &str, src: &str) -> Case {
 /// In a map's placeholder value type id: the special field is a bpf_timer
 /// (else a bpf_spin_lock); the low bits are its offset.
 const TIMER_MARK: u32 = 1 << 16;
+/// Likewise for a bpf_wq.
+const WQ_MARK: u32 = 1 << 17;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -141,6 +144,10 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("timer@") {
             m.btf_value_type_id = u32::MAX - (num(off) | TIMER_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("wq@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
             continue;
         }
         m.map_flags |= match word {
@@ -218,8 +225,8 @@ fn object(c: &Case) -> Object {
 
 /// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct
 /// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5,
-/// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8 and a
-/// pointer to it 9;
+/// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8, a
+/// pointer to it 9 and `struct bpf_wq` 10;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
 /// its size holding the lock at OFF (the map gets its type ids), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
@@ -254,14 +261,19 @@ fn case_btf(
     let task = name(&mut strings, "task_struct");
     types.extend([task, 4 << 24, 0]); // [8] STRUCT task_struct, opaque
     types.extend([0, 2 << 24, 8]); // [9] PTR -> struct task_struct
-    let mut next_id = 10;
+    let wq = name(&mut strings, "bpf_wq");
+    types.extend([wq, 4 << 24, 16]); // [10] STRUCT bpf_wq, 16 opaque bytes
+    let mut next_id = 11;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
     let timer_member = name(&mut strings, "timer");
+    let wq_member = name(&mut strings, "work");
     for m in maps.iter_mut().filter(|m| locked(m)) {
         let mark = u32::MAX - m.btf_value_type_id;
         let (member, field_type, off) = if mark & TIMER_MARK != 0 {
             (timer_member, 7, mark & !TIMER_MARK)
+        } else if mark & WQ_MARK != 0 {
+            (wq_member, 10, mark & !WQ_MARK)
         } else {
             (lock_member, 5, mark)
         };
