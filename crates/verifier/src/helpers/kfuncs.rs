@@ -429,6 +429,7 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf("bpf_iter_bits_destroy", K::ITER_DESTROY, S::Common),
     kf("bpf_copy_from_user_str", K::SLEEPABLE, S::Common),
+    kf("bpf_copy_from_user_task_str", K::SLEEPABLE, S::Common),
     // Returns an untrusted pointer (check_kfunc_call).
     kf("bpf_get_kmem_cache", K::NONE, S::Common),
     kf(
