@@ -375,8 +375,8 @@ impl Env<'_> {
             }
             _ => {}
         }
-        self.check_sane_offset(&ov, known, ptr)?;
-        self.check_sane_offset(&ptr.v, false, ptr)?;
+        self.check_sane_offset(&ov, off_reg.off, known, ptr)?;
+        self.check_sane_offset(&ptr.v, ptr.off, false, ptr)?;
         match o {
             BPF_ADD => {}
             BPF_SUB if off_is_dst => {
@@ -425,15 +425,17 @@ impl Env<'_> {
                 r.aux = 0;
             }
         }
-        self.check_sane_offset(&r.v, false, ptr)?;
+        self.check_sane_offset(&r.v, r.off, false, ptr)?;
         *self.cur.reg_mut(d) = r;
         Ok(())
     }
 
-    /// check_reg_sane_offset: a constant or the minimum of a variable
-    /// offset must stay within BPF_MAX_VAR_OFF. Only the minimum is
-    /// checked; a large maximum is caught later by the access itself.
-    fn check_sane_offset(&self, v: &Scalar, known: bool, ptr: &Reg) -> VResult<()> {
+    /// check_reg_sane_offset: a constant, the register's fixed offset
+    /// `off` (for a scalar, the delta of a linked `rX += const`) and the
+    /// minimum of a variable offset must stay within BPF_MAX_VAR_OFF. Only
+    /// the minimum is checked; a large maximum is caught later by the
+    /// access itself.
+    fn check_sane_offset(&self, v: &Scalar, off: i32, known: bool, ptr: &Reg) -> VResult<()> {
         // Only an error message needs the type name.
         let ts = || ptr.type_str();
         if known {
@@ -444,6 +446,12 @@ impl Env<'_> {
                     ts = ts()
                 ));
             }
+        }
+        if off as i64 >= MAX_VAR_OFF || off as i64 <= -MAX_VAR_OFF {
+            return self.err(format!(
+                "{ts} pointer offset {off} is not allowed",
+                ts = ts()
+            ));
         }
         if v.smin == i64::MIN {
             return self.err(format!(
