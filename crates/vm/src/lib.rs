@@ -45,7 +45,7 @@ pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
 pub use threads::{test_run_threads, ThreadedRun};
 pub use timers::MAX_CALLBACKS_PER_ADVANCE;
-pub use vm::{Kfunc, Program, Vm};
+pub use vm::{Kfunc, Program, Proof, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the
 /// memory's address, r2 = its length; returns r0.

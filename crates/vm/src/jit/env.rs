@@ -128,17 +128,21 @@ impl Env {
     /// (just reset by `Run::reset_dynamic`), keeping what is still true:
     /// the packet bounds were refreshed after everything that ran outside
     /// compiled code, and the reset leaves the packet alone.
+    #[inline]
     pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
         self.regs = [0; 16];
         self.may_goto_left = run.may_goto_left;
         self.budget = run.insn_budget;
         self.status = RUNNING;
         self.prog = prog;
-        self.fault = None;
+        if self.fault.is_some() {
+            self.fault = None;
+        }
         self.tail_target = 0;
         self.refresh_regions(run);
     }
 
+    #[inline]
     pub fn refresh_regions(&mut self, run: &Run<'_>) {
         self.read_only_regions = run.read_only_regions as u64;
         let last = run.regions.last();
@@ -209,7 +213,12 @@ pub(super) extern "C" fn ctx_load(env: *mut Env, addr: u64, pc: u64) -> u64 {
         // Plain memory: no context fields at all.
         return load(env, addr, 4, pc);
     }
-    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    let rel = addr.wrapping_sub(e.ctx_lo);
+    if rel % 4 != 0 || rel >= 4 * CTX_SLOTS as u64 {
+        // Not a cached field after all: the general path decides.
+        return load(env, addr, 4, pc);
+    }
+    let off = rel as u32;
     match run.ctx.load(off, 4) {
         Ok(v) => {
             e.ctx_vals[off as usize / 4] = MaybeUninit::new(v);
@@ -277,6 +286,23 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         env.ctx_valid = cached;
     }
     r0
+}
+
+/// bpf_map_lookup_elem(r1 = `map`, r2 = `key`): runs no callback, moves
+/// no packet and changes no context field, so only the regions (the value
+/// it hands out) come back to the compiled code.
+pub(super) extern "C" fn map_lookup(env: *mut Env, map: u64, key: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let r = run.map_lookup(map, key, pc as usize, "bpf_map_lookup_elem");
+    env.refresh_regions(run);
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
 }
 
 /// Back from a helper or an interpreted function: the shared may_goto

@@ -67,13 +67,30 @@ pub struct Jit<'vm> {
 impl<'vm> Jit<'vm> {
     /// Compiles every program of `vm`. Programs the JIT declines run on the
     /// interpreter; [`Jit::declined`] says which and why.
+    ///
+    /// A program [`Vm::verify_program`] accepted compiles its proven
+    /// memory accesses (stack, packet, map value) to plain loads and
+    /// stores; every other access, and every access of a program not
+    /// verified that way, keeps the interpreter's run-time check.
     pub fn compile(vm: &'vm Vm) -> Jit<'vm> {
+        Jit::compile_with(vm, true)
+    }
+
+    /// [`Jit::compile`] keeping every run-time check, verified or not.
+    pub fn compile_checked(vm: &'vm Vm) -> Jit<'vm> {
+        Jit::compile_with(vm, false)
+    }
+
+    fn compile_with(vm: &'vm Vm, use_proofs: bool) -> Jit<'vm> {
         Jit {
             vm,
             programs: vm
                 .programs
                 .iter()
-                .map(|p| compile(&p.ops, &vm.static_regions))
+                .map(|p| {
+                    let proof = if use_proofs { &p.proof[..] } else { &[] };
+                    compile(&p.ops, &vm.static_regions, proof)
+                })
                 .collect(),
         }
     }
@@ -125,6 +142,7 @@ impl Jit<'_> {
     }
 
     /// [`Jit::drive`] on a prepared `env` whose program is `native`.
+    #[inline]
     fn drive_env(&self, run: &mut Run<'_>, env: &mut Env, native: NativeFn) -> Result<Outcome> {
         let depth = env.base_depth as usize;
         env.run = std::ptr::from_mut(run).cast();
@@ -216,6 +234,7 @@ impl Engine for Jit<'_> {
 fn compile(
     ops: &[crate::code::Op],
     statics: &[crate::run::Region],
+    proof: &[bpfvet_verifier::AccessKinds],
 ) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
@@ -242,7 +261,7 @@ fn compile(
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops, statics)?;
+        translate::build(&mut b, call_conv, ops, statics, proof)?;
         b.finalize();
     }
     module

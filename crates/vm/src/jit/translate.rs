@@ -19,12 +19,15 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
+use bpfvet_verifier::AccessKinds;
+
 use super::env;
 use super::Decline;
 use crate::code::Op;
 use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
+const MAP_LOOKUP_ELEM: i32 = 1;
 /// Accesses to the `Env` block. Program memory (stack, packet, map values)
 /// is another alias region: the program's stores cannot reach the `Env`,
 /// so Cranelift keeps `Env` fields it loaded across them (calls still
@@ -257,6 +260,9 @@ struct Tx<'a, 'b> {
     /// Memory every run of the VM may touch (global data): an access at a
     /// constant address inside one needs no run-time check.
     statics: &'a [Region],
+    /// What the verifier proved about each instruction's access (empty
+    /// for a program it did not verify).
+    proof: &'a [AccessKinds],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
     /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
@@ -364,6 +370,19 @@ impl Tx<'_, '_> {
         base == 10 && (off as i64) >= -(STACK_PER_FRAME as i64) && off as i64 + size as i64 <= 0
     }
 
+    /// Whether the verifier proved the access at `pc` in bounds through
+    /// pointers of the `allowed` kinds only.
+    fn proven(&self, pc: usize, allowed: AccessKinds) -> bool {
+        self.proof.get(pc).is_some_and(|k| k.only(allowed))
+    }
+
+    /// Accesses compiled without a run-time check once proven: the
+    /// stack, the packet and map values are plain memory of the run for
+    /// as long as the verifier lets the program hold such a pointer.
+    const PLAIN: AccessKinds = AccessKinds::STACK
+        .union(AccessKinds::PACKET)
+        .union(AccessKinds::MAP_VALUE);
+
     /// The constant `v` was defined as, if any (LD_IMM64 of a map value
     /// in the same block, for one).
     fn constant(&self, v: Value) -> Option<u64> {
@@ -449,6 +468,45 @@ impl Tx<'_, '_> {
         self.b.ins().brif(ok, fast, &[], slow, &[]);
     }
 
+    /// A 4-byte context load the verifier proved, through the unmodified
+    /// context pointer (the kernel allows no other), so of field `slot`:
+    /// from the cache, or through the ctx_load shim, which fills it (and
+    /// handles a plain-memory context, whose fields are never cached).
+    fn ctx_field(&mut self, addr: Value, slot: usize, pc: usize) -> Value {
+        let (cached, miss, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.append_block_param(join, types::I64);
+        let valid = self.env_load(env::OFF_CTX_VALID);
+        let bit = self.b.ins().band_imm(valid, 1 << slot);
+        self.b.ins().brif(bit, cached, &[], miss, &[]);
+        self.b.switch_to_block(miss);
+        let p = self.k64(pc as i64);
+        let v = self
+            .call(
+                self.shims.call2,
+                env::ctx_load as *const () as usize,
+                &[addr, p],
+            )
+            .expect("ctx_load returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(cached);
+        let v = self.b.ins().load(
+            types::I64,
+            ENV_MEM,
+            self.env,
+            env::OFF_CTX_VALS + 8 * slot as i32,
+        );
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
     fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
         let b0 = self.reg(base);
         let addr = self.b.ins().iadd_imm(b0, off as i64);
@@ -460,9 +518,17 @@ impl Tx<'_, '_> {
                 b.ins().uextend(types::I64, v)
             }
         };
-        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, false) {
+        if Self::in_frame(base, off, size)
+            || self.in_static(b0, off, size, false)
+            || self.proven(pc, Self::PLAIN)
+        {
             let v = self.b.ins().load(ty, self.flags, addr, 0);
             return widen(self.b, v);
+        }
+        // A proven context access is neither stack nor packet.
+        let ctx_only = self.proven(pc, AccessKinds::CTX);
+        if ctx_only && size == 4 && (0..4 * env::CTX_SLOTS as i16).contains(&off) && off % 4 == 0 {
+            return self.ctx_field(addr, off as usize / 4, pc);
         }
         let (fast, slow, join) = (
             self.b.create_block(),
@@ -473,7 +539,11 @@ impl Tx<'_, '_> {
         if size == 4 {
             // A context field the run already read: from the cache.
             let (ctx, hit) = (self.b.create_block(), self.b.create_block());
-            self.route(addr, size, fast, ctx);
+            if ctx_only {
+                self.b.ins().jump(ctx, &[]);
+            } else {
+                self.route(addr, size, fast, ctx);
+            }
             self.b.switch_to_block(ctx);
             let rel = self.b.ins().isub(addr, self.ctx_lo);
             let outside = self
@@ -550,10 +620,11 @@ impl Tx<'_, '_> {
         } else {
             self.b.ins().ireduce(ty, v)
         };
-        if Self::in_frame(base, off, size) {
+        if Self::in_frame(base, off, size) || self.proven(pc, Self::PLAIN) {
             self.b.ins().store(self.flags, narrow, addr, 0);
             return;
         }
+        let ctx_only = self.proven(pc, AccessKinds::CTX);
         let (fast, slow, join) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -568,7 +639,11 @@ impl Tx<'_, '_> {
                 self.b.create_block(),
                 self.b.create_block(),
             );
-            self.route(addr, size, fast, ctx);
+            if ctx_only {
+                self.b.ins().jump(ctx, &[]);
+            } else {
+                self.route(addr, size, fast, ctx);
+            }
             self.b.switch_to_block(ctx);
             let rel = self.b.ins().isub(addr, self.ctx_lo);
             let outside = self
@@ -741,7 +816,11 @@ impl Tx<'_, '_> {
             .is_some_and(|b| b.wrapping_add(op.off as i64 as u64) % size as u64 == 0)
             && self.in_static(base, op.off, size, true);
         let (sz, p) = (self.k64(size as i64), self.k64(pc as i64));
-        let ptr = if aligned_static {
+        let ptr = if self.proven(pc, AccessKinds::STACK.union(AccessKinds::MAP_VALUE)) {
+            // The verifier holds atomics to strict alignment and proved
+            // the bytes writable.
+            addr
+        } else if aligned_static {
             // What atomic_addr returns, unless a read-only region the run
             // was handed covers the address.
             let (fast, slow, join) = (
@@ -820,6 +899,7 @@ pub(super) fn build(
     call_conv: cranelift_codegen::isa::CallConv,
     ops: &[Op],
     statics: &[Region],
+    proof: &[AccessKinds],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -882,6 +962,7 @@ pub(super) fn build(
         bail,
         flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
         statics,
+        proof,
         budget,
         stack_lo,
         ctx_lo,
@@ -1160,6 +1241,20 @@ pub(super) fn build(
                         let p = t.k64(pc as i64);
                         t.call(t.shims.void2, env::tail_call as *const () as usize, &[p]);
                         t.check_status();
+                    }
+                    0x85 if op.imm == MAP_LOOKUP_ELEM => {
+                        // The helper without the general dispatch: its
+                        // arguments in registers, nothing to reload after.
+                        let (m, k, p) = (t.reg(1), t.reg(2), t.k64(pc as i64));
+                        let v = t
+                            .call(
+                                t.shims.call3,
+                                env::map_lookup as *const () as usize,
+                                &[m, k, p],
+                            )
+                            .expect("map_lookup returns");
+                        t.check_status();
+                        t.set(0, v);
                     }
                     0x85 => {
                         t.spill(1..=5);
