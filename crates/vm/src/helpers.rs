@@ -210,6 +210,19 @@ impl<'a> Run<'a> {
         if let Some(i) = map_index(a1) {
             if let (Some(m), Some(&Some(writable))) = (vm.maps.get(i), vm.plain_lookup.get(i)) {
                 let attr = m.attr();
+                if let Some(Some(a)) = vm.arrays.get(i) {
+                    // ArrayMap::lookup_elem's arithmetic (the run's CPU is
+                    // below the map's CPU count).
+                    let key = self.mem(a2, 4, false, pc, name)?;
+                    let index = u32::from_ne_bytes([key[0], key[1], key[2], key[3]]);
+                    if index >= a.entries {
+                        return Ok(0);
+                    }
+                    let off = index as usize * a.elem_bytes + self.cpu as usize * a.cpu_stride;
+                    let addr = a.base as u64 + off as u64;
+                    self.add_region(addr, attr.value_size as usize, writable);
+                    return Ok(addr);
+                }
                 let key = self.mem(a2, attr.key_size as u64, false, pc, name)?;
                 return Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,

@@ -66,6 +66,9 @@ pub struct Vm {
     /// else to note (not a map-in-map, no timer or work item in the
     /// value), and then whether the program may write it.
     pub(crate) plain_lookup: Vec<Option<bool>>,
+    /// Per map: for a plain-lookup ARRAY or PERCPU_ARRAY, where its values
+    /// are (a lookup is then arithmetic).
+    pub(crate) arrays: Vec<Option<bpfvet_maps::array::ArrayLayout>>,
     pub(crate) clock: Clock,
 }
 
@@ -207,7 +210,7 @@ impl Vm {
                 m.set_free_hook(Arc::new(move |v| timers.free_in(v.as_ptr() as u64, len)));
             }
         }
-        let plain_lookup = maps
+        let plain_lookup: Vec<Option<bool>> = maps
             .iter()
             .zip(&async_offsets)
             .map(|(m, offsets)| {
@@ -216,7 +219,16 @@ impl Vm {
                 (!nested && !offsets.any()).then_some(writable)
             })
             .collect();
+        let arrays = maps
+            .iter()
+            .zip(&plain_lookup)
+            .map(|(m, plain)| {
+                let a = m.as_any().downcast_ref::<bpfvet_maps::array::ArrayMap>()?;
+                plain.map(|_| a.layout())
+            })
+            .collect();
         Ok(Vm {
+            arrays,
             plain_lookup,
             kfuncs: resolve_kfuncs(obj),
             cpus,
@@ -249,6 +261,7 @@ impl Vm {
             clock: Clock::default(),
             async_offsets: Vec::new(),
             plain_lookup: Vec::new(),
+            arrays: Vec::new(),
         })
     }
 

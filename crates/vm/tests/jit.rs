@@ -945,3 +945,42 @@ fn a_proof_is_kept_only_for_the_code_it_was_made_for() {
     vm.verify_program(&obj, 0).expect("verifies");
     assert!(!vm.programs[0].proof.is_empty());
 }
+
+#[test]
+fn compiled_array_lookups_hand_helpers_a_registered_value() {
+    // Key 1 looked up (computed by compiled code), written, and handed to
+    // bpf_map_update_elem as the value for key 0 (the helper checks it
+    // against the run's regions); then a key past the array (NULL).
+    engines_agree_on_a_verified_program(
+        "*(u32 *)(r10 -4) = 1
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -4
+         call bpf_map_lookup_elem#1
+         r6 = r0
+         r0 = 7
+         if r6 == 0x0 goto pc+22
+         *(u64 *)(r6 +0) = 42
+         *(u64 *)(r6 +8) = 43
+         *(u32 *)(r10 -8) = 0
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -8
+         r3 = r6
+         r4 = 0
+         call bpf_map_update_elem#2
+         r7 = r0
+         *(u32 *)(r10 -4) = 9
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -4
+         call bpf_map_lookup_elem#1
+         r1 = 5
+         if r0 == 0x0 goto pc+1
+         r1 = 6
+         r0 = r1
+         r0 += r7
+         exit",
+        &frames(),
+    );
+}

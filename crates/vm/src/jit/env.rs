@@ -69,7 +69,17 @@ pub(super) struct Env {
     pub last_lo: u64,
     pub last_len: u64,
     pub last_len_writable: u64,
+    /// Map values compiled array lookups handed out and the run has not
+    /// registered yet: (address, length) pairs, all writable. Every shim
+    /// registers them first ([`parts`]), so whatever consults the run's
+    /// regions sees them, in order.
+    pub pending: [[u64; 2]; PENDING],
+    pub pending_len: u64,
 }
+
+/// Array lookups compiled code may leave unregistered before it calls a
+/// shim (the next one takes the shim path, which registers them).
+pub(super) const PENDING: usize = 8;
 
 /// 4-byte context fields the cache covers: the first 256 bytes, the size
 /// of the context region.
@@ -91,6 +101,8 @@ pub(super) const OFF_READ_ONLY_REGIONS: i32 = offset_of!(Env, read_only_regions)
 pub(super) const OFF_LAST_LO: i32 = offset_of!(Env, last_lo) as i32;
 pub(super) const OFF_LAST_LEN: i32 = offset_of!(Env, last_len) as i32;
 pub(super) const OFF_LAST_LEN_WRITABLE: i32 = offset_of!(Env, last_len_writable) as i32;
+pub(super) const OFF_PENDING: i32 = offset_of!(Env, pending) as i32;
+pub(super) const OFF_PENDING_LEN: i32 = offset_of!(Env, pending_len) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -118,6 +130,8 @@ impl Env {
             last_lo: 0,
             last_len: 0,
             last_len_writable: 0,
+            pending: [[0; 2]; PENDING],
+            pending_len: 0,
         };
         env.refresh_regions(run);
         env.refresh_packet(run);
@@ -139,6 +153,22 @@ impl Env {
             self.fault = None;
         }
         self.tail_target = 0;
+        // The reset dropped the last run's regions: its pending ones go too.
+        self.pending_len = 0;
+        self.refresh_regions(run);
+    }
+
+    /// Registers the map values compiled lookups handed out, as the
+    /// lookup helper would have, in the order of the lookups.
+    pub fn register_pending(&mut self, run: &mut Run<'_>) {
+        if self.pending_len == 0 {
+            return;
+        }
+        let n = (self.pending_len as usize).min(PENDING);
+        for &[start, len] in &self.pending[..n] {
+            run.add_region(start, len as usize, true);
+        }
+        self.pending_len = 0;
         self.refresh_regions(run);
     }
 
@@ -174,11 +204,13 @@ impl Env {
 /// borrows that run during the call.
 unsafe fn parts<'e>(env: *mut Env) -> (&'e mut Env, &'e mut Run<'static>) {
     // SAFETY: per this function's contract.
-    unsafe {
+    let (env, run) = unsafe {
         let env = &mut *env;
         let run = &mut *env.run;
         (env, run)
-    }
+    };
+    env.register_pending(run);
+    (env, run)
 }
 
 /// Loads outside the inline stack / packet fast path (context, map values,

@@ -82,6 +82,23 @@ impl<'vm> Jit<'vm> {
     }
 
     fn compile_with(vm: &'vm Vm, use_proofs: bool) -> Jit<'vm> {
+        // Writable, not per-CPU ARRAY maps whose lookups need no more than
+        // their value's region: compiled code looks them up itself.
+        let arrays: Vec<Option<translate::InlineArray>> = vm
+            .arrays
+            .iter()
+            .zip(&vm.plain_lookup)
+            .zip(&vm.maps)
+            .map(|((a, plain), m)| {
+                let a = a.as_ref().filter(|a| a.cpu_stride == 0)?;
+                (*plain == Some(true)).then(|| translate::InlineArray {
+                    base: a.base as u64,
+                    elem_bytes: a.elem_bytes as u64,
+                    entries: a.entries,
+                    value_size: m.attr().value_size,
+                })
+            })
+            .collect();
         Jit {
             vm,
             programs: vm
@@ -89,7 +106,7 @@ impl<'vm> Jit<'vm> {
                 .iter()
                 .map(|p| {
                     let proof = if use_proofs { &p.proof[..] } else { &[] };
-                    compile(&p.ops, &vm.static_regions, proof)
+                    compile(&p.ops, &vm.static_regions, proof, &arrays)
                 })
                 .collect(),
         }
@@ -138,23 +155,40 @@ impl Jit<'_> {
         };
         let mut env = Env::new(run, prog, depth, self);
         env.regs = *regs;
-        self.drive_env(run, &mut env, native)
+        let r = self.drive_env(run, &mut env, native);
+        // The caller goes on with this run: what the code looked up is
+        // the run's memory from now on.
+        env.register_pending(run);
+        r
     }
 
-    /// [`Jit::drive`] on a prepared `env` whose program is `native`.
-    #[inline]
+    /// [`Jit::drive`] on a prepared `env` whose program is `native`. The
+    /// common end (the program returned) is inline; tail calls and faults
+    /// are handled out of line.
+    #[inline(always)]
     fn drive_env(&self, run: &mut Run<'_>, env: &mut Env, native: NativeFn) -> Result<Outcome> {
-        let depth = env.base_depth as usize;
         env.run = std::ptr::from_mut(run).cast();
-        let mut entry = native;
+        // SAFETY: `native` was compiled for this VM (checked by `native`)
+        // from a program `translate::check` accepted; `env` lives across
+        // the call and `run` is reached only through it meanwhile.
+        let r0 = unsafe { native(env) };
+        run.may_goto_left = env.may_goto_left;
+        if env.status == env::RUNNING {
+            return Ok(Outcome::Returned(r0));
+        }
+        env.register_pending(run);
+        self.after_stop(run, env)
+    }
+
+    /// The compiled code stopped other than by returning: a tail call
+    /// (followed here, at the same depth), LD_ABS leaving the packet, or
+    /// a fault.
+    #[cold]
+    #[inline(never)]
+    fn after_stop(&self, run: &mut Run<'_>, env: &mut Env) -> Result<Outcome> {
+        let depth = env.base_depth as usize;
         loop {
-            // SAFETY: `entry` was compiled for this VM (checked by `native`)
-            // from a program `translate::check` accepted; `env` lives across
-            // the call and `run` is reached only through it meanwhile.
-            let r0 = unsafe { entry(env) };
-            run.may_goto_left = env.may_goto_left;
             match env.status {
-                env::RUNNING => return Ok(Outcome::Returned(r0)),
                 env::ENDED_ZERO => return Ok(Outcome::EndedZero),
                 env::TAIL_CALLED => {
                     let target = env.tail_target;
@@ -170,7 +204,13 @@ impl Jit<'_> {
                     };
                     env.prog = target;
                     env.status = env::RUNNING;
-                    entry = f;
+                    // SAFETY: as in `drive_env`; `f` is the target's code.
+                    let r0 = unsafe { f(env) };
+                    run.may_goto_left = env.may_goto_left;
+                    if env.status == env::RUNNING {
+                        return Ok(Outcome::Returned(r0));
+                    }
+                    env.register_pending(run);
                 }
                 _ => {
                     return Err(env.fault.take().unwrap_or(VmError::BadInsn {
@@ -235,6 +275,7 @@ fn compile(
     ops: &[crate::code::Op],
     statics: &[crate::run::Region],
     proof: &[bpfvet_verifier::AccessKinds],
+    arrays: &[Option<translate::InlineArray>],
 ) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
@@ -261,7 +302,7 @@ fn compile(
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops, statics, proof)?;
+        translate::build(&mut b, call_conv, ops, statics, proof, arrays)?;
         b.finalize();
     }
     module

@@ -35,6 +35,16 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const ENV_MEM: MemFlags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Vmctx));
 const STACK_TOTAL: i64 = (STACK_PER_FRAME * MAX_FRAMES) as i64;
 
+/// A writable ARRAY map whose lookups compiled code computes itself: the
+/// value of index i (below `entries`) is at `base + i * elem_bytes`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InlineArray {
+    pub base: u64,
+    pub elem_bytes: u64,
+    pub entries: u32,
+    pub value_size: u32,
+}
+
 /// Whether `code` is one the interpreter runs (its dispatch `match`).
 fn known(code: u8) -> bool {
     matches!(
@@ -263,6 +273,8 @@ struct Tx<'a, 'b> {
     /// What the verifier proved about each instruction's access (empty
     /// for a program it did not verify).
     proof: &'a [AccessKinds],
+    /// Per map of the VM: its lookups, if compiled code computes them.
+    arrays: &'a [Option<InlineArray>],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
     /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
@@ -880,6 +892,83 @@ impl Tx<'_, '_> {
         }
     }
 
+    /// bpf_map_lookup_elem, r0. The helper without the general dispatch
+    /// (its arguments in registers, nothing to reload after), and on a
+    /// writable ARRAY map known here, with a key on the stack, the lookup
+    /// itself: the value's address, its region left for the next shim to
+    /// register (`Env::pending`), and made the newest region the inline
+    /// checks try. While the run holds a read-only region (which could
+    /// cover the value and then decides writes to it) the shim runs.
+    fn map_lookup(&mut self, pc: usize) -> Value {
+        let (m, k) = (self.reg(1), self.reg(2));
+        let join = self.b.create_block();
+        self.b.append_block_param(join, types::I64);
+        let slow = self.b.create_block();
+        let inline = self
+            .constant(m)
+            .and_then(crate::code::map_index)
+            .and_then(|i| self.arrays.get(i).copied().flatten());
+        if let Some(a) = inline {
+            let (fast, hit) = (self.b.create_block(), self.b.create_block());
+            let rel = self.b.ins().isub(k, self.stack_lo);
+            let in_stack =
+                self.b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedLessThanOrEqual, rel, STACK_TOTAL - 4);
+            let ro = self.env_load(env::OFF_READ_ONLY_REGIONS);
+            let no_ro = self.b.ins().icmp_imm(IntCC::Equal, ro, 0);
+            let pend = self.env_load(env::OFF_PENDING_LEN);
+            let room = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, pend, env::PENDING as i64);
+            let ok = self.b.ins().band(in_stack, no_ro);
+            let ok = self.b.ins().band(ok, room);
+            self.b.ins().brif(ok, fast, &[], slow, &[]);
+            self.b.switch_to_block(fast);
+            let idx = self.b.ins().uload32(self.flags, k, 0);
+            let inside = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, idx, a.entries as i64);
+            let null = self.k64(0);
+            self.b
+                .ins()
+                .brif(inside, hit, &[], join, &[BlockArg::Value(null)]);
+            self.b.switch_to_block(hit);
+            let off = self.b.ins().imul_imm(idx, a.elem_bytes as i64);
+            let addr = self.b.ins().iadd_imm(off, a.base as i64);
+            let len = self.k64(a.value_size as i64);
+            let at = self.b.ins().ishl_imm(pend, 4);
+            let at = self.b.ins().iadd(self.env, at);
+            self.b.ins().store(ENV_MEM, addr, at, env::OFF_PENDING);
+            self.b.ins().store(ENV_MEM, len, at, env::OFF_PENDING + 8);
+            let pend1 = self.b.ins().iadd_imm(pend, 1);
+            self.env_store(pend1, env::OFF_PENDING_LEN);
+            self.env_store(addr, env::OFF_LAST_LO);
+            self.env_store(len, env::OFF_LAST_LEN);
+            self.env_store(len, env::OFF_LAST_LEN_WRITABLE);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+        } else {
+            self.b.ins().jump(slow, &[]);
+        }
+        self.b.switch_to_block(slow);
+        let p = self.k64(pc as i64);
+        let v = self
+            .call(
+                self.shims.call3,
+                env::map_lookup as *const () as usize,
+                &[m, k, p],
+            )
+            .expect("map_lookup returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
         let left = self.b.use_var(self.budget);
@@ -900,6 +989,7 @@ pub(super) fn build(
     ops: &[Op],
     statics: &[Region],
     proof: &[AccessKinds],
+    arrays: &[Option<InlineArray>],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -963,6 +1053,7 @@ pub(super) fn build(
         flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
         statics,
         proof,
+        arrays,
         budget,
         stack_lo,
         ctx_lo,
@@ -1243,17 +1334,7 @@ pub(super) fn build(
                         t.check_status();
                     }
                     0x85 if op.imm == MAP_LOOKUP_ELEM => {
-                        // The helper without the general dispatch: its
-                        // arguments in registers, nothing to reload after.
-                        let (m, k, p) = (t.reg(1), t.reg(2), t.k64(pc as i64));
-                        let v = t
-                            .call(
-                                t.shims.call3,
-                                env::map_lookup as *const () as usize,
-                                &[m, k, p],
-                            )
-                            .expect("map_lookup returns");
-                        t.check_status();
+                        let v = t.map_lookup(pc);
                         t.set(0, v);
                     }
                     0x85 => {
