@@ -811,13 +811,13 @@ fn a_tail_call_into_the_interpreter_leaves_the_next_run_fresh_bounds() {
     assert_eq!(format!("{interp:?}"), format!("{native:?}"));
 }
 
-/// An XDP object of `src` with one ARRAY map `values` (4-byte key,
+/// An object of `src` with one ARRAY map `values` (4-byte key,
 /// 16-byte value, 2 entries); per engine (interpreter, JIT with every
 /// check, JIT using the verifier's proof), each run's retval and output
 /// frame over `frames` and the map's values afterwards.
-fn engines_agree_on_a_verified_program(src: &str, frames: &[Vec<u8>]) {
+fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &[Vec<u8>]) {
     let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
-    let mut obj = bpfvet_object::Object::single_program("prog", ProgType::XDP, insns);
+    let mut obj = bpfvet_object::Object::single_program("prog", prog_type, insns);
     obj.maps = vec![bpfvet_object::MapDef::new(
         "values",
         bpfvet_isa::uapi::MapType::ARRAY,
@@ -852,7 +852,10 @@ fn engines_agree_on_a_verified_program(src: &str, frames: &[Vec<u8>]) {
                 }
                 None => bpfvet_vm::test_run(&vm, 0, &input),
             };
-            out.push(format!("{:?}", r.map(|o| (o.retval, o.data_out))));
+            out.push(format!(
+                "{:?}",
+                r.map(|o| (o.retval, o.data_out, o.ctx_out))
+            ));
         }
         for k in 0u32..2 {
             let mut v = [0u8; 16];
@@ -916,6 +919,7 @@ fn proven_accesses_compile_to_plain_memory_and_agree() {
          r0 = *(u32 *)(r1 +8)
          r0 += r9
          exit",
+        ProgType::XDP,
         &frames(),
     );
 }
@@ -981,6 +985,32 @@ fn compiled_array_lookups_hand_helpers_a_registered_value() {
          r0 = r1
          r0 += r7
          exit",
+        ProgType::XDP,
+        &frames(),
+    );
+}
+
+#[test]
+fn proven_context_stores_set_the_field_and_drop_its_cached_value() {
+    // tc: mark read (cached), written, read again; cb[1], priority and
+    // tc_classid written directly; a load of mark after each.
+    engines_agree_on_a_verified_program(
+        "r6 = r1
+         r2 = *(u32 *)(r6 +8)
+         r2 += 5
+         *(u32 *)(r6 +8) = r2
+         r3 = *(u32 *)(r6 +8)
+         *(u32 *)(r6 +52) = r3
+         r4 = *(u32 *)(r6 +0)
+         *(u32 *)(r6 +32) = r4
+         *(u32 *)(r6 +72) = r4
+         r0 = *(u32 *)(r6 +52)
+         r5 = *(u32 *)(r6 +72)
+         r0 += r5
+         r5 = *(u32 *)(r6 +8)
+         r0 += r5
+         exit",
+        ProgType::SCHED_CLS,
         &frames(),
     );
 }

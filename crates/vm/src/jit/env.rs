@@ -75,6 +75,10 @@ pub(super) struct Env {
     /// regions sees them, in order.
     pub pending: [[u64; 2]; PENDING],
     pub pending_len: u64,
+    /// Per 4-byte context slot: the u32 field a store there sets, when
+    /// that is all the store does (null otherwise). The context stays in
+    /// place for the whole run.
+    pub ctx_fields: [*mut u32; CTX_SLOTS],
 }
 
 /// Array lookups compiled code may leave unregistered before it calls a
@@ -103,6 +107,7 @@ pub(super) const OFF_LAST_LEN: i32 = offset_of!(Env, last_len) as i32;
 pub(super) const OFF_LAST_LEN_WRITABLE: i32 = offset_of!(Env, last_len_writable) as i32;
 pub(super) const OFF_PENDING: i32 = offset_of!(Env, pending) as i32;
 pub(super) const OFF_PENDING_LEN: i32 = offset_of!(Env, pending_len) as i32;
+pub(super) const OFF_CTX_FIELDS: i32 = offset_of!(Env, ctx_fields) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -132,7 +137,16 @@ impl Env {
             last_len_writable: 0,
             pending: [[0; 2]; PENDING],
             pending_len: 0,
+            ctx_fields: [std::ptr::null_mut(); CTX_SLOTS],
         };
+        if run.ctx_range().is_some() {
+            for (slot, f) in env.ctx_fields.iter_mut().enumerate() {
+                *f = run
+                    .ctx
+                    .u32_field(4 * slot as u32)
+                    .unwrap_or(std::ptr::null_mut());
+            }
+        }
         env.refresh_regions(run);
         env.refresh_packet(run);
         env

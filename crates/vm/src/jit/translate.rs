@@ -624,6 +624,35 @@ impl Tx<'_, '_> {
     }
 
     fn store(&mut self, base: u8, off: i16, size: u32, v: Value, pc: usize) {
+        let field = size == 4 && (0..4 * env::CTX_SLOTS as i16).contains(&off) && off % 4 == 0;
+        if !(field && self.proven(pc, AccessKinds::CTX)) {
+            return self.store_checked(base, off, size, v, pc);
+        }
+        // A proven 4-byte context store through the unmodified context
+        // pointer: to field `slot`, directly when that is all it does;
+        // the cached value of the field is dropped, as ctx_store does.
+        let slot = off as i32 / 4;
+        let (direct, general, done) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let at = self.env_load(env::OFF_CTX_FIELDS + 8 * slot);
+        self.b.ins().brif(at, direct, &[], general, &[]);
+        self.b.switch_to_block(direct);
+        let v32 = self.b.ins().ireduce(types::I32, v);
+        self.b.ins().store(ENV_MEM, v32, at, 0);
+        let valid = self.env_load(env::OFF_CTX_VALID);
+        let valid = self.b.ins().band_imm(valid, !(1i64 << slot));
+        self.env_store(valid, env::OFF_CTX_VALID);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(general);
+        self.store_checked(base, off, size, v, pc);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    fn store_checked(&mut self, base: u8, off: i16, size: u32, v: Value, pc: usize) {
         let b0 = self.reg(base);
         let addr = self.b.ins().iadd_imm(b0, off as i64);
         let ty = Self::ty(size);
@@ -1063,8 +1092,14 @@ pub(super) fn build(
     t.reload_packet();
     let left = t.env_load(env::OFF_BUDGET);
     t.b.def_var(budget, left);
+    // A verified program reads no register but r1 (and r10) before it
+    // writes it: the others need not come from the Env.
     for r in 0..10u8 {
-        let v = t.env_load(env::OFF_REGS + 8 * r as i32);
+        let v = if proof.is_empty() || r == 1 {
+            t.env_load(env::OFF_REGS + 8 * r as i32)
+        } else {
+            t.k64(0)
+        };
         t.set(r, v);
     }
     let base = t.env_load(env::OFF_BASE_DEPTH);
