@@ -5,6 +5,15 @@
 //! A program the translation does not cover is declined with a
 //! [`Decline`] and runs on the interpreter instead, as do callbacks and
 //! runs that start mid-program.
+//!
+//! Checks: a program handed the verifier's proof ([`Vm::verify_program`],
+//! `bpfvet run` without `--no-verify`, the default) runs the memory
+//! accesses the proof covers (stack, packet, map value; context fields at
+//! a known offset) as plain loads and stores; every other access, and
+//! every access of a program without a proof or compiled by
+//! [`Jit::compile_checked`], keeps the interpreter's run-time check, so an
+//! unverified program still cannot touch memory the run does not own.
+//! The budget on backward jumps and the call-depth limit stay in both.
 
 mod env;
 mod translate;
