@@ -120,6 +120,15 @@ fn pick_program(obj: &bpfvet_object::Object, wanted: Option<&str>) -> anyhow::Re
     }
 }
 
+/// Which accesses of the compiled program keep their run-time check.
+fn checks_note(vm: &Vm, idx: usize) -> &'static str {
+    if vm.programs[idx].proof.is_empty() {
+        " (unverified: every memory access checked at run time)"
+    } else {
+        " (accesses the verifier proved run unchecked)"
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The loader's errors name the file already.
     let obj = bpfvet_object::Object::from_file(&args.object, &Default::default())?;
@@ -128,14 +137,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(why) = &obj.programs[idx].refused {
         anyhow::bail!("{name}: the object loader refused this program: {why}");
     }
+    let mut proof = None;
     if !args.no_verify {
-        if let Err(e) = Vm::verify(&obj, idx) {
-            // A verdict, not a usage error: exit 1, as `verify` does.
-            eprintln!(
-                "bpfvet: {name} was not run: {e}\n\
+        match Vm::verify(&obj, idx) {
+            Ok(p) => proof = Some(p),
+            Err(e) => {
+                // A verdict, not a usage error: exit 1, as `verify` does.
+                eprintln!(
+                    "bpfvet: {name} was not run: {e}\n\
                  (bpfvet runs only programs its verifier accepts; --no-verify runs it unverified)"
-            );
-            return Ok(ExitCode::from(1));
+                );
+                return Ok(ExitCode::from(1));
+            }
         }
     }
     let data = match &args.data_in {
@@ -151,6 +164,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut vm = Vm::load_cpus(&obj, bpfvet_maps::possible_cpus().max(args.threads))?;
     if args.advance_time.is_some() {
         vm.use_virtual_clock();
+    }
+    // The JIT compiles the accesses the verifier proved without run-time
+    // checks; --no-verify keeps them all.
+    if let Some(p) = proof {
+        vm.set_proof(idx, p);
     }
     let vm = vm;
     let t = vm.programs[idx].prog_type;
@@ -182,7 +200,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(jit) => {
                 match jit.declined(idx) {
                     Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
-                    None => eprintln!("note: running native code from the JIT"),
+                    None => eprintln!(
+                        "note: running native code from the JIT{}",
+                        checks_note(&vm, idx)
+                    ),
                 }
                 jit
             }
@@ -255,7 +276,10 @@ fn run_threaded(
     if args.jit {
         match &r.declined {
             Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
-            None => eprintln!("note: running native code from the JIT"),
+            None => eprintln!(
+                "note: running native code from the JIT{}",
+                checks_note(&vm, idx)
+            ),
         }
     }
     let runs = args.repeat.max(1);

@@ -70,7 +70,34 @@ pub(crate) fn index_of(key: &[u8]) -> u32 {
     u32::from_ne_bytes([key[0], key[1], key[2], key[3]])
 }
 
+/// Where an array's values are, for a runtime that computes lookups
+/// itself: index `i` (below `entries`) on CPU `c` (0 unless per-CPU) is at
+/// `base + i * elem_bytes + c * cpu_stride`. The memory lives as long as
+/// the map and never moves.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayLayout {
+    pub base: *mut u8,
+    pub elem_bytes: usize,
+    pub cpu_stride: usize,
+    pub entries: u32,
+}
+
+// SAFETY: the layout only names memory the map owns; every access through
+// it is the caller's (and goes through the same atomics as the map's own).
+unsafe impl Send for ArrayLayout {}
+// SAFETY: as above.
+unsafe impl Sync for ArrayLayout {}
+
 impl ArrayMap {
+    pub fn layout(&self) -> ArrayLayout {
+        ArrayLayout {
+            base: self.slab.base(),
+            elem_bytes: self.elem_bytes,
+            cpu_stride: if self.percpu { self.stride } else { 0 },
+            entries: self.common.attr.max_entries,
+        }
+    }
+
     pub fn new(attr: MapAttr) -> Result<ArrayMap> {
         check_array_attr(&attr)?;
         let percpu = attr.map_type == MapType::PERCPU_ARRAY;

@@ -98,6 +98,7 @@ impl Env<'_> {
     /// read by probe loads.
     fn save_aux_ptr_type_merging(&mut self, ty: RegType, merge_mem_btf: bool) -> VResult<()> {
         let idx = self.insn_idx;
+        self.aux[idx].accesses = self.aux[idx].accesses.union(crate::AccessKinds::of(ty));
         let ctx_like = |t: RegType| {
             matches!(
                 t,

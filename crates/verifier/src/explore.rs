@@ -34,6 +34,8 @@ pub struct Pending {
 pub struct InsnAux {
     /// Pointer type a load/store dereferenced first (mixing is an error).
     pub ptr_type: Option<RegType>,
+    /// Every pointer kind the access dereferenced, over all paths.
+    pub accesses: crate::AccessKinds,
     pub seen: bool,
     /// At a bpf_loop call: whether the kernel will inline it.
     pub loop_inline: Option<crate::rewrite_stack::LoopInline>,

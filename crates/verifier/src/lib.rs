@@ -3,6 +3,7 @@
 //! pruning, precision tracking and liveness — giving the kernel's verdict,
 //! error text and statistics.
 
+mod access;
 mod btf_walk;
 mod cfg;
 mod check_alu;
@@ -45,6 +46,7 @@ mod struct_ops;
 pub mod tnum;
 mod unmodelled;
 
+pub use access::AccessKinds;
 pub use map_record::{map_fields, Field as MapField};
 pub use stats::Stats;
 
@@ -137,6 +139,10 @@ pub struct Outcome {
     pub verdict: Verdict,
     pub stats: Stats,
     pub log: String,
+    /// Accepted programs only (empty otherwise): per instruction, the
+    /// pointer kinds its memory access dereferenced (NONE for other
+    /// instructions and for code no path reached).
+    pub accesses: Vec<AccessKinds>,
 }
 
 /// Verifies program `prog_index` of `obj` as the Linux 6.18 verifier does for
@@ -174,6 +180,7 @@ fn verify_with(
             },
             stats: Stats::default(),
             log: String::new(),
+            accesses: Vec::new(),
         };
         return (outcome, None);
     };
@@ -223,6 +230,7 @@ fn verify_with(
                 verdict: rejected(prog, e),
                 stats,
                 log: log.into_string(),
+                accesses: Vec::new(),
             };
             return (outcome, explain.map(|c| c.finish(None, &[])));
         }
@@ -262,6 +270,11 @@ fn verify_with(
         .take()
         .map(|c| c.finish(Some(&env.cfg), env.insns));
     let mut log = std::mem::replace(&mut env.log, log::Log::new(0));
+    let accesses = if res.is_ok() {
+        env.aux.iter().map(|a| a.accesses).collect()
+    } else {
+        Vec::new()
+    };
     let verdict = match res {
         Ok(()) => Verdict::Accepted,
         Err(e) => {
@@ -290,6 +303,7 @@ fn verify_with(
         verdict,
         stats,
         log: log.into_string(),
+        accesses,
     };
     (outcome, profile)
 }

@@ -1,6 +1,7 @@
 //! ns per run of the interpreter and of bpfvet's JIT against the kernel
 //! JIT's BPF_PROG_TEST_RUN duration, on the same program and frame,
-//! measured in one process:
+//! measured in one process (the JIT on the verified program, as `bpfvet
+//! run --jit` runs it: proven accesses without run-time checks):
 //! `cargo bench -p bpfvet-vm` prints a markdown table (bench/vm/run.sh
 //! writes it to bench/vm/RESULTS.md). Without root the kernel column says
 //! so.
@@ -95,7 +96,12 @@ fn main() {
                 .map(|_| test_run(&vm, idx, &input).expect("vm run").duration_ns as f64)
                 .collect(),
         );
-        let jit_vm = Vm::load(&obj).expect("vm load");
+        // As `bpfvet run --jit` runs it: verified, the JIT using the proof.
+        let mut jit_vm = Vm::load(&obj).expect("vm load");
+        jit_vm
+            .verify_program(&obj, idx)
+            .expect("bpfvet verifies it");
+        let jit_vm = jit_vm;
         let t0 = std::time::Instant::now();
         let jit = Jit::compile(&jit_vm);
         let compile_us = t0.elapsed().as_secs_f64() * 1e6;

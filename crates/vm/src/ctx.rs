@@ -143,6 +143,15 @@ impl Ctx {
     /// A converted context store. It changes only the field at `off`:
     /// loads of other fields yield what they did (compiled code keeps
     /// them cached).
+    /// Where a 4-byte store at `off` goes when it does nothing but set a
+    /// u32 field (compiled code then stores there itself), or None.
+    pub(crate) fn u32_field(&mut self, off: u32) -> Option<*mut u32> {
+        match self {
+            Ctx::Skb(s) => skb_u32_field(s, off).map(std::ptr::from_mut),
+            _ => None,
+        }
+    }
+
     pub fn store(&mut self, off: u32, size: u32, v: u64) -> Result<(), CtxError> {
         match self {
             Ctx::Skb(s) => skb_store(s, off, size, v),
@@ -230,15 +239,19 @@ fn skb_store(s: &mut SkbState, off: u32, size: u32, v: u64) -> Result<(), CtxErr
     if size != 4 {
         return Err(CtxError::Denied);
     }
-    let v = v as u32;
-    match off {
-        8 => s.mark = v,
-        12 => s.queue_mapping = v,
-        32 => s.priority = v,
-        44 if s.is_tc => s.tc_index = v,
-        48..=64 if off.is_multiple_of(4) => s.cb[((off - 48) / 4) as usize] = v,
-        72 if s.is_tc => s.tc_classid = v,
-        _ => return Err(CtxError::Denied),
-    }
+    *skb_u32_field(s, off).ok_or(CtxError::Denied)? = v as u32;
     Ok(())
+}
+
+/// The u32 field a 4-byte store at `off` of __sk_buff sets.
+fn skb_u32_field(s: &mut SkbState, off: u32) -> Option<&mut u32> {
+    Some(match off {
+        8 => &mut s.mark,
+        12 => &mut s.queue_mapping,
+        32 => &mut s.priority,
+        44 if s.is_tc => &mut s.tc_index,
+        48..=64 if off.is_multiple_of(4) => &mut s.cb[((off - 48) / 4) as usize],
+        72 if s.is_tc => &mut s.tc_classid,
+        _ => return None,
+    })
 }

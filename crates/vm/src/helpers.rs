@@ -196,7 +196,44 @@ impl<'a> Run<'a> {
     }
 
     /// bpf_map_lookup_elem(a1 map, a2 key).
-    fn map_lookup(&mut self, a1: u64, a2: u64, pc: usize, name: &'static str) -> Result<u64> {
+    pub(crate) fn map_lookup(
+        &mut self,
+        a1: u64,
+        a2: u64,
+        pc: usize,
+        name: &'static str,
+    ) -> Result<u64> {
+        // A top-level map whose values need no bookkeeping beyond their
+        // region: no map-in-map slot, no timer to note, and the map by
+        // reference, not through map_arg's Cow (returned through memory).
+        let vm = self.vm;
+        if let Some(i) = map_index(a1) {
+            if let (Some(m), Some(&Some(writable))) = (vm.maps.get(i), vm.plain_lookup.get(i)) {
+                let attr = m.attr();
+                if let Some(Some(a)) = vm.arrays.get(i) {
+                    // ArrayMap::lookup_elem's arithmetic (the run's CPU is
+                    // below the map's CPU count).
+                    let key = self.mem(a2, 4, false, pc, name)?;
+                    let index = u32::from_ne_bytes([key[0], key[1], key[2], key[3]]);
+                    if index >= a.entries {
+                        return Ok(0);
+                    }
+                    let off = index as usize * a.elem_bytes + self.cpu as usize * a.cpu_stride;
+                    let addr = a.base as u64 + off as u64;
+                    self.add_region(addr, attr.value_size as usize, writable);
+                    return Ok(addr);
+                }
+                let key = self.mem(a2, attr.key_size as u64, false, pc, name)?;
+                return Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
+                    None => 0,
+                    Some(p) => {
+                        let addr = p.as_ptr() as u64;
+                        self.add_region(addr, attr.value_size as usize, writable);
+                        addr
+                    }
+                });
+            }
+        }
         let m = self.map_arg(a1, pc, name)?;
         let key = self.map_key(&**m, a2, pc, name)?;
         Ok(match m.lookup_elem(key, self.cpu, &self.guard) {

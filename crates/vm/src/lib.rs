@@ -12,7 +12,10 @@
 //!   [`Vm::map`] with the syscall-side API.
 //! - Every load, store and atomic is checked against the memory the run
 //!   owns (stack, context, packet, map values, helper memory); a violation
-//!   ends the run with a [`VmError`] naming the instruction.
+//!   ends the run with a [`VmError`] naming the instruction. The one
+//!   exception: the [`Jit`] compiles the accesses of a program whose
+//!   verifier proof the VM holds ([`Vm::verify_program`]) without the
+//!   check where the proof covers them; the interpreter checks always.
 //! - A VM stands for a machine of [`Vm::cpus`] CPUs ([`Vm::load_cpus`]):
 //!   each run is on one (per-CPU map slots, bpf_get_smp_processor_id), and
 //!   [`test_run_threads`] runs a program on several threads at once, each
@@ -45,7 +48,7 @@ pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
 pub use threads::{test_run_threads, ThreadedRun};
 pub use timers::MAX_CALLBACKS_PER_ADVANCE;
-pub use vm::{Kfunc, Program, Vm};
+pub use vm::{Kfunc, Program, Proof, Vm};
 
 /// Runs `insns` on `memory` as the bpf_conformance suite does: r1 = the
 /// memory's address, r2 = its length; returns r0.

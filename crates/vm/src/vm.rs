@@ -18,6 +18,10 @@ pub struct Program {
     pub name: String,
     pub prog_type: ProgType,
     pub ops: Vec<Op>,
+    /// What bpfvet's verifier proved about each instruction's memory
+    /// access, once [`Vm::verify_program`] accepted the program (empty
+    /// before): the JIT drops its run-time checks where this covers them.
+    pub proof: Vec<bpfvet_verifier::AccessKinds>,
 }
 
 /// Kfuncs the runtime implements.
@@ -29,6 +33,16 @@ pub enum Kfunc {
     WqInit,
     WqSetCallback,
     WqStart,
+}
+
+/// What the verifier proved about one accepted program: per instruction,
+/// the kinds of pointer its memory access goes through, each access in
+/// bounds for its kind.
+#[derive(Clone, Debug, Default)]
+pub struct Proof {
+    /// The instructions verified.
+    insns: Vec<bpfvet_isa::Insn>,
+    accesses: Vec<bpfvet_verifier::AccessKinds>,
 }
 
 pub struct Vm {
@@ -48,6 +62,13 @@ pub struct Vm {
     /// Per map: where its value's `struct bpf_timer` and `struct bpf_wq`
     /// are (from BTF).
     pub(crate) async_offsets: Vec<AsyncOffsets>,
+    /// Per map: whether a lookup hands out plain value memory with nothing
+    /// else to note (not a map-in-map, no timer or work item in the
+    /// value), and then whether the program may write it.
+    pub(crate) plain_lookup: Vec<Option<bool>>,
+    /// Per map: for a plain-lookup ARRAY or PERCPU_ARRAY, where its values
+    /// are (a lookup is then arithmetic).
+    pub(crate) arrays: Vec<Option<bpfvet_maps::array::ArrayLayout>>,
     pub(crate) clock: Clock,
 }
 
@@ -176,6 +197,7 @@ impl Vm {
                 } else {
                     predecode(&p.insns, &Values(&maps))?
                 },
+                proof: Vec::new(),
             });
         }
         let timers = Arc::new(Timers::default());
@@ -188,7 +210,26 @@ impl Vm {
                 m.set_free_hook(Arc::new(move |v| timers.free_in(v.as_ptr() as u64, len)));
             }
         }
+        let plain_lookup: Vec<Option<bool>> = maps
+            .iter()
+            .zip(&async_offsets)
+            .map(|(m, offsets)| {
+                let nested = m.as_any().downcast_ref::<MapOfMaps>().is_some();
+                let writable = m.attr().map_flags & bpfvet_isa::uapi::BPF_F_RDONLY_PROG == 0;
+                (!nested && !offsets.any()).then_some(writable)
+            })
+            .collect();
+        let arrays = maps
+            .iter()
+            .zip(&plain_lookup)
+            .map(|(m, plain)| {
+                let a = m.as_any().downcast_ref::<bpfvet_maps::array::ArrayMap>()?;
+                plain.map(|_| a.layout())
+            })
+            .collect();
         Ok(Vm {
+            arrays,
+            plain_lookup,
             kfuncs: resolve_kfuncs(obj),
             cpus,
             maps,
@@ -213,18 +254,23 @@ impl Vm {
                 name: "prog".into(),
                 prog_type,
                 ops: predecode(insns, &Values(&[]))?,
+                proof: Vec::new(),
             }],
             static_regions: Vec::new(),
             timers: Arc::new(Timers::default()),
             clock: Clock::default(),
             async_offsets: Vec::new(),
+            plain_lookup: Vec::new(),
+            arrays: Vec::new(),
         })
     }
 
     /// Verifies program `prog` of `obj` with bpfvet's verifier (the step a
-    /// caller takes before running untrusted code; the runtime's own memory
-    /// checks stay on either way).
-    pub fn verify(obj: &Object, prog: usize) -> Result<()> {
+    /// caller takes before running untrusted code). The runtime's own
+    /// memory checks stay on unless the returned [`Proof`] is handed to
+    /// the VM ([`Vm::set_proof`]), and then only in the JIT, only for the
+    /// accesses it covers.
+    pub fn verify(obj: &Object, prog: usize) -> Result<Proof> {
         use bpfvet_verifier::Verdict;
         let outcome = bpfvet_verifier::verify(obj, prog, &Default::default());
         let name = || {
@@ -236,7 +282,10 @@ impl Vm {
         // Only a verified program runs: a limit or a refusal is no proof
         // of safety either.
         match outcome.verdict {
-            Verdict::Accepted => Ok(()),
+            Verdict::Accepted => Ok(Proof {
+                insns: obj.programs[prog].insns.clone(),
+                accesses: outcome.accesses,
+            }),
             Verdict::Rejected { error, insn, .. } | Verdict::LimitExceeded { error, insn, .. } => {
                 Err(VmError::Rejected {
                     prog: name(),
@@ -250,6 +299,39 @@ impl Vm {
                 insn,
             }),
         }
+    }
+
+    /// [`Vm::verify`] of program `prog` of `obj` (the object this VM was
+    /// loaded from), keeping its [`Proof`] for the JIT.
+    pub fn verify_program(&mut self, obj: &Object, prog: usize) -> Result<()> {
+        let proof = Vm::verify(obj, prog)?;
+        if !self.set_proof(prog, proof) {
+            return Err(VmError::Invalid(format!(
+                "program #{prog} of this VM is not the one verified"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Hands program `prog` what [`Vm::verify`] proved about it: the JIT
+    /// then compiles its proven memory accesses to plain loads and stores.
+    /// A program without a proof keeps every run-time check, in the
+    /// interpreter and in the JIT. The proof is kept only if this VM's
+    /// code for `prog` is the decoding of the instructions it was made
+    /// for, slot for slot; it says whether it was.
+    pub fn set_proof(&mut self, prog: usize, proof: Proof) -> bool {
+        let Some(p) = self.programs.get_mut(prog) else {
+            return false;
+        };
+        let same = proof.insns.len() + 1 == p.ops.len()
+            && proof.insns.iter().zip(&p.ops).all(|(i, o)| {
+                (i.code, i.dst, i.src, i.off, i.imm) == (o.code, o.dst, o.src, o.off, o.imm)
+                    || o.code == 0 && o.imm64 == 0
+            });
+        if same {
+            p.proof = proof.accesses;
+        }
+        same
     }
 
     pub fn program_index(&self, name: &str) -> Result<usize> {

@@ -123,14 +123,27 @@ fn programs_agree_with_kernel_test_run() {
                 }
             }
         }
-        let (vm, jit_vm) = match (Vm::load(&obj), Vm::load(&obj)) {
-            (Ok(vm), Ok(jit_vm)) => (vm, jit_vm),
-            (Err(e), _) | (_, Err(e)) => {
+        let (vm, jit_vm, mut proven_vm) = match (Vm::load(&obj), Vm::load(&obj), Vm::load(&obj)) {
+            (Ok(vm), Ok(jit_vm), Ok(proven_vm)) => (vm, jit_vm, proven_vm),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 failures.push(format!("{prog_name}: load: {e}"));
                 continue;
             }
         };
-        let jit = Jit::compile(&jit_vm);
+        // The third engine: the JIT with the verifier's proof of the
+        // program and of its tail-call targets.
+        let targets = obj.maps.iter().flat_map(|def| match &def.init {
+            MapInit::Programs(slots) => slots.iter().map(|&(_, p)| p).collect(),
+            _ => Vec::new(),
+        });
+        for p in std::iter::once(idx).chain(targets) {
+            if let Err(e) = proven_vm.verify_program(&obj, p) {
+                failures.push(format!("{prog_name}: bpfvet's verifier: {e}"));
+            }
+        }
+        let proven_vm = proven_vm;
+        let jit = Jit::compile_checked(&jit_vm);
+        let proven = Jit::compile(&proven_vm);
         if let Some(why) = jit.declined(idx) {
             println!("{prog_name}: JIT declines ({why}); the interpreter runs it");
         }
@@ -156,18 +169,21 @@ fn programs_agree_with_kernel_test_run() {
             };
             let v = test_run(&vm, idx, &input);
             let j = test_run_with(&jit, &jit_vm, idx, &input);
+            let pj = test_run_with(&proven, &proven_vm, idx, &input);
             compared += 1;
-            let same = match (&v, &j) {
-                (Ok(v), Ok(j)) => v.retval == j.retval && v.data_out == j.data_out,
-                (Err(v), Err(j)) => v.to_string() == j.to_string(),
-                _ => false,
-            };
-            if !same {
-                failures.push(format!(
-                    "{prog_name} {name}: interpreter {:?} jit {:?}",
-                    v.as_ref().map(|o| o.retval),
-                    j.as_ref().map(|o| o.retval)
-                ));
+            for (engine, j) in [("jit", &j), ("proven jit", &pj)] {
+                let same = match (&v, j) {
+                    (Ok(v), Ok(j)) => v.retval == j.retval && v.data_out == j.data_out,
+                    (Err(v), Err(j)) => v.to_string() == j.to_string(),
+                    _ => false,
+                };
+                if !same {
+                    failures.push(format!(
+                        "{prog_name} {name}: interpreter {:?} {engine} {:?}",
+                        v.as_ref().map(|o| o.retval),
+                        j.as_ref().map(|o| o.retval)
+                    ));
+                }
             }
             match (k, v) {
                 (Ok(k), Ok(v)) => {
@@ -211,7 +227,11 @@ fn programs_agree_with_kernel_test_run() {
             let Some(Ok(km)) = session.map(mi) else {
                 continue;
             };
-            for (engine, ours) in [("vm", &vm.maps[mi]), ("jit", &jit_vm.maps[mi])] {
+            for (engine, ours) in [
+                ("vm", &vm.maps[mi]),
+                ("jit", &jit_vm.maps[mi]),
+                ("proven jit", &proven_vm.maps[mi]),
+            ] {
                 let percpu = ours.attr().is_percpu();
                 let cpus = ours.attr().nr_cpus as usize;
                 let mut key: Option<Vec<u8>> = None;

@@ -63,9 +63,17 @@ fn keys(m: &dyn Map) -> Vec<Vec<u8>> {
     out
 }
 
-fn check_threaded_run(obj: &Object, jit: bool, what: &str) {
-    let vm = Vm::load_cpus(obj, THREADS).expect("vm loads");
+/// `verified`: run the JIT with the proof bpfvet's verifier gives for
+/// this program of that object (the same code; RHASH is a map type the
+/// verifier does not know).
+fn check_threaded_run(obj: &Object, jit: bool, verified: Option<&Object>, what: &str) {
+    let mut vm = Vm::load_cpus(obj, THREADS).expect("vm loads");
     let prog = vm.program_index("xdp_threads").unwrap();
+    if let Some(v) = verified {
+        let proof = Vm::verify(v, prog).expect("bpfvet verifies it");
+        assert!(vm.set_proof(prog, proof), "{what}: the same code");
+    }
+    let vm = vm;
     let frame = [0x5au8; 60];
     let input = TestRunInput {
         data: &frame,
@@ -164,10 +172,24 @@ fn threaded_runs_leave_the_sequential_map_state() {
     let rhash = as_rhash(fixture("threads.bpf.o"));
     // A few rounds: races that lose an update need the right interleaving.
     for round in 0..3 {
-        for jit in [false, true] {
-            let engine = if jit { "jit" } else { "interpreter" };
-            check_threaded_run(&obj, jit, &format!("HASH, {engine}, round {round}"));
-            check_threaded_run(&rhash, jit, &format!("RHASH, {engine}, round {round}"));
+        for (jit, verified) in [(false, None), (true, None), (true, Some(&obj))] {
+            let engine = match (jit, verified) {
+                (false, _) => "interpreter",
+                (true, None) => "jit",
+                (true, Some(_)) => "proven jit",
+            };
+            check_threaded_run(
+                &obj,
+                jit,
+                verified,
+                &format!("HASH, {engine}, round {round}"),
+            );
+            check_threaded_run(
+                &rhash,
+                jit,
+                verified,
+                &format!("RHASH, {engine}, round {round}"),
+            );
         }
     }
 }
@@ -208,9 +230,13 @@ fn spin_locks_serialise_threads() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
     let obj = Object::from_file(dir.join("spin_lock.bpf.o"), &Default::default()).unwrap();
     let frame = std::fs::read(dir.join("packets/v4_tcp80.bin")).unwrap();
-    for jit in [false, true] {
-        let vm = Vm::load_cpus(&obj, THREADS).unwrap();
+    for (jit, verified) in [(false, false), (true, false), (true, true)] {
+        let mut vm = Vm::load_cpus(&obj, THREADS).unwrap();
         let prog = vm.program_index("tc_spin_lock").unwrap();
+        if verified {
+            vm.verify_program(&obj, prog).expect("bpfvet verifies it");
+        }
+        let vm = vm;
         let input = TestRunInput {
             data: &frame,
             repeat: REPEAT,

@@ -69,7 +69,21 @@ pub(super) struct Env {
     pub last_lo: u64,
     pub last_len: u64,
     pub last_len_writable: u64,
+    /// Map values compiled array lookups handed out and the run has not
+    /// registered yet: (address, length) pairs, all writable. Every shim
+    /// registers them first ([`parts`]), so whatever consults the run's
+    /// regions sees them, in order.
+    pub pending: [[u64; 2]; PENDING],
+    pub pending_len: u64,
+    /// Per 4-byte context slot: the u32 field a store there sets, when
+    /// that is all the store does (null otherwise). The context stays in
+    /// place for the whole run.
+    pub ctx_fields: [*mut u32; CTX_SLOTS],
 }
+
+/// Array lookups compiled code may leave unregistered before it calls a
+/// shim (the next one takes the shim path, which registers them).
+pub(super) const PENDING: usize = 8;
 
 /// 4-byte context fields the cache covers: the first 256 bytes, the size
 /// of the context region.
@@ -91,6 +105,9 @@ pub(super) const OFF_READ_ONLY_REGIONS: i32 = offset_of!(Env, read_only_regions)
 pub(super) const OFF_LAST_LO: i32 = offset_of!(Env, last_lo) as i32;
 pub(super) const OFF_LAST_LEN: i32 = offset_of!(Env, last_len) as i32;
 pub(super) const OFF_LAST_LEN_WRITABLE: i32 = offset_of!(Env, last_len_writable) as i32;
+pub(super) const OFF_PENDING: i32 = offset_of!(Env, pending) as i32;
+pub(super) const OFF_PENDING_LEN: i32 = offset_of!(Env, pending_len) as i32;
+pub(super) const OFF_CTX_FIELDS: i32 = offset_of!(Env, ctx_fields) as i32;
 pub(super) const STACK_FRAME: i64 = STACK_PER_FRAME as i64;
 
 impl Env {
@@ -118,7 +135,18 @@ impl Env {
             last_lo: 0,
             last_len: 0,
             last_len_writable: 0,
+            pending: [[0; 2]; PENDING],
+            pending_len: 0,
+            ctx_fields: [std::ptr::null_mut(); CTX_SLOTS],
         };
+        if run.ctx_range().is_some() {
+            for (slot, f) in env.ctx_fields.iter_mut().enumerate() {
+                *f = run
+                    .ctx
+                    .u32_field(4 * slot as u32)
+                    .unwrap_or(std::ptr::null_mut());
+            }
+        }
         env.refresh_regions(run);
         env.refresh_packet(run);
         env
@@ -128,17 +156,37 @@ impl Env {
     /// (just reset by `Run::reset_dynamic`), keeping what is still true:
     /// the packet bounds were refreshed after everything that ran outside
     /// compiled code, and the reset leaves the packet alone.
+    #[inline]
     pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
         self.regs = [0; 16];
         self.may_goto_left = run.may_goto_left;
         self.budget = run.insn_budget;
         self.status = RUNNING;
         self.prog = prog;
-        self.fault = None;
+        if self.fault.is_some() {
+            self.fault = None;
+        }
         self.tail_target = 0;
+        // The reset dropped the last run's regions: its pending ones go too.
+        self.pending_len = 0;
         self.refresh_regions(run);
     }
 
+    /// Registers the map values compiled lookups handed out, as the
+    /// lookup helper would have, in the order of the lookups.
+    pub fn register_pending(&mut self, run: &mut Run<'_>) {
+        if self.pending_len == 0 {
+            return;
+        }
+        let n = (self.pending_len as usize).min(PENDING);
+        for &[start, len] in &self.pending[..n] {
+            run.add_region(start, len as usize, true);
+        }
+        self.pending_len = 0;
+        self.refresh_regions(run);
+    }
+
+    #[inline]
     pub fn refresh_regions(&mut self, run: &Run<'_>) {
         self.read_only_regions = run.read_only_regions as u64;
         let last = run.regions.last();
@@ -170,11 +218,13 @@ impl Env {
 /// borrows that run during the call.
 unsafe fn parts<'e>(env: *mut Env) -> (&'e mut Env, &'e mut Run<'static>) {
     // SAFETY: per this function's contract.
-    unsafe {
+    let (env, run) = unsafe {
         let env = &mut *env;
         let run = &mut *env.run;
         (env, run)
-    }
+    };
+    env.register_pending(run);
+    (env, run)
 }
 
 /// Loads outside the inline stack / packet fast path (context, map values,
@@ -209,7 +259,12 @@ pub(super) extern "C" fn ctx_load(env: *mut Env, addr: u64, pc: u64) -> u64 {
         // Plain memory: no context fields at all.
         return load(env, addr, 4, pc);
     }
-    let off = addr.wrapping_sub(e.ctx_lo) as u32;
+    let rel = addr.wrapping_sub(e.ctx_lo);
+    if rel % 4 != 0 || rel >= 4 * CTX_SLOTS as u64 {
+        // Not a cached field after all: the general path decides.
+        return load(env, addr, 4, pc);
+    }
+    let off = rel as u32;
     match run.ctx.load(off, 4) {
         Ok(v) => {
             e.ctx_vals[off as usize / 4] = MaybeUninit::new(v);
@@ -277,6 +332,23 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         env.ctx_valid = cached;
     }
     r0
+}
+
+/// bpf_map_lookup_elem(r1 = `map`, r2 = `key`): runs no callback, moves
+/// no packet and changes no context field, so only the regions (the value
+/// it hands out) come back to the compiled code.
+pub(super) extern "C" fn map_lookup(env: *mut Env, map: u64, key: u64, pc: u64) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    let r = run.map_lookup(map, key, pc as usize, "bpf_map_lookup_elem");
+    env.refresh_regions(run);
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
 }
 
 /// Back from a helper or an interpreted function: the shared may_goto

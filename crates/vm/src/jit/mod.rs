@@ -5,6 +5,15 @@
 //! A program the translation does not cover is declined with a
 //! [`Decline`] and runs on the interpreter instead, as do callbacks and
 //! runs that start mid-program.
+//!
+//! Checks: a program handed the verifier's proof ([`Vm::verify_program`],
+//! `bpfvet run` without `--no-verify`, the default) runs the memory
+//! accesses the proof covers (stack, packet, map value; context fields at
+//! a known offset) as plain loads and stores; every other access, and
+//! every access of a program without a proof or compiled by
+//! [`Jit::compile_checked`], keeps the interpreter's run-time check, so an
+//! unverified program still cannot touch memory the run does not own.
+//! The budget on backward jumps and the call-depth limit stay in both.
 
 mod env;
 mod translate;
@@ -67,13 +76,47 @@ pub struct Jit<'vm> {
 impl<'vm> Jit<'vm> {
     /// Compiles every program of `vm`. Programs the JIT declines run on the
     /// interpreter; [`Jit::declined`] says which and why.
+    ///
+    /// A program [`Vm::verify_program`] accepted compiles its proven
+    /// memory accesses (stack, packet, map value) to plain loads and
+    /// stores; every other access, and every access of a program not
+    /// verified that way, keeps the interpreter's run-time check.
     pub fn compile(vm: &'vm Vm) -> Jit<'vm> {
+        Jit::compile_with(vm, true)
+    }
+
+    /// [`Jit::compile`] keeping every run-time check, verified or not.
+    pub fn compile_checked(vm: &'vm Vm) -> Jit<'vm> {
+        Jit::compile_with(vm, false)
+    }
+
+    fn compile_with(vm: &'vm Vm, use_proofs: bool) -> Jit<'vm> {
+        // Writable, not per-CPU ARRAY maps whose lookups need no more than
+        // their value's region: compiled code looks them up itself.
+        let arrays: Vec<Option<translate::InlineArray>> = vm
+            .arrays
+            .iter()
+            .zip(&vm.plain_lookup)
+            .zip(&vm.maps)
+            .map(|((a, plain), m)| {
+                let a = a.as_ref().filter(|a| a.cpu_stride == 0)?;
+                (*plain == Some(true)).then(|| translate::InlineArray {
+                    base: a.base as u64,
+                    elem_bytes: a.elem_bytes as u64,
+                    entries: a.entries,
+                    value_size: m.attr().value_size,
+                })
+            })
+            .collect();
         Jit {
             vm,
             programs: vm
                 .programs
                 .iter()
-                .map(|p| compile(&p.ops, &vm.static_regions))
+                .map(|p| {
+                    let proof = if use_proofs { &p.proof[..] } else { &[] };
+                    compile(&p.ops, &vm.static_regions, proof, &arrays)
+                })
                 .collect(),
         }
     }
@@ -121,22 +164,40 @@ impl Jit<'_> {
         };
         let mut env = Env::new(run, prog, depth, self);
         env.regs = *regs;
-        self.drive_env(run, &mut env, native)
+        let r = self.drive_env(run, &mut env, native);
+        // The caller goes on with this run: what the code looked up is
+        // the run's memory from now on.
+        env.register_pending(run);
+        r
     }
 
-    /// [`Jit::drive`] on a prepared `env` whose program is `native`.
+    /// [`Jit::drive`] on a prepared `env` whose program is `native`. The
+    /// common end (the program returned) is inline; tail calls and faults
+    /// are handled out of line.
+    #[inline(always)]
     fn drive_env(&self, run: &mut Run<'_>, env: &mut Env, native: NativeFn) -> Result<Outcome> {
-        let depth = env.base_depth as usize;
         env.run = std::ptr::from_mut(run).cast();
-        let mut entry = native;
+        // SAFETY: `native` was compiled for this VM (checked by `native`)
+        // from a program `translate::check` accepted; `env` lives across
+        // the call and `run` is reached only through it meanwhile.
+        let r0 = unsafe { native(env) };
+        run.may_goto_left = env.may_goto_left;
+        if env.status == env::RUNNING {
+            return Ok(Outcome::Returned(r0));
+        }
+        env.register_pending(run);
+        self.after_stop(run, env)
+    }
+
+    /// The compiled code stopped other than by returning: a tail call
+    /// (followed here, at the same depth), LD_ABS leaving the packet, or
+    /// a fault.
+    #[cold]
+    #[inline(never)]
+    fn after_stop(&self, run: &mut Run<'_>, env: &mut Env) -> Result<Outcome> {
+        let depth = env.base_depth as usize;
         loop {
-            // SAFETY: `entry` was compiled for this VM (checked by `native`)
-            // from a program `translate::check` accepted; `env` lives across
-            // the call and `run` is reached only through it meanwhile.
-            let r0 = unsafe { entry(env) };
-            run.may_goto_left = env.may_goto_left;
             match env.status {
-                env::RUNNING => return Ok(Outcome::Returned(r0)),
                 env::ENDED_ZERO => return Ok(Outcome::EndedZero),
                 env::TAIL_CALLED => {
                     let target = env.tail_target;
@@ -152,7 +213,13 @@ impl Jit<'_> {
                     };
                     env.prog = target;
                     env.status = env::RUNNING;
-                    entry = f;
+                    // SAFETY: as in `drive_env`; `f` is the target's code.
+                    let r0 = unsafe { f(env) };
+                    run.may_goto_left = env.may_goto_left;
+                    if env.status == env::RUNNING {
+                        return Ok(Outcome::Returned(r0));
+                    }
+                    env.register_pending(run);
                 }
                 _ => {
                     return Err(env.fault.take().unwrap_or(VmError::BadInsn {
@@ -216,6 +283,8 @@ impl Engine for Jit<'_> {
 fn compile(
     ops: &[crate::code::Op],
     statics: &[crate::run::Region],
+    proof: &[bpfvet_verifier::AccessKinds],
+    arrays: &[Option<translate::InlineArray>],
 ) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
@@ -242,12 +311,15 @@ fn compile(
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops, statics)?;
+        translate::build(&mut b, call_conv, ops, statics, proof, arrays)?;
         b.finalize();
     }
     module
         .define_function(id, &mut ctx)
         .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
+    if let Some(d) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+        eprintln!("{d}");
+    }
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()

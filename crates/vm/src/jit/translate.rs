@@ -19,18 +19,31 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
+use bpfvet_verifier::AccessKinds;
+
 use super::env;
 use super::Decline;
 use crate::code::Op;
 use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
+const MAP_LOOKUP_ELEM: i32 = 1;
 /// Accesses to the `Env` block. Program memory (stack, packet, map values)
 /// is another alias region: the program's stores cannot reach the `Env`,
 /// so Cranelift keeps `Env` fields it loaded across them (calls still
 /// clobber everything).
 const ENV_MEM: MemFlags = MemFlags::trusted().with_alias_region(Some(AliasRegion::Vmctx));
 const STACK_TOTAL: i64 = (STACK_PER_FRAME * MAX_FRAMES) as i64;
+
+/// A writable ARRAY map whose lookups compiled code computes itself: the
+/// value of index i (below `entries`) is at `base + i * elem_bytes`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InlineArray {
+    pub base: u64,
+    pub elem_bytes: u64,
+    pub entries: u32,
+    pub value_size: u32,
+}
 
 /// Whether `code` is one the interpreter runs (its dispatch `match`).
 fn known(code: u8) -> bool {
@@ -257,6 +270,11 @@ struct Tx<'a, 'b> {
     /// Memory every run of the VM may touch (global data): an access at a
     /// constant address inside one needs no run-time check.
     statics: &'a [Region],
+    /// What the verifier proved about each instruction's access (empty
+    /// for a program it did not verify).
+    proof: &'a [AccessKinds],
+    /// Per map of the VM: its lookups, if compiled code computes them.
+    arrays: &'a [Option<InlineArray>],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
     /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
@@ -364,6 +382,19 @@ impl Tx<'_, '_> {
         base == 10 && (off as i64) >= -(STACK_PER_FRAME as i64) && off as i64 + size as i64 <= 0
     }
 
+    /// Whether the verifier proved the access at `pc` in bounds through
+    /// pointers of the `allowed` kinds only.
+    fn proven(&self, pc: usize, allowed: AccessKinds) -> bool {
+        self.proof.get(pc).is_some_and(|k| k.only(allowed))
+    }
+
+    /// Accesses compiled without a run-time check once proven: the
+    /// stack, the packet and map values are plain memory of the run for
+    /// as long as the verifier lets the program hold such a pointer.
+    const PLAIN: AccessKinds = AccessKinds::STACK
+        .union(AccessKinds::PACKET)
+        .union(AccessKinds::MAP_VALUE);
+
     /// The constant `v` was defined as, if any (LD_IMM64 of a map value
     /// in the same block, for one).
     fn constant(&self, v: Value) -> Option<u64> {
@@ -449,6 +480,45 @@ impl Tx<'_, '_> {
         self.b.ins().brif(ok, fast, &[], slow, &[]);
     }
 
+    /// A 4-byte context load the verifier proved, through the unmodified
+    /// context pointer (the kernel allows no other), so of field `slot`:
+    /// from the cache, or through the ctx_load shim, which fills it (and
+    /// handles a plain-memory context, whose fields are never cached).
+    fn ctx_field(&mut self, addr: Value, slot: usize, pc: usize) -> Value {
+        let (cached, miss, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.append_block_param(join, types::I64);
+        let valid = self.env_load(env::OFF_CTX_VALID);
+        let bit = self.b.ins().band_imm(valid, 1 << slot);
+        self.b.ins().brif(bit, cached, &[], miss, &[]);
+        self.b.switch_to_block(miss);
+        let p = self.k64(pc as i64);
+        let v = self
+            .call(
+                self.shims.call2,
+                env::ctx_load as *const () as usize,
+                &[addr, p],
+            )
+            .expect("ctx_load returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(cached);
+        let v = self.b.ins().load(
+            types::I64,
+            ENV_MEM,
+            self.env,
+            env::OFF_CTX_VALS + 8 * slot as i32,
+        );
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
     fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
         let b0 = self.reg(base);
         let addr = self.b.ins().iadd_imm(b0, off as i64);
@@ -460,9 +530,17 @@ impl Tx<'_, '_> {
                 b.ins().uextend(types::I64, v)
             }
         };
-        if Self::in_frame(base, off, size) || self.in_static(b0, off, size, false) {
+        if Self::in_frame(base, off, size)
+            || self.in_static(b0, off, size, false)
+            || self.proven(pc, Self::PLAIN)
+        {
             let v = self.b.ins().load(ty, self.flags, addr, 0);
             return widen(self.b, v);
+        }
+        // A proven context access is neither stack nor packet.
+        let ctx_only = self.proven(pc, AccessKinds::CTX);
+        if ctx_only && size == 4 && (0..4 * env::CTX_SLOTS as i16).contains(&off) && off % 4 == 0 {
+            return self.ctx_field(addr, off as usize / 4, pc);
         }
         let (fast, slow, join) = (
             self.b.create_block(),
@@ -473,7 +551,11 @@ impl Tx<'_, '_> {
         if size == 4 {
             // A context field the run already read: from the cache.
             let (ctx, hit) = (self.b.create_block(), self.b.create_block());
-            self.route(addr, size, fast, ctx);
+            if ctx_only {
+                self.b.ins().jump(ctx, &[]);
+            } else {
+                self.route(addr, size, fast, ctx);
+            }
             self.b.switch_to_block(ctx);
             let rel = self.b.ins().isub(addr, self.ctx_lo);
             let outside = self
@@ -542,6 +624,35 @@ impl Tx<'_, '_> {
     }
 
     fn store(&mut self, base: u8, off: i16, size: u32, v: Value, pc: usize) {
+        let field = size == 4 && (0..4 * env::CTX_SLOTS as i16).contains(&off) && off % 4 == 0;
+        if !(field && self.proven(pc, AccessKinds::CTX)) {
+            return self.store_checked(base, off, size, v, pc);
+        }
+        // A proven 4-byte context store through the unmodified context
+        // pointer: to field `slot`, directly when that is all it does;
+        // the cached value of the field is dropped, as ctx_store does.
+        let slot = off as i32 / 4;
+        let (direct, general, done) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let at = self.env_load(env::OFF_CTX_FIELDS + 8 * slot);
+        self.b.ins().brif(at, direct, &[], general, &[]);
+        self.b.switch_to_block(direct);
+        let v32 = self.b.ins().ireduce(types::I32, v);
+        self.b.ins().store(ENV_MEM, v32, at, 0);
+        let valid = self.env_load(env::OFF_CTX_VALID);
+        let valid = self.b.ins().band_imm(valid, !(1i64 << slot));
+        self.env_store(valid, env::OFF_CTX_VALID);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(general);
+        self.store_checked(base, off, size, v, pc);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    fn store_checked(&mut self, base: u8, off: i16, size: u32, v: Value, pc: usize) {
         let b0 = self.reg(base);
         let addr = self.b.ins().iadd_imm(b0, off as i64);
         let ty = Self::ty(size);
@@ -550,10 +661,11 @@ impl Tx<'_, '_> {
         } else {
             self.b.ins().ireduce(ty, v)
         };
-        if Self::in_frame(base, off, size) {
+        if Self::in_frame(base, off, size) || self.proven(pc, Self::PLAIN) {
             self.b.ins().store(self.flags, narrow, addr, 0);
             return;
         }
+        let ctx_only = self.proven(pc, AccessKinds::CTX);
         let (fast, slow, join) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -568,7 +680,11 @@ impl Tx<'_, '_> {
                 self.b.create_block(),
                 self.b.create_block(),
             );
-            self.route(addr, size, fast, ctx);
+            if ctx_only {
+                self.b.ins().jump(ctx, &[]);
+            } else {
+                self.route(addr, size, fast, ctx);
+            }
             self.b.switch_to_block(ctx);
             let rel = self.b.ins().isub(addr, self.ctx_lo);
             let outside = self
@@ -741,7 +857,11 @@ impl Tx<'_, '_> {
             .is_some_and(|b| b.wrapping_add(op.off as i64 as u64) % size as u64 == 0)
             && self.in_static(base, op.off, size, true);
         let (sz, p) = (self.k64(size as i64), self.k64(pc as i64));
-        let ptr = if aligned_static {
+        let ptr = if self.proven(pc, AccessKinds::STACK.union(AccessKinds::MAP_VALUE)) {
+            // The verifier holds atomics to strict alignment and proved
+            // the bytes writable.
+            addr
+        } else if aligned_static {
             // What atomic_addr returns, unless a read-only region the run
             // was handed covers the address.
             let (fast, slow, join) = (
@@ -801,6 +921,83 @@ impl Tx<'_, '_> {
         }
     }
 
+    /// bpf_map_lookup_elem, r0. The helper without the general dispatch
+    /// (its arguments in registers, nothing to reload after), and on a
+    /// writable ARRAY map known here, with a key on the stack, the lookup
+    /// itself: the value's address, its region left for the next shim to
+    /// register (`Env::pending`), and made the newest region the inline
+    /// checks try. While the run holds a read-only region (which could
+    /// cover the value and then decides writes to it) the shim runs.
+    fn map_lookup(&mut self, pc: usize) -> Value {
+        let (m, k) = (self.reg(1), self.reg(2));
+        let join = self.b.create_block();
+        self.b.append_block_param(join, types::I64);
+        let slow = self.b.create_block();
+        let inline = self
+            .constant(m)
+            .and_then(crate::code::map_index)
+            .and_then(|i| self.arrays.get(i).copied().flatten());
+        if let Some(a) = inline {
+            let (fast, hit) = (self.b.create_block(), self.b.create_block());
+            let rel = self.b.ins().isub(k, self.stack_lo);
+            let in_stack =
+                self.b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedLessThanOrEqual, rel, STACK_TOTAL - 4);
+            let ro = self.env_load(env::OFF_READ_ONLY_REGIONS);
+            let no_ro = self.b.ins().icmp_imm(IntCC::Equal, ro, 0);
+            let pend = self.env_load(env::OFF_PENDING_LEN);
+            let room = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, pend, env::PENDING as i64);
+            let ok = self.b.ins().band(in_stack, no_ro);
+            let ok = self.b.ins().band(ok, room);
+            self.b.ins().brif(ok, fast, &[], slow, &[]);
+            self.b.switch_to_block(fast);
+            let idx = self.b.ins().uload32(self.flags, k, 0);
+            let inside = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, idx, a.entries as i64);
+            let null = self.k64(0);
+            self.b
+                .ins()
+                .brif(inside, hit, &[], join, &[BlockArg::Value(null)]);
+            self.b.switch_to_block(hit);
+            let off = self.b.ins().imul_imm(idx, a.elem_bytes as i64);
+            let addr = self.b.ins().iadd_imm(off, a.base as i64);
+            let len = self.k64(a.value_size as i64);
+            let at = self.b.ins().ishl_imm(pend, 4);
+            let at = self.b.ins().iadd(self.env, at);
+            self.b.ins().store(ENV_MEM, addr, at, env::OFF_PENDING);
+            self.b.ins().store(ENV_MEM, len, at, env::OFF_PENDING + 8);
+            let pend1 = self.b.ins().iadd_imm(pend, 1);
+            self.env_store(pend1, env::OFF_PENDING_LEN);
+            self.env_store(addr, env::OFF_LAST_LO);
+            self.env_store(len, env::OFF_LAST_LEN);
+            self.env_store(len, env::OFF_LAST_LEN_WRITABLE);
+            self.b.ins().jump(join, &[BlockArg::Value(addr)]);
+        } else {
+            self.b.ins().jump(slow, &[]);
+        }
+        self.b.switch_to_block(slow);
+        let p = self.k64(pc as i64);
+        let v = self
+            .call(
+                self.shims.call3,
+                env::map_lookup as *const () as usize,
+                &[m, k, p],
+            )
+            .expect("map_lookup returns");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
         let left = self.b.use_var(self.budget);
@@ -820,6 +1017,8 @@ pub(super) fn build(
     call_conv: cranelift_codegen::isa::CallConv,
     ops: &[Op],
     statics: &[Region],
+    proof: &[AccessKinds],
+    arrays: &[Option<InlineArray>],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -882,6 +1081,8 @@ pub(super) fn build(
         bail,
         flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
         statics,
+        proof,
+        arrays,
         budget,
         stack_lo,
         ctx_lo,
@@ -891,8 +1092,14 @@ pub(super) fn build(
     t.reload_packet();
     let left = t.env_load(env::OFF_BUDGET);
     t.b.def_var(budget, left);
+    // A verified program reads no register but r1 (and r10) before it
+    // writes it: the others need not come from the Env.
     for r in 0..10u8 {
-        let v = t.env_load(env::OFF_REGS + 8 * r as i32);
+        let v = if proof.is_empty() || r == 1 {
+            t.env_load(env::OFF_REGS + 8 * r as i32)
+        } else {
+            t.k64(0)
+        };
         t.set(r, v);
     }
     let base = t.env_load(env::OFF_BASE_DEPTH);
@@ -1160,6 +1367,10 @@ pub(super) fn build(
                         let p = t.k64(pc as i64);
                         t.call(t.shims.void2, env::tail_call as *const () as usize, &[p]);
                         t.check_status();
+                    }
+                    0x85 if op.imm == MAP_LOOKUP_ELEM => {
+                        let v = t.map_lookup(pc);
+                        t.set(0, v);
                     }
                     0x85 => {
                         t.spill(1..=5);
