@@ -1263,6 +1263,24 @@ impl Env<'_> {
             }
             id::FOR_EACH_MAP_ELEM => {
                 let map = caller_regs[1].map;
+                // Only array and hash maps walk their elements
+                // (map_for_each_callback); checked before the map's
+                // compatibility with the helper.
+                let walks = self.map_def(map).is_some_and(|d| {
+                    matches!(
+                        d.map_type,
+                        MapType::ARRAY
+                            | MapType::PERCPU_ARRAY
+                            | MapType::HASH
+                            | MapType::PERCPU_HASH
+                            | MapType::LRU_HASH
+                            | MapType::LRU_PERCPU_HASH
+                    )
+                });
+                if !walks {
+                    return self.err("callback function not allowed for map");
+                }
+                let regs = &mut callee.regs;
                 regs[1] = caller_regs[1];
                 let mut k = Reg::pointer(RegType::MapKey);
                 k.map = map;
@@ -1604,14 +1622,20 @@ impl Env<'_> {
     /// on where the stale address lands after the removal (it loads the
     /// program when the address falls on a later live subprogram, but not
     /// always). bpfvet does not model that: refused. With main alone left
-    /// the JIT never looks, and the kernel loads the program.
+    /// (and no bpf_throw, whose default exception callback is a hidden
+    /// subprogram) the JIT never looks, and the kernel loads the program.
     pub fn check_unexplored_callbacks(&self) -> VResult<()> {
         let entered = |k: usize| {
             self.cfg.subprogs.get(k).is_some_and(|sp| {
                 (sp.start..sp.end).any(|j| self.aux.get(j).is_some_and(|a| a.seen))
             })
         };
-        if !(1..self.cfg.subprogs.len()).any(entered) {
+        // An explored bpf_throw gives the program a hidden default
+        // exception callback: another subprogram for the JIT.
+        let throws = self.insns.iter().enumerate().any(|(j, ins)| {
+            self.aux.get(j).is_some_and(|a| a.seen) && crate::exception::is_bpf_throw(ins)
+        });
+        if !throws && !(1..self.cfg.subprogs.len()).any(entered) {
             return Ok(());
         }
         for (i, ins) in self.insns.iter().enumerate() {
