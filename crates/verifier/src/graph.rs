@@ -140,7 +140,14 @@ impl Env<'_> {
         if value > u32::MAX as u64 {
             return self.err("local type ID argument must be in range [0, U32_MAX]");
         }
-        let Some(btf) = self.obj.btf.as_ref() else {
+        // The program has BTF of its own only when it is loaded with
+        // func_info (an object's BTF may serve its maps alone).
+        let prog_btf = self
+            .obj
+            .btf
+            .as_ref()
+            .filter(|_| !self.prog.func_info.is_empty());
+        let Some(btf) = prog_btf else {
             return self.err("bpf_obj_new/bpf_percpu_obj_new requires prog BTF");
         };
         self.require_loadable_btf()?;

@@ -1142,7 +1142,7 @@ impl Gen {
             let (map, vsize, _) = self.pick_map();
             if self.rng.chance(self.mistakes * 2) {
                 // A map type that takes no callbacks.
-                SubKind::ForEachCb(PROG_ARRAY_MAP, 4)
+                SubKind::ForEachCb(PROG_ARRAY_MAP, 8)
             } else {
                 SubKind::ForEachCb(map, vsize)
             }

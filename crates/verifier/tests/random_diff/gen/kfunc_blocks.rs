@@ -139,7 +139,7 @@ impl Gen {
             }
             self.depth -= 1;
         }
-        if self.rng.chance(self.mistakes * 3) {
+        if open.len() > 1 && self.rng.chance(self.mistakes * 3) {
             open.reverse();
             let (a, b) = (
                 self.rng.below(open.len() as u64) as usize,
