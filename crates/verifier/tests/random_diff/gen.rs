@@ -54,6 +54,9 @@ pub const ARRAY_VALUE_SIZE: i32 = 48;
 pub const HASH_VALUE_SIZE: i32 = 32;
 pub const HASH_KEY_SIZE: i32 = 8;
 pub const PROG_ARRAY_MAP: i32 = 2;
+/// An array whose value has BTF with a bpf_spin_lock at offset 0.
+pub const LOCK_MAP: i32 = 3;
+pub const LOCK_VALUE_SIZE: i32 = 48;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd

@@ -4,7 +4,7 @@
 //! Kfunc ids come from the host's vmlinux BTF at run time, by name; on a
 //! host without it the blocks fall back to plain ALU.
 
-use super::{Gen, Kind};
+use super::{Gen, Kind, LOCK_MAP, LOCK_VALUE_SIZE};
 use bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
 use bpfvet_isa::Insn;
 use bpfvet_object::btf::{Btf, Kind as BtfKind};
@@ -102,7 +102,8 @@ impl Gen {
     }
 
     pub(super) fn kfunc_block(&mut self) {
-        let ok = match self.rng.below(10) {
+        let ok = match self.rng.below(12) {
+            10..=11 => self.spin_lock_block(),
             0..=4 => self.region_block(),
             5..=6 => self.iter_block(),
             7 => self.cast_block(),
@@ -112,6 +113,73 @@ impl Gen {
         if !ok {
             self.alu();
         }
+    }
+
+    /// bpf_spin_lock / bpf_spin_unlock on a value of the lock map: locked
+    /// and unlocked in turn, or (as mistakes) twice, never, at a wrong or
+    /// variable offset, without the NULL check, with blocks (maybe calls)
+    /// inside.
+    fn spin_lock_block(&mut self) -> bool {
+        use bpfvet_isa::uapi::ProgType;
+        // Socket filters and tracing programs may not use a map with a
+        // lock at all: mostly left to the types that may.
+        let may_lock = matches!(
+            self.prog_type,
+            ProgType::XDP | ProgType::SCHED_CLS | ProgType::CGROUP_SKB
+        );
+        if !may_lock && !self.rng.chance(self.mistakes * 2) {
+            return false;
+        }
+        self.map_and_key(LOCK_MAP, 4);
+        self.emit(Insn::new(0x85, 0, 0, 0, 1));
+        self.clobber();
+        let v = 6 + self.rng.below(4) as u8;
+        self.emit(Insn::new(0xbf, v, 0, 0, 0));
+        let checked = !self.rng.chance(self.mistakes * 2);
+        let skip = self.insns.len();
+        if checked {
+            self.emit(Insn::new(0x15, v, 0, 0, 0));
+        }
+        self.set(v, Kind::MapVal(LOCK_MAP, LOCK_VALUE_SIZE));
+        let lock_arg = |g: &mut Gen| {
+            g.emit(Insn::new(0xbf, 1, v, 0, 0));
+            match g.rng.below(100) {
+                x if x < g.mistakes * 2 => {
+                    let d = g.rng.pick(&[4, 8, -4, 1]);
+                    g.emit(Insn::new(0x07, 1, 0, 0, d));
+                }
+                x if x < g.mistakes * 3 => {
+                    let s = g.scalar();
+                    g.emit(Insn::new(0x57, s, 0, 0, 4));
+                    g.emit(Insn::new(0x0f, 1, s, 0, 0));
+                }
+                _ => {}
+            }
+        };
+        let mut locked = false;
+        for _ in 0..1 + self.rng.below(3) {
+            // Lock when unlocked and unlock when locked, or the other way
+            // round as a mistake.
+            let lock = locked == self.rng.chance(8 + self.mistakes * 4);
+            lock_arg(self);
+            self.emit(Insn::new(0x85, 0, 0, 0, if lock { 93 } else { 94 }));
+            self.clobber();
+            locked = lock;
+            if self.rng.chance(40) {
+                self.depth += 1;
+                self.block();
+                self.depth -= 1;
+            }
+        }
+        if locked && !self.rng.chance(self.mistakes * 2) {
+            lock_arg(self);
+            self.emit(Insn::new(0x85, 0, 0, 0, 94));
+            self.clobber();
+        }
+        if checked {
+            self.insns[skip].off = (self.insns.len() - skip - 1) as i16;
+        }
+        true
     }
 
     /// One to three regions opened, blocks inside, closed in order or (as
