@@ -82,6 +82,55 @@ IMMEDIATE_EXIT = re.compile(r"\s*;\s*(?:\}\s*)*(?:return\b|goto\b)")
 FAILING_RETURN = re.compile(r"^(?:-E\w+|-1|err|ret|false|PTR_ERR\b.*|\(?-E.*)$")
 
 
+# Sites no program can reach on the host the fuzzer runs on (x86-64 with
+# its JIT on, vmlinux BTF, not PREEMPT_RT, no offload device, loading as
+# root), keyed by the site's format, each with its reason. A listed site
+# that some program reaches anyway is reported as such.
+JIT = "the x86-64 JIT is on and "
+UNREACHABLE_ON_HOST = {
+    "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
+        "the host has vmlinux BTF",
+    "map_ptr access not supported without CONFIG_DEBUG_INFO_BTF": "the host has vmlinux BTF",
+    "kernel is missing BTF, make sure CONFIG_DEBUG_INFO_BTF=y is specified in Kconfig.":
+        "the host has vmlinux BTF",
+    "JIT is required for calling kernel function": JIT + "calls kfuncs",
+    "JIT does not support calling kernel function": JIT + "calls kfuncs",
+    "address of kernel function %s is out of range":
+        "x86-64 kernel and module text lie within 2 GiB of __bpf_call_base",
+    "JIT doesn't support bpf-to-bpf calls": JIT + "supports bpf-to-bpf calls",
+    "mixing of tail_calls and bpf-to-bpf calls is not supported":
+        JIT + "supports tail calls in subprograms",
+    "calling kernel functions are not allowed in non-JITed programs": JIT + "JITs every program",
+    "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls":
+        JIT + "JITs every program",
+    "callbacks are not allowed in non-JITed programs": JIT + "JITs every program",
+    "stack size %d(extra %d) is too large": JIT + "JITs every program (interpreter only)",
+    "Private stack not supported by jit": JIT + "supports private stacks",
+    "JIT is required to use arena": JIT + "supports arenas",
+    "JIT doesn't support arena": JIT + "supports arenas",
+    "64-bit load-acquires are only supported on 64-bit arches": "the host is 64-bit",
+    "64-bit store-releases are only supported on 64-bit arches": "the host is 64-bit",
+    "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
+    "offload device mismatch between prog and map": "the host has no BPF offload device",
+    "destructive kfunc calls require CAP_SYS_BOOT capability":
+        "the fuzzer loads as root, which has CAP_SYS_BOOT",
+    "verifier internal error: unexpected ptr_reg":
+        "an internal consistency check: pointer ALU is dispatched before",
+    "verifier internal error: no src_reg":
+        "an internal consistency check: BPF_X operands are checked before",
+    "verifier internal error:R%d has non-overwritten BPF_PTR_POISON type":
+        "an internal consistency check: helper prototypes resolve their BTF ids",
+    "verifier internal error: unexpected graph root argument type %s":
+        "an internal consistency check of the graph kfunc table",
+    "verifier internal error: %s head arg for unknown kfunc":
+        "an internal consistency check of the graph kfunc table",
+    "verifier internal error: unexpected graph node argument type %s":
+        "an internal consistency check of the graph kfunc table",
+    "verifier internal error: %s node arg for unknown kfunc":
+        "an internal consistency check of the graph kfunc table",
+}
+
+
 def in_log_level_block(src, start):
     """Whether the innermost block around `start` runs only when the log
     is on (`if (env->log.level ...) {`): such prints trace, never fail."""
@@ -285,6 +334,12 @@ def main():
     reached = [f for f in sites if fuzz[f][0]]
     agree = [f for f in reached if fuzz[f][1] == fuzz[f][0]]
     pct = lambda a: f"{100 * a / max(1, len(sites)):.1f}%"
+    by_format = {display(f): f for f in sites}
+    for fmt in UNREACHABLE_ON_HOST:
+        if fmt not in by_format:
+            print(f"error_sites.py: no site has the unreachable format {fmt!r}", file=sys.stderr)
+    unreachable = [by_format[fmt] for fmt in UNREACHABLE_ON_HOST if fmt in by_format]
+    reachable = len(sites) - sum(1 for f in unreachable if not fuzz[f][0])
     out = sys.stdout if args.out == "-" else open(args.out, "w")
     w = lambda s="": print(s, file=out)
     w("# Error sites of the kernel verifier reached by generated programs")
@@ -305,6 +360,8 @@ def main():
     w(f"| error sites in verifier.c | {len(sites)} |")
     w(f"| reached by generated programs | {len(reached)} ({pct(len(reached))}) |")
     w(f"| reached, bpfvet agrees on every program | {len(agree)} |")
+    w(f"| reachable on this host (all but the {len(sites) - reachable} listed as unreachable) | {reachable} |")
+    w(f"| reached / reachable | {len(reached)} / {reachable} ({100 * len(reached) / max(1, reachable):.1f}%) |")
     if self_rows:
         sreached = [f for f in sites if selft[f][0]]
         sagree = [f for f in sreached if selft[f][1] == selft[f][0]]
@@ -332,6 +389,14 @@ def main():
             w()
             for line, n in unmatched.most_common(40):
                 w(f"- {n} × `{line}`")
+    w()
+    w("## Sites no program can reach on this host")
+    w()
+    w("| verifier.c line | format | why | reached anyway |")
+    w("|---:|---|---|---:|")
+    for f in unreachable:
+        w(f"| {','.join(map(str, sites[f]))} | `{cell(f)}` | {UNREACHABLE_ON_HOST[display(f)]} | "
+          f"{fuzz[f][0] + selft[f][0] or ''} |")
     w()
     w("## Every site")
     w()

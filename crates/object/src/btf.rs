@@ -599,7 +599,7 @@ impl Btf {
 
     /// Whether `off` points into the string section (which ends with NUL,
     /// so every such offset starts a terminated string).
-    fn str_off_valid(&self, off: u32) -> bool {
+    pub fn str_off_valid(&self, off: u32) -> bool {
         off == 0 || (off as usize) < self.str_len
     }
 

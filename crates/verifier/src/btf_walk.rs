@@ -97,6 +97,14 @@ fn member_layout(btf: &Btf, id: u32) -> Option<(u64, u32, u64)> {
 /// One btf_struct_walk of [off, off+size) in struct `id`; walking a union
 /// of several members sets `untrusted`, which lifts the bounds of scalar
 /// members.
+fn anon(name: &str) -> &str {
+    if name.is_empty() {
+        "(anon)"
+    } else {
+        name
+    }
+}
+
 fn struct_walk<'b>(
     btf: &'b Btf,
     id: u32,
@@ -108,7 +116,9 @@ fn struct_walk<'b>(
         return Ok(Walk::Scalar);
     };
     'again: for _ in 0..32 {
-        let tname = btf.name(t);
+        // Anonymous types and members are named "(anon)" in messages
+        // (__btf_name_by_offset).
+        let tname = anon(btf.name(t));
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
             return Err(format!("Type '{tname}' is not a struct"));
         }
@@ -198,7 +208,7 @@ fn struct_walk<'b>(
             if mt.kind == Kind::Ptr {
                 if msize != size as u64 || off != moff {
                     return Err(format!(
-                        "cannot access ptr member {mname} with moff {moff} in struct {tname} with off {off} size {size}"
+                        "cannot access ptr member {} with moff {moff} in struct {tname} with off {off} size {size}", anon(mname)
                     ));
                 }
                 // Only the first type tag counts, and only a plain one.
@@ -221,7 +231,7 @@ fn struct_walk<'b>(
             }
             if off as u64 + size as u64 > mtrue_end && !*untrusted {
                 return Err(format!(
-                    "access beyond the end of member {mname} (mend:{mtrue_end}) in struct {tname} with off {off} size {size}"
+                    "access beyond the end of member {} (mend:{mtrue_end}) in struct {tname} with off {off} size {size}", anon(mname)
                 ));
             }
             return Ok(Walk::Scalar);

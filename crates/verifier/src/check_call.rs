@@ -1273,6 +1273,24 @@ impl Env<'_> {
             }
             id::FOR_EACH_MAP_ELEM => {
                 let map = caller_regs[1].map;
+                // Only array and hash maps walk their elements
+                // (map_for_each_callback); checked before the map's
+                // compatibility with the helper.
+                let walks = self.map_def(map).is_some_and(|d| {
+                    matches!(
+                        d.map_type,
+                        MapType::ARRAY
+                            | MapType::PERCPU_ARRAY
+                            | MapType::HASH
+                            | MapType::PERCPU_HASH
+                            | MapType::LRU_HASH
+                            | MapType::LRU_PERCPU_HASH
+                    )
+                });
+                if !walks {
+                    return self.err("callback function not allowed for map");
+                }
+                let regs = &mut callee.regs;
                 regs[1] = caller_regs[1];
                 let mut k = Reg::pointer(RegType::MapKey);
                 k.map = map;
@@ -1615,6 +1633,9 @@ impl Env<'_> {
     /// program loads) or none ("No program to jit"). bpfvet replays the
     /// removal (dead_code.rs); the failing case is refused, as the kernel
     /// names the instruction index after rewrites bpfvet does not model.
+    /// An explored bpf_throw makes the kernel append a hidden default
+    /// exception callback after the removal, which the replay does not
+    /// model: any unexplored callback is then refused.
     pub fn check_unexplored_callbacks(&self) -> VResult<()> {
         let entered = |k: usize| {
             self.cfg.subprogs.get(k).is_some_and(|sp| {
@@ -1627,8 +1648,18 @@ impl Env<'_> {
             seen && crate::cfg::is_pseudo_func(ins)
                 && self.cfg.subprog_at(t).is_some_and(|k| !entered(k))
         });
-        if unexplored.is_none() {
+        let Some((first, _)) = unexplored else {
             return Ok(());
+        };
+        let throws = self.insns.iter().enumerate().any(|(j, ins)| {
+            self.aux.get(j).is_some_and(|a| a.seen) && crate::exception::is_bpf_throw(ins)
+        });
+        if throws {
+            let t = first as i64 + self.insns[first].imm as i64 + 1;
+            return Err(crate::error::VerifyError::unsupported(
+                Some(first),
+                format!("callback at insn {t} is never explored, and bpf_throw's hidden exception callback then decides whether the kernel's JIT step finds it"),
+            ));
         }
         let seen: Vec<bool> = self.aux.iter().map(|a| a.seen).collect();
         let starts: Vec<usize> = self.cfg.subprogs.iter().map(|s| s.start).collect();

@@ -125,11 +125,29 @@ impl Env<'_> {
     /// R0 of bpf_obj_new_impl (check_special_kfunc): an object of the
     /// program's struct the constant names.
     pub(crate) fn obj_new_r0(&mut self, meta: &KfuncMeta) -> VResult<Reg> {
+        let id = self.obj_new_type_id(meta)?;
+        // A malformed record would have failed the load.
+        self.alloc_record(id)?;
+        let mut r0 = Reg::pointer(RegType::Alloc);
+        r0.aux = id;
+        Ok(r0)
+    }
+
+    /// The type id bpf_obj_new_impl / bpf_percpu_obj_new_impl allocate:
+    /// a constant naming a struct of the program's BTF.
+    pub(crate) fn obj_new_type_id(&mut self, meta: &KfuncMeta) -> VResult<u32> {
         let value = meta.arg_constant.unwrap_or(0);
         if value > u32::MAX as u64 {
             return self.err("local type ID argument must be in range [0, U32_MAX]");
         }
-        let Some(btf) = self.obj.btf.as_ref() else {
+        // The program has BTF of its own only when it is loaded with
+        // func_info (an object's BTF may serve its maps alone).
+        let prog_btf = self
+            .obj
+            .btf
+            .as_ref()
+            .filter(|_| !self.prog.func_info.is_empty());
+        let Some(btf) = prog_btf else {
             return self.err("bpf_obj_new/bpf_percpu_obj_new requires prog BTF");
         };
         self.require_loadable_btf()?;
@@ -139,11 +157,7 @@ impl Env<'_> {
         if !is_struct {
             return self.err("bpf_obj_new/bpf_percpu_obj_new type ID argument must be of a struct");
         }
-        // A malformed record would have failed the load.
-        self.alloc_record(id)?;
-        let mut r0 = Reg::pointer(RegType::Alloc);
-        r0.aux = id;
-        Ok(r0)
+        Ok(id)
     }
 
     /// R0 of bpf_refcount_acquire_impl: another owning reference to the

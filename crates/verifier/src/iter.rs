@@ -144,8 +144,13 @@ impl Env<'_> {
             .flags
             .contains(crate::helpers::kfuncs::KfuncFlags::ITER_NEW)
         {
-            let spi = self.iter_get_spi(regno, nr_slots)?;
-            let uninit = spi.is_none_or(|spi| {
+            // A misplaced iterator is reported as not uninitialised (the
+            // offset's message is only a log line before it).
+            let spi = self.iter_get_spi(regno, nr_slots);
+            let uninit = spi.as_ref().is_ok_and(|spi| {
+                let Some(spi) = *spi else {
+                    return true;
+                };
                 let st = &self.cur.frames[frameno].stack;
                 (0..nr_slots).all(|i| st[spi - i].types.iter().all(|t| *t != SlotType::Iter))
             });
@@ -170,15 +175,19 @@ impl Env<'_> {
             self.mark_stack_slots_iter(frameno, spi, nr_slots, btf_id, meta);
             return Ok(());
         }
-        let valid = self.iter_get_spi(regno, nr_slots)?.filter(|&spi| {
-            let st = &self.cur.frames[frameno].stack;
-            (0..nr_slots).all(|i| {
-                let s = &st[spi - i];
-                s.types.iter().all(|t| *t == SlotType::Iter)
-                    && s.spilled.aux == btf_id
-                    && (s.spilled.ref_obj_id != 0) == (i == 0)
-            })
-        });
+        let valid = self
+            .iter_get_spi(regno, nr_slots)
+            .ok()
+            .flatten()
+            .filter(|&spi| {
+                let st = &self.cur.frames[frameno].stack;
+                (0..nr_slots).all(|i| {
+                    let s = &st[spi - i];
+                    s.types.iter().all(|t| *t == SlotType::Iter)
+                        && s.spilled.aux == btf_id
+                        && (s.spilled.ref_obj_id != 0) == (i == 0)
+                })
+            });
         let Some(spi) = valid else {
             return self.err(format!(
                 "expected an initialized iter_{kind} as arg #{argno}"

@@ -227,6 +227,11 @@ impl Env<'_> {
             Ok(x) => x,
             Err(e) => return self.err(e),
         };
+        if matches!(name, "bpf_local_irq_save" | "bpf_local_irq_restore") {
+            // Irq flags on the stack (STACK_IRQ_FLAG, restore order, the
+            // irq-disabled region) are not modelled.
+            return self.unsupported(format!("irq flag kfunc {name}"));
+        }
         let allowed =
             kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
         let Some(k) = allowed else {
@@ -801,12 +806,22 @@ impl Env<'_> {
             if rcu_lock {
                 return self.err(format!("nested rcu read lock (kernel function {name})"));
             } else if rcu_unlock {
-                self.cur.for_each_reg_mut(|r| {
+                let untrust = |r: &mut Reg| {
                     if r.flags & flag::RCU != 0 {
                         r.flags &= !(flag::RCU | flag::MAYBE_NULL);
                         r.flags |= flag::UNTRUSTED;
                     }
-                });
+                };
+                self.cur.for_each_reg_mut(untrust);
+                // RCU-protected iterators on the stack lose their protection
+                // too: their next/destroy then want an RCU CS again.
+                for fr in &mut self.cur.frames {
+                    for s in &mut fr.stack {
+                        if s.types[crate::state::REG_SIZE - 1] == crate::state::SlotType::Iter {
+                            untrust(&mut s.spilled);
+                        }
+                    }
+                }
                 self.cur.active_rcu_lock = false;
             } else if sleepable {
                 return self.err(format!(
@@ -855,6 +870,10 @@ impl Env<'_> {
                 "bpf_obj_new_impl" => self.obj_new_r0(meta)?,
                 "bpf_refcount_acquire_impl" => self.refcount_acquire_r0(&meta.graph)?,
                 _ if ALLOCATED_OBJECT_KFUNCS.contains(&name) => {
+                    if name == "bpf_percpu_obj_new_impl" {
+                        // Its type id is checked as bpf_obj_new_impl's first.
+                        self.obj_new_type_id(meta)?;
+                    }
                     return Err(VerifyError::unsupported(
                         Some(self.insn_idx),
                         format!("{name}: per-CPU allocated objects"),
@@ -896,8 +915,11 @@ impl Env<'_> {
         if name == "bpf_rdonly_cast" {
             // A kernel object of the type the constant names, read through
             // probe loads; `void` gives untrusted memory, not modelled.
-            let id = meta.arg_constant.unwrap_or(0);
-            let target = u32::try_from(id).ok().and_then(|id| btf.type_by_id(id));
+            // The constant is looked up as a u32 type id (truncated) and
+            // printed signed.
+            let value = meta.arg_constant.unwrap_or(0);
+            let id = value as u32;
+            let target = btf.type_by_id(id);
             return match target {
                 // A struct or a union (btf_type_is_struct).
                 Some(t) if matches!(t.kind, Kind::Struct | Kind::Union) => {
@@ -918,7 +940,8 @@ impl Env<'_> {
                     self.err("kfunc bpf_rdonly_cast type ID argument must be of a struct or void")
                 }
                 None => self.err(format!(
-                    "Unknown type ID {id} passed to kfunc bpf_rdonly_cast"
+                    "Unknown type ID {} passed to kfunc bpf_rdonly_cast",
+                    value as i64
                 )),
             };
         }

@@ -210,7 +210,10 @@ fn verify_with(
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| {
             cfg::check_layout(&prog.insns, ex)
-                .and_then(|starts| check_func_info_layout(obj, prog, &starts))
+                .and_then(|starts| {
+                    check_func_info_layout(obj, prog, &starts)?;
+                    check_line_info(obj, prog, &starts)
+                })
                 .map(|()| ex)
         })
         .and_then(|ex| precheck(obj, prog).map(|()| ex))
@@ -409,6 +412,57 @@ fn check_func_info_layout(
         .any(|(f, &s)| f.insn_off as usize != s)
     {
         return fail("func_info BTF section doesn't match subprog layout in BPF program");
+    }
+    Ok(())
+}
+
+/// check_btf_line: line_info goes with func_info; its offsets increase
+/// inside the program, never at the second slot of an ld_imm64 (or any
+/// zero opcode), name strings of the program's BTF, and cover every
+/// subprogram's first instruction.
+fn check_line_info(
+    obj: &bpfvet_object::Object,
+    prog: &bpfvet_object::Program,
+    starts: &[usize],
+) -> Result<(), error::VerifyError> {
+    let Some(btf) = obj.btf.as_ref().filter(|_| func_info_sent(obj, prog)) else {
+        return Ok(());
+    };
+    if prog.line_info.is_empty() {
+        return Ok(());
+    }
+    let fail = |msg: String| Err(error::VerifyError::new(None, msg));
+    let len = prog.insns.len();
+    let mut prev = 0;
+    let mut next_sub = 0;
+    for (i, l) in prog.line_info.iter().enumerate() {
+        let off = l.insn_off as usize;
+        if (i > 0 && l.insn_off <= prev) || off >= len {
+            return fail(format!(
+                "Invalid line_info[{i}].insn_off:{} (prev_offset:{prev} prog->len:{len})",
+                l.insn_off
+            ));
+        }
+        if prog.insns[off].code == 0 {
+            return fail(format!("Invalid insn code at line_info[{i}].insn_off"));
+        }
+        if !btf.str_off_valid(l.line_off) || !btf.str_off_valid(l.file_name_off) {
+            return fail(format!("Invalid line_info[{i}].line_off or .file_name_off"));
+        }
+        if let Some(&start) = starts.get(next_sub) {
+            if off == start {
+                next_sub += 1;
+            } else if start < off {
+                return fail(format!("missing bpf_line_info for func#{next_sub}"));
+            }
+        }
+        prev = l.insn_off;
+    }
+    if next_sub != starts.len() {
+        return fail(format!(
+            "missing bpf_line_info for {} funcs starting from func#{next_sub}",
+            starts.len() - next_sub
+        ));
     }
     Ok(())
 }

@@ -32,6 +32,10 @@
 //!                                   each optionally with `@TAG`s for
 //!                                   `arg:TAG` decl tags, e.g. void*@ctx;
 //!                                   gives the program BTF and func_info)
+//! # line: 0 [1 1]                   (optional, repeatable, with `# func:`:
+//!                                   a line_info record at an insn, with
+//!                                   its line and file name string offsets,
+//!                                   default 1, the string "int")
 //! # any other text                  (a comment)
 //! ```
 //!
@@ -60,6 +64,7 @@ struct Case {
     maps: Vec<MapDef>,
     peak: Option<u64>,
     funcs: Vec<String>,
+    lines: Vec<String>,
     sleepable: bool,
     text: String,
 }
@@ -78,6 +83,7 @@ fn parse(name: &str, src: &str) -> Case {
         maps: Vec::new(),
         peak: None,
         funcs: Vec::new(),
+        lines: Vec::new(),
         sleepable: false,
         text: String::new(),
     };
@@ -102,6 +108,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
                     "peak" => c.peak = Some(v.parse().expect("number")),
                     "func" => c.funcs.push(v.to_string()),
+                    "line" => c.lines.push(v.to_string()),
                     "sleepable" => c.sleepable = v == "yes",
                     _ => {}
                 }
@@ -220,7 +227,28 @@ fn object(c: &Case) -> Object {
         obj.btf_raw = Some(raw);
         obj.programs[0].func_info = infos;
     }
+    obj.programs[0].line_info = c.lines.iter().map(|l| line_info(l)).collect();
     obj
+}
+
+/// `<insn> [<line_off> <file_name_off>]` of a `# line:` directive.
+fn line_info(spec: &str) -> bpfvet_object::LineInfo {
+    let w: Vec<u32> = spec
+        .split_whitespace()
+        .map(|n| {
+            n.parse()
+                .expect("line: <insn> [<line_off> <file_name_off>]")
+        })
+        .collect();
+    bpfvet_object::LineInfo {
+        insn_off: w[0],
+        line_off: w.get(1).copied().unwrap_or(1),
+        file_name_off: w.get(2).copied().unwrap_or(1),
+        file_name: String::new(),
+        line_text: String::new(),
+        line: 1,
+        column: 0,
+    }
 }
 
 /// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct

@@ -430,6 +430,20 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_iter_bits_destroy", K::ITER_DESTROY, S::Common),
     kf("bpf_copy_from_user_str", K::SLEEPABLE, S::Common),
     kf("bpf_copy_from_user_task_str", K::SLEEPABLE, S::Common),
+    // String kfuncs: their pointers are `__ign` (read with a fault
+    // handler), the rest scalars.
+    kf("bpf_strcmp", K::NONE, S::Common),
+    kf("bpf_strcasecmp", K::NONE, S::Common),
+    kf("bpf_strchr", K::NONE, S::Common),
+    kf("bpf_strchrnul", K::NONE, S::Common),
+    kf("bpf_strnchr", K::NONE, S::Common),
+    kf("bpf_strrchr", K::NONE, S::Common),
+    kf("bpf_strlen", K::NONE, S::Common),
+    kf("bpf_strnlen", K::NONE, S::Common),
+    kf("bpf_strspn", K::NONE, S::Common),
+    kf("bpf_strcspn", K::NONE, S::Common),
+    kf("bpf_strstr", K::NONE, S::Common),
+    kf("bpf_strnstr", K::NONE, S::Common),
     // Returns an untrusted pointer (check_kfunc_call).
     kf("bpf_get_kmem_cache", K::NONE, S::Common),
     kf(

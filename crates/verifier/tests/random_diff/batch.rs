@@ -113,7 +113,12 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         "# prog_type: {}",
         super::diff::prog_type_name(p.prog_type)
     );
-    for m in ["array 4 48", "hash 8 32", "prog_array 4 4"] {
+    for m in [
+        "array 4 48",
+        "hash 8 32",
+        "prog_array 4 4",
+        "array 4 48 16 lock@0",
+    ] {
         let _ = writeln!(out, "# map: {m}");
     }
     let funcs = super::diff::func_info(&p.insns);

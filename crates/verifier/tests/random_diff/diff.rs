@@ -1,7 +1,7 @@
 //! One generated program through both verifiers, and the class of their
 //! (dis)agreement.
 
-use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE};
+use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
 use bpfvet_object::{MapDef, Object, Program};
@@ -121,15 +121,42 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
 
 /// BTF with `int`, a prototype `int (void)` and one static FUNC `f` of it
 /// (type 3): enough func_info for the kernel to take callbacks
-/// (`missing btf func_info` otherwise) and to check the subprogram layout.
+/// (`missing btf func_info` otherwise) and to check the subprogram layout;
+/// then `struct bpf_spin_lock` (4) and the lock map's value (5), a struct
+/// of its size with the lock at 0.
 fn func_btf() -> Vec<u8> {
     let mut types: Vec<u32> = Vec::new();
-    let strings = b"\0int\0f\0".to_vec();
-    types.extend([1, 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
+    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let name = |n: &[u8]| {
+        strings
+            .windows(n.len() + 2)
+            .position(|w| w[0] == 0 && &w[1..=n.len()] == n && w[n.len() + 1] == 0)
+            .map_or(0, |p| p as u32 + 1)
+    };
+    types.extend([name(b"int"), 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
     types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
-    types.extend([5, 12 << 24, 2]); // [3] FUNC f, static
+    types.extend([name(b"f"), 12 << 24, 2]); // [3] FUNC f, static
+                                             // [4] STRUCT bpf_spin_lock { int val; }
+    types.extend([name(b"bpf_spin_lock"), (4 << 24) | 1, 4, name(b"val"), 1, 0]);
+    // [5] STRUCT value { struct bpf_spin_lock lock; } of the value's size
+    types.extend([
+        name(b"value"),
+        (4 << 24) | 1,
+        LOCK_VALUE_SIZE as u32,
+        name(b"lock"),
+        4,
+        0,
+    ]);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
+}
+
+/// The array whose value holds a bpf_spin_lock at 0 (BTF types 1 and 5).
+fn lock_map() -> MapDef {
+    let mut m = map("locked", MapType::ARRAY, 4, LOCK_VALUE_SIZE);
+    m.btf_key_type_id = 1;
+    m.btf_value_type_id = 5;
+    m
 }
 
 /// func_info for a program with subprograms (none for a single function,
@@ -172,7 +199,6 @@ pub fn object(progs: &[GenProgram]) -> Object {
             refused: None,
         })
         .collect::<Vec<_>>();
-    let with_funcs = programs.iter().any(|p| !p.func_info.is_empty());
     Object {
         path: PathBuf::from("random_kernel_diff"),
         license: "GPL".into(),
@@ -181,11 +207,10 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
             map("progs", MapType::PROG_ARRAY, 4, 4),
+            lock_map(),
         ],
-        btf_raw: with_funcs.then(func_btf),
-        btf: with_funcs
-            .then(|| bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok())
-            .flatten(),
+        btf_raw: Some(func_btf()),
+        btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
         programs,
         unresolved_externs: Vec::new(),
         warnings: Vec::new(),

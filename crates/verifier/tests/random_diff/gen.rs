@@ -8,6 +8,8 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
+mod kfunc_blocks;
+
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
 
@@ -52,6 +54,9 @@ pub const ARRAY_VALUE_SIZE: i32 = 48;
 pub const HASH_VALUE_SIZE: i32 = 32;
 pub const HASH_KEY_SIZE: i32 = 8;
 pub const PROG_ARRAY_MAP: i32 = 2;
+/// An array whose value has BTF with a bpf_spin_lock at offset 0.
+pub const LOCK_MAP: i32 = 3;
+pub const LOCK_VALUE_SIZE: i32 = 48;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd
@@ -89,8 +94,11 @@ impl Features {
     /// (`corrupt`): opcodes, reserved fields, LD_IMM64 forms, jump and
     /// call targets, LD_ABS/IND, kfunc ids.
     pub const ENCODING: u32 = 1 << 12;
-    pub const ALL: Features = Features((1 << 13) - 1);
-    pub const NAMES: [(u32, &'static str); 13] = [
+    /// Kfunc calls by the host's BTF ids (`gen/kfunc_blocks.rs`): RCU,
+    /// preemption and irq regions, iterators, casts, acquire/release.
+    pub const KFUNCS: u32 = 1 << 13;
+    pub const ALL: Features = Features((1 << 14) - 1);
+    pub const NAMES: [(u32, &'static str); 14] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -104,6 +112,7 @@ impl Features {
         (Self::LOOPS, "loops"),
         (Self::SPILLS, "spills"),
         (Self::ENCODING, "encoding"),
+        (Self::KFUNCS, "kfuncs"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -845,7 +854,7 @@ impl Gen {
             return self.alu();
         }
         let f = self.features;
-        match self.rng.below(124) {
+        match self.rng.below(128) {
             0..=5 => self.extra(),
             6..=21 => self.alu(),
             22..=31 => self.ctx_load(),
@@ -869,6 +878,7 @@ impl Gen {
             119 if f.has(Features::LOOPS) => self.loop_with_body(),
             120..=121 if f.has(Features::ATOMICS) => self.atomic_any(),
             122..=123 if f.has(Features::SPILLS) => self.spill_any(),
+            124..=127 if f.has(Features::KFUNCS) => self.kfunc_block(),
             _ => self.alu(),
         }
     }
@@ -1133,7 +1143,12 @@ impl Gen {
         let for_each = self.rng.chance(40);
         let kind = if for_each {
             let (map, vsize, _) = self.pick_map();
-            SubKind::ForEachCb(map, vsize)
+            if self.rng.chance(self.mistakes * 2) {
+                // A map type that takes no callbacks.
+                SubKind::ForEachCb(PROG_ARRAY_MAP, 8)
+            } else {
+                SubKind::ForEachCb(map, vsize)
+            }
         } else {
             SubKind::LoopCb
         };

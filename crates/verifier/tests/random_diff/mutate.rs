@@ -206,13 +206,23 @@ const PROG_TYPES: [ProgType; 17] = [
 /// One edit of program `pi` of `m`, described.
 fn edit(rng: &mut Rng, m: &mut Object, pi: usize) -> Option<String> {
     let maps = m.maps.len();
+    let btf = m.btf.as_ref();
     let p = &mut m.programs[pi];
     let len = p.insns.len();
     if len == 0 {
         return None;
     }
-    match rng.below(24) {
+    match rng.below(27) {
         0..=8 => mutate_field(rng, &mut p.insns),
+        24 => func_info_edit(rng, p, btf),
+        25 => line_info_edit(rng, p),
+        26 if rng.chance(50) => {
+            // Without func_info the kernel gets no line_info either.
+            (!p.func_info.is_empty()).then(|| {
+                p.func_info.clear();
+                "func_info dropped".to_string()
+            })
+        }
         9..=10 => {
             let jumps: Vec<usize> = (0..len).filter(|&i| is_cond_jump(p.insns[i])).collect();
             let &j = jumps.get(rng.below(jumps.len().max(1) as u64) as usize)?;
@@ -340,6 +350,113 @@ fn edit(rng: &mut Rng, m: &mut Object, pi: usize) -> Option<String> {
             Some(format!("map {k} {what}"))
         }
     }
+}
+
+/// One func_info record corrupted: its offset, its order, its type id or
+/// its presence (what check_btf_func_early and check_btf_func read).
+fn func_info_edit(
+    rng: &mut Rng,
+    p: &mut bpfvet_object::Program,
+    btf: Option<&bpfvet_object::btf::Btf>,
+) -> Option<String> {
+    let n = p.func_info.len();
+    if n == 0 {
+        return None;
+    }
+    let k = rng.below(n as u64) as usize;
+    let f = &mut p.func_info[k];
+    let what = match rng.below(5) {
+        0 => {
+            f.insn_off = f
+                .insn_off
+                .wrapping_add([1, 2, u32::MAX][rng.below(3) as usize]);
+            "insn_off"
+        }
+        1 if n > 1 => {
+            let j = (k + 1) % n;
+            let (a, b) = (p.func_info[k].insn_off, p.func_info[j].insn_off);
+            p.func_info[k].insn_off = b;
+            p.func_info[j].insn_off = a;
+            "order"
+        }
+        2 => {
+            // Another type: none, the first, a neighbour, past the end.
+            f.type_id = match rng.below(4) {
+                0 => 0,
+                1 => 1,
+                2 => f.type_id.wrapping_add(1),
+                _ => 0x7fff_fff0,
+            };
+            // The record's name and linkage are what its type says.
+            let func = btf.and_then(|b| b.type_by_id(f.type_id).map(|t| (b.name(t), t)));
+            f.name = func.map_or(String::new(), |(name, _)| name.to_string());
+            f.linkage = func.map_or(0, |(_, t)| t.linkage());
+            "type_id"
+        }
+        3 if n > 1 => {
+            p.func_info.remove(k);
+            "record dropped"
+        }
+        _ => {
+            let dup = p.func_info[k].clone();
+            p.func_info.insert(k, dup);
+            "record duplicated"
+        }
+    };
+    Some(format!("func_info[{k}] {what}"))
+}
+
+/// One line_info record corrupted: its offset (out of order, past the end,
+/// onto an ld_imm64's second slot), its strings, or records dropped
+/// (check_btf_line).
+fn line_info_edit(rng: &mut Rng, p: &mut bpfvet_object::Program) -> Option<String> {
+    let n = p.line_info.len();
+    if n == 0 || p.func_info.is_empty() {
+        return None;
+    }
+    let k = rng.below(n as u64) as usize;
+    let len = p.insns.len() as u32;
+    let what = match rng.below(6) {
+        0 => {
+            let l = &mut p.line_info[k];
+            l.insn_off = match rng.below(4) {
+                0 => l.insn_off.wrapping_sub(1),
+                1 => l.insn_off + 1,
+                2 => len,
+                _ => 0,
+            };
+            "insn_off"
+        }
+        1 => {
+            let second = (1..p.insns.len()).find(|&i| p.insns[i - 1].is_ld_imm64())?;
+            p.line_info[k].insn_off = second as u32;
+            "insn_off at an ld_imm64's second slot"
+        }
+        2 => {
+            let l = &mut p.line_info[k];
+            let bad = [u32::MAX, 0x00ff_ffff][rng.below(2) as usize];
+            if rng.chance(50) {
+                l.line_off = bad;
+            } else {
+                l.file_name_off = bad;
+            }
+            "string offset"
+        }
+        3 => {
+            p.line_info.remove(k);
+            "record dropped"
+        }
+        4 => {
+            p.line_info.truncate(k);
+            "tail dropped"
+        }
+        _ => {
+            let dup = p.line_info[k].clone();
+            p.line_info.insert(k, dup);
+            "record duplicated"
+        }
+    };
+    Some(format!("line_info[{k}] {what}"))
 }
 
 /// Mutant `k` of program `pi` of `obj`, or None when no edit applied.
