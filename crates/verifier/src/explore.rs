@@ -86,6 +86,9 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
+    /// Per instruction, the registers whose tracking makes a precision walk
+    /// stop there (see precision::walk_masks); built at the first walk.
+    pub walk_masks: Vec<u16>,
     /// Subprograms entered as callbacks of helpers or timers.
     pub is_cb: Vec<bool>,
     /// The exception callback the program names, if any.
@@ -158,6 +161,7 @@ impl<'a> Env<'a> {
             struct_ops: crate::struct_ops::check_target(obj, prog).ok().flatten(),
             scc: Default::default(),
             precise_marks: 0,
+            walk_masks: Vec::new(),
             is_cb: vec![false; nsub],
             in_kfunc_mem_arg: false,
             exception_cb,

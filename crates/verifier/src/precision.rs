@@ -232,6 +232,38 @@ impl Backtrack {
     }
 }
 
+/// `walk_masks` bit of an instruction the walk always steps through.
+const ALWAYS_STEP: u16 = 1 << 15;
+
+/// For each instruction, registers of the walked frame such that `step`
+/// without a history entry changes nothing unless one of them is asked
+/// for; `ALWAYS_STEP` where that does not hold (calls, exits, atomics that
+/// fetch into a register they may also address).
+fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
+    insns
+        .iter()
+        .map(|insn| {
+            if insn.code == 0 {
+                // The second half of a 64-bit immediate load.
+                return 0;
+            }
+            let bit = |r: u8| 1u16 << (r & 15);
+            let o = op(insn.code);
+            match insn.class() {
+                BPF_ALU | BPF_ALU64 | BPF_LDX | BPF_ST | BPF_LD => bit(insn.dst),
+                BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm & BPF_FETCH != 0 => {
+                    ALWAYS_STEP
+                }
+                BPF_STX => bit(insn.dst),
+                BPF_JMP | BPF_JMP32 if o == BPF_CALL || o == BPF_EXIT => ALWAYS_STEP,
+                BPF_JMP | BPF_JMP32 if source(insn.code) == BPF_X => bit(insn.dst) | bit(insn.src),
+                BPF_JMP | BPF_JMP32 => 0,
+                _ => ALWAYS_STEP,
+            }
+        })
+        .collect()
+}
+
 /// Indices of the set bits of `bits`, lowest first: the walk visits only
 /// what it still has to explain instead of testing all 11 registers and
 /// 64 slots of every frame of every checkpoint.
@@ -344,6 +376,9 @@ impl Env<'_> {
     }
 
     fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+        if self.walk_masks.is_empty() {
+            self.walk_masks = walk_masks(self.insns);
+        }
         let mut first_idx = self.cur.first_insn_idx;
         let mut last_idx = self.insn_idx as i64;
         let mut subseq: i64 = -1;
@@ -388,14 +423,10 @@ impl Env<'_> {
                             );
                         }
                         // Most walked instructions have no history entry and
-                        // compute a register the walk does not ask about:
-                        // step would return at once and leave `bt` as it is
-                        // (so still not empty).
-                        let passed_over = h.is_none() && {
-                            let insn = self.insns[i];
-                            matches!(insn.class(), BPF_ALU | BPF_ALU64 | BPF_LDX)
-                                && !bt.is_reg(insn.dst)
-                        };
+                        // involve no register the walk asks about: step
+                        // would leave `bt` as it is (so still not empty).
+                        let passed_over = h.is_none()
+                            && self.walk_masks[i] & (bt.regs[bt.frame] | ALWAYS_STEP) == 0;
                         if !passed_over {
                             bt.step(self, i, subseq, h)?;
                             if bt.empty() {
@@ -506,6 +537,65 @@ mod tests {
         }
         assert_eq!(LinkedRegs::unpack(v).members(), members);
         v
+    }
+
+    /// Where `walk_masks` lets the walk pass an instruction by, `step`
+    /// (without a history entry) would have left the walk's sets as they
+    /// were: checked for every opcode with sets avoiding the mask.
+    #[test]
+    fn instructions_passed_over_are_those_step_leaves_alone() {
+        use bpfvet_isa::uapi::ProgType;
+        use bpfvet_isa::Insn;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let opts = crate::Options::default();
+        let mut passed_over = 0;
+        for code in 1..=255u8 {
+            for _ in 0..8 {
+                let imm = [0, BPF_FETCH, BPF_CMPXCHG, 1, 12][(next() % 5) as usize];
+                let insn = Insn::new(code, (next() % 11) as u8, (next() % 11) as u8, 1, imm);
+                let insns = vec![insn, Insn::new(0x95, 0, 0, 0, 0)];
+                let mask = walk_masks(&insns)[0];
+                if mask & ALWAYS_STEP != 0 {
+                    continue;
+                }
+                let obj =
+                    bpfvet_object::Object::single_program("p", ProgType::SCHED_CLS, insns.clone());
+                let cfg = crate::cfg::Cfg {
+                    subprogs: vec![crate::cfg::Subprog {
+                        start: 0,
+                        end: 2,
+                        ..Default::default()
+                    }],
+                    marks: vec![0; 2],
+                    live_regs_before: vec![0; 2],
+                    scc: vec![0; 2],
+                };
+                let env = Env::new(&obj, &obj.programs[0], &opts, cfg);
+                let mut bt = Backtrack {
+                    frame: (next() % 2) as usize,
+                    ..Default::default()
+                };
+                // Registers of another frame are not the walked frame's.
+                bt.regs = [next() as u16 & 0x7ff; MAX_CALL_FRAMES];
+                bt.regs[bt.frame] &= !mask;
+                bt.slots[bt.frame] = next();
+                let before = bt;
+                assert!(bt.step(&env, 0, 1, None).is_ok(), "{insn:?}");
+                assert_eq!(
+                    (bt.frame, bt.regs, bt.slots),
+                    (before.frame, before.regs, before.slots),
+                    "{insn:?}"
+                );
+                passed_over += 1;
+            }
+        }
+        assert!(passed_over > 1000);
     }
 
     #[test]
