@@ -228,7 +228,7 @@ impl<'a> Env<'a> {
     /// Queues the other side of a branch: a copy of the current state
     /// resuming at `insn_idx`.
     pub fn push_stack(&mut self, insn_idx: usize, prev_insn_idx: usize) -> VResult<&mut State> {
-        let st = self.cur.clone();
+        let st = self.pool.copy_state(&self.cur);
         if let Some(p) = st.parent {
             self.pool.get_mut(p).state.branches += 1;
         }
@@ -284,7 +284,8 @@ impl<'a> Env<'a> {
                 if self.opts.log_level < 2 {
                     self.log.truncate(p.log_pos);
                 }
-                self.cur = p.st;
+                let done = std::mem::replace(&mut self.cur, p.st);
+                self.pool.recycle(done);
                 self.insn_idx = p.insn_idx;
                 self.prev_insn_idx = p.prev_insn_idx;
                 true
