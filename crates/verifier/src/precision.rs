@@ -422,10 +422,11 @@ impl Env<'_> {
                                 i,
                             );
                         }
-                        // Most walked instructions have no history entry and
-                        // involve no register the walk asks about: step
-                        // would leave `bt` as it is (so still not empty).
-                        let passed_over = h.is_none()
+                        // Most walked instructions have no history entry (or
+                        // one that only records the path) and involve no
+                        // register the walk asks about: step would leave
+                        // `bt` as it is (so still not empty).
+                        let passed_over = h.is_none_or(|h| h.stack == 0 && h.linked == 0)
                             && self.walk_masks[i] & (bt.regs[bt.frame] | ALWAYS_STEP) == 0;
                         if !passed_over {
                             bt.step(self, i, subseq, h)?;
@@ -540,8 +541,9 @@ mod tests {
     }
 
     /// Where `walk_masks` lets the walk pass an instruction by, `step`
-    /// (without a history entry) would have left the walk's sets as they
-    /// were: checked for every opcode with sets avoiding the mask.
+    /// (without a history entry, or with one that records only the path)
+    /// would have left the walk's sets as they were: checked for every
+    /// opcode with sets avoiding the mask.
     #[test]
     fn instructions_passed_over_are_those_step_leaves_alone() {
         use bpfvet_isa::uapi::ProgType;
@@ -586,7 +588,16 @@ mod tests {
                 bt.regs[bt.frame] &= !mask;
                 bt.slots[bt.frame] = next();
                 let before = bt;
-                assert!(bt.step(&env, 0, 1, None).is_ok(), "{insn:?}");
+                // A history entry that only records the path changes
+                // nothing either.
+                let path_only = HistEntry {
+                    idx: 0,
+                    prev_idx: 0,
+                    stack: 0,
+                    linked: 0,
+                };
+                let hist = (next() % 2 == 0).then_some(&path_only);
+                assert!(bt.step(&env, 0, 1, hist).is_ok(), "{insn:?}");
                 assert_eq!(
                     (bt.frame, bt.regs, bt.slots),
                     (before.frame, before.regs, before.slots),
