@@ -498,6 +498,25 @@ fn chain_of(cfg: &Cfg, st: &State, frameno: usize) -> (CallChain, [u32; MAX_CALL
 /// Bits for slots covering bytes [lo, hi) below the frame pointer
 /// (offsets are negative: lo = -16, hi = -8 is slot 1).
 fn slots_touched(lo: i64, hi: i64) -> u64 {
+    if lo >= hi {
+        return 0;
+    }
+    if hi <= 0 && lo > -(1 << 32) {
+        // Below the frame pointer the slots of [lo, hi) are one run: from
+        // the slot of byte hi - 1 up to that of byte lo (at most 63).
+        let first = (-hi) / 8;
+        if first > 63 {
+            return 0;
+        }
+        let last = ((-lo - 1) / 8).min(63);
+        return (u64::MAX >> (63 - last)) & (u64::MAX << first);
+    }
+    slots_touched_bytewise(lo, hi)
+}
+
+/// Slot bits byte by byte (bytes at or above the frame pointer included,
+/// counted in slot 0 as the division rounds them).
+fn slots_touched_bytewise(lo: i64, hi: i64) -> u64 {
     let mut m = 0u64;
     let mut b = lo;
     while b < hi {
@@ -644,6 +663,16 @@ mod tests {
         assert_eq!(slots_touched(-12, -8), 0b10);
         assert_eq!(slots_touched(-12, -4), 0b11);
         assert_eq!(slots_touched(-512, -504), 1 << 63);
+        assert_eq!(slots_touched(-520, -8), u64::MAX << 1);
+        for lo in -600..8 {
+            for hi in lo - 2..lo + 530 {
+                assert_eq!(
+                    slots_touched(lo, hi),
+                    slots_touched_bytewise(lo, hi),
+                    "[{lo}, {hi})"
+                );
+            }
+        }
     }
 
     /// Sweeps that run only the steps of changed records and of
