@@ -289,23 +289,45 @@ fn decode_stack(v: u16) -> (usize, usize) {
     )
 }
 
-/// Previous instruction on the path within one state's history, or None
-/// at the state's first instruction.
-fn prev_idx(st: &State, idx: usize, hist_end: &mut usize) -> Option<usize> {
-    let cnt = *hist_end;
-    if idx == st.first_insn_idx {
-        if cnt == 0 {
-            return None;
-        }
-        if cnt == 1 && st.jmp_history[0].idx as usize == idx {
-            return None;
+/// A backward walk's place in one state's history: the entries not yet
+/// walked past, and the instruction of the latest of them (kept at hand:
+/// the walk tests it at every instruction).
+struct HistCursor<'s> {
+    hist: &'s [HistEntry],
+    top: usize,
+}
+
+impl<'s> HistCursor<'s> {
+    fn new(hist: &'s [HistEntry]) -> Self {
+        let top = hist.last().map_or(usize::MAX, |e| e.idx as usize);
+        HistCursor { hist, top }
+    }
+
+    /// The history entry of instruction `idx`, if the walk is at one.
+    #[inline]
+    fn entry_at(&self, idx: usize) -> Option<&'s HistEntry> {
+        if idx == self.top {
+            self.hist.last()
+        } else {
+            None
         }
     }
-    if cnt > 0 && st.jmp_history[cnt - 1].idx as usize == idx {
-        *hist_end -= 1;
-        Some(st.jmp_history[cnt - 1].prev_idx as usize)
-    } else {
-        idx.checked_sub(1)
+
+    /// Previous instruction on the path, or None at the state's first
+    /// instruction (`first`).
+    #[inline]
+    fn prev(&mut self, first: usize, idx: usize) -> Option<usize> {
+        if idx == first && (self.hist.is_empty() || (self.hist.len() == 1 && self.top == idx)) {
+            return None;
+        }
+        if idx == self.top {
+            let e = self.hist.last()?;
+            self.hist = &self.hist[..self.hist.len() - 1];
+            self.top = self.hist.last().map_or(usize::MAX, |e| e.idx as usize);
+            Some(e.prev_idx as usize)
+        } else {
+            idx.checked_sub(1)
+        }
     }
 }
 
@@ -400,7 +422,8 @@ impl Env<'_> {
                 if last_idx < 0 {
                     return Err(Unsupported);
                 }
-                let mut hist_end = st.jmp_history.len();
+                let mut cursor = HistCursor::new(&st.jmp_history);
+                let first = st.first_insn_idx;
                 let mut i = last_idx as usize;
                 loop {
                     if skip_first {
@@ -409,10 +432,7 @@ impl Env<'_> {
                             return Ok(());
                         }
                     } else {
-                        let h = match hist_end.checked_sub(1).map(|k| &st.jmp_history[k]) {
-                            Some(e) if e.idx as usize == i => Some(e),
-                            _ => None,
-                        };
+                        let h = cursor.entry_at(i);
                         if LOG && self.insns[i].code != 0 {
                             self.log.precise_step(
                                 bt.frame,
@@ -436,7 +456,7 @@ impl Env<'_> {
                         }
                     }
                     subseq = i as i64;
-                    match prev_idx(st, i, &mut hist_end) {
+                    match cursor.prev(first, i) {
                         Some(p) if p < self.insns.len() => i = p,
                         Some(_) => return Err(Unsupported),
                         None => break,
