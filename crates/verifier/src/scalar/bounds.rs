@@ -269,21 +269,20 @@ impl Scalar {
         }
         // The same scalars are synced again and again (each path through
         // the same code computes the same ranges): remember recent results.
-        let key = *self;
-        let slot = memo_slot(&key);
-        let hit = SYNC_MEMO.with(|m| {
-            let m = m.borrow();
-            (m.on && m.slots[slot].0 == key).then_some(m.slots[slot].1)
-        });
-        if let Some(out) = hit {
-            *self = out;
-            return;
-        }
-        self.sync_uncached();
         SYNC_MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            if m.on {
-                m.slots[slot] = (key, *self);
+            if !m.on {
+                self.sync_uncached();
+                return;
+            }
+            let slot = memo_slot(self);
+            let (input, output) = &mut m.slots[slot];
+            if *input == *self {
+                *self = *output;
+            } else {
+                *input = *self;
+                self.sync_uncached();
+                *output = *self;
             }
         });
     }
