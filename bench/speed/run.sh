@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Verifier speed on programs big enough to matter: instruction counts of
-# bpfvet's verify() under callgrind (deterministic: the same binary and
-# input give the same count whatever else the machine does), and the wall
-# time of bpfvet against the host kernel on the same program, medians of
+# Verifier speed and memory on programs big enough to matter: instruction
+# counts of bpfvet's verify() under callgrind (deterministic: the same
+# binary and input give the same count whatever else the machine does), and
+# the wall time of bpfvet against the host kernel on the same program, medians of
 # RUNS interleaved runs (`verify --backend both` times each side's
-# verification alone). Writes REPORT.md and counts.csv beside this script.
+# verification alone), and the peak heap of one verification next to the
+# bytes of verifier states it needed (the heap_peak example). Writes
+# REPORT.md and counts.csv beside this script.
 # Needs root for the kernel side, valgrind, and the inputs it finds:
 #   tests/progs' stress programs (always),
 #   the 6.18 selftests' largest programs (bench/selftests/build.sh with SELFTESTS=6.18),
@@ -15,7 +17,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 command -v valgrind >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }
-(cd "$root" && cargo build -q --release -p bpfvet)
+(cd "$root" && cargo build -q --release -p bpfvet &&
+    cargo build -q --release -p bpfvet-verifier --example heap_peak)
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT
 for p in stress_states stress_backtrack; do
@@ -41,6 +44,7 @@ if cilium=$("$root/bench/realworld/fetch_cilium.sh" 2>/dev/null); then
 else
     echo "SKIP: Cilium's datapath not fetched (bench/realworld/fetch_cilium.sh)" >&2
 fi
-python3 "$here/speed.py" "$CARGO_TARGET_DIR/release/bpfvet" "$list" "${RUNS:-7}" \
+python3 "$here/speed.py" "$CARGO_TARGET_DIR/release/bpfvet" \
+    "$CARGO_TARGET_DIR/release/examples/heap_peak" "$list" "${RUNS:-7}" \
     "$here/counts.csv" "$here/REPORT.md" "$(uname -r)" "$(git -C "$root" rev-parse --short HEAD)"
 echo "wrote $here/REPORT.md"

@@ -257,7 +257,7 @@ impl Env<'_> {
                 r.precise = false;
             }
         });
-        let mut saved = self.cur.clone();
+        let mut saved = self.pool.copy_state(&self.cur);
         saved.insn_idx = idx;
         saved.branches = 1;
         let bytes = saved.bytes() as u64;

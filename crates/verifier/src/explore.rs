@@ -88,6 +88,9 @@ pub struct Env<'a> {
     /// Registers and slots marked precise in checkpoints so far; a change
     /// tells propagation over backedges to go another round.
     pub precise_marks: u64,
+    /// Per instruction, the registers whose tracking makes a precision walk
+    /// stop there (see precision::walk_masks); built at the first walk.
+    pub walk_masks: Vec<u16>,
     /// Subprograms entered as callbacks of helpers or timers.
     pub is_cb: Vec<bool>,
     /// The exception callback the program names, if any.
@@ -160,6 +163,7 @@ impl<'a> Env<'a> {
             struct_ops: crate::struct_ops::check_target(obj, prog).ok().flatten(),
             scc: Default::default(),
             precise_marks: 0,
+            walk_masks: Vec::new(),
             is_cb: vec![false; nsub],
             in_kfunc_mem_arg: false,
             exception_cb,
@@ -226,7 +230,7 @@ impl<'a> Env<'a> {
     /// Queues the other side of a branch: a copy of the current state
     /// resuming at `insn_idx`.
     pub fn push_stack(&mut self, insn_idx: usize, prev_insn_idx: usize) -> VResult<&mut State> {
-        let st = self.cur.clone();
+        let st = self.pool.copy_state(&self.cur);
         if let Some(p) = st.parent {
             self.pool.get_mut(p).state.branches += 1;
         }
@@ -282,7 +286,8 @@ impl<'a> Env<'a> {
                 if self.opts.log_level < 2 {
                     self.log.truncate(p.log_pos);
                 }
-                self.cur = p.st;
+                let done = std::mem::replace(&mut self.cur, p.st);
+                self.pool.recycle(done);
                 self.insn_idx = p.insn_idx;
                 self.prev_insn_idx = p.prev_insn_idx;
                 true

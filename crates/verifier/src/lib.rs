@@ -73,6 +73,9 @@ pub struct Baselines {
     pub backtrack_no_skip: bool,
     /// §1c: allocate every explored-state node fresh instead of from the pool.
     pub state_nodes_plain_alloc: bool,
+    /// Compute every scalar bounds sync instead of looking up the result of
+    /// a recent sync of the same scalar.
+    pub sync_no_memo: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -171,6 +174,7 @@ fn verify_with(
     explain: Option<Box<explain::Collector>>,
 ) -> (Outcome, Option<explain::Profile>) {
     let started = std::time::Instant::now();
+    scalar::set_sync_memo(!opts.baselines.sync_no_memo);
     let Some(prog) = obj.programs.get(prog_index) else {
         let outcome = Outcome {
             verdict: Verdict::Rejected {

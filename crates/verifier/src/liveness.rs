@@ -59,6 +59,10 @@ struct Instance {
     /// Some `must_write` shrank: `must_write_acc` must be recomputed from
     /// scratch.
     must_write_dropped: bool,
+    /// Per frame, instructions (relative to `start`) whose records changed
+    /// since the dataflow last ran: the only ones, with the predecessors of
+    /// what changes, whose dataflow step can give a new result.
+    touched: [Vec<u32>; MAX_CALL_FRAMES],
 }
 
 impl Instance {
@@ -93,6 +97,7 @@ impl Instance {
         m.may_read = new;
         if grows {
             self.updated = true;
+            self.touched[frame].push((insn - self.start) as u32);
         }
     }
 
@@ -115,6 +120,7 @@ impl Instance {
             if new != old {
                 m.must_write = new;
                 self.updated = true;
+                self.touched[frame].push(rel as u32);
             }
             if old & !new != 0 {
                 self.must_write_dropped = true;
@@ -143,7 +149,17 @@ pub struct StackLiveness {
     /// computed when the dataflow first runs.
     postorder: Vec<u32>,
     postorder_start: Vec<usize>,
+    /// Each instruction's place in its subprogram's run (`NOT_IN_ORDER` for
+    /// one the walk never reaches), and its predecessors (`preds_start[i]..
+    /// preds_start[i + 1]` in `preds`); computed with the postorder.
+    order_pos: Vec<u32>,
+    preds_start: Vec<u32>,
+    preds: Vec<u32>,
+    /// Scratch: postorder places whose dataflow step must run (again).
+    pending: Vec<u64>,
 }
+
+const NOT_IN_ORDER: u32 = u32::MAX;
 
 impl StackLiveness {
     fn lookup(&mut self, cfg: &Cfg, chain: CallChain, starts: [u32; MAX_CALL_FRAMES]) -> u32 {
@@ -174,6 +190,7 @@ impl StackLiveness {
             must_write_set: vec![false; len],
             updated: false,
             must_write_dropped: false,
+            touched: Default::default(),
         });
         self.by_chain.insert(chain, id);
         id
@@ -208,9 +225,18 @@ impl StackLiveness {
     /// Recomputes `live_before` and `must_write_acc` of one instance to a
     /// fixed point, then charges its entry's effect on outer frames to the
     /// call instruction in the caller's instance.
+    ///
+    /// The kernel sweeps the whole subprogram in postorder until a sweep
+    /// changes nothing. A step whose inputs (its own records and its
+    /// successors' results) did not change since it last ran gives the same
+    /// result again, so only the steps of touched instructions and of
+    /// predecessors of changed ones run, in the same sweeps and the same
+    /// order: the result is the kernel's even where the order matters.
     fn update_instance(&mut self, insns: &[bpfvet_isa::Insn], cfg: &Cfg, id: u32) {
         if self.postorder_start.is_empty() {
             (self.postorder, self.postorder_start) = postorder(insns, cfg);
+            (self.order_pos, self.preds_start, self.preds) =
+                order_and_preds(insns, &self.postorder, &self.postorder_start);
         }
         let (po_lo, po_hi) = {
             let inst = &self.instances[id as usize];
@@ -229,16 +255,39 @@ impl StackLiveness {
             }
         }
         let start = inst.start;
-        loop {
-            let mut changed = false;
-            for f in inst.frames[..=depth].iter_mut().filter(|f| !f.is_empty()) {
-                for &t in &self.postorder[po_lo..po_hi] {
-                    changed |= update_insn(insns, f, start, t as usize);
+        let end = start + inst.must_write_set.len();
+        let order = &self.postorder[po_lo..po_hi];
+        let pending = &mut self.pending;
+        for (f, touched) in inst.frames[..=depth]
+            .iter_mut()
+            .zip(&mut inst.touched[..=depth])
+        {
+            if f.is_empty() {
+                continue;
+            }
+            pending.clear();
+            pending.resize(order.len().div_ceil(64), 0);
+            if inst.must_write_dropped {
+                // Every `must_write_acc` was cleared: every step runs.
+                for p in 0..order.len() {
+                    pending[p / 64] |= 1 << (p % 64);
+                }
+            } else {
+                for &rel in touched.iter() {
+                    let p = self.order_pos[start + rel as usize];
+                    if p != NOT_IN_ORDER {
+                        pending[p as usize / 64] |= 1 << (p % 64);
+                    }
                 }
             }
-            if !changed {
-                break;
-            }
+            touched.clear();
+            let graph = OrderGraph {
+                order,
+                order_pos: &self.order_pos,
+                preds_start: &self.preds_start,
+                preds: &self.preds,
+            };
+            sweep_pending(insns, f, start..end, &graph, pending);
         }
         if depth > 0 {
             self.propagate_to_caller(cfg, id);
@@ -292,6 +341,101 @@ fn update_insn(insns: &[bpfvet_isa::Insn], f: &mut [Masks], start: usize, t: usi
     m.live_before = before;
     m.must_write_acc = acc;
     changed
+}
+
+/// One subprogram's postorder run and the whole program's predecessor lists
+/// (see `StackLiveness::order_pos`).
+struct OrderGraph<'a> {
+    order: &'a [u32],
+    order_pos: &'a [u32],
+    preds_start: &'a [u32],
+    preds: &'a [u32],
+}
+
+/// Sweeps over `graph.order` like the kernel's fixpoint loop, running only
+/// the steps whose place is marked in `pending`; a step that changes
+/// something marks its predecessors within `range` (the subprogram).
+fn sweep_pending(
+    insns: &[bpfvet_isa::Insn],
+    f: &mut [Masks],
+    range: std::ops::Range<usize>,
+    graph: &OrderGraph,
+    pending: &mut [u64],
+) {
+    // One sweep visits the pending places from `from` upwards; a place
+    // marked behind the sweep waits for the next one.
+    let mut from = 0;
+    loop {
+        let Some(p) = next_pending(pending, from) else {
+            if from == 0 {
+                break;
+            }
+            from = 0;
+            continue;
+        };
+        pending[p / 64] &= !(1 << (p % 64));
+        let t = graph.order[p] as usize;
+        if update_insn(insns, f, range.start, t) {
+            let (lo, hi) = (graph.preds_start[t], graph.preds_start[t + 1]);
+            for &pred in &graph.preds[lo as usize..hi as usize] {
+                let q = graph.order_pos[pred as usize];
+                if q != NOT_IN_ORDER && range.contains(&(pred as usize)) {
+                    pending[q as usize / 64] |= 1 << (q % 64);
+                }
+            }
+        }
+        from = p + 1;
+    }
+}
+
+/// The first pending place at or after `from`.
+fn next_pending(pending: &[u64], from: usize) -> Option<usize> {
+    let mut w = from / 64;
+    let mut bits = pending.get(w)? & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            return Some(w * 64 + bits.trailing_zeros() as usize);
+        }
+        w += 1;
+        bits = *pending.get(w)?;
+    }
+}
+
+/// Each instruction's place in its subprogram's postorder run, and the
+/// predecessors of every instruction in compressed form.
+fn order_and_preds(
+    insns: &[bpfvet_isa::Insn],
+    order: &[u32],
+    order_start: &[usize],
+) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let n = insns.len();
+    let mut pos = vec![NOT_IN_ORDER; n];
+    for run in order_start.windows(2) {
+        for (p, &t) in order[run[0]..run[1]].iter().enumerate() {
+            pos[t as usize] = p as u32;
+        }
+    }
+    let mut count = vec![0u32; n + 1];
+    let mut succ = [0usize; 2];
+    for t in 0..n {
+        let k = cfg::successors(insns, t, &mut succ);
+        for &s in &succ[..k] {
+            count[s + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let mut fill = count.clone();
+    let mut preds = vec![0u32; count[n] as usize];
+    for t in 0..n {
+        let k = cfg::successors(insns, t, &mut succ);
+        for &s in &succ[..k] {
+            preds[fill[s] as usize] = t as u32;
+            fill[s] += 1;
+        }
+    }
+    (pos, count, preds)
 }
 
 /// DFS postorder of each subprogram's instructions, successors visited
@@ -354,6 +498,25 @@ fn chain_of(cfg: &Cfg, st: &State, frameno: usize) -> (CallChain, [u32; MAX_CALL
 /// Bits for slots covering bytes [lo, hi) below the frame pointer
 /// (offsets are negative: lo = -16, hi = -8 is slot 1).
 fn slots_touched(lo: i64, hi: i64) -> u64 {
+    if lo >= hi {
+        return 0;
+    }
+    if hi <= 0 && lo > -(1 << 32) {
+        // Below the frame pointer the slots of [lo, hi) are one run: from
+        // the slot of byte hi - 1 up to that of byte lo (at most 63).
+        let first = (-hi) / 8;
+        if first > 63 {
+            return 0;
+        }
+        let last = ((-lo - 1) / 8).min(63);
+        return (u64::MAX >> (63 - last)) & (u64::MAX << first);
+    }
+    slots_touched_bytewise(lo, hi)
+}
+
+/// Slot bits byte by byte (bytes at or above the frame pointer included,
+/// counted in slot 0 as the division rounds them).
+fn slots_touched_bytewise(lo: i64, hi: i64) -> u64 {
     let mut m = 0u64;
     let mut b = lo;
     while b < hi {
@@ -500,6 +663,108 @@ mod tests {
         assert_eq!(slots_touched(-12, -8), 0b10);
         assert_eq!(slots_touched(-12, -4), 0b11);
         assert_eq!(slots_touched(-512, -504), 1 << 63);
+        assert_eq!(slots_touched(-520, -8), u64::MAX << 1);
+        for lo in -600..8 {
+            for hi in lo - 2..lo + 530 {
+                assert_eq!(
+                    slots_touched(lo, hi),
+                    slots_touched_bytewise(lo, hi),
+                    "[{lo}, {hi})"
+                );
+            }
+        }
+    }
+
+    /// Sweeps that run only the steps of changed records and of
+    /// predecessors of changed results end where the kernel's full sweeps
+    /// end, also from results of earlier records that are above the new
+    /// fixed point (where the order of the steps matters).
+    #[test]
+    fn pending_sweeps_end_where_full_sweeps_end() {
+        use bpfvet_isa::Insn;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200 {
+            // A subprogram of moves and forward and backward conditional
+            // jumps (loops), ending in an exit.
+            let n = 4 + (next() % 40) as usize;
+            let mut insns: Vec<Insn> = (0..n - 1)
+                .map(|i| {
+                    if next() % 3 == 0 {
+                        let target = (next() % n as u64) as i64;
+                        Insn::new(0x15, 1, 0, (target - i as i64 - 1) as i16, 0)
+                    } else {
+                        Insn::new(0xb7, 1, 0, 0, 0)
+                    }
+                })
+                .collect();
+            insns.push(Insn::new(0x95, 0, 0, 0, 0));
+            let cfg = Cfg {
+                subprogs: vec![crate::cfg::Subprog {
+                    start: 0,
+                    end: n,
+                    ..Default::default()
+                }],
+                marks: vec![0; n],
+                live_regs_before: vec![0; n],
+                scc: vec![0; n],
+            };
+            let (order, starts) = postorder(&insns, &cfg);
+            let (order_pos, preds_start, preds) = order_and_preds(&insns, &order, &starts);
+            let graph = OrderGraph {
+                order: &order,
+                order_pos: &order_pos,
+                preds_start: &preds_start,
+                preds: &preds,
+            };
+            let full = |f: &mut Vec<Masks>| loop {
+                let mut changed = false;
+                for &t in &order {
+                    changed |= update_insn(&insns, f, 0, t as usize);
+                }
+                if !changed {
+                    break;
+                }
+            };
+            let mut f: Vec<Masks> = (0..n)
+                .map(|_| Masks {
+                    may_read: next() & 0xff,
+                    must_write: next() & 0xff,
+                    ..Default::default()
+                })
+                .collect();
+            full(&mut f);
+            // New records at a few instructions: reads only grow, writes
+            // change either way.
+            let mut touched = Vec::new();
+            for _ in 0..1 + next() % 4 {
+                let t = (next() % n as u64) as usize;
+                f[t].may_read |= next() & 0xff;
+                f[t].must_write = next() & 0xff;
+                touched.push(t);
+            }
+            let mut expected = f.clone();
+            full(&mut expected);
+            let mut pending = vec![0u64; order.len().div_ceil(64)];
+            for t in touched {
+                let p = order_pos[t];
+                if p != NOT_IN_ORDER {
+                    pending[p as usize / 64] |= 1 << (p % 64);
+                }
+            }
+            sweep_pending(&insns, &mut f, 0..n, &graph, &mut pending);
+            let key = |f: &[Masks]| -> Vec<(u64, u64)> {
+                f.iter()
+                    .map(|m| (m.live_before, m.must_write_acc))
+                    .collect()
+            };
+            assert_eq!(key(&f), key(&expected), "{insns:?}");
+        }
     }
 
     #[test]
@@ -516,6 +781,7 @@ mod tests {
             must_write_set: vec![false; 4],
             updated: false,
             must_write_dropped: false,
+            touched: Default::default(),
         };
         let mut w = [0u64; MAX_CALL_FRAMES];
         w[0] = 0b110;

@@ -1,6 +1,10 @@
 //! Explored-state list nodes (SEEDS.md §1c): nodes live in one arena and
 //! freed nodes go to a free list for reuse, so a checkpoint rarely allocates.
-//! The baseline switch drops freed nodes and always allocates a fresh one.
+//! States that are done with (a freed checkpoint, a finished path) keep
+//! their buffers in a few spare states, which the next copy of a state (a
+//! branch, a checkpoint) fills instead of allocating frames and stacks
+//! afresh. The baseline switch drops freed nodes and states and always
+//! allocates.
 
 use crate::state::State;
 
@@ -21,6 +25,8 @@ pub struct Node {
 pub struct Pool {
     nodes: Vec<Option<Node>>,
     free: Vec<u32>,
+    /// States whose buffers the next copies reuse.
+    spare: Vec<State>,
     plain_alloc: bool,
     pub from_pool: u64,
     pub fresh: u64,
@@ -32,6 +38,7 @@ impl Pool {
         Pool {
             nodes: Vec::new(),
             free: Vec::new(),
+            spare: Vec::new(),
             plain_alloc,
             from_pool: 0,
             fresh: 0,
@@ -55,12 +62,33 @@ impl Pool {
 
     pub fn release(&mut self, id: u32) {
         if let Some(slot) = self.nodes.get_mut(id as usize) {
-            if slot.take().is_some() {
+            if let Some(node) = slot.take() {
                 self.live -= 1;
                 if !self.plain_alloc {
                     self.free.push(id);
+                    self.recycle(node.state);
                 }
             }
+        }
+    }
+
+    /// A copy of `src`, in a spare state's buffers when there is one.
+    pub fn copy_state(&mut self, src: &State) -> State {
+        match self.spare.pop() {
+            Some(mut st) => {
+                st.clone_from(src);
+                st
+            }
+            None => src.clone(),
+        }
+    }
+
+    /// `st` is no longer needed: its buffers serve a later copy.
+    pub fn recycle(&mut self, st: State) {
+        // A few suffice: copies and releases alternate.
+        const MAX_SPARE: usize = 16;
+        if !self.plain_alloc && self.spare.len() < MAX_SPARE {
+            self.spare.push(st);
         }
     }
 
@@ -88,6 +116,40 @@ mod tests {
             evicted: false,
             cleaned: false,
         }
+    }
+
+    #[test]
+    fn a_copy_into_a_spare_state_equals_a_fresh_copy() {
+        let mut p = Pool::new(false);
+        // A spare with more frames, a longer stack and history than the
+        // state copied into it.
+        let mut big = State::new();
+        big.frames.push(crate::state::Frame::new(7, 1, 1));
+        big.frames[0].grow_stack(512);
+        big.frames[1].grow_stack(64);
+        big.jmp_history.resize(
+            9,
+            crate::state::HistEntry {
+                idx: 1,
+                prev_idx: 0,
+                stack: 0,
+                linked: 0,
+            },
+        );
+        big.insn_idx = 99;
+        p.recycle(big);
+        let mut src = State::new();
+        src.frames[0].grow_stack(16);
+        src.frames[0].regs[3] = crate::regs::Reg::unknown_scalar();
+        src.insn_idx = 5;
+        src.branches = 2;
+        let copy = p.copy_state(&src);
+        assert_eq!(format!("{copy:?}"), format!("{:?}", src.clone()));
+        assert!(p.spare.is_empty());
+        // The baseline keeps no spare.
+        let mut q = Pool::new(true);
+        q.recycle(State::new());
+        assert!(q.spare.is_empty());
     }
 
     #[test]

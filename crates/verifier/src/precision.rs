@@ -232,6 +232,38 @@ impl Backtrack {
     }
 }
 
+/// `walk_masks` bit of an instruction the walk always steps through.
+const ALWAYS_STEP: u16 = 1 << 15;
+
+/// For each instruction, registers of the walked frame such that `step`
+/// without a history entry changes nothing unless one of them is asked
+/// for; `ALWAYS_STEP` where that does not hold (calls, exits, atomics that
+/// fetch into a register they may also address).
+fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
+    insns
+        .iter()
+        .map(|insn| {
+            if insn.code == 0 {
+                // The second half of a 64-bit immediate load.
+                return 0;
+            }
+            let bit = |r: u8| 1u16 << (r & 15);
+            let o = op(insn.code);
+            match insn.class() {
+                BPF_ALU | BPF_ALU64 | BPF_LDX | BPF_ST | BPF_LD => bit(insn.dst),
+                BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm & BPF_FETCH != 0 => {
+                    ALWAYS_STEP
+                }
+                BPF_STX => bit(insn.dst),
+                BPF_JMP | BPF_JMP32 if o == BPF_CALL || o == BPF_EXIT => ALWAYS_STEP,
+                BPF_JMP | BPF_JMP32 if source(insn.code) == BPF_X => bit(insn.dst) | bit(insn.src),
+                BPF_JMP | BPF_JMP32 => 0,
+                _ => ALWAYS_STEP,
+            }
+        })
+        .collect()
+}
+
 /// Indices of the set bits of `bits`, lowest first: the walk visits only
 /// what it still has to explain instead of testing all 11 registers and
 /// 64 slots of every frame of every checkpoint.
@@ -257,23 +289,45 @@ fn decode_stack(v: u16) -> (usize, usize) {
     )
 }
 
-/// Previous instruction on the path within one state's history, or None
-/// at the state's first instruction.
-fn prev_idx(st: &State, idx: usize, hist_end: &mut usize) -> Option<usize> {
-    let cnt = *hist_end;
-    if idx == st.first_insn_idx {
-        if cnt == 0 {
-            return None;
-        }
-        if cnt == 1 && st.jmp_history[0].idx as usize == idx {
-            return None;
+/// A backward walk's place in one state's history: the entries not yet
+/// walked past, and the instruction of the latest of them (kept at hand:
+/// the walk tests it at every instruction).
+struct HistCursor<'s> {
+    hist: &'s [HistEntry],
+    top: usize,
+}
+
+impl<'s> HistCursor<'s> {
+    fn new(hist: &'s [HistEntry]) -> Self {
+        let top = hist.last().map_or(usize::MAX, |e| e.idx as usize);
+        HistCursor { hist, top }
+    }
+
+    /// The history entry of instruction `idx`, if the walk is at one.
+    #[inline]
+    fn entry_at(&self, idx: usize) -> Option<&'s HistEntry> {
+        if idx == self.top {
+            self.hist.last()
+        } else {
+            None
         }
     }
-    if cnt > 0 && st.jmp_history[cnt - 1].idx as usize == idx {
-        *hist_end -= 1;
-        Some(st.jmp_history[cnt - 1].prev_idx as usize)
-    } else {
-        idx.checked_sub(1)
+
+    /// Previous instruction on the path, or None at the state's first
+    /// instruction (`first`).
+    #[inline]
+    fn prev(&mut self, first: usize, idx: usize) -> Option<usize> {
+        if idx == first && (self.hist.is_empty() || (self.hist.len() == 1 && self.top == idx)) {
+            return None;
+        }
+        if idx == self.top {
+            let e = self.hist.last()?;
+            self.hist = &self.hist[..self.hist.len() - 1];
+            self.top = self.hist.last().map_or(usize::MAX, |e| e.idx as usize);
+            Some(e.prev_idx as usize)
+        } else {
+            idx.checked_sub(1)
+        }
     }
 }
 
@@ -344,6 +398,9 @@ impl Env<'_> {
     }
 
     fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+        if self.walk_masks.is_empty() {
+            self.walk_masks = walk_masks(self.insns);
+        }
         let mut first_idx = self.cur.first_insn_idx;
         let mut last_idx = self.insn_idx as i64;
         let mut subseq: i64 = -1;
@@ -365,7 +422,8 @@ impl Env<'_> {
                 if last_idx < 0 {
                     return Err(Unsupported);
                 }
-                let mut hist_end = st.jmp_history.len();
+                let mut cursor = HistCursor::new(&st.jmp_history);
+                let first = st.first_insn_idx;
                 let mut i = last_idx as usize;
                 loop {
                     if skip_first {
@@ -374,10 +432,7 @@ impl Env<'_> {
                             return Ok(());
                         }
                     } else {
-                        let h = match hist_end.checked_sub(1).map(|k| &st.jmp_history[k]) {
-                            Some(e) if e.idx as usize == i => Some(e),
-                            _ => None,
-                        };
+                        let h = cursor.entry_at(i);
                         if LOG && self.insns[i].code != 0 {
                             self.log.precise_step(
                                 bt.frame,
@@ -387,15 +442,12 @@ impl Env<'_> {
                                 i,
                             );
                         }
-                        // Most walked instructions have no history entry and
-                        // compute a register the walk does not ask about:
-                        // step would return at once and leave `bt` as it is
-                        // (so still not empty).
-                        let passed_over = h.is_none() && {
-                            let insn = self.insns[i];
-                            matches!(insn.class(), BPF_ALU | BPF_ALU64 | BPF_LDX)
-                                && !bt.is_reg(insn.dst)
-                        };
+                        // Most walked instructions have no history entry (or
+                        // one that only records the path) and involve no
+                        // register the walk asks about: step would leave
+                        // `bt` as it is (so still not empty).
+                        let passed_over = h.is_none_or(|h| h.stack == 0 && h.linked == 0)
+                            && self.walk_masks[i] & (bt.regs[bt.frame] | ALWAYS_STEP) == 0;
                         if !passed_over {
                             bt.step(self, i, subseq, h)?;
                             if bt.empty() {
@@ -404,7 +456,7 @@ impl Env<'_> {
                         }
                     }
                     subseq = i as i64;
-                    match prev_idx(st, i, &mut hist_end) {
+                    match cursor.prev(first, i) {
                         Some(p) if p < self.insns.len() => i = p,
                         Some(_) => return Err(Unsupported),
                         None => break,
@@ -506,6 +558,75 @@ mod tests {
         }
         assert_eq!(LinkedRegs::unpack(v).members(), members);
         v
+    }
+
+    /// Where `walk_masks` lets the walk pass an instruction by, `step`
+    /// (without a history entry, or with one that records only the path)
+    /// would have left the walk's sets as they were: checked for every
+    /// opcode with sets avoiding the mask.
+    #[test]
+    fn instructions_passed_over_are_those_step_leaves_alone() {
+        use bpfvet_isa::uapi::ProgType;
+        use bpfvet_isa::Insn;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let opts = crate::Options::default();
+        let mut passed_over = 0;
+        for code in 1..=255u8 {
+            for _ in 0..8 {
+                let imm = [0, BPF_FETCH, BPF_CMPXCHG, 1, 12][(next() % 5) as usize];
+                let insn = Insn::new(code, (next() % 11) as u8, (next() % 11) as u8, 1, imm);
+                let insns = vec![insn, Insn::new(0x95, 0, 0, 0, 0)];
+                let mask = walk_masks(&insns)[0];
+                if mask & ALWAYS_STEP != 0 {
+                    continue;
+                }
+                let obj =
+                    bpfvet_object::Object::single_program("p", ProgType::SCHED_CLS, insns.clone());
+                let cfg = crate::cfg::Cfg {
+                    subprogs: vec![crate::cfg::Subprog {
+                        start: 0,
+                        end: 2,
+                        ..Default::default()
+                    }],
+                    marks: vec![0; 2],
+                    live_regs_before: vec![0; 2],
+                    scc: vec![0; 2],
+                };
+                let env = Env::new(&obj, &obj.programs[0], &opts, cfg);
+                let mut bt = Backtrack {
+                    frame: (next() % 2) as usize,
+                    ..Default::default()
+                };
+                // Registers of another frame are not the walked frame's.
+                bt.regs = [next() as u16 & 0x7ff; MAX_CALL_FRAMES];
+                bt.regs[bt.frame] &= !mask;
+                bt.slots[bt.frame] = next();
+                let before = bt;
+                // A history entry that only records the path changes
+                // nothing either.
+                let path_only = HistEntry {
+                    idx: 0,
+                    prev_idx: 0,
+                    stack: 0,
+                    linked: 0,
+                };
+                let hist = (next() % 2 == 0).then_some(&path_only);
+                assert!(bt.step(&env, 0, 1, hist).is_ok(), "{insn:?}");
+                assert_eq!(
+                    (bt.frame, bt.regs, bt.slots),
+                    (before.frame, before.regs, before.slots),
+                    "{insn:?}"
+                );
+                passed_over += 1;
+            }
+        }
+        assert!(passed_over > 1000);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Slot {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Frame {
     pub regs: [Reg; 11],
     pub stack: Vec<Slot>,
@@ -95,6 +95,23 @@ pub struct Frame {
     /// How many async callbacks deep this frame runs (0 for the program):
     /// a timer callback that arms a timer starts one level deeper.
     pub async_entry_cnt: u32,
+}
+
+impl Clone for Frame {
+    fn clone(&self) -> Self {
+        Frame {
+            stack: self.stack.clone(),
+            ..*self
+        }
+    }
+
+    /// Keeps this frame's stack buffer (states are copied at every branch
+    /// and checkpoint; reusing buffers spares an allocation each time).
+    fn clone_from(&mut self, src: &Self) {
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clone_from(&src.stack);
+        *self = Frame { stack, ..*src };
+    }
 }
 
 impl Frame {
@@ -148,7 +165,7 @@ pub struct HistEntry {
     pub linked: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct State {
     pub frames: Vec<Frame>,
     pub refs: Vec<RefState>,
@@ -171,6 +188,34 @@ pub struct State {
     pub dfs_depth: u32,
     pub callback_unroll_depth: u32,
     pub in_sleepable: bool,
+}
+
+impl Clone for State {
+    fn clone(&self) -> Self {
+        State {
+            frames: self.frames.clone(),
+            refs: self.refs.clone(),
+            jmp_history: self.jmp_history.clone(),
+            ..*self
+        }
+    }
+
+    /// Keeps this state's buffers (frames, their stacks, references and
+    /// history) and copies `src` into them; see `Pool::copy_state`.
+    fn clone_from(&mut self, src: &Self) {
+        let mut frames = std::mem::take(&mut self.frames);
+        let mut refs = std::mem::take(&mut self.refs);
+        let mut jmp_history = std::mem::take(&mut self.jmp_history);
+        frames.clone_from(&src.frames);
+        refs.clone_from(&src.refs);
+        jmp_history.clone_from(&src.jmp_history);
+        *self = State {
+            frames,
+            refs,
+            jmp_history,
+            ..*src
+        };
+    }
 }
 
 impl State {

@@ -1,5 +1,6 @@
-//! The three seed mechanisms (SEEDS.md §1a-1c) must not change what the
-//! verifier computes, and their counters must show whether they fire.
+//! The seed mechanisms (SEEDS.md §1a-1c) and the bounds-sync memo must not
+//! change what the verifier computes, and their counters must show whether
+//! they fire.
 
 use bpfvet_object::{LoadOptions, Object};
 use bpfvet_verifier::{verify, Baselines, Options, Stats};
@@ -75,4 +76,22 @@ fn backtrack_skip_counts_and_changes_nothing() {
         skip.backtrack_walks + skip.backtrack_walks_avoided,
         walk.backtrack_walks
     );
+}
+
+#[test]
+fn remembered_bounds_syncs_change_nothing() {
+    for file in ["stress_states.bpf.o", "stress_backtrack.bpf.o"] {
+        let memo = run(file, Baselines::default());
+        let computed = run(
+            file,
+            Baselines {
+                sync_no_memo: true,
+                ..Baselines::default()
+            },
+        );
+        assert!(memo.processed_insns > 0);
+        same_work(&memo, &computed);
+        assert_eq!(memo.mark_read, computed.mark_read);
+        assert_eq!(memo.stack_depth, computed.stack_depth);
+    }
 }

@@ -43,6 +43,43 @@ impl fmt::Display for InvariantViolation {
     }
 }
 
+const SYNC_MEMO_SLOTS: usize = 4096;
+
+/// Recent (input, output) pairs of `sync`, direct-mapped by a hash of the
+/// input; an empty slot holds the unknown scalar, which is its own sync.
+/// `sync` is a function of the scalar alone, so a remembered result is the
+/// result.
+struct SyncMemo {
+    on: bool,
+    slots: Vec<(Scalar, Scalar)>,
+}
+
+thread_local! {
+    static SYNC_MEMO: std::cell::RefCell<SyncMemo> = std::cell::RefCell::new(SyncMemo {
+        on: true,
+        slots: vec![(Scalar::unknown(), Scalar::unknown()); SYNC_MEMO_SLOTS],
+    });
+}
+
+/// Whether this thread's `sync` looks up recent results (the baseline
+/// switch `sync_no_memo` turns it off).
+pub fn set_sync_memo(on: bool) {
+    SYNC_MEMO.with(|m| m.borrow_mut().on = on);
+}
+
+fn memo_slot(s: &Scalar) -> usize {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = s.var_off.value.wrapping_mul(K) ^ s.var_off.mask;
+    h = h.rotate_left(17).wrapping_mul(K) ^ s.umin;
+    h = h.rotate_left(17).wrapping_mul(K) ^ s.umax;
+    h = h.rotate_left(17).wrapping_mul(K) ^ s.smin as u64;
+    h = h.rotate_left(17).wrapping_mul(K) ^ s.smax as u64;
+    h = h.rotate_left(17).wrapping_mul(K) ^ (u64::from(s.u32_min) << 32 | u64::from(s.u32_max));
+    h = h.rotate_left(17).wrapping_mul(K)
+        ^ (u64::from(s.s32_min as u32) << 32 | u64::from(s.s32_max as u32));
+    (h.wrapping_mul(K) >> 52) as usize % SYNC_MEMO_SLOTS
+}
+
 impl Scalar {
     /// Bounds implied by the tnum of the low 32 bits (__update_reg32_bounds).
     #[inline]
@@ -219,6 +256,38 @@ impl Scalar {
     /// reg_bounds_sync: let every view learn from the others.
     #[inline]
     pub fn sync(&mut self) {
+        // A constant agreeing in every view, and a scalar nothing is known
+        // about, are already what every step below would leave them: many
+        // ALU results are one or the other.
+        let trivial = if self.var_off.mask == 0 {
+            *self == Scalar::constant(self.var_off.value)
+        } else {
+            *self == Scalar::unknown()
+        };
+        if trivial {
+            return;
+        }
+        // The same scalars are synced again and again (each path through
+        // the same code computes the same ranges): remember recent results.
+        SYNC_MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if !m.on {
+                self.sync_uncached();
+                return;
+            }
+            let slot = memo_slot(self);
+            let (input, output) = &mut m.slots[slot];
+            if *input == *self {
+                *self = *output;
+            } else {
+                *input = *self;
+                self.sync_uncached();
+                *output = *self;
+            }
+        });
+    }
+
+    fn sync_uncached(&mut self) {
         self.update_bounds();
         // The kernel runs three rounds; a round that changes nothing is a
         // fixpoint, so the remaining ones can be skipped without effect.
@@ -320,6 +389,63 @@ mod tests {
         }
         s.bound_offset();
         s.update_bounds();
+    }
+
+    /// Remembered results are the results: random scalars (many sharing a
+    /// memo slot) synced twice, with and without the memo.
+    #[test]
+    fn remembered_syncs_equal_computed_ones() {
+        let mut x = 0x5851_f42d_4c95_7f2du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let scalars: Vec<Scalar> = (0..3 * SYNC_MEMO_SLOTS)
+            .map(|_| {
+                let (a, b) = (next() % 1000, next() % 1000);
+                let mut s = Scalar::unknown();
+                s.umin = a.min(b);
+                s.umax = a.max(b);
+                if next() % 2 == 0 {
+                    s.var_off = Tnum::new(0, 0x3ff);
+                }
+                s
+            })
+            .collect();
+        for round in 0..2 {
+            for s in &scalars {
+                set_sync_memo(false);
+                let mut computed = *s;
+                computed.sync();
+                set_sync_memo(true);
+                let mut remembered = *s;
+                remembered.sync();
+                assert_eq!(remembered, computed, "round {round}: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn constants_and_unknown_are_their_own_sync() {
+        let edges = [
+            0,
+            1,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_ffff,
+            1 << 32,
+            1 << 63,
+            u64::MAX,
+        ];
+        let mut all: Vec<Scalar> = edges.iter().map(|&v| Scalar::constant(v)).collect();
+        all.push(Scalar::unknown());
+        for s in all {
+            let mut full = s;
+            sync_every_step(&mut full);
+            assert_eq!(full, s);
+        }
     }
 
     #[test]
