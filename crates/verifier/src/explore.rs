@@ -45,6 +45,8 @@ pub struct Env<'a> {
     pub insns: &'a [Insn],
     pub prog_type: ProgType,
     pub opts: &'a Options,
+    /// The capability switches of `opts.privileges`.
+    pub caps: crate::Caps,
     pub cfg: Cfg,
     pub log: Log,
     pub stats: Stats,
@@ -123,6 +125,7 @@ impl<'a> Env<'a> {
             insns: &prog.insns,
             prog_type: prog.prog_type,
             opts,
+            caps: crate::Caps::of(opts.privileges),
             cfg,
             log: {
                 let mut log = Log::new(opts.log_level);
@@ -204,6 +207,17 @@ impl<'a> Env<'a> {
     /// The special fields of the value of `map_def(m)`.
     pub fn map_fields(&self, m: u32) -> &'_ [crate::map_record::Field] {
         crate::map_record::fields_of(&self.map_fields, m)
+    }
+
+    /// What a register holding an invalidated pointer becomes
+    /// (mark_reg_invalid): an unknown scalar for a loader with
+    /// CAP_PERFMON, unreadable for the others.
+    pub fn invalid_reg(&self) -> Reg {
+        if self.caps.allow_ptr_leaks {
+            Reg::unknown_scalar()
+        } else {
+            Reg::not_init()
+        }
     }
 
     pub fn new_id(&mut self) -> u32 {
