@@ -994,10 +994,7 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let caller = helpers::CallerProg {
-            privileges: self.opts.privileges,
-            ..caller_prog(self.prog)
-        };
+        let caller = caller_prog(self.prog, self.opts.privileges);
         let proto = match helpers::helper_proto_for(func_id, &caller) {
             Ok(p) => p,
             Err(HelperError::Unknown { .. }) => {
@@ -1600,8 +1597,12 @@ impl Env<'_> {
 }
 
 /// Everything about the program that decides which helpers it may call.
-pub(crate) fn caller_prog(prog: &bpfvet_object::Program) -> helpers::CallerProg {
+pub(crate) fn caller_prog(
+    prog: &bpfvet_object::Program,
+    privileges: crate::Privileges,
+) -> helpers::CallerProg {
     helpers::CallerProg {
+        privileges,
         sleepable: prog.sleepable,
         struct_ops: crate::struct_ops::helpers(prog),
         // The tcp and unix iterators add the socket option helpers (their

@@ -226,7 +226,10 @@ fn verify_with(
                 might_sleep: kfunc::is_sleepable_call(insn),
             };
         }
-        let proto = helpers::helper_proto_for(insn.imm as u32, &check_call::caller_prog(prog));
+        let proto = helpers::helper_proto_for(
+            insn.imm as u32,
+            &check_call::caller_prog(prog, opts.privileges),
+        );
         cfg::CallSummary {
             args: proto.as_ref().map_or(5, |p| p.arg_count()),
             iter_next: false,

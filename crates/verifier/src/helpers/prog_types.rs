@@ -664,6 +664,7 @@ pub(super) fn resolve(func: u32, p: &CallerProg) -> Proto {
         Pt::TRACING => tracing_prog(func, p),
         Pt::LSM => lsm(func, p),
         Pt::SK_LOOKUP => find(SK_LOOKUP, func).or_else(|| sk_base(func, p)),
+        Pt::SYSCALL if func == id::SYS_BPF && !p.has(cap::PERFMON) => None,
         Pt::SYSCALL => find(SYSCALL_PROG, func).or_else(|| tracing_prog(func, p)),
         Pt::NETFILTER => base(func, p),
         Pt::STRUCT_OPS => match p.struct_ops {
@@ -837,6 +838,16 @@ fn has_trampoline(p: &CallerProg) -> bool {
 /// `bpf_tracing_func_proto`: what every tracing-like type shares.
 fn tracing(func: u32, p: &CallerProg) -> Proto {
     let reads_ok = !p.lockdown.blocks_kernel_reads();
+    if !p.has(cap::SYS_ADMIN) {
+        // Past a few entries and the base set, bpf_tracing_func_proto
+        // wants CAP_SYS_ADMIN.
+        return match func {
+            id::PROBE_READ => reads_ok.then_some(&BPF_PROBE_READ_COMPAT),
+            id::PROBE_READ_STR => reads_ok.then_some(&BPF_PROBE_READ_COMPAT_STR),
+            id::GET_SMP_PROCESSOR_ID | id::GET_FUNC_IP => find(TRACING, func),
+            _ => base(func, p),
+        };
+    }
     match func {
         id::PROBE_WRITE_USER => p
             .lockdown
