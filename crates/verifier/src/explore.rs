@@ -146,7 +146,11 @@ impl<'a> Env<'a> {
             jmps_processed: 0,
             prev_jmps_processed: 0,
             id_gen: 0,
-            idmap: IdMap::new(opts.baselines.idmap_memset),
+            idmap: {
+                let mut m = IdMap::new(opts.baselines.idmap_memset);
+                m.uninit_stack_readable = crate::Caps::of(opts.privileges).allow_uninit_stack;
+                m
+            },
             aux: vec![InsnAux::default(); n],
             subprog_stack: vec![0; nsub],
             explored_count: 0,

@@ -73,3 +73,121 @@ pub(crate) fn check_calls(prog: &bpfvet_object::Program, caps: &Caps) -> Result<
         None => Ok(()),
     }
 }
+
+/// stacksafe for a loader without CAP_PERFMON, byte by byte as the kernel
+/// walks it: never-written bytes still match anything, but unknown ones
+/// (STACK_MISC) only unknown or zero bytes, since uninitialised stack is
+/// unreadable here.
+pub(crate) fn stacksafe_uninit_unreadable(
+    old: &crate::state::Frame,
+    cur: &crate::state::Frame,
+    m: &mut crate::prune::IdMap,
+    exact: crate::prune::Exact,
+) -> bool {
+    use crate::prune::{regsafe, Exact};
+    use crate::regs::{Reg, RegType};
+    use crate::state::{Slot, SlotType, REG_SIZE};
+    // A full scalar spill, or bytes that all read as an unknown scalar.
+    let scalar_of = |s: &Slot| {
+        if s.is_full_spill() && s.spilled.ty == RegType::Scalar {
+            Some(s.spilled)
+        } else if s.types.iter().all(|t| *t == SlotType::Misc) {
+            Some(Reg::unknown_scalar())
+        } else {
+            None
+        }
+    };
+    let old_bytes = old.stack.len() * REG_SIZE;
+    let cur_bytes = cur.stack.len() * REG_SIZE;
+    let mut i = 0;
+    while i < old_bytes {
+        let (spi, b) = (i / REG_SIZE, i % REG_SIZE);
+        let os = &old.stack[spi];
+        let ot = os.types[b];
+        if exact != Exact::Loose && (i >= cur_bytes || ot != cur.stack[spi].types[b]) {
+            return false;
+        }
+        if ot == SlotType::Invalid {
+            i += 1;
+            continue;
+        }
+        if i >= cur_bytes {
+            return false;
+        }
+        let cs = &cur.stack[spi];
+        if let (Some(o), Some(c)) = (scalar_of(os), scalar_of(cs)) {
+            if !regsafe(&o, &c, m, exact) {
+                return false;
+            }
+            i += REG_SIZE;
+            continue;
+        }
+        let ct = cs.types[b];
+        // Unknown bytes were safe, so zeroed ones are too.
+        if ot == SlotType::Misc && ct == SlotType::Zero {
+            i += 1;
+            continue;
+        }
+        if ot != ct {
+            return false;
+        }
+        if b == REG_SIZE - 1 {
+            let ok = match os.types[REG_SIZE - 1] {
+                SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
+                SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
+                SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
+                _ => true,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prune::{stacksafe, Exact, IdMap};
+    use crate::state::{Frame, Slot, SlotType};
+
+    fn frame(types: [SlotType; 8]) -> Frame {
+        let mut f = Frame::new(-1, 0, 0);
+        f.stack.push(Slot {
+            types,
+            ..Slot::default()
+        });
+        f
+    }
+
+    #[test]
+    fn unknown_bytes_cover_uninitialised_ones_only_for_root() {
+        let old = frame([SlotType::Misc; 8]);
+        let cur = frame([SlotType::Invalid; 8]);
+        let mut m = IdMap::new(false);
+        assert!(stacksafe(&old, &cur, &mut m, Exact::Loose));
+        assert!(!stacksafe_uninit_unreadable(
+            &old,
+            &cur,
+            &mut m,
+            Exact::Loose
+        ));
+        // Zeroed bytes are covered by unknown ones, and never-written old
+        // bytes cover anything, at every level.
+        let zero = frame([SlotType::Zero; 8]);
+        assert!(stacksafe_uninit_unreadable(
+            &old,
+            &zero,
+            &mut m,
+            Exact::Loose
+        ));
+        assert!(stacksafe_uninit_unreadable(
+            &cur,
+            &old,
+            &mut m,
+            Exact::Loose
+        ));
+    }
+}

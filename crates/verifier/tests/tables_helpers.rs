@@ -237,7 +237,9 @@ fn helper_tiers_match_the_host_kernel_by_privileges() {
                 p.privileges = level;
                 let v = bpfvet_kernel::oracle::load(&p);
                 let line = v.error_line();
-                let kernel = if !v.accepted() && line.starts_with("program of this type cannot use helper") {
+                let kernel = if !v.accepted()
+                    && line.starts_with("program of this type cannot use helper")
+                {
                     Class::Forbidden(line.to_string())
                 } else if !v.accepted() && line.starts_with("invalid func ") {
                     Class::Unknown(line.to_string())
