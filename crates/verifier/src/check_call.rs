@@ -182,7 +182,8 @@ impl Env<'_> {
                 // access must find the bytes initialised.
                 let raw = raw && r.v.is_const();
                 // Its byte loop names the first bad byte, dynptr or not.
-                if !raw && !(self.caps.allow_uninit_stack && self.caps.allow_ptr_leaks) {
+                let all_readable = self.caps.allow_uninit_stack && self.caps.allow_ptr_leaks;
+                if !raw && !all_readable {
                     self.check_helper_stack_readable(regno, frameno, off, max + size as i64, size)?;
                 }
                 self.check_helper_stack_no_dynptr(regno, frameno, (off, max + size as i64), size, raw)?;
