@@ -629,10 +629,21 @@ impl Env<'_> {
                 }
             }
             RegType::Alloc | RegType::BtfId if !self.caps.allow_ptr_leaks => {
-                // "'struct %s' access is allowed only to CAP_PERFMON and
-                // CAP_SYS_ADMIN" needs the struct's name.
-                return self
-                    .unsupported("access through a BTF pointer by a loader without CAP_PERFMON");
+                // Kernel structs are named from vmlinux BTF, allocated
+                // objects from the program's.
+                let btf = match reg.ty {
+                    RegType::BtfId => crate::btf_walk::vmlinux(),
+                    _ => self.obj.btf.as_ref(),
+                };
+                let tname = btf.filter(|_| reg.aux != 0).map(|btf| btf.name_of(reg.aux));
+                return match tname {
+                    Some(tname) => self.err(format!(
+                        "'struct {tname}' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN"
+                    )),
+                    None => self.unsupported(
+                        "access through a BTF pointer by a loader without CAP_PERFMON",
+                    ),
+                };
             }
             RegType::Alloc => self.alloc_access(regno, &reg, off, size, access, value)?,
             RegType::BtfId => {
