@@ -4,7 +4,8 @@
 #   bench/selftests/compare.sh [OBJ_DIR] [OUT_PREFIX]
 # OBJ_DIR is build.sh's output (default /var/tmp/bpfvet-selftests); the CSV,
 # stderr and JSON classification of each set go to OUT_PREFIX-SET.{csv,err,json}
-# (default OBJ_DIR/results).
+# (default OBJ_DIR/results). PRIVILEGES=bpf|unprivileged loads at that level
+# on both sides (default root).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -13,7 +14,7 @@ out=${2:-$objs/results}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 cargo build -q --release -p bpfvet
 for set in verifier other; do
-    "$CARGO_TARGET_DIR/release/bpfvet" verify --backend both -o csv \
+    "$CARGO_TARGET_DIR/release/bpfvet" verify --backend both --privileges "${PRIVILEGES:-root}" -o csv \
         -e file,prog,verdict,insns,states "$objs/$set" > "$out-$set.csv" 2> "$out-$set.err" || true
     python3 "$here/report.py" "$set" "$out-$set.csv" "$out-$set.err" > "$out-$set.json"
     python3 - "$out-$set.json" <<'PY'

@@ -5,6 +5,8 @@
 # a feature subset drawn from that seed. Finished batches (DIR/batch-KKKK.tsv)
 # are skipped; every distinct disagreement is minimised into DIR/cases/*.case;
 # DIR/REPORT.md sums all batches. Format: bench/verifier_fuzz/README.md.
+# PRIVILEGES=bpf|unprivileged loads every program at that level on both sides
+# (default root).
 set -eu
 cd "$(dirname "$0")/../.."
 : "${DIR:?set DIR to the output directory}"
@@ -14,5 +16,6 @@ BPFVET_FUZZ_BATCH_SIZE=${SIZE:-2000} \
 BPFVET_FUZZ_SEED=${SEED:-0x62726666757a7a31} \
 BPFVET_FUZZ_SWARM=${SWARM:-1} \
 BPFVET_FUZZ_MINIMISE=${MINIMISE:-300} \
+BPFVET_FUZZ_PRIVILEGES=${PRIVILEGES:-root} \
     cargo test -p bpfvet-verifier --release --test random_kernel_diff \
     -- --ignored fuzz_batches --nocapture

@@ -11,6 +11,7 @@ use crate::cmd_verify::filter::Filters;
 use crate::cmd_verify::input::{display_name, expand_inputs, not_bpf_object_reason, Input};
 use crate::cmd_verify::{job_count, ordered_parallel, thread_pool};
 use anyhow::Context;
+use bpfvet_isa::Privileges;
 use bpfvet_object::{Object, Program};
 use spec::{Expect, TestSpec};
 use std::path::PathBuf;
@@ -38,6 +39,18 @@ pub struct Args {
     /// cores]; the output is the same. The kernel backend runs one at a time.
     #[arg(short = 'j', long)]
     pub jobs: Option<usize>,
+    /// Which of test_loader's modes run: the privileged one (root), the
+    /// unprivileged one of tests that have it (`__*_unpriv`, no
+    /// capabilities or those of `__caps_unpriv`), or both.
+    #[arg(long, value_enum, default_value_t = Modes::Root)]
+    pub privileges: Modes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Modes {
+    Root,
+    Unprivileged,
+    Both,
 }
 
 /// What one backend made of one test.
@@ -59,7 +72,7 @@ struct Load {
 
 trait TestBackend {
     fn name(&self) -> &'static str;
-    fn load(&mut self, obj: &Object, idx: usize, log_level: u32) -> Load;
+    fn load(&mut self, obj: &Object, idx: usize, log_level: u32, level: Privileges) -> Load;
     fn retval(&mut self, obj: &Object, idx: usize) -> Result<u32, String>;
 }
 
@@ -70,9 +83,10 @@ impl TestBackend for Bpfvet {
         "bpfvet"
     }
 
-    fn load(&mut self, obj: &Object, idx: usize, log_level: u32) -> Load {
+    fn load(&mut self, obj: &Object, idx: usize, log_level: u32, level: Privileges) -> Load {
         let opts = bpfvet_verifier::Options {
             log_level,
+            privileges: level,
             ..Default::default()
         };
         let out = bpfvet_verifier::verify(obj, idx, &opts);
@@ -113,10 +127,11 @@ impl TestBackend for Host {
         "kernel"
     }
 
-    fn load(&mut self, obj: &Object, idx: usize, log_level: u32) -> Load {
+    fn load(&mut self, obj: &Object, idx: usize, log_level: u32, level: Privileges) -> Load {
         let session = self.kernel.open_object(obj);
         let opts = bpfvet_kernel::LoadOptions {
             log_level,
+            privileges: level,
             ..Default::default()
         };
         let Some(r) = session.load_program(idx, &opts) else {
@@ -169,13 +184,14 @@ fn run_data(prog: &Program) -> Vec<u8> {
     }
 }
 
-/// Runs one test's privileged expectations on one backend.
+/// Runs one test's expectations of one mode on one backend.
 fn run_test(
     backend: &mut dyn TestBackend,
     obj: &Object,
     idx: usize,
     spec: &TestSpec,
     expect: &Expect,
+    level: Privileges,
 ) -> (Outcome, String) {
     if !spec.arches.is_empty() && !spec.arches.iter().any(|a| a == "X86_64") {
         return (
@@ -185,13 +201,13 @@ fn run_test(
     }
     // libbpf loads with the test's level and, when that is 0 and the load
     // fails, loads again at level 1 to get the log.
-    let level = match spec.log_level & 3 {
+    let log_level = match spec.log_level & 3 {
         0 if spec.log_level & 4 != 0 => 1,
         l => l,
     };
-    let mut load = backend.load(obj, idx, level);
-    if !load.accepted && level == 0 && load.refused.is_none() {
-        load = backend.load(obj, idx, 1);
+    let mut load = backend.load(obj, idx, log_level, level);
+    if !load.accepted && log_level == 0 && load.refused.is_none() {
+        load = backend.load(obj, idx, 1, level);
     }
     if let Some(why) = load.refused {
         return (Outcome::Skip(format!("refused: {why}")), load.log);
@@ -234,9 +250,14 @@ fn run_test(
             Err(e) => return (Outcome::Skip(format!("retval not checked: {e}")), load.log),
         }
     }
-    if !spec.unchecked.is_empty() {
+    let unchecked = if level == Privileges::Root {
+        &spec.unchecked
+    } else {
+        &spec.unchecked_unpriv
+    };
+    if !unchecked.is_empty() {
         return (
-            Outcome::Skip(format!("verdict and messages agree; {} not checked (bpfvet does not produce the rewritten or jited program)", spec.unchecked.join(", "))),
+            Outcome::Skip(format!("verdict and messages agree; {} not checked (bpfvet does not produce the rewritten or jited program)", unchecked.join(", "))),
             load.log,
         );
     }
@@ -321,11 +342,25 @@ fn test_file(
         let mut obj_flags = obj.clone();
         let p = &mut obj_flags.programs[idx];
         p.prog_flags = (p.prog_flags | spec.flags_set) & !spec.flags_cleared;
-        let mut modes: Vec<(&str, Option<&Expect>)> = vec![("", spec.privileged.as_ref())];
-        if spec.unprivileged.is_some() {
-            modes.push((" (unpriv)", None));
+        // (label suffix, expectations, level or why the mode is not run)
+        let mut modes: Vec<(&str, &Expect, Result<Privileges, String>)> = Vec::new();
+        if let Some(e) = &spec.privileged {
+            let run = if args.privileges == Modes::Unprivileged {
+                Err("privileged mode is not run (--privileges unprivileged)".to_string())
+            } else {
+                Ok(Privileges::Root)
+            };
+            modes.push(("", e, run));
         }
-        for (mode, expect) in modes {
+        if let Some(e) = &spec.unprivileged {
+            let run = if args.privileges == Modes::Root {
+                Err("unprivileged mode is not run (--privileges root)".to_string())
+            } else {
+                spec.unpriv_level.clone()
+            };
+            modes.push((" (unpriv)", e, run));
+        }
+        for (mode, expect, run) in modes {
             let label = format!("{file}/{}{mode}", spec.name);
             for (b, backend) in backends.iter_mut().enumerate() {
                 let side = if backends_len(args.backend) > 1 {
@@ -333,14 +368,9 @@ fn test_file(
                 } else {
                     String::new()
                 };
-                let (outcome, log) = match expect {
-                    Some(e) => run_test(backend.as_mut(), &obj_flags, idx, &spec, e),
-                    None => (
-                        Outcome::Skip(
-                            "unprivileged mode is not run (both backends load as root)".into(),
-                        ),
-                        String::new(),
-                    ),
+                let (outcome, log) = match &run {
+                    Ok(level) => run_test(backend.as_mut(), &obj_flags, idx, &spec, expect, *level),
+                    Err(why) => (Outcome::Skip(why.clone()), String::new()),
                 };
                 match &outcome {
                     Outcome::Pass => {
@@ -382,6 +412,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.backend != BackendKind::Bpfvet {
         let kernel = bpfvet_kernel::Kernel::open().context("kernel backend unavailable")?;
+        if args.privileges != Modes::Root {
+            if let Err(why) = bpfvet_kernel::privileges::available(Privileges::Unprivileged) {
+                anyhow::bail!("kernel backend unavailable for unprivileged loads: {why}");
+            }
+        }
         backends.push(Box::new(Host { kernel }));
     }
     let inputs = expand_inputs(&args.paths)?;

@@ -111,6 +111,11 @@ pub struct Args {
     /// pending states, e.g. 512M, 2G, 65536 (bytes).
     #[arg(long = "max-memory", value_parser = parse_size)]
     max_memory: Option<usize>,
+    /// The loader's capabilities, for both backends: root (all), bpf
+    /// (CAP_BPF alone) or unprivileged (none; the kernel backend lowers
+    /// kernel.unprivileged_bpf_disabled to 0 while it loads).
+    #[arg(long, default_value = "root")]
+    privileges: bpfvet_isa::Privileges,
     /// Compare two CSV files (A = baseline, B = comparison).
     #[arg(short = 'C', long = "compare", conflicts_with = "replay")]
     compare: bool,
@@ -533,6 +538,7 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         quiet: args.quiet,
         timeout: args.timeout,
         max_memory: args.max_memory,
+        privileges: args.privileges,
     };
     let measure_mem = columns.contains(&Stat::MemPeak);
     let sides = verifier_sides(args, &choice)?;
@@ -543,6 +549,20 @@ fn run_verify(args: &Args, plan: &Plan) -> anyhow::Result<ExitCode> {
         None
     };
     let guests = resolve_guests(&sides, args.quiet)?;
+    if !guests.is_empty() && args.privileges != bpfvet_isa::Privileges::Root {
+        bail!(
+            "--privileges {} is for the host kernel and bpfvet; guests load as root",
+            args.privileges
+        );
+    }
+    if kernel.is_some() {
+        if let Err(why) = bpfvet_kernel::privileges::available(args.privileges) {
+            bail!(
+                "kernel backend unavailable at --privileges {}: {why}",
+                args.privileges
+            );
+        }
+    }
 
     let inputs = input::expand_inputs(&args.paths)?;
     let mut type_rules = args.prog_type.clone();

@@ -39,6 +39,7 @@ pub mod disasm;
 pub mod insn;
 pub mod instruction;
 pub mod opcode;
+pub mod privileges;
 pub mod uapi;
 
 pub use decode::{decode_at, decode_program, DecodeError, DecodeErrorKind, Located};
@@ -47,3 +48,4 @@ pub use instruction::{
     encode_program, AluOp, AtomicAluOp, AtomicOp, Call, Encoded, Instruction, JmpOp, Ld64Kind,
     Size, Src, Width,
 };
+pub use privileges::Privileges;

@@ -20,6 +20,7 @@ pub mod log_stats;
 pub mod map;
 pub mod mem_peak;
 pub mod oracle;
+pub mod privileges;
 pub mod program;
 pub mod report;
 pub mod session;

@@ -6,7 +6,7 @@
 
 use crate::report::last_error_line;
 use crate::sys::{self, bpf_fd, Cmd, Errno, Fd, MapCreateAttr, ProgLoadAttr};
-use bpfvet_isa::Insn;
+use bpfvet_isa::{Insn, Privileges};
 
 /// A program as the kernel's BPF_PROG_LOAD sees it, GPL-licensed.
 #[derive(Clone, Debug)]
@@ -21,6 +21,8 @@ pub struct RawProgram<'a> {
     pub attach_btf_id: u32,
     /// Map fds that `BPF_PSEUDO_MAP_IDX` instructions index.
     pub fd_array: &'a [i32],
+    /// The capabilities the loading thread holds.
+    pub privileges: Privileges,
 }
 
 impl<'a> RawProgram<'a> {
@@ -35,6 +37,7 @@ impl<'a> RawProgram<'a> {
             expected_attach_type: 0,
             attach_btf_id: 0,
             fd_array: &[],
+            privileges: Privileges::Root,
         }
     }
 }
@@ -104,7 +107,10 @@ pub fn load(p: &RawProgram) -> RawVerdict {
         },
         ..Default::default()
     };
-    let result = bpf_fd(Cmd::ProgLoad, &mut attr);
+    // A level this host cannot give fails like a load the kernel refuses
+    // for want of a capability; callers SKIP on `privileges::available`.
+    let result = crate::privileges::run_with(p.privileges, || bpf_fd(Cmd::ProgLoad, &mut attr))
+        .unwrap_or(Err(Errno::EPERM));
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
     RawVerdict {
         result,

@@ -55,6 +55,9 @@ pub enum Refusal {
     /// another program type, a failing JIT step.
     #[error("refused after verification: {errno}")]
     AfterVerification { errno: Errno },
+    /// The privilege level asked for cannot be had on this host.
+    #[error("cannot load at this privilege level: {0}")]
+    Privileges(String),
     /// Any other refusal before the verifier ran.
     #[error("refused before verification: {errno}{}", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
     Other { errno: Errno, detail: String },
@@ -90,6 +93,9 @@ pub struct ProgramReport {
     pub wall_time: Duration,
     /// The loaded program, for BPF_PROG_TEST_RUN.
     pub loaded: Option<crate::LoadedProgram>,
+    /// For a reduced-privilege loader refused by bpf_prog_load's own checks
+    /// (no verifier log): "bpf_prog_load: <errno>", its error line.
+    pub load_refusal: Option<String>,
 }
 
 impl ProgramReport {
@@ -99,7 +105,7 @@ impl ProgramReport {
         if self.verdict != Verdict::Rejected {
             return None;
         }
-        last_error_line(&self.log)
+        last_error_line(&self.log).or(self.load_refusal.as_deref())
     }
 
     /// The C source line the kernel names after its error (it does so at

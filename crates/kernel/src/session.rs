@@ -12,9 +12,9 @@ use crate::mem_peak::MemPeakCgroup;
 use crate::report::{ProgramReport, Refusal, Verdict};
 use crate::sys::{self, bpf_fd, BtfLoadAttr, Cmd, Errno, Fd, MapCreateAttr, ProgLoadAttr};
 use crate::LoadedProgram;
-use bpfvet_isa::insns_to_bytes;
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY, BPF_F_SLEEPABLE};
+use bpfvet_isa::{insns_to_bytes, Privileges};
 use bpfvet_object::btf::Btf;
 use bpfvet_object::{MapInit, Object, Program};
 use std::cell::OnceCell;
@@ -41,6 +41,9 @@ pub struct LoadOptions {
     pub log_size: u32,
     /// The buffer grows on ENOSPC up to this many bytes.
     pub log_size_cap: u32,
+    /// The capabilities the loading thread holds (maps and BTF are created
+    /// with the process's own).
+    pub privileges: Privileges,
 }
 
 impl Default for LoadOptions {
@@ -49,6 +52,7 @@ impl Default for LoadOptions {
             log_level: 0,
             log_size: 64 * 1024,
             log_size_cap: MAX_LOG_SIZE,
+            privileges: Privileges::Root,
         }
     }
 }
@@ -312,6 +316,7 @@ impl<'a> ObjectSession<'a> {
             ext_info_dropped: false,
             wall_time: Default::default(),
             loaded: None,
+            load_refusal: None,
         };
         if let Err(refusal) = self.check_preconditions(prog) {
             report.verdict = Verdict::Refused(refusal);
@@ -478,7 +483,15 @@ impl<'a> ObjectSession<'a> {
                 let _ = cg.reset();
             }
             log_buf.fill(0);
-            let r = bpf_fd(Cmd::ProgLoad, &mut attr);
+            let r = match crate::privileges::run_with(opts.privileges, || {
+                bpf_fd(Cmd::ProgLoad, &mut attr)
+            }) {
+                Ok(r) => r,
+                Err(why) => {
+                    report.verdict = Verdict::Refused(Refusal::Privileges(why));
+                    return;
+                }
+            };
             if let Some(cg) = &self.kernel.mem_peak {
                 report.mem_peak_bytes = cg.peak_bytes().ok();
             }
@@ -525,6 +538,11 @@ impl<'a> ObjectSession<'a> {
             Err(errno) => {
                 report.errno = Some(errno);
                 report.verdict = classify_failure(errno, &report.log, truncated_need, cap);
+                if opts.privileges != Privileges::Root && refused_for_privileges(errno, &report.log)
+                {
+                    report.verdict = Verdict::Rejected;
+                    report.load_refusal = Some(format!("bpf_prog_load: {errno}"));
+                }
             }
         }
     }
@@ -562,6 +580,13 @@ fn classify_failure(errno: Errno, log: &str, truncated_need: Option<u32>, cap: u
         .trim()
         .to_string();
     Verdict::Refused(Refusal::Other { errno, detail })
+}
+
+/// bpf_prog_load's own checks of a reduced-privilege loader (program type,
+/// program size) fail before the verifier runs, with no log: at that level
+/// they are the kernel's answer, a rejection.
+fn refused_for_privileges(errno: Errno, log: &str) -> bool {
+    log.trim().is_empty() && (errno == Errno::EPERM || errno == Errno::E2BIG)
 }
 
 fn log_text(buf: &[u8]) -> String {

@@ -321,6 +321,7 @@ fn a_log_larger_than_the_buffer_grows_it() {
         log_level: 2,
         log_size: 1024,
         log_size_cap: 2048,
+        ..Default::default()
     };
     assert!(matches!(
         s.load_program(0, &capped).unwrap().verdict,

@@ -64,6 +64,7 @@ fn kernel_log_matches_loader_disassembly() {
         log_level: 2 | 8,
         log_size: 16 << 20,
         log_size_cap: 16 << 20,
+        ..Default::default()
     };
     let (mut programs, mut compared) = (0, 0);
     let mut mismatches = Vec::new();

@@ -208,6 +208,8 @@ enum Step {
 struct Walk<'a> {
     insns: &'a [Insn],
     calls: &'a dyn Fn(&Insn) -> CallSummary,
+    /// A loader without CAP_BPF may not loop (bpf_capable).
+    loops_allowed: bool,
     state: Vec<u8>,
     stack: Vec<usize>,
     marks: Vec<u8>,
@@ -234,8 +236,12 @@ impl Walk<'_> {
             self.stack.push(w);
             Ok(Step::Keep)
         } else if self.state[w] & 0xf0 == DISCOVERED {
-            // A back-edge: loops are allowed for a privileged loader.
-            Ok(Step::Done)
+            // A back-edge: loops are allowed for a loader with CAP_BPF.
+            if self.loops_allowed {
+                Ok(Step::Done)
+            } else {
+                Err(err(t, format!("back-edge from insn {t} to {w}")))
+            }
         } else {
             self.state[t] = DISCOVERED | e;
             Ok(Step::Done)
@@ -363,6 +369,7 @@ pub fn analyze(
     insns: &[Insn],
     calls: &dyn Fn(&Insn) -> CallSummary,
     exception_cb: Option<usize>,
+    loops_allowed: bool,
 ) -> Result<Cfg, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
@@ -377,6 +384,7 @@ pub fn analyze(
     let mut w = Walk {
         insns,
         calls,
+        loops_allowed,
         state: vec![0; n],
         stack: Vec::with_capacity(64),
         marks: vec![0; n],
@@ -566,6 +574,7 @@ mod tests {
                 might_sleep: false,
             },
             None,
+            true,
         )
     }
 

@@ -93,6 +93,9 @@ impl Env<'_> {
                 return self.err("BPF_END uses reserved fields");
             }
             self.check_read(d)?;
+            if !self.caps.allow_ptr_leaks && self.cur.reg(d).is_pointer() {
+                return self.err(format!("R{d} pointer arithmetic prohibited"));
+            }
             self.check_write(d)?;
             let r = self.cur.reg_mut(d);
             if r.ty == RegType::Scalar {
@@ -177,6 +180,18 @@ impl Env<'_> {
             return Ok(());
         }
         let src = *self.cur.reg(s);
+        // Without CAP_PERFMON a pointer is copied whole or not at all.
+        if !self.caps.allow_ptr_leaks
+            && src.is_pointer()
+            && (!alu64 || (insn.off != 0 && insn.imm == 0))
+        {
+            let what = if alu64 {
+                "sign-extension part of"
+            } else {
+                "partial copy of"
+            };
+            return self.err(format!("R{s} {what} pointer"));
+        }
         if alu64 && insn.imm != 0 {
             // addr_space_cast: from the arena's address space (1) the result
             // is an arena pointer; into it, a plain number.
@@ -259,7 +274,7 @@ impl Env<'_> {
             return Ok(());
         }
         if dst.is_pointer() && src.is_pointer() {
-            if o == BPF_SUB {
+            if o == BPF_SUB && self.caps.allow_ptr_leaks {
                 self.set_unknown(d);
                 return Ok(());
             }
@@ -288,6 +303,7 @@ impl Env<'_> {
         };
         let src_v = src.v;
         let src_is_dst = source(insn.code) == BPF_X && s == d;
+        let tracks_deltas = self.caps.bpf_capable;
         let r = self.cur.reg_mut(d);
         let umax_before = r.v.umax;
         let fork = r.v.alu(aop, &src_v, !alu64);
@@ -295,8 +311,14 @@ impl Env<'_> {
         // link with the delta (BPF_ADD_CONST64/32); anything else drops it.
         let link =
             Link::from_reg(r.id, r.off).after_alu(aop, &src_v, src_is_dst, !alu64, umax_before);
-        r.id = link.reg_id();
-        r.off = link.off;
+        // Without CAP_BPF no delta links are made (BPF_ADD_CONST).
+        if tracks_deltas {
+            r.id = link.reg_id();
+            r.off = link.off;
+        } else {
+            r.id = 0;
+            r.off = 0;
+        }
         if let Some(other) = fork {
             let idx = self.insn_idx;
             let st = self.push_stack(idx, idx)?;
@@ -330,7 +352,7 @@ impl Env<'_> {
             return Ok(());
         }
         if !alu64 {
-            if o == BPF_SUB {
+            if o == BPF_SUB && self.caps.allow_ptr_leaks {
                 self.set_unknown(d);
                 return Ok(());
             }
@@ -377,6 +399,15 @@ impl Env<'_> {
         }
         self.check_sane_offset(&ov, off_reg.off, known, ptr)?;
         self.check_sane_offset(&ptr.v, ptr.off, false, ptr)?;
+        // Spectre v1 sanitation of a register offset (sanitize_ptr_alu):
+        // ALU limits and a speculative path of the truncated result, which
+        // bpfvet does not model.
+        if !self.caps.bypass_spec_v1 && (o == BPF_ADD || o == BPF_SUB) && source(insn.code) == BPF_X
+        {
+            return self.unsupported(
+                "pointer arithmetic with a register offset under Spectre v1 sanitation (a loader without CAP_PERFMON)",
+            );
+        }
         match o {
             BPF_ADD => {}
             BPF_SUB if off_is_dst => {
@@ -426,7 +457,50 @@ impl Env<'_> {
             }
         }
         self.check_sane_offset(&r.v, r.off, false, ptr)?;
+        if !self.caps.bypass_spec_v1 {
+            self.sanitize_check_bounds(d, &r)?;
+        }
         *self.cur.reg_mut(d) = r;
+        Ok(())
+    }
+
+    /// Without CAP_PERFMON a moved stack or map value pointer must stay in
+    /// bounds, so that its later accesses can be masked.
+    fn sanitize_check_bounds(&mut self, d: u8, r: &Reg) -> VResult<()> {
+        match r.ty {
+            RegType::Stack => {
+                if !r.v.is_const() {
+                    return self.err(format!(
+                        "R{d} variable stack access prohibited for !root, var_off={} off={}",
+                        tnum_str(&r.v),
+                        r.off as i64 + r.v.var_off.value as i64
+                    ));
+                }
+                let off = r.off as i64 + r.v.const_value() as i64;
+                if off >= 0 || off < -(crate::state::MAX_BPF_STACK as i64) {
+                    return self.err(format!(
+                        "R{d} stack pointer arithmetic goes out of range, prohibited for !root; off={}",
+                        off as i32
+                    ));
+                }
+            }
+            RegType::MapValue => {
+                let vs = self.map_def(r.map).map_or(0, |m| m.value_size);
+                let inside = self
+                    .check_region(d, r, r.off, 1, vs, "map value", "value_size")
+                    .and_then(|()| self.check_map_fields(r, r.off, 1, false).map(|_| ()));
+                if let Err(e) = inside {
+                    if e.unsupported || e.limit.is_some() {
+                        return Err(e);
+                    }
+                    self.log.before_error(e.msg);
+                    return self.err(format!(
+                        "R{d} pointer arithmetic of map value goes out of range, prohibited for !root"
+                    ));
+                }
+            }
+            _ => {}
+        }
         Ok(())
     }
 

@@ -57,6 +57,39 @@ struct ArgMeta {
 }
 
 impl Env<'_> {
+    /// check_stack_range_initialized for a loader without CAP_PERFMON:
+    /// every byte a helper may read is written, and spilled pointers are
+    /// not read as data.
+    fn check_helper_stack_readable(
+        &self,
+        regno: u8,
+        frameno: usize,
+        lo: i64,
+        hi: i64,
+        size: u64,
+    ) -> VResult<()> {
+        use crate::state::SlotType;
+        let fr = &self.cur.frames[frameno];
+        for b in lo..hi {
+            let slot = (-b - 1) as usize;
+            let Some(s) = fr.stack.get(slot / 8) else {
+                continue;
+            };
+            let ok = match s.types[slot % 8] {
+                SlotType::Misc | SlotType::Zero => true,
+                SlotType::Invalid if self.caps.allow_uninit_stack => true,
+                _ => s.is_spill() && (s.spilled.ty == RegType::Scalar || self.caps.allow_ptr_leaks),
+            };
+            if !ok {
+                return self.err(format!(
+                    "invalid read from stack R{regno} off {lo}+{} size {size}",
+                    b - lo
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn arg_type_err<T>(&self, regno: u8, expected: &str) -> VResult<T> {
         let r = self.cur.reg(regno);
         self.err(format!(
@@ -124,7 +157,15 @@ impl Env<'_> {
                         "invalid unbounded variable-offset {what} stack R{regno}"
                     ));
                 }
-                if !(-512..0).contains(&off) || max + size as i64 > 0 || size > 512 {
+                // Without CAP_PERFMON reads stay within the stack written
+                // so far.
+                let allocated = self.cur.frames[r.frameno as usize].stack.len() as i64 * 8;
+                let min_valid = if access == Access::Write || self.caps.allow_uninit_stack {
+                    -512
+                } else {
+                    -allocated
+                };
+                if off < min_valid || !(-512..0).contains(&off) || max + size as i64 > 0 || size > 512 {
                     if r.v.is_const() {
                         return self.err(format!(
                             "invalid {what} stack R{regno} off={off} size={size}"
@@ -140,6 +181,11 @@ impl Env<'_> {
                 // Raw mode needs a constant offset too: a variable-offset
                 // access must find the bytes initialised.
                 let raw = raw && r.v.is_const();
+                // Its byte loop names the first bad byte, dynptr or not.
+                let all_readable = self.caps.allow_uninit_stack && self.caps.allow_ptr_leaks;
+                if !raw && !all_readable {
+                    self.check_helper_stack_readable(regno, frameno, off, max + size as i64, size)?;
+                }
                 self.check_helper_stack_no_dynptr(regno, frameno, (off, max + size as i64), size, raw)?;
                 self.note_stack_depth(frameno, (-off) as u32);
                 // Other helper accesses count as reads: they may read, and
@@ -331,7 +377,8 @@ impl Env<'_> {
     /// exactly the key's size (get_constant_map_key); it is made precise.
     fn constant_map_key(&mut self, regno: u8, key_size: u32) -> VResult<Option<u64>> {
         let r = *self.cur.reg(regno);
-        if r.ty != RegType::Stack || !r.v.is_const() {
+        // Only a loader with CAP_BPF gets constant keys tracked.
+        if r.ty != RegType::Stack || !r.v.is_const() || !self.caps.bpf_capable {
             return Ok(None);
         }
         let off = r.off as i64 + r.v.const_value() as i64;
@@ -421,7 +468,11 @@ impl Env<'_> {
         }
         match at.base {
             ArgBase::DontCare => {}
-            ArgBase::Anything => {}
+            ArgBase::Anything => {
+                if !self.caps.allow_ptr_leaks && r.is_pointer() {
+                    return self.err(format!("R{regno} leaks addr into helper function"));
+                }
+            }
             ArgBase::Scalar | ArgBase::ConstAllocSizeOrZero => {
                 if r.ty != RegType::Scalar {
                     return self.arg_type_err(regno, "scalar");
@@ -935,9 +986,10 @@ impl Env<'_> {
             return self.err("release kernel function has no referenced object");
         };
         self.cur.refs.remove(pos);
+        let invalid = self.invalid_reg();
         self.cur.for_each_reg_mut(|r| {
             if r.ref_obj_id == ref_id {
-                *r = Reg::unknown_scalar();
+                *r = invalid;
             }
         });
         Ok(())
@@ -947,7 +999,7 @@ impl Env<'_> {
     /// continuing after the call.
     pub fn check_helper_call(&mut self, insn: &Insn) -> VResult<Option<usize>> {
         let func_id = insn.imm as u32;
-        let caller = caller_prog(self.prog);
+        let caller = caller_prog(self.prog, self.opts.privileges);
         let proto = match helpers::helper_proto_for(func_id, &caller) {
             Ok(p) => p,
             Err(HelperError::Unknown { .. }) => {
@@ -1115,6 +1167,7 @@ impl Env<'_> {
     /// After packet data may have moved, no packet pointer is valid, nor
     /// any slice of an skb or xdp dynptr.
     pub(crate) fn clear_all_pkt_pointers(&mut self) {
+        let invalid = self.invalid_reg();
         self.cur.for_each_reg_mut(|r| {
             let pkt_slice = r.ty == RegType::Mem && r.flags & flag::DYNPTR_PKT != 0;
             if pkt_slice
@@ -1123,7 +1176,7 @@ impl Env<'_> {
                     RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
                 )
             {
-                *r = Reg::unknown_scalar();
+                *r = invalid;
             }
         });
     }
@@ -1496,6 +1549,9 @@ impl Env<'_> {
         }
         self.check_read(regno)?;
         let r0 = *self.cur.reg(regno);
+        if !self.caps.allow_ptr_leaks && r0.is_pointer() {
+            return self.err(format!("R{regno} leaks addr as return value"));
+        }
         if !program_exit && async_ret.is_none() {
             // A global function only promises a scalar.
             if r0.ty != RegType::Scalar {
@@ -1571,8 +1627,12 @@ impl Env<'_> {
 }
 
 /// Everything about the program that decides which helpers it may call.
-pub(crate) fn caller_prog(prog: &bpfvet_object::Program) -> helpers::CallerProg {
+pub(crate) fn caller_prog(
+    prog: &bpfvet_object::Program,
+    privileges: crate::Privileges,
+) -> helpers::CallerProg {
     helpers::CallerProg {
+        privileges,
         sleepable: prog.sleepable,
         struct_ops: crate::struct_ops::helpers(prog),
         // The tcp and unix iterators add the socket option helpers (their

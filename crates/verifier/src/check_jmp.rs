@@ -65,6 +65,11 @@ impl Env<'_> {
                 return self.err("BPF_JMP/JMP32 uses reserved fields");
             }
             self.check_read(s)?;
+            let (dr, sr) = (self.cur.reg(d), self.cur.reg(s));
+            let pkt_pair = dr.ty.is_pkt_any() && sr.ty.is_pkt_any();
+            if !self.caps.allow_ptr_leaks && sr.is_pointer() && !pkt_pair {
+                return self.err(format!("R{s} pointer comparison prohibited"));
+            }
         } else if s != 0 {
             return self.err("BPF_JMP/JMP32 uses reserved fields");
         }
@@ -87,6 +92,13 @@ impl Env<'_> {
             if source(insn.code) == BPF_X && src.is_scalar() {
                 self.mark_chain_precision(s)?;
             }
+            // Spectre v1: the kernel also explores the edge not taken, as
+            // a speculative path (sanitize_speculative_path).
+            if !self.caps.bypass_spec_v1 {
+                return self.unsupported(
+                    "a branch decided statically under Spectre v1 sanitation (the speculative path of the other edge, for a loader without CAP_PERFMON)",
+                );
+            }
             if taken {
                 self.insn_idx = (idx as i64 + insn.off as i64) as usize;
             }
@@ -96,6 +108,9 @@ impl Env<'_> {
         let target = (idx as i64 + insn.off as i64 + 1) as usize;
         self.push_stack(target, idx)?;
         let other_i = self.pending.len() - 1;
+        // A compare that is neither a null check nor one of packet
+        // pointers leaks the pointer to a loader without CAP_PERFMON.
+        let mut pointer_compare_ok = false;
 
         if dst.is_scalar() && src.is_scalar() {
             let same = source(insn.code) == BPF_X && s == d;
@@ -164,6 +179,7 @@ impl Env<'_> {
             && dst.maybe_null()
         {
             // Null check: on the "== 0" edge every copy is NULL.
+            pointer_compare_ok = true;
             let eq = jop == JmpOp::Eq;
             let id = dst.id;
             let rid = dst.ref_obj_id;
@@ -188,7 +204,10 @@ impl Env<'_> {
                 &keeps_id,
             );
         } else if source(insn.code) == BPF_X && !is32 {
-            self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
+            pointer_compare_ok = self.try_match_pkt_pointers(jop, d, s, &dst, &src, other_i);
+        }
+        if !self.caps.allow_ptr_leaks && !pointer_compare_ok && dst.is_pointer() {
+            return self.err(format!("R{d} pointer comparison prohibited"));
         }
         // Two pointers found equal: a maybe-NULL one equal to a non-NULL
         // one is not NULL on that edge (BTF pointers, NULL-able without
@@ -252,7 +271,7 @@ impl Env<'_> {
         dst: &Reg,
         src: &Reg,
         other_i: usize,
-    ) {
+    ) -> bool {
         // Packet data bounds the metadata only from its very start
         // (reg_is_init_pkt_pointer).
         let pkt_start = |b: &Reg| {
@@ -272,7 +291,7 @@ impl Env<'_> {
         } else if pair(src, dst) {
             (s, *src, false)
         } else {
-            return;
+            return false;
         };
         // Normalise to "pkt OP end".
         let op = if left { op } else { op.flip() };
@@ -284,7 +303,9 @@ impl Env<'_> {
             JmpOp::Le => Some((true, false)),
             _ => None,
         };
-        let Some((on_taken, open)) = good else { return };
+        let Some((on_taken, open)) = good else {
+            return false;
+        };
         // On the other edge the pointer is at (`>=`) or past (`>`) the
         // packet's end: nothing may be read through it, and a later
         // compare with the end is decided (mark_pkt_end).
@@ -298,10 +319,10 @@ impl Env<'_> {
             st.reg_mut(preg).aux = at_or_beyond as u32;
         }
         if p.off < 0 || (p.off == 0 && open) {
-            return;
+            return true;
         }
         if p.v.umax > MAX_PACKET_OFF || p.v.umax + p.off as u64 > MAX_PACKET_OFF {
-            return;
+            return true;
         }
         let range = p.off as u32 + if open { 1 } else { 0 };
         let st = if on_taken {
@@ -310,6 +331,7 @@ impl Env<'_> {
             &mut self.cur
         };
         find_good_pkt_pointers(st, &p, range);
+        true
     }
 
     fn check_may_goto(&mut self, insn: &Insn) -> VResult<()> {

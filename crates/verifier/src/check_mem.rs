@@ -150,8 +150,14 @@ impl Env<'_> {
         if imm == BPF_CMPXCHG {
             self.check_read(0)?;
         }
-        // Pointer leaks into memory ("leaks addr into mem/ctx/packet") are
-        // refused only to unprivileged loaders; bpfvet models root.
+        // A loader without CAP_PERFMON may not store pointers this way.
+        if !self.caps.allow_ptr_leaks {
+            for r in [0, insn.src] {
+                if (r == insn.src || imm == BPF_CMPXCHG) && self.cur.reg(r).is_pointer() {
+                    return self.err(format!("R{r} leaks addr into mem"));
+                }
+            }
+        }
         let dreg = *self.cur.reg(insn.dst);
         // The x86-64 JIT has no guarded form of the fetching bitwise atomics.
         let fetch_bitwise = imm & BPF_FETCH != 0
@@ -481,6 +487,7 @@ impl Env<'_> {
                 }
             }
             RegType::MapValue => {
+                self.check_leak(access, value, "map")?;
                 self.check_map_access_type(reg.map, off, size, access)?;
                 let vs = self.map_def(reg.map).map_or(0, |m| m.value_size);
                 self.check_region(regno, &reg, off, size, vs, "map value", "value_size")?;
@@ -521,6 +528,9 @@ impl Env<'_> {
                 if access == Access::Write && reg.flags & flag::RDONLY != 0 {
                     return self.err(format!("R{regno} cannot write into {}", reg.type_str()));
                 }
+                if reg.ty == RegType::Mem {
+                    self.check_leak(access, value, "mem")?;
+                }
                 // Read-only untrusted memory is read through probe loads:
                 // no bounds.
                 let probed =
@@ -557,6 +567,7 @@ impl Env<'_> {
                 {
                     return self.err(crate::ctx::packet::CANNOT_WRITE_INTO_PACKET);
                 }
+                self.check_leak(access, value, "packet")?;
                 self.packet_access(regno, &reg, off, size)?;
                 if access == Access::Read {
                     if let Some(d) = value {
@@ -566,6 +577,7 @@ impl Env<'_> {
             }
             RegType::Ctx => {
                 // Context loads and stores, by program type (ctx tables).
+                self.check_leak(access, value, "ctx")?;
                 self.check_ctx_ptr_off(regno, &reg)?;
                 let field = crate::ctx_glue::ctx_field(self, off, size, access, sx)?;
                 if let (Access::Read, Some(d)) = (access, value) {
@@ -573,6 +585,7 @@ impl Env<'_> {
                 }
             }
             RegType::FlowKeys => {
+                self.check_leak(access, value, "flow keys")?;
                 if off < 0 || off as u32 + size > 56 {
                     return self.err(format!("invalid access to flow keys off={off} size={size}"));
                 }
@@ -613,6 +626,23 @@ impl Env<'_> {
                     self.set_unknown(d);
                 }
             }
+            RegType::Alloc | RegType::BtfId if !self.caps.allow_ptr_leaks => {
+                // Kernel structs are named from vmlinux BTF, allocated
+                // objects from the program's.
+                let btf = match reg.ty {
+                    RegType::BtfId => crate::btf_walk::vmlinux(),
+                    _ => self.obj.btf.as_ref(),
+                };
+                let tname = btf.filter(|_| reg.aux != 0).map(|btf| btf.name_of(reg.aux));
+                return match tname {
+                    Some(tname) => self.err(format!(
+                        "'struct {tname}' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN"
+                    )),
+                    None => self.unsupported(
+                        "access through a BTF pointer by a loader without CAP_PERFMON",
+                    ),
+                };
+            }
             RegType::Alloc => self.alloc_access(regno, &reg, off, size, access, value)?,
             RegType::BtfId => {
                 let mut r = self.btf_load(regno, &reg, off, size, access)?;
@@ -636,6 +666,11 @@ impl Env<'_> {
                         "access through a map pointer of this map type".into(),
                     ));
                 };
+                if !self.caps.allow_ptr_leaks {
+                    return self.err(format!(
+                        "'struct {name}' access is allowed only to CAP_PERFMON and CAP_SYS_ADMIN"
+                    ));
+                }
                 if off < 0 {
                     return self.err(format!(
                         "R{regno} is {name} invalid negative access: off={off}"
@@ -804,7 +839,14 @@ impl Env<'_> {
         }
         if v.is_const() {
             let o = off as i64 + v.const_value() as i64;
-            if o < -(MAX_BPF_STACK as i64) || o + size as i64 > 0 {
+            // Without CAP_PERFMON reads stay within the stack written so far.
+            let allocated = (self.cur.frames[frameno].stack.len() * REG_SIZE) as i64;
+            let min_valid = if access == Access::Write || self.caps.allow_uninit_stack {
+                -(MAX_BPF_STACK as i64)
+            } else {
+                -allocated
+            };
+            if o < min_valid || o + size as i64 > 0 {
                 let what = if access == Access::Write {
                     "write to"
                 } else {
@@ -926,6 +968,21 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// A store of a pointer register (`value`) into memory other than the
+    /// stack leaks it to a loader without CAP_PERFMON.
+    fn check_leak(&self, access: Access, value: Option<u8>, into: &str) -> VResult<()> {
+        match value {
+            Some(v)
+                if access == Access::Write
+                    && !self.caps.allow_ptr_leaks
+                    && self.cur.reg(v).is_pointer() =>
+            {
+                self.err(format!("R{v} leaks addr into {into}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn note_stack_depth(&mut self, frameno: usize, depth: u32) {
         let sub = self.cur.frames[frameno].subprogno as usize;
         let d = depth.next_multiple_of(8);
@@ -949,11 +1006,21 @@ impl Env<'_> {
         let insn = self.insns[self.insn_idx];
         let vreg = value.map(|r| *self.cur.reg(r));
         self.cur.frames[frameno].grow_stack((-off) as usize);
+        let old = self.cur.frames[frameno].stack[spi];
+        if !self.caps.allow_ptr_leaks
+            && old.is_spill()
+            && old.spilled.ty != RegType::Scalar
+            && size != REG_SIZE as u32
+        {
+            return self.err("attempt to corrupt spilled pointer on stack");
+        }
         self.destroy_if_dynptr_stack_slot(frameno, spi)?;
+        // Without CAP_BPF scalars are not tracked through the stack.
+        let track_scalars = self.caps.bpf_capable;
         let mut hist = encode_stack(frameno, spi);
         let aligned = off % REG_SIZE as i32 == 0;
         match vreg {
-            Some(r) if aligned && r.ty == RegType::Scalar => {
+            Some(r) if aligned && r.ty == RegType::Scalar && track_scalars => {
                 let fits = r.v.width() <= 8 * size;
                 let mut r = r;
                 if fits {
@@ -968,7 +1035,7 @@ impl Env<'_> {
                 }
                 self.save_spill(frameno, spi, r, size);
             }
-            None if aligned && insn.class() == BPF_ST => {
+            None if aligned && insn.class() == BPF_ST && track_scalars => {
                 self.save_spill(frameno, spi, Reg::known(insn.imm as i64 as u64), size);
             }
             Some(r) if r.is_pointer() => {
@@ -1082,6 +1149,11 @@ impl Env<'_> {
                         match byte(i) {
                             SlotType::Spill => spill_cnt += 1,
                             SlotType::Zero => zero_cnt += 1,
+                            SlotType::Invalid if !self.caps.allow_uninit_stack => {
+                                return self.err(format!(
+                                    "invalid read from stack off {off}+{i} size {size}"
+                                ));
+                            }
                             _ => {}
                         }
                     }
@@ -1101,15 +1173,21 @@ impl Env<'_> {
                 }
                 return Ok(());
             }
-            if let Some(d) = value {
-                *self.cur.reg_mut(d) = s.spilled;
+            match value {
+                Some(d) => *self.cur.reg_mut(d) = s.spilled,
+                None if !self.caps.allow_ptr_leaks && s.spilled.is_pointer() => {
+                    return self.err(format!("leaking pointer from stack off {off}"));
+                }
+                None => {}
             }
             self.push_history(hist, 0);
             return Ok(());
         }
-        if let Some(i) =
-            (0..size as usize).find(|&i| matches!(byte(i), SlotType::Iter | SlotType::Dynptr))
-        {
+        let unreadable = |t: SlotType| {
+            matches!(t, SlotType::Iter | SlotType::Dynptr)
+                || (t == SlotType::Invalid && !self.caps.allow_uninit_stack)
+        };
+        if let Some(i) = (0..size as usize).find(|&i| unreadable(byte(i))) {
             return self.err(format!("invalid read from stack off {off}+{i} size {size}"));
         }
         let Some(d) = value else { return Ok(()) };

@@ -12,6 +12,9 @@ use crate::prune::{states_equal, Exact};
 use crate::regs::{Reg, RegType};
 use crate::state::State;
 
+/// BPF_COMPLEXITY_LIMIT_STATES: states kept per instruction without CAP_BPF.
+const COMPLEXITY_LIMIT_STATES: u64 = 64;
+
 impl Env<'_> {
     fn bucket(&self, idx: usize, st: &State) -> usize {
         let callsite = st.frame().callsite as i64;
@@ -66,7 +69,9 @@ impl Env<'_> {
     pub fn is_state_visited(&mut self, idx: usize) -> VResult<bool> {
         let force_checkpoint = self.cfg.is(idx, mark::FORCE_CHECKPOINT);
         // BPF_F_TEST_STATE_FREQ: a checkpoint at every prune point.
-        let state_freq = self.prog.prog_flags & bpfvet_isa::uapi::BPF_F_TEST_STATE_FREQ != 0;
+        // The flag is honoured for a loader with CAP_BPF only.
+        let state_freq = self.prog.prog_flags & bpfvet_isa::uapi::BPF_F_TEST_STATE_FREQ != 0
+            && self.caps.bpf_capable;
         let force_new = state_freq || force_checkpoint || self.cur.jmp_history.len() > 40;
         let mut add_new = force_new
             || (self.jmps_processed - self.prev_jmps_processed >= 2
@@ -241,7 +246,8 @@ impl Env<'_> {
             n = next;
         }
         self.record_max_states(states_cnt);
-        if !add_new {
+        // Without CAP_BPF an instruction keeps at most 64 states.
+        if !add_new || (!self.caps.bpf_capable && states_cnt > COMPLEXITY_LIMIT_STATES) {
             return Ok(false);
         }
         self.stats.total_states += 1;
@@ -251,10 +257,13 @@ impl Env<'_> {
         self.explored_count += 1;
         self.prev_jmps_processed = self.jmps_processed;
         self.prev_insn_processed = self.insn_processed;
-        // Precision inherited from ancestors is forgotten (re-derived on demand).
+        // Precision inherited from ancestors is forgotten (re-derived on
+        // demand). Without CAP_BPF every scalar is precise: no precision
+        // tracking, states compare scalar ranges.
+        let precise = !self.caps.bpf_capable;
         self.cur.for_each_reg_mut(|r| {
             if r.ty == RegType::Scalar {
-                r.precise = false;
+                r.precise = precise;
             }
         });
         let mut saved = self.pool.copy_state(&self.cur);

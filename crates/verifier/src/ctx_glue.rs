@@ -22,6 +22,7 @@ pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -
         size,
         access,
         ldsx: sx,
+        bpf_capable: env.caps.bpf_capable,
     };
     let acc = match ctx::check_ctx_access_with(&query) {
         Ok(acc) => acc,

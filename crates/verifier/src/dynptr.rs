@@ -557,10 +557,10 @@ impl Env<'_> {
         self.invalidate_dynptr(frameno, first);
         let lo = -((first as i64 + 1) * REG_SIZE as i64);
         self.note_stack_write(frameno, lo, lo + 2 * REG_SIZE as i64);
-        // Root loads: an invalidated pointer becomes an unknown scalar.
+        let invalid = self.invalid_reg();
         self.cur.for_each_reg_mut(|r| {
             if r.ty == RegType::Mem && r.flags & !flag::MAYBE_NULL == 0 && r.dynptr_id == d.id {
-                *r = Reg::unknown_scalar();
+                *r = invalid;
             }
         });
         Ok(())

@@ -47,6 +47,8 @@ pub struct Env<'a> {
     pub insns: &'a [Insn],
     pub prog_type: ProgType,
     pub opts: &'a Options,
+    /// The capability switches of `opts.privileges`.
+    pub caps: crate::Caps,
     pub cfg: Cfg,
     pub log: Log,
     pub stats: Stats,
@@ -128,6 +130,7 @@ impl<'a> Env<'a> {
             insns: &prog.insns,
             prog_type: prog.prog_type,
             opts,
+            caps: crate::Caps::of(opts.privileges),
             cfg,
             log: {
                 let mut log = Log::new(opts.log_level);
@@ -148,7 +151,11 @@ impl<'a> Env<'a> {
             jmps_processed: 0,
             prev_jmps_processed: 0,
             id_gen: 0,
-            idmap: IdMap::new(opts.baselines.idmap_memset),
+            idmap: {
+                let mut m = IdMap::new(opts.baselines.idmap_memset);
+                m.uninit_stack_readable = crate::Caps::of(opts.privileges).allow_uninit_stack;
+                m
+            },
             aux: vec![InsnAux::default(); n],
             subprog_stack: vec![0; nsub],
             explored_count: 0,
@@ -210,6 +217,17 @@ impl<'a> Env<'a> {
     /// The special fields of the value of `map_def(m)`.
     pub fn map_fields(&self, m: u32) -> &'_ [crate::map_record::Field] {
         crate::map_record::fields_of(&self.map_fields, m)
+    }
+
+    /// What a register holding an invalidated pointer becomes
+    /// (mark_reg_invalid): an unknown scalar for a loader with
+    /// CAP_PERFMON, unreadable for the others.
+    pub fn invalid_reg(&self) -> Reg {
+        if self.caps.allow_ptr_leaks {
+            Reg::unknown_scalar()
+        } else {
+            Reg::not_init()
+        }
     }
 
     pub fn new_id(&mut self) -> u32 {

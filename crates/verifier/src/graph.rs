@@ -480,9 +480,10 @@ impl Env<'_> {
     /// invalidate_non_owning_refs: at a bpf_spin_unlock, the references
     /// to nodes in the graphs it protected become unusable.
     pub(crate) fn invalidate_non_owning_refs(&mut self) {
+        let invalid = self.invalid_reg();
         self.cur.for_each_reg_mut(|r| {
             if r.ty == RegType::Alloc && r.flags & flag::NON_OWN_REF != 0 {
-                *r = Reg::unknown_scalar();
+                *r = invalid;
             }
         });
     }

@@ -35,6 +35,7 @@ mod map_record;
 mod map_refs;
 mod pool;
 mod precision;
+mod privilege;
 mod prune;
 mod regs;
 mod rewrite_stack;
@@ -88,6 +89,9 @@ pub struct Options {
     /// Limit on the verifier's own state memory, in bytes.
     pub max_memory: Option<usize>,
     pub baselines: Baselines,
+    /// The loader's capabilities; the verifier's switches follow from them
+    /// ([`Caps::of`]).
+    pub privileges: Privileges,
 }
 
 impl Default for Options {
@@ -98,7 +102,45 @@ impl Default for Options {
             timeout: None,
             max_memory: None,
             baselines: Baselines::default(),
+            privileges: Privileges::Root,
         }
+    }
+}
+
+pub use bpfvet_isa::Privileges;
+
+/// The verifier's switches that depend on the loader's capabilities, as
+/// bpf_check sets them; every privilege-dependent check reads these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// CAP_PERFMON: pointers may become scalars (stored, compared, returned).
+    pub allow_ptr_leaks: bool,
+    /// CAP_PERFMON: reads of never-written stack are allowed.
+    pub allow_uninit_stack: bool,
+    /// CAP_PERFMON: no Spectre v1 sanitation (speculative paths, ALU limits).
+    pub bypass_spec_v1: bool,
+    /// CAP_PERFMON: no Spectre v4 sanitation.
+    pub bypass_spec_v4: bool,
+    /// CAP_BPF: subprograms, kfuncs, loops, precision tracking.
+    pub bpf_capable: bool,
+}
+
+impl Caps {
+    pub fn of(p: Privileges) -> Caps {
+        use bpfvet_isa::privileges::cap;
+        let admin = p.has(cap::SYS_ADMIN);
+        let perfmon = admin || p.has(cap::PERFMON);
+        Caps {
+            allow_ptr_leaks: perfmon,
+            allow_uninit_stack: perfmon,
+            bypass_spec_v1: perfmon,
+            bypass_spec_v4: perfmon,
+            bpf_capable: admin || p.has(cap::BPF),
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        *self == Caps::of(Privileges::Root)
     }
 }
 
@@ -196,19 +238,32 @@ fn verify_with(
                 might_sleep: kfunc::is_sleepable_call(insn),
             };
         }
-        let proto = helpers::helper_proto_for(insn.imm as u32, &check_call::caller_prog(prog));
+        let proto = helpers::helper_proto_for(
+            insn.imm as u32,
+            &check_call::caller_prog(prog, opts.privileges),
+        );
         cfg::CallSummary {
             args: proto.as_ref().map_or(5, |p| p.arg_count()),
             iter_next: false,
             might_sleep: proto.is_ok_and(|p| p.might_sleep),
         }
     };
+    let caps = Caps::of(opts.privileges);
+    // Why bpf_prog_load refuses the program, which its errno does not say.
+    let mut load_refusal = None;
     let result = unmodelled::loader_refusal(prog)
         .and_then(|()| unmodelled::prog_type(prog))
+        .and_then(|()| {
+            privilege::check_load(prog, opts.privileges).map_err(|(why, e)| {
+                load_refusal = Some(why);
+                e
+            })
+        })
         .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| struct_ops::check_target(obj, prog).map(|_| ()))
+        .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
@@ -220,14 +275,17 @@ fn verify_with(
                 })
                 .map(|()| ex)
         })
-        .and_then(|ex| precheck(obj, prog).map(|()| ex))
-        .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex))
+        .and_then(|ex| precheck(obj, prog, &caps).map(|()| ex))
+        .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex, caps.bpf_capable))
         .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c))
         .and_then(|c| lsm::check_sleepable(prog).map(|()| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
             let mut log = log::Log::new(opts.log_level);
+            if let Some(why) = &load_refusal {
+                log.line(why);
+            }
             log.line(&e.msg);
             let stats = Stats {
                 duration: started.elapsed(),
@@ -531,6 +589,7 @@ fn check_abnormal_returns(
 fn precheck(
     obj: &bpfvet_object::Object,
     prog: &bpfvet_object::Program,
+    caps: &Caps,
 ) -> Result<(), error::VerifyError> {
     use bpfvet_isa::opcode::*;
     let insns = &prog.insns;
@@ -542,6 +601,8 @@ fn precheck(
     let second_arena = arenas
         .find(|&(_, m)| Some(m) != first_arena)
         .map(|(i, _)| i);
+    let first_arena_insn = map_refs::arena_refs(obj, prog).next().map(|(i, _)| i);
+    let arena_allowed = caps.allow_ptr_leaks && caps.bpf_capable;
     let mut i = 0;
     while i < insns.len() {
         let ins = insns[i];
@@ -571,6 +632,9 @@ fn precheck(
             }
             if second_arena == Some(i) {
                 return err(i, "Only one arena per program");
+            }
+            if first_arena_insn == Some(i) && !arena_allowed {
+                return err(i, "CAP_BPF and CAP_PERFMON are required to use arena");
             }
             i += 2;
             continue;

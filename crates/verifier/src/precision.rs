@@ -347,7 +347,8 @@ impl Env<'_> {
 
     /// Marks a set of registers and slots precise (batch form).
     pub fn run_backtrack(&mut self, mut bt: Backtrack) -> VResult<()> {
-        if bt.empty() {
+        // Without CAP_BPF every scalar is precise already.
+        if bt.empty() || !self.caps.bpf_capable {
             return Ok(());
         }
         // At log level 2 every walk runs, so that the log shows the

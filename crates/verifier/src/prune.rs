@@ -27,6 +27,9 @@ pub struct IdMap {
     tmp_id_gen: u32,
     /// Baseline of §1a: clear all pairs and scan up to the first empty one.
     memset_baseline: bool,
+    /// allow_uninit_stack: a loader without CAP_PERFMON compares stacks
+    /// byte by byte (crate::privilege::stacksafe_uninit_unreadable).
+    pub uninit_stack_readable: bool,
     pub resets: u64,
     pub pairs_scanned: u64,
 }
@@ -38,6 +41,7 @@ impl IdMap {
             cnt: 0,
             tmp_id_gen: 0,
             memset_baseline,
+            uninit_stack_readable: true,
             resets: 0,
             pairs_scanned: 0,
         }
@@ -323,7 +327,12 @@ pub fn states_equal(
                 return false;
             }
         }
-        if !stacksafe(o, c, m, exact) {
+        let stack_ok = if m.uninit_stack_readable {
+            stacksafe(o, c, m, exact)
+        } else {
+            crate::privilege::stacksafe_uninit_unreadable(o, c, m, exact)
+        };
+        if !stack_ok {
             return false;
         }
     }

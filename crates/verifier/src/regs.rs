@@ -74,6 +74,13 @@ impl RegType {
     pub fn is_pkt(self) -> bool {
         matches!(self, RegType::Packet | RegType::PacketMeta)
     }
+    /// Packet pointers with the end (reg_is_pkt_pointer_any).
+    pub fn is_pkt_any(self) -> bool {
+        matches!(
+            self,
+            RegType::Packet | RegType::PacketMeta | RegType::PacketEnd
+        )
+    }
     /// Pointer types that may be NULL-checked into a socket.
     pub fn is_sock(self) -> bool {
         matches!(self, RegType::Sock | RegType::SockCommon | RegType::TcpSock)

@@ -24,6 +24,11 @@
 //!                                   `bpf_wq`) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
+//! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
+//!                                   alone) or unprivileged; both verifiers
+//!                                   load at that level; a rejection by
+//!                                   bpf_prog_load itself reads
+//!                                   `bpf_prog_load: EPERM`)
 //! # func: 0 main global int int*    (optional, repeatable, one per function
 //!                                   in order: start insn, name, static |
 //!                                   global, return int | void, arguments
@@ -46,7 +51,7 @@
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType};
 use bpfvet_kernel::{oracle, Errno};
 use bpfvet_object::{MapDef, Object};
-use bpfvet_verifier::{verify, Options, Verdict};
+use bpfvet_verifier::{verify, Options, Privileges, Verdict};
 use std::path::PathBuf;
 
 struct Case {
@@ -66,6 +71,7 @@ struct Case {
     funcs: Vec<String>,
     lines: Vec<String>,
     sleepable: bool,
+    privileges: Privileges,
     text: String,
 }
 
@@ -85,6 +91,7 @@ fn parse(name: &str, src: &str) -> Case {
         funcs: Vec::new(),
         lines: Vec::new(),
         sleepable: false,
+        privileges: Privileges::Root,
         text: String::new(),
     };
     for line in src.lines() {
@@ -110,6 +117,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "func" => c.funcs.push(v.to_string()),
                     "line" => c.lines.push(v.to_string()),
                     "sleepable" => c.sleepable = v == "yes",
+                    "privileges" => c.privileges = v.parse().expect("privilege level"),
                     _ => {}
                 }
             }
@@ -381,11 +389,16 @@ fn last_log_line(text: &str) -> String {
 
 /// [`kernel_load`] for a program with maps: the kernel backend creates
 /// them and resolves `map_idx[N]`.
-fn kernel_load_with_maps(obj: &Object, log_level: u32) -> Option<KernelSays> {
+fn kernel_load_with_maps(
+    obj: &Object,
+    log_level: u32,
+    privileges: Privileges,
+) -> Option<KernelSays> {
     let kernel = bpfvet_kernel::Kernel::open().ok()?;
     let session = kernel.open_object(obj);
     let opts = bpfvet_kernel::LoadOptions {
         log_level,
+        privileges,
         ..Default::default()
     };
     let report = session.load_program(0, &opts)?;
@@ -394,7 +407,9 @@ fn kernel_load_with_maps(obj: &Object, log_level: u32) -> Option<KernelSays> {
     }
     Some(KernelSays {
         accepted: report.verdict.is_accepted(),
-        last: last_log_line(&report.log),
+        last: report
+            .error_line()
+            .map_or_else(|| last_log_line(&report.log), str::to_string),
         processed: report.stats.processed_insns,
         total_states: report.stats.total_states,
         peak_states: report.stats.peak_states,
@@ -423,21 +438,30 @@ fn log_stat(text: &str, key: &str) -> Option<u64> {
 
 /// What the host kernel says about the program (no maps), or None where
 /// it cannot be asked.
-fn kernel_load(obj: &Object, log_level: u32) -> Option<KernelSays> {
+fn kernel_load(obj: &Object, log_level: u32, privileges: Privileges) -> Option<KernelSays> {
     let p = &obj.programs[0];
     let mut raw = oracle::RawProgram::new(p.prog_type.0, &p.insns);
     raw.log_level = log_level.max(raw.log_level);
+    raw.privileges = privileges;
     if p.sleepable {
         raw.prog_flags |= bpfvet_isa::uapi::BPF_F_SLEEPABLE;
     }
     raw.expected_attach_type = p.expected_attach_type.map_or(0, |a| a.0);
     let v = oracle::load(&raw);
-    if matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
+    // At a reduced level bpf_prog_load's own refusal (no log) is the
+    // answer; as root an EPERM means the kernel cannot be asked.
+    let load_refusal = privileges != Privileges::Root
+        && v.log.trim().is_empty()
+        && matches!(v.errno(), Some(Errno::EPERM | Errno::E2BIG));
+    if !load_refusal && matches!(v.errno(), Some(Errno::EPERM | Errno::ENOSYS)) {
         return None;
     }
     Some(KernelSays {
         accepted: v.accepted(),
-        last: v.error_line().to_string(),
+        last: match v.errno() {
+            Some(e) if load_refusal => format!("bpf_prog_load: {e}"),
+            _ => v.error_line().to_string(),
+        },
         processed: log_stat(&v.log, "processed"),
         total_states: log_stat(&v.log, "total_states"),
         peak_states: log_stat(&v.log, "peak_states"),
@@ -461,7 +485,11 @@ fn cases() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let c = parse(&name, &std::fs::read_to_string(f).unwrap());
         let obj = object(&c);
-        let out = verify(&obj, 0, &Options::default());
+        let opts = Options {
+            privileges: c.privileges,
+            ..Options::default()
+        };
+        let out = verify(&obj, 0, &opts);
         match (&out.verdict, c.accept) {
             (Verdict::Accepted, true) => {}
             (Verdict::Unsupported { .. }, false) if c.refuse => {}
@@ -508,14 +536,27 @@ fn cases() {
         if show_logs {
             let opts = Options {
                 log_level: 2,
+                privileges: c.privileges,
                 ..Options::default()
             };
             println!("--- {name}: bpfvet\n{}", verify(&obj, 0, &opts).log);
         }
-        let kernel = if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
-            kernel_load(&obj, log_level)
+        let level_missing = match bpfvet_kernel::privileges::available(c.privileges) {
+            Ok(()) => false,
+            Err(why) => {
+                println!(
+                    "SKIP: {name}: host kernel replay at {}: {why}",
+                    c.privileges
+                );
+                true
+            }
+        };
+        let kernel = if level_missing {
+            None
+        } else if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
+            kernel_load(&obj, log_level, c.privileges)
         } else {
-            kernel_load_with_maps(&obj, log_level)
+            kernel_load_with_maps(&obj, log_level, c.privileges)
         };
         if let (true, Some(k)) = (show_logs, &kernel) {
             println!("--- {name}: kernel\n{}", k.log);

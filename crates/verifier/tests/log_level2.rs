@@ -225,6 +225,7 @@ fn compare_logs(level: u32, must_match: &[&str]) {
             log_level: level,
             log_size: 64 << 20,
             log_size_cap: 64 << 20,
+            ..Default::default()
         };
         for i in 0..obj.programs.len() {
             let name = format!("{stem}/{}", obj.programs[i].name);

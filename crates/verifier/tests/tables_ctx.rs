@@ -220,6 +220,7 @@ fn sign_extending_ctx_loads_match_the_host_kernel() {
                     size,
                     access: Access::Read,
                     ldsx: true,
+                    bpf_capable: true,
                 });
                 let line = r.last_error_line().to_string();
                 let same = match &ours {

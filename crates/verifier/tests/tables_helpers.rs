@@ -203,6 +203,74 @@ fn helper_permissions_match_the_host_kernel() {
     );
 }
 
+/// The tiers of the helper tables by the loader's capabilities: socket
+/// filter and cgroup skb programs loaded with CAP_BPF alone and without any
+/// capability, every helper id.
+#[test]
+fn helper_tiers_match_the_host_kernel_by_privileges() {
+    use bpfvet_isa::Privileges;
+    if let Some(why) = kernel_unavailable() {
+        println!("SKIP: {why}");
+        return;
+    }
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    for level in [Privileges::Bpf, Privileges::Unprivileged] {
+        if let Err(why) = bpfvet_kernel::privileges::available(level) {
+            println!("SKIP: loads at {level}: {why}");
+            continue;
+        }
+        for (prog_type, attach) in [
+            (ProgType::SOCKET_FILTER, None),
+            (ProgType::CGROUP_SKB, Some(AttachType::CGROUP_INET_INGRESS)),
+        ] {
+            let caller = CallerProg {
+                privileges: level,
+                ..CallerProg::new(prog_type, attach)
+            };
+            for helper in 0..=HELPER_MAX_ID {
+                let insns = [call(helper), mov_r0(1), exit()];
+                let mut p = bpfvet_kernel::oracle::RawProgram::new(prog_type.0, &insns);
+                p.log_level = 1;
+                p.log_size = 1 << 16;
+                p.expected_attach_type = attach.map_or(0, |a| a.0);
+                p.privileges = level;
+                let v = bpfvet_kernel::oracle::load(&p);
+                let line = v.error_line();
+                let kernel = if !v.accepted()
+                    && line.starts_with("program of this type cannot use helper")
+                {
+                    Class::Forbidden(line.to_string())
+                } else if !v.accepted() && line.starts_with("invalid func ") {
+                    Class::Unknown(line.to_string())
+                } else {
+                    Class::Allowed
+                };
+                let ours = match helper_proto_for(helper, &caller) {
+                    Ok(_) => Class::Allowed,
+                    Err(e @ bpfvet_verifier::helpers::HelperError::Unknown { .. }) => {
+                        Class::Unknown(e.to_string())
+                    }
+                    Err(e) => Class::Forbidden(e.to_string()),
+                };
+                compared += 1;
+                if kernel != ours {
+                    mismatches.push(format!(
+                        "{level} {prog_type} helper {helper}: kernel {kernel:?}, ours {ours:?}"
+                    ));
+                }
+            }
+        }
+    }
+    println!("compared {compared} (level, type, helper) triples");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
 /// The first argument's type, seen through the kernel's complaint when R1
 /// (the ctx) does not fit it: "R1 type=ctx expected=<list>".
 #[test]

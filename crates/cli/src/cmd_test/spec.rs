@@ -2,6 +2,7 @@
 //! reads them: BTF decl tags `comment:test_*` on the program's FUNC (the
 //! `__success`, `__failure`, `__msg`, `__flag`, ... macros of bpf_misc.h).
 
+use bpfvet_isa::Privileges;
 use bpfvet_object::btf::{Btf, Kind};
 
 /// Expectations of one privilege mode.
@@ -14,14 +15,19 @@ pub struct Expect {
     pub retval: Option<i32>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TestSpec {
     /// `__description`, else the program name.
     pub name: String,
     pub privileged: Option<Expect>,
-    /// Unprivileged expectations (`__*_unpriv`); bpfvet verifies as root,
-    /// so these are reported as skipped.
+    /// Unprivileged expectations (`__*_unpriv`), checked by `bpfvet test
+    /// --privileges unprivileged|both`.
     pub unprivileged: Option<Expect>,
+    /// The capabilities of the unprivileged run: none, or those
+    /// `__caps_unpriv` gives back (Err: a set bpfvet has no level for).
+    pub unpriv_level: Result<Privileges, String>,
+    /// `__xlated_unpriv` / `__jited_unpriv`, or the privileged ones.
+    pub unchecked_unpriv: Vec<&'static str>,
     /// Loaded along with the tests of the object, not a test itself.
     pub auxiliary: bool,
     pub log_level: u32,
@@ -60,7 +66,16 @@ pub fn parse(btf: &Btf, prog: &str) -> Result<TestSpec, String> {
         .ok_or_else(|| format!("no FUNC '{prog}' in the object's BTF"))?;
     let mut spec = TestSpec {
         name: prog.to_string(),
-        ..Default::default()
+        privileged: None,
+        unprivileged: None,
+        unpriv_level: Ok(Privileges::Unprivileged),
+        unchecked_unpriv: Vec::new(),
+        auxiliary: false,
+        log_level: 0,
+        flags_set: 0,
+        flags_cleared: 0,
+        arches: Vec::new(),
+        unchecked: Vec::new(),
     };
     let mut description = None;
     let mut priv_ = Expect::default();
@@ -109,7 +124,28 @@ pub fn parse(btf: &Btf, prog: &str) -> Result<TestSpec, String> {
                 });
                 has_priv = true;
             }
-            "expect_xlated_unpriv" | "jited_unpriv" => has_unpriv = true,
+            "expect_xlated_unpriv" | "jited_unpriv" => {
+                let what = if key == "jited_unpriv" {
+                    "__jited_unpriv"
+                } else {
+                    "__xlated_unpriv"
+                };
+                if !spec.unchecked_unpriv.contains(&what) {
+                    spec.unchecked_unpriv.push(what);
+                }
+                has_unpriv = true;
+            }
+            "caps_unpriv" => {
+                // Capability numbers joined by '|' (bpf_misc.h expands the
+                // CAP_* names).
+                let bpf = bpfvet_isa::privileges::cap::BPF.to_string();
+                spec.unpriv_level = if value.trim() == bpf {
+                    Ok(Privileges::Bpf)
+                } else {
+                    Err(format!("__caps_unpriv({value}) is no level bpfvet models"))
+                };
+                has_unpriv = true;
+            }
             "retval" => {
                 priv_.retval = Some(retval(value)?);
                 has_priv = true;
@@ -152,6 +188,12 @@ pub fn parse(btf: &Btf, prog: &str) -> Result<TestSpec, String> {
         }
         if !unpriv_retval {
             unpriv.retval = priv_.retval;
+        }
+        if unpriv.msgs.is_empty() {
+            unpriv.msgs = priv_.msgs.clone();
+        }
+        if spec.unchecked_unpriv.is_empty() {
+            spec.unchecked_unpriv = spec.unchecked.clone();
         }
         spec.unprivileged = Some(unpriv);
     }

@@ -58,6 +58,8 @@ pub struct RunOptions {
     /// Per-program limits of the bpfvet verifier (the kernel has its own).
     pub timeout: Option<std::time::Duration>,
     pub max_memory: Option<usize>,
+    /// The loader's capabilities, for both backends.
+    pub privileges: bpfvet_isa::Privileges,
 }
 
 pub trait Backend {
@@ -102,6 +104,7 @@ fn rejection_detail(
     obj: &Object,
     idx: usize,
     error: &str,
+    privileges: bpfvet_isa::Privileges,
 ) -> Option<String> {
     if !out.log.is_empty() {
         return bpfvet_kernel::report::error_detail(&out.log, error);
@@ -113,6 +116,7 @@ fn rejection_detail(
     }
     let opts = bpfvet_verifier::Options {
         log_level: 1,
+        privileges,
         ..Default::default()
     };
     let again = bpfvet_verifier::verify(obj, idx, &opts);
@@ -187,6 +191,7 @@ impl KernelBackend {
         }
         let mut load = LoadOptions {
             log_level: opts.log_level,
+            privileges: opts.privileges,
             ..Default::default()
         };
         if let Some(size) = opts.log_size {
@@ -280,6 +285,7 @@ impl Backend for BpfvetBackend {
             log_level: opts.log_level,
             timeout: opts.timeout,
             max_memory: opts.max_memory,
+            privileges: opts.privileges,
             ..Default::default()
         };
         progs
@@ -340,7 +346,7 @@ impl Backend for BpfvetBackend {
                     } => {
                         row.rejection = Some(Rejection {
                             error: error.clone(),
-                            detail: rejection_detail(&out, obj, i, error),
+                            detail: rejection_detail(&out, obj, i, error, opts.privileges),
                             insn: *insn,
                             source: source.clone(),
                         });

@@ -100,6 +100,8 @@ pub struct CtxQuery {
     pub access: Access,
     /// A sign-extending load (BPF_MEMSX).
     pub ldsx: bool,
+    /// The loader has CAP_BPF (some fields are hidden without it).
+    pub bpf_capable: bool,
 }
 
 /// [`check_ctx_access_with`] for a plain (not sign-extending) access.
@@ -117,6 +119,7 @@ pub fn check_ctx_access(
         size,
         access,
         ldsx: false,
+        bpf_capable: true,
     })
 }
 
@@ -132,6 +135,7 @@ pub fn check_ctx_access_with(q: &CtxQuery) -> Result<CtxAccess, CtxError> {
         write: q.access == Access::Write,
         eat: effective_attach_type(q.prog_type, q.expected_attach_type),
         ldsx: q.ldsx,
+        bpf_capable: q.bpf_capable,
     };
     use ProgType as P;
     let grant = match q.prog_type {
@@ -258,6 +262,7 @@ pub(crate) struct Q {
     pub write: bool,
     pub eat: AttachType,
     pub ldsx: bool,
+    pub bpf_capable: bool,
 }
 
 impl Q {

@@ -82,11 +82,19 @@ pub fn socket_filter(q: &Q) -> Grant {
 }
 
 pub fn cgroup_skb(q: &Q) -> Grant {
-    // data/data_end need CAP_BPF, which root has.
     if in_any(q, &[SKB_TC_CLASSID, SKB_DATA_META, SKB_WIRE_LEN]) {
         return None;
     }
-    if q.write && !in_any(q, &[SKB_MARK, SKB_PRIORITY, SKB_CB, SKB_TSTAMP]) {
+    // Packet pointers, and writes of tstamp, need CAP_BPF.
+    if !q.bpf_capable && in_any(q, &[SKB_DATA, SKB_DATA_END]) {
+        return None;
+    }
+    let writable: &[_] = if q.bpf_capable {
+        &[SKB_MARK, SKB_PRIORITY, SKB_CB, SKB_TSTAMP]
+    } else {
+        &[SKB_MARK, SKB_PRIORITY, SKB_CB]
+    };
+    if q.write && !in_any(q, writable) {
         return None;
     }
     common(q, packet_pointer(q, false))

@@ -87,6 +87,7 @@ pub fn sock_ptr_load_ok(kind: SockPtr, off: i32, size: u32) -> bool {
         write: false,
         eat: At(0),
         ldsx: false,
+        bpf_capable: true,
     };
     match kind {
         SockPtr::Sock => bpf_sock(&q).is_some(),

@@ -9,7 +9,7 @@ pub mod classes;
 pub mod ids;
 pub mod kfuncs;
 pub mod map_compat;
-mod prog_types;
+pub(crate) mod prog_types;
 pub mod proto;
 pub mod protos;
 
@@ -59,6 +59,8 @@ pub struct CallerProg {
     pub iter_sockopt: bool,
     /// For struct_ops programs: which helpers their type gives.
     pub struct_ops: StructOpsHelpers,
+    /// The loader's capabilities.
+    pub privileges: bpfvet_isa::Privileges,
 }
 
 impl CallerProg {
@@ -71,7 +73,14 @@ impl CallerProg {
             kprobe_override: false,
             iter_sockopt: false,
             struct_ops: StructOpsHelpers::None,
+            privileges: bpfvet_isa::Privileges::Root,
         }
+    }
+
+    /// bpf_token_capable: capability `c`, or CAP_SYS_ADMIN.
+    pub fn has(&self, c: u32) -> bool {
+        use bpfvet_isa::privileges::cap;
+        self.privileges.has(c) || self.privileges.has(cap::SYS_ADMIN)
     }
 }
 

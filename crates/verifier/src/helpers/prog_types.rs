@@ -2,13 +2,14 @@
 //! gets: the kernel's per-type `get_func_proto` callbacks (net/core/filter.c,
 //! kernel/trace/bpf_trace.c, kernel/bpf/{helpers,cgroup,syscall,bpf_lsm}.c),
 //! as tables of plain entries plus code for the entries that depend on the
-//! attach type, sleepability or lockdown. Privilege is that of root: every
-//! tier of `bpf_base_func_proto` (plain, CAP_BPF, CAP_PERFMON) applies.
+//! attach type, sleepability, lockdown or the loader's capabilities (the
+//! tiers of `bpf_base_func_proto`: plain, CAP_BPF, CAP_PERFMON).
 
 use super::ids::id;
 use super::proto::HelperProto;
 use super::protos::*;
 use super::CallerProg;
+use bpfvet_isa::privileges::cap;
 use bpfvet_isa::uapi::{AttachType as At, ProgType as Pt};
 
 type Proto = Option<&'static HelperProto>;
@@ -16,6 +17,44 @@ type Table = &'static [(u32, &'static HelperProto)];
 
 fn find(table: Table, func: u32) -> Proto {
     table.iter().find(|(f, _)| *f == func).map(|(_, p)| *p)
+}
+
+/// The capability bpf_prog_load asks of a loader of program type `pt`
+/// besides CAP_BPF (is_net_admin_prog_type, is_perfmon_prog_type), and
+/// whether a loader without CAP_BPF may load it at all.
+pub fn load_capabilities(pt: Pt) -> (bool, &'static [u32]) {
+    use bpfvet_isa::privileges::cap;
+    let unprivileged = matches!(pt, Pt::SOCKET_FILTER | Pt::CGROUP_SKB);
+    let needs: &'static [u32] = match pt {
+        Pt::SCHED_CLS
+        | Pt::SCHED_ACT
+        | Pt::XDP
+        | Pt::LWT_IN
+        | Pt::LWT_OUT
+        | Pt::LWT_XMIT
+        | Pt::LWT_SEG6LOCAL
+        | Pt::SK_SKB
+        | Pt::SK_MSG
+        | Pt::FLOW_DISSECTOR
+        | Pt::CGROUP_DEVICE
+        | Pt::CGROUP_SOCK
+        | Pt::CGROUP_SOCK_ADDR
+        | Pt::CGROUP_SOCKOPT
+        | Pt::CGROUP_SYSCTL
+        | Pt::SOCK_OPS
+        | Pt::NETFILTER => &[cap::NET_ADMIN],
+        Pt::EXT => &[cap::NET_ADMIN, cap::PERFMON],
+        Pt::KPROBE
+        | Pt::TRACEPOINT
+        | Pt::PERF_EVENT
+        | Pt::RAW_TRACEPOINT
+        | Pt::RAW_TRACEPOINT_WRITABLE
+        | Pt::TRACING
+        | Pt::LSM
+        | Pt::STRUCT_OPS => &[cap::PERFMON],
+        _ => &[],
+    };
+    (unprivileged, needs)
 }
 
 /// The plain entries of `sock_filter_func_proto`.
@@ -297,8 +336,9 @@ const SK_LOOKUP: Table = &[
     (id::SK_RELEASE, &BPF_SK_RELEASE),
 ];
 
-/// The plain entries of `bpf_sk_base_func_proto`.
-const SK_BASE: Table = &[
+/// The socket casts of `bpf_sk_base_func_proto`, for a loader with
+/// CAP_PERFMON.
+const SK_BASE_CAP_PERFMON: Table = &[
     (id::SKC_TO_TCP6_SOCK, &BPF_SKC_TO_TCP6_SOCK),
     (id::SKC_TO_TCP_SOCK, &BPF_SKC_TO_TCP_SOCK),
     (id::SKC_TO_TCP_TIMEWAIT_SOCK, &BPF_SKC_TO_TCP_TIMEWAIT_SOCK),
@@ -306,7 +346,6 @@ const SK_BASE: Table = &[
     (id::SKC_TO_UDP6_SOCK, &BPF_SKC_TO_UDP6_SOCK),
     (id::SKC_TO_UNIX_SOCK, &BPF_SKC_TO_UNIX_SOCK),
     (id::SKC_TO_MPTCP_SOCK, &BPF_SKC_TO_MPTCP_SOCK),
-    (id::KTIME_GET_COARSE_NS, &BPF_KTIME_GET_COARSE_NS),
 ];
 
 /// The plain entries of `bpf_tracing_func_proto`.
@@ -446,7 +485,7 @@ const CGROUP_CURRENT: Table = &[
     ),
 ];
 
-/// The plain entries of `bpf_base_func_proto`.
+/// The plain entries of `bpf_base_func_proto`: any loader.
 const BASE: Table = &[
     (id::MAP_LOOKUP_ELEM, &BPF_MAP_LOOKUP_ELEM),
     (id::MAP_UPDATE_ELEM, &BPF_MAP_UPDATE_ELEM),
@@ -472,6 +511,11 @@ const BASE: Table = &[
     (id::STRTOUL, &BPF_STRTOUL),
     (id::GET_CURRENT_PID_TGID, &BPF_GET_CURRENT_PID_TGID),
     (id::GET_NS_CURRENT_PID_TGID, &BPF_GET_NS_CURRENT_PID_TGID),
+    (id::GET_CURRENT_UID_GID, &BPF_GET_CURRENT_UID_GID),
+];
+
+/// The entries of `bpf_base_func_proto` for a loader with CAP_BPF.
+const BASE_CAP_BPF: Table = &[
     (id::SPIN_LOCK, &BPF_SPIN_LOCK),
     (id::SPIN_UNLOCK, &BPF_SPIN_UNLOCK),
     (id::JIFFIES64, &BPF_JIFFIES64),
@@ -499,6 +543,15 @@ const BASE: Table = &[
         id::GET_CURRENT_ANCESTOR_CGROUP_ID,
         &BPF_GET_CURRENT_ANCESTOR_CGROUP_ID,
     ),
+    (id::GET_CGROUP_CLASSID, &BPF_GET_CGROUP_CLASSID_CURR),
+    (
+        id::CURRENT_TASK_UNDER_CGROUP,
+        &BPF_CURRENT_TASK_UNDER_CGROUP,
+    ),
+];
+
+/// The entries of `bpf_base_func_proto` for a loader with CAP_PERFMON.
+const BASE_CAP_PERFMON: Table = &[
     (id::TRACE_PRINTK, &BPF_TRACE_PRINTK),
     (id::GET_CURRENT_TASK, &BPF_GET_CURRENT_TASK),
     (id::GET_CURRENT_TASK_BTF, &BPF_GET_CURRENT_TASK_BTF),
@@ -508,16 +561,8 @@ const BASE: Table = &[
     (id::SNPRINTF, &BPF_SNPRINTF),
     (id::TASK_PT_REGS, &BPF_TASK_PT_REGS),
     (id::TRACE_VPRINTK, &BPF_TRACE_VPRINTK),
-    // Since 6.15 these tracing helpers are part of the CAP_PERFMON tier
-    // for every program type.
-    (id::GET_CURRENT_UID_GID, &BPF_GET_CURRENT_UID_GID),
     (id::GET_CURRENT_COMM, &BPF_GET_CURRENT_COMM),
-    (id::GET_CGROUP_CLASSID, &BPF_GET_CGROUP_CLASSID_CURR),
     (id::PERF_EVENT_READ, &BPF_PERF_EVENT_READ),
-    (
-        id::CURRENT_TASK_UNDER_CGROUP,
-        &BPF_CURRENT_TASK_UNDER_CGROUP,
-    ),
     (id::PERF_EVENT_READ_VALUE, &BPF_PERF_EVENT_READ_VALUE),
     (id::SEND_SIGNAL, &BPF_SEND_SIGNAL),
     (id::SEND_SIGNAL_THREAD, &BPF_SEND_SIGNAL_THREAD),
@@ -619,6 +664,7 @@ pub(super) fn resolve(func: u32, p: &CallerProg) -> Proto {
         Pt::TRACING => tracing_prog(func, p),
         Pt::LSM => lsm(func, p),
         Pt::SK_LOOKUP => find(SK_LOOKUP, func).or_else(|| sk_base(func, p)),
+        Pt::SYSCALL if func == id::SYS_BPF && !p.has(cap::PERFMON) => None,
         Pt::SYSCALL => find(SYSCALL_PROG, func).or_else(|| tracing_prog(func, p)),
         Pt::NETFILTER => base(func, p),
         Pt::STRUCT_OPS => match p.struct_ops {
@@ -646,6 +692,22 @@ fn tcp_ca(func: u32, release: bool, p: &CallerProg) -> Proto {
 
 /// `bpf_base_func_proto`, all privilege tiers.
 fn base(func: u32, p: &CallerProg) -> Proto {
+    if let Some(proto) = find(BASE, func) {
+        return Some(proto);
+    }
+    if !p.has(cap::BPF) {
+        return None;
+    }
+    let with_bpf = match func {
+        id::TASK_STORAGE_GET if check_recur(p) => Some(&BPF_TASK_STORAGE_GET_RECUR),
+        id::TASK_STORAGE_GET => Some(&BPF_TASK_STORAGE_GET),
+        id::TASK_STORAGE_DELETE if check_recur(p) => Some(&BPF_TASK_STORAGE_DELETE_RECUR),
+        id::TASK_STORAGE_DELETE => Some(&BPF_TASK_STORAGE_DELETE),
+        _ => find(BASE_CAP_BPF, func),
+    };
+    if with_bpf.is_some() || !p.has(cap::PERFMON) {
+        return with_bpf;
+    }
     match func {
         id::PROBE_READ_KERNEL if p.lockdown.blocks_kernel_reads() => None,
         id::PROBE_READ_KERNEL => Some(&BPF_PROBE_READ_KERNEL),
@@ -653,17 +715,17 @@ fn base(func: u32, p: &CallerProg) -> Proto {
         id::PROBE_READ_KERNEL_STR => Some(&BPF_PROBE_READ_KERNEL_STR),
         id::GET_TASK_STACK if p.sleepable => Some(&BPF_GET_TASK_STACK_SLEEPABLE),
         id::GET_TASK_STACK => Some(&BPF_GET_TASK_STACK),
-        id::TASK_STORAGE_GET if check_recur(p) => Some(&BPF_TASK_STORAGE_GET_RECUR),
-        id::TASK_STORAGE_GET => Some(&BPF_TASK_STORAGE_GET),
-        id::TASK_STORAGE_DELETE if check_recur(p) => Some(&BPF_TASK_STORAGE_DELETE_RECUR),
-        id::TASK_STORAGE_DELETE => Some(&BPF_TASK_STORAGE_DELETE),
-        _ => find(BASE, func),
+        _ => find(BASE_CAP_PERFMON, func),
     }
 }
 
 /// `bpf_sk_base_func_proto`: the socket casts on top of the base set.
 fn sk_base(func: u32, p: &CallerProg) -> Proto {
-    find(SK_BASE, func).or_else(|| base(func, p))
+    match func {
+        id::KTIME_GET_COARSE_NS => Some(&BPF_KTIME_GET_COARSE_NS),
+        _ if find(SK_BASE_CAP_PERFMON, func).is_some() && !p.has(cap::PERFMON) => None,
+        _ => find(SK_BASE_CAP_PERFMON, func).or_else(|| base(func, p)),
+    }
 }
 
 fn sk_filter(func: u32, p: &CallerProg) -> Proto {
@@ -776,6 +838,16 @@ fn has_trampoline(p: &CallerProg) -> bool {
 /// `bpf_tracing_func_proto`: what every tracing-like type shares.
 fn tracing(func: u32, p: &CallerProg) -> Proto {
     let reads_ok = !p.lockdown.blocks_kernel_reads();
+    if !p.has(cap::SYS_ADMIN) {
+        // Past a few entries and the base set, bpf_tracing_func_proto
+        // wants CAP_SYS_ADMIN.
+        return match func {
+            id::PROBE_READ => reads_ok.then_some(&BPF_PROBE_READ_COMPAT),
+            id::PROBE_READ_STR => reads_ok.then_some(&BPF_PROBE_READ_COMPAT_STR),
+            id::GET_SMP_PROCESSOR_ID | id::GET_FUNC_IP => find(TRACING, func),
+            _ => base(func, p),
+        };
+    }
     match func {
         id::PROBE_WRITE_USER => p
             .lockdown
@@ -872,7 +944,7 @@ mod tests {
         LWT_SEG6LOCAL,
         SK_REUSEPORT,
         SK_LOOKUP,
-        SK_BASE,
+        SK_BASE_CAP_PERFMON,
         TRACING,
         KPROBE_PROG,
         TP_PROG,
@@ -884,6 +956,8 @@ mod tests {
         CG_SOCKOPT,
         CGROUP_CURRENT,
         BASE,
+        BASE_CAP_BPF,
+        BASE_CAP_PERFMON,
         SYSCALL_PROG,
         LSM,
         LIRC_MODE2,

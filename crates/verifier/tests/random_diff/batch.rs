@@ -113,6 +113,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         "# prog_type: {}",
         super::diff::prog_type_name(p.prog_type)
     );
+    out.push_str(&super::diff::privileges_directive());
     for m in [
         "array 4 48",
         "hash 8 32",

@@ -223,6 +223,23 @@ pub fn prog_type_name(t: ProgType) -> &'static str {
     t.name().unwrap_or("?")
 }
 
+/// The level both sides load at: BPFVET_FUZZ_PRIVILEGES (root, bpf or
+/// unprivileged; default root).
+pub fn fuzz_privileges() -> bpfvet_verifier::Privileges {
+    std::env::var("BPFVET_FUZZ_PRIVILEGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default()
+}
+
+/// The `# privileges:` line of a case found at a reduced level (else none).
+pub fn privileges_directive() -> String {
+    match fuzz_privileges() {
+        bpfvet_verifier::Privileges::Root => String::new(),
+        p => format!("# privileges: {p}\n"),
+    }
+}
+
 /// Runs bpfvet on its own thread so a panic or a hang is caught.
 pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
     let (tx, rx) = mpsc::channel();
@@ -233,6 +250,7 @@ pub fn run_ours(obj: &Arc<Object>, index: usize) -> Ours {
             let opts = Options {
                 log_level: 1,
                 timeout: Some(BPFVET_TIMEOUT),
+                privileges: fuzz_privileges(),
                 ..Options::default()
             };
             let _ = tx.send(verify(&obj, index, &opts));
@@ -278,6 +296,7 @@ pub fn run_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
         log_level: 1,
         log_size: KERNEL_LOG_CAP,
         log_size_cap: KERNEL_LOG_CAP,
+        privileges: fuzz_privileges(),
     };
     let Some(rep) = session.load_program(index, &opts) else {
         return Theirs::Refused(format!("no program {index}"));
@@ -286,7 +305,7 @@ pub fn run_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
         KVerdict::Accepted => Theirs::Accepted {
             insns: rep.processed_insns(),
         },
-        KVerdict::Rejected => Theirs::Rejected(last_error_line(&rep.log)),
+        KVerdict::Rejected => Theirs::Rejected(rep.error_line().unwrap_or("").to_string()),
         // The log rotated (it keeps its tail, so its last line is still the
         // error) but a truncated log fails the load: ask again without it
         // for the verdict.

@@ -585,6 +585,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
     let p = &obj.programs[pi];
     let mut out = format!("# mutant: {header}\n");
     let _ = writeln!(out, "# prog_type: {}", p.prog_type.name().unwrap_or("?"));
+    out.push_str(&super::diff::privileges_directive());
     if let Some(a) = p.expected_attach_type.and_then(|a| a.name()) {
         let _ = writeln!(out, "# attach_type: {a}");
     }
