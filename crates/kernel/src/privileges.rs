@@ -4,7 +4,8 @@
 //! effective set with capset(2) (the permitted set stays, nothing else in
 //! the process changes), makes the call and ends. Unprivileged loads also
 //! need kernel.unprivileged_bpf_disabled=0; it is lowered while such loads
-//! run and restored when the last one ends.
+//! run and restored when the last one ends, one process at a time (a lock
+//! file). A process killed meanwhile leaves it at 0.
 
 use bpfvet_isa::Privileges;
 use std::sync::Mutex;
@@ -82,15 +83,59 @@ fn set_effective_caps(_mask: u64) -> Result<(), String> {
     Err("capabilities are a Linux feature".into())
 }
 
-/// Holders of the lowered sysctl, and the value to restore.
-static SYSCTL_USERS: Mutex<(usize, String)> = Mutex::new((0, String::new()));
+/// Serialises the lowered sysctl across processes (parallel tests, several
+/// bpfvet runs): without it one process could restore the old value while
+/// another loads, or save the lowered 0 as the value to restore.
+const LOCK_NAME: &str = "bpfvet-unprivileged-bpf.lock";
+
+/// The holders of the lowered sysctl in this process, the value to restore
+/// and the cross-process lock held meanwhile.
+struct SysctlUsers {
+    count: usize,
+    restore: String,
+    lock: Option<std::fs::File>,
+}
+
+static SYSCTL_USERS: Mutex<SysctlUsers> = Mutex::new(SysctlUsers {
+    count: 0,
+    restore: String::new(),
+    lock: None,
+});
 
 struct SysctlGuard;
+
+/// Opens the lock file and blocks until this process holds it.
+fn lock_across_processes() -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let run_lock = std::path::Path::new("/run/lock");
+    let dir = if run_lock.is_dir() {
+        run_lock.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let path = dir.join(LOCK_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!(
+            "cannot lock {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(file)
+}
 
 impl SysctlGuard {
     fn enter() -> Result<SysctlGuard, String> {
         let mut users = SYSCTL_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        if users.0 == 0 {
+        if users.count == 0 {
+            let lock = lock_across_processes()?;
             let old = std::fs::read_to_string(SYSCTL)
                 .map_err(|e| format!("cannot read {SYSCTL}: {e}"))?;
             if old.trim() != "0" {
@@ -101,9 +146,10 @@ impl SysctlGuard {
                     )
                 })?;
             }
-            users.1 = old.trim().to_string();
+            users.restore = old.trim().to_string();
+            users.lock = Some(lock);
         }
-        users.0 += 1;
+        users.count += 1;
         Ok(SysctlGuard)
     }
 }
@@ -111,9 +157,13 @@ impl SysctlGuard {
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
         let mut users = SYSCTL_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        users.0 -= 1;
-        if users.0 == 0 && users.1 != "0" {
-            let _ = std::fs::write(SYSCTL, &users.1);
+        users.count -= 1;
+        if users.count == 0 {
+            if users.restore != "0" {
+                let _ = std::fs::write(SYSCTL, &users.restore);
+            }
+            // Closing the file releases the lock for the next process.
+            users.lock = None;
         }
     }
 }
