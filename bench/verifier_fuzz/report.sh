@@ -5,8 +5,10 @@
 # with the kernel sources kernel_src.sh fetches) and, where the selftests'
 # compare.sh results of 6.18 exist, which the selftests reach. Mutation runs
 # of mutate.sh (MUTATE_DIR: their mut-*.tsv) count as generated programs;
-# their MUTATE.md is appended to REPORT.md.
-#   bench/verifier_fuzz/report.sh DIR [SELFTESTS_RESULTS_PREFIX [MUTATE_DIR...]]
+# their MUTATE.md is appended to REPORT.md. More batch runs (EXTRA_DIRS,
+# e.g. a run at PRIVILEGES=unprivileged) count as generated programs too;
+# their REPORT.md is appended.
+#   [EXTRA_DIRS="DIR2 ..."] bench/verifier_fuzz/report.sh DIR [SELFTESTS_RESULTS_PREFIX [MUTATE_DIR...]]
 #   (prefix default /var/tmp/bpfvet-selftests-6.18/results)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,10 @@ commit=$(git -C "$here" rev-parse --short HEAD)
 {
     echo "<!-- copied from a batch.sh run by report.sh at $commit -->"
     cat "$dir/REPORT.md"
+    for e in ${EXTRA_DIRS:-}; do
+        [ -f "$e/REPORT.md" ] || { echo "report.sh: no $e/REPORT.md" >&2; exit 1; }
+        echo; sed 's/^# /## /' "$e/REPORT.md"
+    done
     for m in $mutdirs; do
         if [ -f "$m/MUTATE.md" ]; then echo; sed 's/^# /## /' "$m/MUTATE.md"; fi
     done
@@ -34,7 +40,10 @@ for s in verifier other; do
     [ -f "$st-$s.csv" ] && [ -f "$st-$s.err" ] && set -- "$@" --selftests "$st-$s.csv" "$st-$s.err"
 done
 # shellcheck disable=SC2086 # one word per TSV path
-python3 "$here/error_sites.py" "$("$here/kernel_src.sh")" --fuzz "$dir"/batch-*.tsv \
+extra=""
+for e in ${EXTRA_DIRS:-}; do extra="$extra $e/batch-*.tsv"; done
+# shellcheck disable=SC2086 # one word per TSV path
+python3 "$here/error_sites.py" "$("$here/kernel_src.sh")" --fuzz "$dir"/batch-*.tsv $extra \
     --mutants $mutants "$@" \
     --out "$here/ERROR_SITES.md"
 echo "wrote $here/REPORT.md and $here/ERROR_SITES.md"
