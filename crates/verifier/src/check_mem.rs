@@ -997,7 +997,7 @@ impl Env<'_> {
                 s.spilled = Reg::not_init();
                 if s.types
                     .iter()
-                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter))
+                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter | SlotType::IrqFlag))
                 {
                     for t in &mut s.types {
                         if *t != SlotType::Invalid {
@@ -1107,9 +1107,12 @@ impl Env<'_> {
             self.push_history(hist, 0);
             return Ok(());
         }
-        if let Some(i) =
-            (0..size as usize).find(|&i| matches!(byte(i), SlotType::Iter | SlotType::Dynptr))
-        {
+        if let Some(i) = (0..size as usize).find(|&i| {
+            matches!(
+                byte(i),
+                SlotType::Iter | SlotType::Dynptr | SlotType::IrqFlag
+            )
+        }) {
             return self.err(format!("invalid read from stack off {off}+{i} size {size}"));
         }
         let Some(d) = value else { return Ok(()) };
