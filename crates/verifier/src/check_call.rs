@@ -196,10 +196,14 @@ impl Env<'_> {
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 if access == Access::Read {
-                    // Iterator state is not memory a helper may read.
+                    // Iterator state and saved irq flags are not memory a
+                    // helper may read.
                     for b in off..max + size as i64 {
                         let slot = (-b - 1) as usize;
-                        if fr.stack[slot / 8].types[slot % 8] == crate::state::SlotType::Iter {
+                        if matches!(
+                            fr.stack[slot / 8].types[slot % 8],
+                            crate::state::SlotType::Iter | crate::state::SlotType::IrqFlag
+                        ) {
                             return self.err(format!(
                                 "invalid read from stack R{regno} off {off}+{} size {size}",
                                 b - off
@@ -1031,6 +1035,8 @@ impl Env<'_> {
                 Some("rcu_read_lock")
             } else if self.cur.active_preempt_locks > 0 {
                 Some("non-preemptible")
+            } else if self.cur.active_irq_id != 0 {
+                Some("IRQ-disabled")
             } else {
                 None
             };

@@ -1064,7 +1064,7 @@ impl Env<'_> {
                 s.spilled = Reg::not_init();
                 if s.types
                     .iter()
-                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter))
+                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter | SlotType::IrqFlag))
                 {
                     for t in &mut s.types {
                         if *t != SlotType::Invalid {
@@ -1184,7 +1184,7 @@ impl Env<'_> {
             return Ok(());
         }
         let unreadable = |t: SlotType| {
-            matches!(t, SlotType::Iter | SlotType::Dynptr)
+            matches!(t, SlotType::Iter | SlotType::Dynptr | SlotType::IrqFlag)
                 || (t == SlotType::Invalid && !self.caps.allow_uninit_stack)
         };
         if let Some(i) = (0..size as usize).find(|&i| unreadable(byte(i))) {

@@ -386,6 +386,7 @@ fn slot_kind(s: &Slot, precise: bool) -> String {
             SlotType::Misc => "misc",
             SlotType::Dynptr => "dynptr",
             SlotType::Iter => "iter",
+            SlotType::IrqFlag => "irq flag",
             SlotType::Invalid => "uninitialised",
             SlotType::Spill => "partial spill",
         }

@@ -644,6 +644,11 @@ impl<'a> Env<'a> {
             ));
         }
         self.check_reference_leak(what, exception_exit)?;
+        if self.cur.active_irq_id != 0 && check_lock {
+            return self.err(format!(
+                "{what} cannot be used inside bpf_local_irq_save-ed region"
+            ));
+        }
         if self.cur.active_rcu_lock && check_lock {
             return self.err(format!(
                 "{what} cannot be used inside bpf_rcu_read_lock-ed region"

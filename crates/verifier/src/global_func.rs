@@ -386,6 +386,7 @@ impl Env<'_> {
         if sub_might_sleep
             && (self.cur.active_rcu_lock
                 || self.cur.active_preempt_locks > 0
+                || self.cur.active_irq_id != 0
                 || !self.cur.in_sleepable)
         {
             self.log

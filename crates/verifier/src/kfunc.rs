@@ -207,6 +207,8 @@ enum PtrArg {
     Workqueue,
     /// bpf_rbtree_add's `less` callback.
     Callback,
+    /// Saved interrupt flags on the stack (`__irq_flag`, irq.rs).
+    IrqFlag,
     /// A kind bpfvet does not model, named for the message.
     Unmodelled(&'static str),
 }
@@ -227,11 +229,6 @@ impl Env<'_> {
             Ok(x) => x,
             Err(e) => return self.err(e),
         };
-        if matches!(name, "bpf_local_irq_save" | "bpf_local_irq_restore") {
-            // Irq flags on the stack (STACK_IRQ_FLAG, restore order, the
-            // irq-disabled region) are not modelled.
-            return self.unsupported(format!("irq flag kfunc {name}"));
-        }
         let allowed =
             kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
         let Some(k) = allowed else {
@@ -400,6 +397,8 @@ impl Env<'_> {
                 PtrArg::Unmodelled("const string")
             } else if !pointee_void && btf.name(ref_t) == "bpf_wq" {
                 PtrArg::Workqueue
+            } else if pname.ends_with("__irq_flag") {
+                PtrArg::IrqFlag
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
                 // Taken by their type before any memory check
                 // (get_kfunc_ptr_arg_type): task work items, resilient locks.
@@ -491,6 +490,12 @@ impl Env<'_> {
                         );
                     }
                     self.process_iter_arg(btf, regno, &args[i], meta)?
+                }
+                PtrArg::IrqFlag => {
+                    if reg.ty != RegType::Stack {
+                        return self.err(format!("arg#{i} doesn't point to an irq flag on stack"));
+                    }
+                    self.process_irq_flag(regno, meta)?
                 }
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
@@ -851,6 +856,11 @@ impl Env<'_> {
         } else if enable {
             return self.err(format!(
                 "unmatched attempt to enable preemption (kernel function {name})"
+            ));
+        }
+        if self.cur.active_irq_id != 0 && sleepable {
+            return self.err(format!(
+                "kernel func {name} is sleepable within IRQ-disabled region"
             ));
         }
         Ok(())

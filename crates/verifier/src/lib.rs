@@ -22,6 +22,7 @@ mod explore;
 mod global_func;
 mod graph;
 pub mod helpers;
+mod irq;
 mod iter;
 mod kfunc;
 mod kptr;

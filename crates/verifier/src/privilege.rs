@@ -136,6 +136,7 @@ pub(crate) fn stacksafe_uninit_unreadable(
                 SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
                 SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
                 SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
+                SlotType::IrqFlag => crate::irq::slots_equal(&os.spilled, &cs.spilled, m),
                 _ => true,
             };
             if !ok {

@@ -259,6 +259,7 @@ pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -
             SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
             SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
             SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
+            SlotType::IrqFlag => crate::irq::slots_equal(&os.spilled, &cs.spilled, m),
             _ => true,
         };
         if !ok {
@@ -303,7 +304,7 @@ pub fn states_equal(
     {
         return false;
     }
-    if !refsafe(old, cur, m) {
+    if !refsafe(old, cur, m) || !m.check(old.active_irq_id, cur.active_irq_id) {
         return false;
     }
     // The lock held: the same map, and ids that correspond.
@@ -416,6 +417,12 @@ mod tests {
             if b == REG_SIZE - 1
                 && os.types[REG_SIZE - 1] == SlotType::Dynptr
                 && !crate::dynptr::dynptr_slot_safe(os, cs, m)
+            {
+                return false;
+            }
+            if b == REG_SIZE - 1
+                && os.types[REG_SIZE - 1] == SlotType::IrqFlag
+                && !crate::irq::slots_equal(&os.spilled, &cs.spilled, m)
             {
                 return false;
             }

@@ -21,6 +21,8 @@ pub enum SlotType {
     Iter,
     /// Part of a `struct bpf_dynptr` (two whole slots, see `dynptr.rs`).
     Dynptr,
+    /// Interrupt flags saved by bpf_local_irq_save (one slot, see irq.rs).
+    IrqFlag,
 }
 
 impl SlotType {
@@ -32,6 +34,7 @@ impl SlotType {
             SlotType::Zero => '0',
             SlotType::Iter => 'i',
             SlotType::Dynptr => 'd',
+            SlotType::IrqFlag => 'f',
         }
     }
 }
@@ -143,6 +146,9 @@ impl Frame {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum RefKind {
     Ptr,
+    /// A saved irq region (REF_TYPE_IRQ): not a leak, but the region must
+    /// be closed before the program exits.
+    Irq,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -175,6 +181,8 @@ pub struct State {
     pub lock: (u32, u32),
     pub active_rcu_lock: bool,
     pub active_preempt_locks: u32,
+    /// Reference id of the innermost irq-disabled region, 0 if none.
+    pub active_irq_id: u32,
     pub speculative: bool,
     /// Pool index of the checkpoint this state continues from.
     pub parent: Option<u32>,
@@ -227,6 +235,7 @@ impl State {
             lock: (0, 0),
             active_rcu_lock: false,
             active_preempt_locks: 0,
+            active_irq_id: 0,
             speculative: false,
             parent: None,
             branches: 1,

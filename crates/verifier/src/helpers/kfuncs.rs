@@ -430,6 +430,8 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_iter_bits_destroy", K::ITER_DESTROY, S::Common),
     kf("bpf_copy_from_user_str", K::SLEEPABLE, S::Common),
     kf("bpf_copy_from_user_task_str", K::SLEEPABLE, S::Common),
+    kf("bpf_local_irq_save", K::NONE, S::Common),
+    kf("bpf_local_irq_restore", K::NONE, S::Common),
     // String kfuncs: their pointers are `__ign` (read with a fault
     // handler), the rest scalars.
     kf("bpf_strcmp", K::NONE, S::Common),
