@@ -47,6 +47,8 @@ for release in ("6.12", "6.18"):
                 why = re.sub(r"^insn \d+: ", "", r["bpfvet"])
                 refusals[(release, level, why)] += 1
 print("\n## What bpfvet refuses at these levels\n")
+print("Every program bpfvet refuses, whatever the kernel's verdict (the table above counts "
+      "those the kernel verifies).\n")
 print("| selftests | level | programs | reason |")
 print("|---|---|---:|---|")
 for (release, level, why), n in sorted(refusals.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[1])):
