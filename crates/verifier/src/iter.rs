@@ -108,15 +108,16 @@ impl Env<'_> {
             return self.err("iter has to be at a constant offset");
         }
         let off = r.off as i64 + r.v.const_value() as i64;
-        if off % REG_SIZE as i64 != 0 || off >= 0 {
+        if off % REG_SIZE as i64 != 0 {
             return self.err(format!("cannot pass in iter at an offset={off}"));
         }
-        let spi = ((-off - 1) / REG_SIZE as i64) as usize;
-        if spi + 1 < nr_slots {
+        // Truncating division, as the kernel's: offset 0 names fp-8's slot.
+        let spi = (-off - 1) / REG_SIZE as i64;
+        if spi + 1 < nr_slots as i64 {
             return self.err(format!("cannot pass in iter at an offset={off}"));
         }
         let allocated = self.cur.frames[r.frameno as usize].stack.len();
-        Ok((spi < allocated).then_some(spi))
+        Ok((spi < allocated as i64).then_some(spi as usize))
     }
 
     /// The iterator argument of an iterator kfunc (process_iter_arg).
