@@ -892,7 +892,7 @@ impl Env<'_> {
     /// A constant string argument (check_reg_const_str): a constant
     /// address in a frozen read-only array whose bytes hold a NUL before
     /// the value ends.
-    fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+    pub(crate) fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
         let Some(m) = self.map_def(r.map) else {
             return self.err("invalid map_ptr to access map->type");
         };

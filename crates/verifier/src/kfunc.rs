@@ -15,8 +15,9 @@
 //! returns of scalars, void, `void *`, pointers to memory and to BTF
 //! structs, with `_or_null` and acquired references. Allocated objects and
 //! the list / rbtree kfuncs are graph.rs's.
-//! Not modelled (refused with a message naming the gap): workqueue /
-//! const-string arguments, callbacks other than bpf_rbtree_add's, per-CPU
+//! `__str` constant strings are checked as the helpers' (check_reg_const_str).
+//! Not modelled (refused with a message naming the gap): task work items,
+//! callbacks other than bpf_rbtree_add's, per-CPU
 //! allocated objects, and
 //! kfuncs from module BTF (insn.off != 0).
 
@@ -205,6 +206,8 @@ enum PtrArg {
     Graph(GraphArg),
     /// A `struct bpf_wq` in a map value.
     Workqueue,
+    /// `__str`: a NUL-terminated string in a frozen read-only map.
+    ConstStr,
     /// bpf_rbtree_add's `less` callback.
     Callback,
     /// A kind bpfvet does not model, named for the message.
@@ -237,6 +240,11 @@ impl Env<'_> {
         let Some(k) = allowed else {
             return self.err(format!("calling kernel function {name} is not allowed"));
         };
+        if name == "__bpf_trap" {
+            // Clang calls it where a variable is read uninitialised; the
+            // verifier takes any path reaching it as the program's bug.
+            return self.err("unexpected __bpf_trap() due to uninitialized variable?");
+        }
         let mut meta = KfuncMeta {
             name: name.to_string(),
             flags: k.flags,
@@ -397,7 +405,7 @@ impl Env<'_> {
             } else if pname.ends_with("__map") {
                 PtrArg::Map
             } else if pname.ends_with("__str") {
-                PtrArg::Unmodelled("const string")
+                PtrArg::ConstStr
             } else if !pointee_void && btf.name(ref_t) == "bpf_wq" {
                 PtrArg::Workqueue
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
@@ -634,6 +642,13 @@ impl Env<'_> {
                     // process_wq_func
                     self.check_map_field_pointer(regno, &reg, "bpf_wq")?;
                     meta.wq_map = Some((reg.map, reg.map_uid));
+                }
+                PtrArg::ConstStr => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::MapValue || reg.maybe_null() {
+                        return self.err(format!("arg#{i} doesn't point to a const string"));
+                    }
+                    self.check_reg_const_str(regno, &reg)?;
                 }
                 PtrArg::Unmodelled(what) => {
                     return self.unsupported(format!("{what} arguments of kfunc {}", meta.name));

@@ -17,7 +17,9 @@
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
-//!                                   flags rdonly_prog, wronly_prog, mmapable, and
+//!                                   flags rdonly_prog, wronly_prog, mmapable,
+//!                                   `frozen` (frozen after creation),
+//!                                   `fill=N` (the value's bytes all N), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`),
 //!                                   which gives the value BTF with a
 //!                                   `struct bpf_spin_lock` (`bpf_timer`,
@@ -163,6 +165,16 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if word == "frozen" {
+            // Frozen after creation, as libbpf does `.rodata`.
+            m.frozen = true;
+            continue;
+        }
+        if let Some(byte) = word.strip_prefix("fill=") {
+            // The single value's initial bytes, all `byte`.
+            m.init = bpfvet_object::MapInit::Data(vec![num(byte) as u8; m.value_size as usize]);
             continue;
         }
         m.map_flags |= match word {
