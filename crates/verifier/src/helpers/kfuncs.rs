@@ -263,7 +263,6 @@ pub const SPIN_LOCK_ALLOWED: &[&str] = &[
 /// (bpfvet refuses to guess).
 pub const SPIN_LOCK_UNCERTAIN: &[&str] = &[
     "bpf_stream_vprintk",
-    "bpf_stream_vprintk_impl",
     "bpf_stream_print_stack",
     "bpf_arena_alloc_pages",
     "bpf_arena_free_pages",
