@@ -896,7 +896,7 @@ impl Env<'_> {
     /// A constant string argument (check_reg_const_str): a constant
     /// address in a frozen read-only array whose bytes hold a NUL before
     /// the value ends.
-    fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
+    pub(crate) fn check_reg_const_str(&mut self, regno: u8, r: &Reg) -> VResult<()> {
         let Some(m) = self.map_def(r.map) else {
             return self.err("invalid map_ptr to access map->type");
         };
@@ -1125,7 +1125,7 @@ impl Env<'_> {
                 self.push_callback(sub, func_id)?;
             } else if func_id == id::TIMER_SET_CALLBACK {
                 // Timer callbacks never sleep.
-                self.push_async_cb(sub, false)?;
+                self.push_async_cb(sub, false, 1, (0, 0))?;
             }
         }
         for r in 1..=5 {
@@ -1394,8 +1394,16 @@ impl Env<'_> {
     /// Queues a timer callback as a path of its own (push_async_cb): it
     /// runs later, on a fresh stack, so its state has no caller frames, no
     /// references or locks, and no checkpoint parent. The caller goes on
-    /// after the helper without entering it.
-    pub(crate) fn push_async_cb(&mut self, subprog: u32, sleepable: bool) -> VResult<()> {
+    /// after the helper without entering it. Its arguments are the map
+    /// of the caller's register `map_regno`, a key and a value of it; it
+    /// must return a value in `ret`.
+    pub(crate) fn push_async_cb(
+        &mut self,
+        subprog: u32,
+        sleepable: bool,
+        map_regno: usize,
+        ret: (i64, i64),
+    ) -> VResult<()> {
         let Some(sp) = self.cfg.subprogs.get(subprog as usize) else {
             return self.err("callback function not static");
         };
@@ -1409,11 +1417,10 @@ impl Env<'_> {
         let caller = self.cur.frame();
         let mut callee = Frame::new(-1, 0, subprog);
         callee.in_async_callback_fn = true;
-        // A timer or workqueue callback must return 0.
-        callee.callback_ret = Some((0, 0));
+        callee.callback_ret = Some(ret);
         callee.async_entry_cnt = caller.async_entry_cnt + 1;
         // callback(struct bpf_map *map, void *key, void *value)
-        let map = caller.regs[1].map;
+        let map = caller.regs[map_regno].map;
         let r = &mut callee.regs;
         r[1] = Reg::pointer(RegType::MapPtr);
         r[2] = Reg::pointer(RegType::MapKey);

@@ -15,8 +15,9 @@
 //! returns of scalars, void, `void *`, pointers to memory and to BTF
 //! structs, with `_or_null` and acquired references. Allocated objects and
 //! the list / rbtree kfuncs are graph.rs's.
-//! Not modelled (refused with a message naming the gap): workqueue /
-//! const-string arguments, callbacks other than bpf_rbtree_add's, per-CPU
+//! `__str` constant strings are checked as the helpers' (check_reg_const_str).
+//! Not modelled (refused with a message naming the gap): callbacks other
+//! than bpf_rbtree_add's, bpf_wq's and task work's, per-CPU
 //! allocated objects, and
 //! kfuncs from module BTF (insn.off != 0).
 
@@ -53,9 +54,10 @@ pub struct KfuncMeta {
     pub graph: GraphMeta,
     /// The initialised dynptr an argument named (for slices and clones).
     pub initialized_dynptr: Option<DynptrSlot>,
-    /// The map (and map_uid) of the workqueue an argument points into.
+    /// The map (and map_uid) of the workqueue or task work item an
+    /// argument points into.
     pub wq_map: Option<(u32, u32)>,
-    /// bpf_wq_set_callback_impl's callback subprogram.
+    /// The async callback subprogram (bpf_wq_set_callback_impl, task work).
     pub async_callback: Option<u32>,
 }
 
@@ -102,13 +104,22 @@ pub fn is_sync_callback_kfunc_call(insn: &Insn) -> bool {
             .is_some_and(|(name, _)| name == "bpf_rbtree_add_impl")
 }
 
+/// The kfuncs scheduling a task work item (is_task_work_add_kfunc).
+fn is_task_work_kfunc(name: &str) -> bool {
+    matches!(
+        name,
+        "bpf_task_work_schedule_signal_impl" | "bpf_task_work_schedule_resume_impl"
+    )
+}
+
 /// Whether the call registers a callback run later
-/// (is_async_callback_calling_kfunc): bpf_wq_set_callback_impl.
+/// (is_async_callback_calling_kfunc): bpf_wq_set_callback_impl and the
+/// task work kfuncs.
 pub fn is_async_callback_kfunc_call(insn: &Insn) -> bool {
     insn.off == 0
         && vmlinux()
             .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-            .is_some_and(|(name, _)| name == "bpf_wq_set_callback_impl")
+            .is_some_and(|(name, _)| name == "bpf_wq_set_callback_impl" || is_task_work_kfunc(name))
 }
 
 /// Whether the call is of a sleepable kfunc.
@@ -169,7 +180,7 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
 /// Structs a kfunc argument is classified by before it could pass as
 /// memory (their members are plain words), and bpfvet does not model (the
 /// graph roots and nodes are graph.rs's).
-const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_task_work", "bpf_res_spin_lock"];
+const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_res_spin_lock"];
 
 /// The vmlinux struct a register points to as a kfunc argument: a BTF
 /// pointer's own, or the struct the kernel takes map and socket pointers
@@ -205,6 +216,10 @@ enum PtrArg {
     Graph(GraphArg),
     /// A `struct bpf_wq` in a map value.
     Workqueue,
+    /// A `struct bpf_task_work` in a map value.
+    TaskWork,
+    /// `__str`: a NUL-terminated string in a frozen read-only map.
+    ConstStr,
     /// bpf_rbtree_add's `less` callback.
     Callback,
     /// Saved interrupt flags on the stack (`__irq_flag`, irq.rs).
@@ -234,6 +249,11 @@ impl Env<'_> {
         let Some(k) = allowed else {
             return self.err(format!("calling kernel function {name} is not allowed"));
         };
+        if name == "__bpf_trap" {
+            // Clang calls it where a variable is read uninitialised; the
+            // verifier takes any path reaching it as the program's bug.
+            return self.err("unexpected __bpf_trap() due to uninitialized variable?");
+        }
         let mut meta = KfuncMeta {
             name: name.to_string(),
             flags: k.flags,
@@ -250,8 +270,14 @@ impl Env<'_> {
             self.push_rbtree_less(&meta.graph)?;
         }
         if let Some(sub) = meta.async_callback {
-            // A workqueue callback runs later, and may sleep.
-            self.push_async_cb(sub, true)?;
+            // Workqueue and task work callbacks run later, and may sleep. A
+            // workqueue's gets the map of its first argument and returns
+            // 0; task work's, that of the `__map` argument (R3), any int.
+            if is_task_work_kfunc(name) {
+                self.push_async_cb(sub, true, 3, (i32::MIN as i64, i32::MAX as i64))?;
+            } else {
+                self.push_async_cb(sub, true, 1, (0, 0))?;
+            }
         }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
@@ -394,9 +420,11 @@ impl Env<'_> {
             } else if pname.ends_with("__map") {
                 PtrArg::Map
             } else if pname.ends_with("__str") {
-                PtrArg::Unmodelled("const string")
+                PtrArg::ConstStr
             } else if !pointee_void && btf.name(ref_t) == "bpf_wq" {
                 PtrArg::Workqueue
+            } else if !pointee_void && btf.name(ref_t) == "bpf_task_work" {
+                PtrArg::TaskWork
             } else if pname.ends_with("__irq_flag") {
                 PtrArg::IrqFlag
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
@@ -426,10 +454,10 @@ impl Env<'_> {
                 PtrArg::BtfId
             } else if !pointee_void
                 && ref_t.kind == Kind::FuncProto
-                && matches!(
+                && (matches!(
                     meta.name.as_str(),
                     "bpf_rbtree_add_impl" | "bpf_wq_set_callback_impl"
-                )
+                ) || is_task_work_kfunc(&meta.name))
             {
                 // A callback is classified after the BTF pointer kinds.
                 PtrArg::Callback
@@ -529,7 +557,7 @@ impl Env<'_> {
                     if reg.ty != RegType::Func {
                         return self.err(format!("arg{i} expected pointer to func"));
                     }
-                    if meta.name == "bpf_wq_set_callback_impl" {
+                    if meta.name == "bpf_wq_set_callback_impl" || is_task_work_kfunc(&meta.name) {
                         meta.async_callback = Some(reg.aux);
                     } else {
                         meta.graph.callback = Some(reg.aux);
@@ -640,6 +668,22 @@ impl Env<'_> {
                     self.check_map_field_pointer(regno, &reg, "bpf_wq")?;
                     meta.wq_map = Some((reg.map, reg.map_uid));
                 }
+                PtrArg::TaskWork => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::MapValue || reg.maybe_null() {
+                        return self.err(format!("arg#{i} doesn't point to a map value"));
+                    }
+                    // process_task_work_func
+                    self.check_map_field_pointer(regno, &reg, "bpf_task_work")?;
+                    meta.wq_map = Some((reg.map, reg.map_uid));
+                }
+                PtrArg::ConstStr => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    if reg.ty != RegType::MapValue || reg.maybe_null() {
+                        return self.err(format!("arg#{i} doesn't point to a const string"));
+                    }
+                    self.check_reg_const_str(regno, &reg)?;
+                }
                 PtrArg::Unmodelled(what) => {
                     return self.unsupported(format!("{what} arguments of kfunc {}", meta.name));
                 }
@@ -696,14 +740,17 @@ impl Env<'_> {
                 ));
             }
             let fields = self.map_fields(reg.map);
-            if fields.iter().any(|f| f.name == "bpf_task_work") {
-                return self.unsupported(format!(
-                    "task work maps as arguments of kfunc {}",
-                    meta.name
-                ));
-            }
+            let has_task_work = fields.iter().any(|f| f.name == "bpf_task_work");
             let has_wq = fields.iter().any(|f| f.name == "bpf_wq");
-            if has_wq && (wq_map != reg.map || wq_uid != reg.map_uid) {
+            if (has_wq || has_task_work) && (wq_map != reg.map || wq_uid != reg.map_uid) {
+                // The message names the map argument's field, whichever
+                // kfunc it is.
+                if has_task_work {
+                    return self.err(format!(
+                        "bpf_task_work pointer in R2 map_uid={wq_uid} doesn't match map pointer in R3 map_uid={}",
+                        reg.map_uid
+                    ));
+                }
                 return self.err(format!(
                     "workqueue pointer in R1 map_uid={wq_uid} doesn't match map pointer in R2 map_uid={}",
                     reg.map_uid

@@ -17,11 +17,14 @@
 //!                                   loads as `map_idx[N]`, N counting from 0:
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
-//!                                   flags rdonly_prog, wronly_prog, mmapable, and
-//!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`),
-//!                                   which gives the value BTF with a
-//!                                   `struct bpf_spin_lock` (`bpf_timer`,
-//!                                   `bpf_wq`) at OFF)
+//!                                   flags rdonly_prog, wronly_prog, mmapable,
+//!                                   `frozen` (frozen after creation),
+//!                                   `fill=N` (the value's bytes all N), and
+//!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
+//!                                   `task_work@OFF`), which gives the value
+//!                                   BTF with a `struct bpf_spin_lock`
+//!                                   (`bpf_timer`, `bpf_wq`, `bpf_task_work`)
+//!                                   at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
@@ -136,6 +139,8 @@ fn parse(name: &str, src: &str) -> Case {
 const TIMER_MARK: u32 = 1 << 16;
 /// Likewise for a bpf_wq.
 const WQ_MARK: u32 = 1 << 17;
+/// Likewise for a bpf_task_work.
+const TASK_WORK_MARK: u32 = 1 << 18;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -163,6 +168,20 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("task_work@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | TASK_WORK_MARK);
+            continue;
+        }
+        if word == "frozen" {
+            // Frozen after creation, as libbpf does `.rodata`.
+            m.frozen = true;
+            continue;
+        }
+        if let Some(byte) = word.strip_prefix("fill=") {
+            // The single value's initial bytes, all `byte`.
+            m.init = bpfvet_object::MapInit::Data(vec![num(byte) as u8; m.value_size as usize]);
             continue;
         }
         m.map_flags |= match word {
@@ -262,7 +281,7 @@ fn line_info(spec: &str) -> bpfvet_object::LineInfo {
 /// BTF for a case, when it needs one: `int` is type 1, `int *` 2, `struct
 /// __sk_buff` (opaque) 3 and a pointer to it 4, `struct bpf_spin_lock` 5,
 /// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8, a
-/// pointer to it 9 and `struct bpf_wq` 10;
+/// pointer to it 9, `struct bpf_wq` 10 and `struct bpf_task_work` 11;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
 /// its size holding the lock at OFF (the map gets its type ids), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
@@ -299,7 +318,9 @@ fn case_btf(
     types.extend([0, 2 << 24, 8]); // [9] PTR -> struct task_struct
     let wq = name(&mut strings, "bpf_wq");
     types.extend([wq, 4 << 24, 16]); // [10] STRUCT bpf_wq, 16 opaque bytes
-    let mut next_id = 11;
+    let task_work = name(&mut strings, "bpf_task_work");
+    types.extend([task_work, 4 << 24, 8]); // [11] STRUCT bpf_task_work, 8 opaque bytes
+    let mut next_id = 12;
     let value = name(&mut strings, "value");
     let lock_member = name(&mut strings, "lock");
     let timer_member = name(&mut strings, "timer");
@@ -310,6 +331,8 @@ fn case_btf(
             (timer_member, 7, mark & !TIMER_MARK)
         } else if mark & WQ_MARK != 0 {
             (wq_member, 10, mark & !WQ_MARK)
+        } else if mark & TASK_WORK_MARK != 0 {
+            (wq_member, 11, mark & !TASK_WORK_MARK)
         } else {
             (lock_member, 5, mark)
         };

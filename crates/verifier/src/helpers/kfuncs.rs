@@ -541,6 +541,39 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_session_is_return", K::NONE, S::ProbeSession),
     kf("bpf_session_cookie", K::NONE, S::ProbeSession),
     kf("bpf_map_sum_elem_count", K::TRUSTED_ARGS, S::Common),
+    // Common kfuncs new in 6.18 (helpers.c's common_btf_ids): dynptr
+    // probe/copy kfuncs (the source pointer is `__ign`), the trap clang
+    // emits for uninitialised variables, cgroup xattrs, BPF streams and
+    // task work.
+    kf("bpf_probe_read_user_dynptr", K::NONE, S::Common),
+    kf("bpf_probe_read_kernel_dynptr", K::NONE, S::Common),
+    kf("bpf_probe_read_user_str_dynptr", K::NONE, S::Common),
+    kf("bpf_probe_read_kernel_str_dynptr", K::NONE, S::Common),
+    kf("bpf_copy_from_user_dynptr", K::SLEEPABLE, S::Common),
+    kf("bpf_copy_from_user_str_dynptr", K::SLEEPABLE, S::Common),
+    kf(
+        "bpf_copy_from_user_task_dynptr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_copy_from_user_task_str_dynptr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Common,
+    ),
+    kf("__bpf_trap", K::NONE, S::Common),
+    kf("bpf_cgroup_read_xattr", K::RCU, S::Common),
+    kf("bpf_stream_vprintk_impl", K::TRUSTED_ARGS, S::Common),
+    kf(
+        "bpf_task_work_schedule_signal_impl",
+        K::TRUSTED_ARGS,
+        S::Common,
+    ),
+    kf(
+        "bpf_task_work_schedule_resume_impl",
+        K::TRUSTED_ARGS,
+        S::Common,
+    ),
     // kernel/bpf/crypto.c
     kf(
         "bpf_crypto_ctx_create",
