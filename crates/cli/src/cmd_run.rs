@@ -278,7 +278,7 @@ fn run_threaded(
             Some(why) => eprintln!("note: the JIT declines {name}: {why}; interpreting"),
             None => eprintln!(
                 "note: running native code from the JIT{}",
-                checks_note(&vm, idx)
+                checks_note(vm, idx)
             ),
         }
     }

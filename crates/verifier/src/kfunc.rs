@@ -981,7 +981,7 @@ impl Env<'_> {
                 // A struct or a union (btf_type_is_struct).
                 Some(t) if matches!(t.kind, Kind::Struct | Kind::Union) => {
                     let mut r0 = Reg::pointer(RegType::BtfId);
-                    r0.aux = id as u32;
+                    r0.aux = id;
                     r0.flags |= flag::UNTRUSTED;
                     *self.cur.reg_mut(0) = r0;
                     Ok(())
