@@ -166,6 +166,11 @@ impl Backtrack {
                         self.frame += 1;
                     }
                 } else if o == BPF_EXIT {
+                    // Back out of a callback into the call that ran it: its
+                    // R1-R5 were set by that call, not by the callback.
+                    if subseq >= 0 && env.cfg.is(subseq as usize, cfg::mark::CALLS_CALLBACK) {
+                        self.regs[self.frame] &= !ARGS;
+                    }
                     let from_call =
                         subseq >= 1 && cfg::is_pseudo_call(&env.insns[(subseq - 1) as usize]);
                     let r0 = from_call && self.is_reg(0);
