@@ -467,8 +467,9 @@ impl Env<'_> {
         }
         let may_null = at.flags.contains(TypeFlags::MAYBE_NULL);
         if may_null && r.is_null_const() {
-            // Valid only because it is NULL: keep it exact.
-            return self.mark_chain_precision(regno);
+            // The kernel skips the type check of a NULL it allows and
+            // asks no precision for it.
+            return Ok(());
         }
         match at.base {
             ArgBase::DontCare => {}

@@ -80,22 +80,17 @@ impl Backtrack {
                     self.set_reg(s);
                 }
             }
-            BPF_LDX => {
+            // A load-acquire is a load into dst; other atomics (fetching
+            // or not) walk back as the store of src, as the kernel does:
+            // a fetched register keeps its own precision request.
+            BPF_LDX | BPF_STX
+                if cls == BPF_LDX
+                    || (mode(insn.code) == BPF_ATOMIC && insn.imm == BPF_LOAD_ACQ) =>
+            {
                 if !self.is_reg(d) {
                     return Ok(());
                 }
                 self.clear_reg(d);
-                if stack != 0 {
-                    let (fr, spi) = decode_stack(stack);
-                    self.slots[fr] |= 1 << spi;
-                }
-            }
-            BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm & BPF_FETCH != 0 => {
-                let load = if insn.imm == BPF_CMPXCHG { 0 } else { s };
-                if !self.is_reg(load) {
-                    return Ok(());
-                }
-                self.clear_reg(load);
                 if stack != 0 {
                     let (fr, spi) = decode_stack(stack);
                     self.slots[fr] |= 1 << spi;
@@ -171,6 +166,11 @@ impl Backtrack {
                         self.frame += 1;
                     }
                 } else if o == BPF_EXIT {
+                    // Back out of a callback into the call that ran it: its
+                    // R1-R5 were set by that call, not by the callback.
+                    if subseq >= 0 && env.cfg.is(subseq as usize, cfg::mark::CALLS_CALLBACK) {
+                        self.regs[self.frame] &= !ARGS;
+                    }
                     let from_call =
                         subseq >= 1 && cfg::is_pseudo_call(&env.insns[(subseq - 1) as usize]);
                     let r0 = from_call && self.is_reg(0);
@@ -237,8 +237,7 @@ const ALWAYS_STEP: u16 = 1 << 15;
 
 /// For each instruction, registers of the walked frame such that `step`
 /// without a history entry changes nothing unless one of them is asked
-/// for; `ALWAYS_STEP` where that does not hold (calls, exits, atomics that
-/// fetch into a register they may also address).
+/// for; `ALWAYS_STEP` where that does not hold (calls, exits).
 fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
     insns
         .iter()
@@ -251,9 +250,6 @@ fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
             let o = op(insn.code);
             match insn.class() {
                 BPF_ALU | BPF_ALU64 | BPF_LDX | BPF_ST | BPF_LD => bit(insn.dst),
-                BPF_STX if mode(insn.code) == BPF_ATOMIC && insn.imm & BPF_FETCH != 0 => {
-                    ALWAYS_STEP
-                }
                 BPF_STX => bit(insn.dst),
                 BPF_JMP | BPF_JMP32 if o == BPF_CALL || o == BPF_EXIT => ALWAYS_STEP,
                 BPF_JMP | BPF_JMP32 if source(insn.code) == BPF_X => bit(insn.dst) | bit(insn.src),

@@ -314,8 +314,13 @@ pub fn run_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
                 log_level: 0,
                 ..opts
             };
-            match session.load_program(index, &quiet).map(|r| r.verdict) {
-                Some(KVerdict::Accepted) => Theirs::Accepted { insns: None },
+            // An accepted program's count still comes from
+            // bpf_prog_info.verified_insns, without the log.
+            let quiet_rep = session.load_program(index, &quiet);
+            match quiet_rep.as_ref().map(|r| &r.verdict) {
+                Some(KVerdict::Accepted) => Theirs::Accepted {
+                    insns: quiet_rep.as_ref().and_then(|r| r.processed_insns()),
+                },
                 Some(KVerdict::Rejected) => Theirs::Rejected(last_error_line(&rep.log)),
                 other => Theirs::Refused(format!("{other:?}")),
             }
