@@ -247,6 +247,11 @@ impl Env<'_> {
         let allowed =
             kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
         let Some(k) = allowed else {
+            // A function the kernel's BTF tags as a kfunc that bpfvet's table
+            // lacks may well be registered for this program: not decidable.
+            if kfunc(name).is_none() && btf.decl_tags_of(func_id).any(|t| t == "bpf_kfunc") {
+                return self.unsupported(format!("kfunc {name}, which bpfvet's kfunc table lacks"));
+            }
             return self.err(format!("calling kernel function {name} is not allowed"));
         };
         if name == "__bpf_trap" {
