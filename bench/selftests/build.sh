@@ -52,6 +52,12 @@ mkdir -p "$inc/bpf" "$out/verifier" "$out/other"
 cp "$src"/tools/lib/bpf/{bpf_helpers.h,bpf_tracing.h,bpf_core_read.h,bpf_endian.h,usdt.bpf.h} "$inc/bpf/"
 python3 "$src/scripts/bpf_doc.py" --header --file "$src/include/uapi/linux/bpf.h" > "$inc/bpf/bpf_helper_defs.h"
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$inc/vmlinux.h"
+# Newer bpftool releases also declare every kfunc in vmlinux.h, which the
+# selftests rely on; Debian's does not. A source that fails to build is
+# retried with those declarations, written from the same BTF.
+bpftool btf dump file /sys/kernel/btf/vmlinux format raw > "$out/vmlinux.raw"
+python3 "$here/kfunc_decls.py" "$out/vmlinux.raw" > "$inc/kfunc_decls.h"
+rm -f "$out/vmlinux.raw"
 flags=(-g -O2 --target=bpf -mcpu=v3 -Wall -Wno-compare-distinct-pointer-types
        -D__TARGET_ARCH_x86 -DENABLE_ATOMICS_TESTS -I"$inc" -I"$st" -I"$st/progs"
        -I"$src/tools/include/uapi" -idirafter /usr/include/x86_64-linux-gnu)
@@ -61,7 +67,8 @@ build() {
     n=$(basename "$f" .c)
     case $n in verifier_*) dir=verifier ;; *) dir=other ;; esac
     [ -s "$out/$dir/$n.bpf.o" ] && [ "$out/$dir/$n.bpf.o" -nt "$f" ] && return 0
-    if ! clang-19 "${flags[@]}" -c "$f" -o "$out/$dir/$n.bpf.o" 2> "$out/$n.err"; then
+    if ! clang-19 "${flags[@]}" -c "$f" -o "$out/$dir/$n.bpf.o" 2> "$out/$n.err" &&
+        ! clang-19 "${flags[@]}" -include kfunc_decls.h -c "$f" -o "$out/$dir/$n.bpf.o" 2> "$out/$n.err"; then
         rm -f "$out/$dir/$n.bpf.o"
         echo "$n: $(grep -m1 'error:' "$out/$n.err" | sed 's/^[^ ]* //')" >> "$out/build_failures.txt"
     fi
