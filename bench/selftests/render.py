@@ -57,7 +57,7 @@ print("## The verifier_* tests' own annotations (`bpfvet test --backend both`)\n
 print("Each program of a `verifier_*.c` object is a test; its `__success` / `__failure`")
 print(f"annotation is {release}'s expectation, which the host kernel does not always meet.")
 print(f"{annotations['tests']:,} privileged x86-64 tests ({annotations['unpriv_skipped']} "
-      "unprivileged variants not run: both backends load as root).\n")
+      "unprivileged variants: run by `bench/selftests/privileges.sh`, in PRIVILEGES.md).\n")
 print("| | tests decided | verdict as annotated | all checks pass | refused |")
 print("|---|---:|---:|---:|---:|")
 for name, s_ in (("bpfvet", a), ("kernel " + kernel, b)):
