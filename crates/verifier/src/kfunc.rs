@@ -1251,8 +1251,16 @@ pub fn check_kfunc_calls(
             Err(e) => return err(e),
         };
         // The kernel wants every callee's address, kfunc or not (a call of
-        // a function that is no kfunc fails where it is explored).
-        match crate::ksym::kernel_symbol_exists(name) {
+        // a function that is no kfunc fails where it is explored). The
+        // kfuncs of bpfvet's table are registered, never-inlined kernel
+        // functions, always in kallsyms: only other names need the (slow)
+        // read of /proc/kallsyms.
+        let has_address = if kfunc(name).is_some() {
+            Some(true)
+        } else {
+            crate::ksym::kernel_symbol_exists(name)
+        };
+        match has_address {
             Some(true) => {}
             Some(false) => return err(format!("cannot find address for kernel function {name}")),
             None => {

@@ -317,9 +317,6 @@ fn compile(
     module
         .define_function(id, &mut ctx)
         .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
-    if let Some(d) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
-        eprintln!("{d}");
-    }
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()
