@@ -131,17 +131,8 @@ pub(crate) fn stacksafe_uninit_unreadable(
         if ot != ct {
             return false;
         }
-        if b == REG_SIZE - 1 {
-            let ok = match os.types[REG_SIZE - 1] {
-                SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
-                SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
-                SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
-                SlotType::IrqFlag => crate::irq::slots_equal(&os.spilled, &cs.spilled, m),
-                _ => true,
-            };
-            if !ok {
-                return false;
-            }
+        if b == REG_SIZE - 1 && !crate::prune::slot_objects_safe(os, cs, m, exact) {
+            return false;
         }
         i += 1;
     }

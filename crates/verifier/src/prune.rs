@@ -255,18 +255,29 @@ pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -
         if byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0 {
             return false;
         }
-        let ok = match os.types[REG_SIZE - 1] {
-            SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
-            SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
-            SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
-            SlotType::IrqFlag => crate::irq::slots_equal(&os.spilled, &cs.spilled, m),
-            _ => true,
-        };
-        if !ok {
+        if !slot_objects_safe(os, cs, m, exact) {
             return false;
         }
     }
     true
+}
+
+/// What a stack slot holds beyond its byte types (a spilled register, an
+/// iterator, a dynptr, irq flags), as the slot's last byte says: the old
+/// state's must be safe for the current one's.
+pub(crate) fn slot_objects_safe(
+    os: &crate::state::Slot,
+    cs: &crate::state::Slot,
+    m: &mut IdMap,
+    exact: Exact,
+) -> bool {
+    match os.types[REG_SIZE - 1] {
+        SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
+        SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
+        SlotType::Dynptr => crate::dynptr::dynptr_slot_safe(os, cs, m),
+        SlotType::IrqFlag => crate::irq::slots_equal(&os.spilled, &cs.spilled, m),
+        _ => true,
+    }
 }
 
 #[inline]

@@ -494,6 +494,22 @@ impl Tx<'_, '_> {
         let valid = self.env_load(env::OFF_CTX_VALID);
         let bit = self.b.ins().band_imm(valid, 1 << slot);
         self.b.ins().brif(bit, cached, &[], miss, &[]);
+        self.ctx_load_miss(miss, addr, pc, join);
+        self.b.switch_to_block(cached);
+        let v = self.b.ins().load(
+            types::I64,
+            ENV_MEM,
+            self.env,
+            env::OFF_CTX_VALS + 8 * slot as i32,
+        );
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// Block `miss`: a context field not read yet in this run, from the
+    /// runtime (which fills its cache slot), on to `join` with the value.
+    fn ctx_load_miss(&mut self, miss: Block, addr: Value, pc: usize, join: Block) {
         self.b.switch_to_block(miss);
         let p = self.k64(pc as i64);
         let v = self
@@ -507,16 +523,6 @@ impl Tx<'_, '_> {
         self.b
             .ins()
             .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
-        self.b.switch_to_block(cached);
-        let v = self.b.ins().load(
-            types::I64,
-            ENV_MEM,
-            self.env,
-            env::OFF_CTX_VALS + 8 * slot as i32,
-        );
-        self.b.ins().jump(join, &[BlockArg::Value(v)]);
-        self.b.switch_to_block(join);
-        self.b.block_params(join)[0]
     }
 
     fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
@@ -575,19 +581,7 @@ impl Tx<'_, '_> {
             self.b.ins().brif(bit, cached, &[], miss, &[]);
             // Not read yet: straight to the context (the stack and packet
             // are ruled out), which fills the slot.
-            self.b.switch_to_block(miss);
-            let p = self.k64(pc as i64);
-            let v = self
-                .call(
-                    self.shims.call2,
-                    env::ctx_load as *const () as usize,
-                    &[addr, p],
-                )
-                .expect("ctx_load returns");
-            let st = self.env_load(env::OFF_STATUS);
-            self.b
-                .ins()
-                .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+            self.ctx_load_miss(miss, addr, pc, join);
             self.b.switch_to_block(cached);
             let at = self.b.ins().ishl_imm(rel, 1);
             let at = self.b.ins().iadd(self.env, at);
