@@ -1586,7 +1586,12 @@ pub fn program(seed: u64, index: u64) -> GenProgram {
 /// Program `index` of the run with `seed`, using only `features`' blocks.
 pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x0010_0000_01b3));
-    let prog_type = if features.has(Features::MORE_PROG_TYPES) && rng.chance(40) {
+    let reduced = super::diff::fuzz_privileges() != bpfvet_verifier::Privileges::Root;
+    let prog_type = if reduced {
+        // The types a loader without CAP_NET_ADMIN or CAP_PERFMON may load
+        // (others fail with EPERM before verification).
+        rng.pick(&[ProgType::SOCKET_FILTER, ProgType::CGROUP_SKB])
+    } else if features.has(Features::MORE_PROG_TYPES) && rng.chance(40) {
         rng.pick(&[ProgType::CGROUP_SKB, ProgType::KPROBE, ProgType::TRACEPOINT])
     } else {
         rng.pick(&[ProgType::SOCKET_FILTER, ProgType::XDP, ProgType::SCHED_CLS])
