@@ -335,6 +335,19 @@ impl Tx<'_, '_> {
         self.b.inst_results(inst).first().copied()
     }
 
+    /// Calls a shim that returns a value and sets the run's status on an
+    /// error: on to the bail-out block if it did, else to `join` with the
+    /// value.
+    fn call_or_bail(&mut self, sig: SigRef, f: usize, args: &[Value], join: Block) {
+        let v = self
+            .call(sig, f, args)
+            .expect("the shim's signature has a result");
+        let st = self.env_load(env::OFF_STATUS);
+        self.b
+            .ins()
+            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+    }
+
     /// After a shim that may have moved the packet (helpers, kfuncs,
     /// functions run elsewhere).
     fn reload_packet(&mut self) {
@@ -512,17 +525,8 @@ impl Tx<'_, '_> {
     fn ctx_load_miss(&mut self, miss: Block, addr: Value, pc: usize, join: Block) {
         self.b.switch_to_block(miss);
         let p = self.k64(pc as i64);
-        let v = self
-            .call(
-                self.shims.call2,
-                env::ctx_load as *const () as usize,
-                &[addr, p],
-            )
-            .expect("ctx_load returns");
-        let st = self.env_load(env::OFF_STATUS);
-        self.b
-            .ins()
-            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        let sig = self.shims.call2;
+        self.call_or_bail(sig, env::ctx_load as *const () as usize, &[addr, p], join);
     }
 
     fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
@@ -602,17 +606,8 @@ impl Tx<'_, '_> {
         self.b.ins().jump(join, &[BlockArg::Value(v)]);
         self.b.switch_to_block(slow);
         let (s, p) = (self.k64(size as i64), self.k64(pc as i64));
-        let v = self
-            .call(
-                self.shims.call3,
-                env::load as *const () as usize,
-                &[addr, s, p],
-            )
-            .expect("load returns");
-        let st = self.env_load(env::OFF_STATUS);
-        self.b
-            .ins()
-            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        let sig = self.shims.call3;
+        self.call_or_bail(sig, env::load as *const () as usize, &[addr, s, p], join);
         self.b.switch_to_block(join);
         self.b.block_params(join)[0]
     }
@@ -977,17 +972,8 @@ impl Tx<'_, '_> {
         }
         self.b.switch_to_block(slow);
         let p = self.k64(pc as i64);
-        let v = self
-            .call(
-                self.shims.call3,
-                env::map_lookup as *const () as usize,
-                &[m, k, p],
-            )
-            .expect("map_lookup returns");
-        let st = self.env_load(env::OFF_STATUS);
-        self.b
-            .ins()
-            .brif(st, self.bail, &[], join, &[BlockArg::Value(v)]);
+        let sig = self.shims.call3;
+        self.call_or_bail(sig, env::map_lookup as *const () as usize, &[m, k, p], join);
         self.b.switch_to_block(join);
         self.b.block_params(join)[0]
     }
