@@ -128,6 +128,31 @@ enum Class {
     Unknown(String),
 }
 
+impl Class {
+    /// The kernel's answer to a program calling the helper, from its verdict
+    /// and last error line.
+    fn of_kernel(accepted: bool, line: &str) -> Class {
+        if !accepted && line.starts_with("program of this type cannot use helper") {
+            Class::Forbidden(line.to_string())
+        } else if !accepted && line.starts_with("invalid func ") {
+            Class::Unknown(line.to_string())
+        } else {
+            Class::Allowed
+        }
+    }
+
+    /// bpfvet's answer for `helper` called by `caller`.
+    fn of_ours(helper: u32, caller: &CallerProg) -> Class {
+        match helper_proto_for(helper, caller) {
+            Ok(_) => Class::Allowed,
+            Err(e @ bpfvet_verifier::helpers::HelperError::Unknown { .. }) => {
+                Class::Unknown(e.to_string())
+            }
+            Err(e) => Class::Forbidden(e.to_string()),
+        }
+    }
+}
+
 #[test]
 fn helper_permissions_match_the_host_kernel() {
     if let Some(why) = kernel_unavailable() {
@@ -170,21 +195,8 @@ fn helper_permissions_match_the_host_kernel() {
         };
         for helper in 0..=HELPER_MAX_ID {
             let r = load(&spec, &[call(helper), mov_r0(1), exit()]);
-            let line = r.last_error_line();
-            let kernel = if !r.ok && line.starts_with("program of this type cannot use helper") {
-                Class::Forbidden(line.to_string())
-            } else if !r.ok && line.starts_with("invalid func ") {
-                Class::Unknown(line.to_string())
-            } else {
-                Class::Allowed
-            };
-            let ours = match helper_proto_for(helper, &caller) {
-                Ok(_) => Class::Allowed,
-                Err(e @ bpfvet_verifier::helpers::HelperError::Unknown { .. }) => {
-                    Class::Unknown(e.to_string())
-                }
-                Err(e) => Class::Forbidden(e.to_string()),
-            };
+            let kernel = Class::of_kernel(r.ok, r.last_error_line());
+            let ours = Class::of_ours(helper, &caller);
             compared += 1;
             if kernel != ours {
                 mismatches.push(format!(
@@ -236,23 +248,8 @@ fn helper_tiers_match_the_host_kernel_by_privileges() {
                 p.expected_attach_type = attach.map_or(0, |a| a.0);
                 p.privileges = level;
                 let v = bpfvet_kernel::oracle::load(&p);
-                let line = v.error_line();
-                let kernel = if !v.accepted()
-                    && line.starts_with("program of this type cannot use helper")
-                {
-                    Class::Forbidden(line.to_string())
-                } else if !v.accepted() && line.starts_with("invalid func ") {
-                    Class::Unknown(line.to_string())
-                } else {
-                    Class::Allowed
-                };
-                let ours = match helper_proto_for(helper, &caller) {
-                    Ok(_) => Class::Allowed,
-                    Err(e @ bpfvet_verifier::helpers::HelperError::Unknown { .. }) => {
-                        Class::Unknown(e.to_string())
-                    }
-                    Err(e) => Class::Forbidden(e.to_string()),
-                };
+                let kernel = Class::of_kernel(v.accepted(), v.error_line());
+                let ours = Class::of_ours(helper, &caller);
                 compared += 1;
                 if kernel != ours {
                     mismatches.push(format!(
