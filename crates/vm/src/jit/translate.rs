@@ -529,6 +529,35 @@ impl Tx<'_, '_> {
         self.call_or_bail(sig, env::ctx_load as *const () as usize, &[addr, p], join);
     }
 
+    /// A 4-byte access that may be a context field: the stack and packet
+    /// go to `fast` (unless the proof says context only); then an address
+    /// among the cached context fields goes on to `field`, any other to
+    /// `region`. Returns the offset from the context's start.
+    fn to_context_field(
+        &mut self,
+        addr: Value,
+        size: u32,
+        ctx_only: bool,
+        fast: Block,
+        region: Block,
+        field: Block,
+    ) -> Value {
+        let ctx = self.b.create_block();
+        if ctx_only {
+            self.b.ins().jump(ctx, &[]);
+        } else {
+            self.route(addr, size, fast, ctx);
+        }
+        self.b.switch_to_block(ctx);
+        let rel = self.b.ins().isub(addr, self.ctx_lo);
+        let outside = self
+            .b
+            .ins()
+            .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
+        self.b.ins().brif(outside, region, &[], field, &[]);
+        rel
+    }
+
     fn load(&mut self, base: u8, off: i16, size: u32, pc: usize) -> Value {
         let b0 = self.reg(base);
         let addr = self.b.ins().iadd_imm(b0, off as i64);
@@ -560,20 +589,8 @@ impl Tx<'_, '_> {
         self.b.append_block_param(join, types::I64);
         if size == 4 {
             // A context field the run already read: from the cache.
-            let (ctx, hit) = (self.b.create_block(), self.b.create_block());
-            if ctx_only {
-                self.b.ins().jump(ctx, &[]);
-            } else {
-                self.route(addr, size, fast, ctx);
-            }
-            self.b.switch_to_block(ctx);
-            let rel = self.b.ins().isub(addr, self.ctx_lo);
-            let outside = self
-                .b
-                .ins()
-                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
-            let region = self.b.create_block();
-            self.b.ins().brif(outside, region, &[], hit, &[]);
+            let (hit, region) = (self.b.create_block(), self.b.create_block());
+            let rel = self.to_context_field(addr, size, ctx_only, fast, region, hit);
             self.b.switch_to_block(region);
             self.last_region(addr, size, false, fast, slow);
             self.b.switch_to_block(hit);
@@ -664,23 +681,8 @@ impl Tx<'_, '_> {
             self.unless_read_only_regions(fast, slow);
         } else if size == 4 {
             // A context field: straight to the context.
-            let (ctx, to_ctx, region) = (
-                self.b.create_block(),
-                self.b.create_block(),
-                self.b.create_block(),
-            );
-            if ctx_only {
-                self.b.ins().jump(ctx, &[]);
-            } else {
-                self.route(addr, size, fast, ctx);
-            }
-            self.b.switch_to_block(ctx);
-            let rel = self.b.ins().isub(addr, self.ctx_lo);
-            let outside = self
-                .b
-                .ins()
-                .band_imm(rel, !(4 * (env::CTX_SLOTS as i64 - 1)));
-            self.b.ins().brif(outside, region, &[], to_ctx, &[]);
+            let (to_ctx, region) = (self.b.create_block(), self.b.create_block());
+            self.to_context_field(addr, size, ctx_only, fast, region, to_ctx);
             self.b.switch_to_block(to_ctx);
             let p = self.k64(pc as i64);
             self.call(
