@@ -489,6 +489,20 @@ impl Env<'_> {
                     PtrArg::Mem
                 }
             };
+            // The pointer's offset is checked before what its kind asks
+            // (check_func_arg_reg_off), except that map and BTF pointers
+            // have their trust checked first.
+            let offset_first = !matches!(
+                kind,
+                PtrArg::Null
+                    | PtrArg::Map
+                    | PtrArg::AllocBtfId
+                    | PtrArg::BtfId
+                    | PtrArg::Unmodelled(_)
+            );
+            if offset_first {
+                self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+            }
             match kind {
                 PtrArg::Null => {}
                 PtrArg::Ctx => {
@@ -496,12 +510,6 @@ impl Env<'_> {
                         return self.err(format!(
                             "arg#{i} expected pointer to ctx, but got {}",
                             reg.type_str()
-                        ));
-                    }
-                    if reg.off != 0 || !reg.v.is_const() || reg.v.const_value() != 0 {
-                        return self.err(format!(
-                            "dereference of modified ctx ptr R{regno} off={} disallowed",
-                            reg.off
                         ));
                     }
                 }
@@ -552,13 +560,11 @@ impl Env<'_> {
                     meta.graph = g;
                 }
                 PtrArg::RefcountedKptr => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     let mut g = meta.graph;
                     self.check_refcounted_kptr_arg(i, &reg, &mut g)?;
                     meta.graph = g;
                 }
                 PtrArg::Callback => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     if reg.ty != RegType::Func {
                         return self.err(format!("arg{i} expected pointer to func"));
                     }
@@ -569,7 +575,6 @@ impl Env<'_> {
                     }
                 }
                 PtrArg::Graph(kind) => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     let mut g = meta.graph;
                     self.check_graph_arg(kind, i, regno, &reg, meta, &mut g)?;
                     meta.graph = g;
@@ -665,7 +670,6 @@ impl Env<'_> {
                     i += 1;
                 }
                 PtrArg::Workqueue => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     if reg.ty != RegType::MapValue || reg.maybe_null() {
                         return self.err(format!("arg#{i} doesn't point to a map value"));
                     }
@@ -674,7 +678,6 @@ impl Env<'_> {
                     meta.wq_map = Some((reg.map, reg.map_uid));
                 }
                 PtrArg::TaskWork => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     if reg.ty != RegType::MapValue || reg.maybe_null() {
                         return self.err(format!("arg#{i} doesn't point to a map value"));
                     }
@@ -683,7 +686,6 @@ impl Env<'_> {
                     meta.wq_map = Some((reg.map, reg.map_uid));
                 }
                 PtrArg::ConstStr => {
-                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     if reg.ty != RegType::MapValue || reg.maybe_null() {
                         return self.err(format!("arg#{i} doesn't point to a const string"));
                     }
