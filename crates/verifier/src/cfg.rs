@@ -342,12 +342,12 @@ pub struct CallSummary {
 /// callback, a subprogram nothing calls that the kernel walks after main.
 /// The kernel's first passes over the subprogram layout
 /// (add_subprog_and_kfunc, check_subprogs), which run before the opcode
-/// and ld_imm64 checks of resolve_pseudo_ldimm64; returns where each
-/// subprogram starts.
+/// and ld_imm64 checks of resolve_pseudo_ldimm64; returns the
+/// subprograms, their calls not yet looked at.
 pub fn check_layout(
     insns: &[Insn],
     exception_cb: Option<usize>,
-) -> Result<Vec<usize>, VerifyError> {
+) -> Result<Vec<Subprog>, VerifyError> {
     if insns.is_empty() {
         return Err(VerifyError::new(
             None,
@@ -362,7 +362,7 @@ pub fn check_layout(
         might_sleep: false,
     };
     check_subprogs(insns, &mut subprogs, &no_calls)?;
-    Ok(subprogs.iter().map(|s| s.start).collect())
+    Ok(subprogs)
 }
 
 pub fn analyze(

@@ -263,23 +263,24 @@ fn verify_with(
         .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| lsm::check_attach(obj, prog))
-        .and_then(|()| struct_ops::check_target(obj, prog).map(|_| ()))
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
         .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
         .and_then(|ex| {
             cfg::check_layout(&prog.insns, ex)
-                .and_then(|starts| {
-                    check_func_info_layout(obj, prog, &starts)?;
+                .and_then(|subprogs| {
+                    check_btf_func(obj, prog, &subprogs)?;
+                    let starts: Vec<usize> = subprogs.iter().map(|s| s.start).collect();
                     check_line_info(obj, prog, &starts)
                 })
                 .map(|()| ex)
         })
         .and_then(|ex| precheck(obj, prog, &caps).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex, caps.bpf_capable))
-        .and_then(|c| check_abnormal_returns(obj, prog, &c.subprogs).map(|()| c))
-        .and_then(|c| lsm::check_sleepable(prog).map(|()| c));
+        // check_attach_btf_id runs after the CFG is checked.
+        .and_then(|c| lsm::check_sleepable(prog).map(|()| c))
+        .and_then(|c| struct_ops::check_target(obj, prog).map(|_| c));
     let cfg = match result {
         Ok(c) => c,
         Err(e) => {
@@ -455,30 +456,6 @@ fn check_func_info_records(
     Ok(())
 }
 
-/// check_btf_func: one record per subprogram, each at its start.
-fn check_func_info_layout(
-    obj: &bpfvet_object::Object,
-    prog: &bpfvet_object::Program,
-    starts: &[usize],
-) -> Result<(), error::VerifyError> {
-    if !func_info_sent(obj, prog) {
-        return Ok(());
-    }
-    let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
-    if prog.func_info.len() != starts.len() {
-        return fail("number of funcs in func_info doesn't match number of subprogs");
-    }
-    if prog
-        .func_info
-        .iter()
-        .zip(starts)
-        .any(|(f, &s)| f.insn_off as usize != s)
-    {
-        return fail("func_info BTF section doesn't match subprog layout in BPF program");
-    }
-    Ok(())
-}
-
 /// check_btf_line: line_info goes with func_info; its offsets increase
 /// inside the program, never at the second slot of an ld_imm64 (or any
 /// zero opcode), name strings of the program's BTF, and cover every
@@ -529,45 +506,43 @@ fn check_line_info(
     }
     Ok(())
 }
-
+/// check_btf_func: with func_info, one record per subprogram at its start;
 /// LD_ABS/IND and tail calls can leave a subprogram with a hidden
-/// `return 0` (check_btf_func, check_abnormal_return): only subprograms
-/// whose BTF says they return an integer may contain them.
-fn check_abnormal_returns(
+/// `return 0` (check_abnormal_return), so only subprograms whose BTF says
+/// they return an integer may contain them, and without func_info none
+/// but the main program. The kernel checks each record in turn.
+fn check_btf_func(
     obj: &bpfvet_object::Object,
     prog: &bpfvet_object::Program,
     subprogs: &[cfg::Subprog],
 ) -> Result<(), error::VerifyError> {
     let fail = |msg: &str| Err(error::VerifyError::new(None, msg.to_string()));
-    // func_info must describe the subprograms as the code lays them out
-    // (check_btf_func).
-    if !prog.func_info.is_empty() {
-        if prog.func_info.len() != subprogs.len() {
-            return fail("number of funcs in func_info doesn't match number of subprogs");
+    let btf = match obj.btf.as_ref() {
+        Some(btf) if func_info_sent(obj, prog) => btf,
+        _ => {
+            for sp in subprogs.iter().skip(1) {
+                if sp.has_ld_abs {
+                    return fail("LD_ABS is not allowed in subprogs without BTF");
+                }
+                if sp.has_tail_call {
+                    return fail("tail_call is not allowed in subprogs without BTF");
+                }
+            }
+            return Ok(());
         }
-        let layout_ok = subprogs
-            .iter()
-            .zip(&prog.func_info)
-            .all(|(sp, fi)| sp.start == fi.insn_off as usize);
-        if !layout_ok {
+    };
+    if prog.func_info.len() != subprogs.len() {
+        return fail("number of funcs in func_info doesn't match number of subprogs");
+    }
+    for (i, (sp, fi)) in subprogs.iter().zip(&prog.func_info).enumerate() {
+        if sp.start != fi.insn_off as usize {
             return fail("func_info BTF section doesn't match subprog layout in BPF program");
         }
-    }
-    let btf = obj.btf.as_ref().filter(|_| !prog.func_info.is_empty());
-    for (i, sp) in subprogs.iter().enumerate().skip(1) {
-        let Some(btf) = btf else {
-            if sp.has_ld_abs {
-                return fail("LD_ABS is not allowed in subprogs without BTF");
-            }
-            if sp.has_tail_call {
-                return fail("tail_call is not allowed in subprogs without BTF");
-            }
+        if i == 0 {
             continue;
-        };
-        let returns_int = prog
-            .func_info
-            .get(i)
-            .and_then(|fi| btf.type_by_id(fi.type_id))
+        }
+        let returns_int = btf
+            .type_by_id(fi.type_id)
             .and_then(|func| btf.type_by_id(func.size_or_type))
             .and_then(|proto| btf.skip_mods_and_typedefs(proto.size_or_type))
             .is_some_and(|(id, t)| {
