@@ -481,11 +481,6 @@ impl<'a> Env<'a> {
                             continue;
                         } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
                             let throw = crate::exception::is_bpf_throw(&insn);
-                            if throw && self.exception_cb.is_none() {
-                                // The default callback returns the cookie
-                                // as the program's return value.
-                                self.check_return_code(1)?;
-                            }
                             self.check_kfunc_call(&insn)?;
                             if throw {
                                 // The program unwinds: this path ends here,

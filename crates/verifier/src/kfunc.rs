@@ -304,6 +304,11 @@ impl Env<'_> {
         ) {
             self.node_to_non_owning(self.cur.reg(2).ref_obj_id)?;
         }
+        if name == "bpf_throw" && self.exception_cb.is_none() {
+            // The default exception callback returns the cookie as the
+            // program's return value.
+            self.check_return_code(1)?;
+        }
         for r in 0..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
