@@ -86,9 +86,9 @@ pub struct ProgramReport {
     pub prog_type: ProgType,
     /// The attach type passed to the kernel (0 when the program has none).
     pub expected_attach_type: AttachType,
-    /// Whether the load fell back to no BTF / no func_info and line_info.
+    /// Whether the load fell back to no BTF (the kernel refused the
+    /// object's BTF, as libbpf then loads without it).
     pub btf_dropped: bool,
-    pub ext_info_dropped: bool,
     /// Wall time of the BPF_PROG_LOAD call(s).
     pub wall_time: Duration,
     /// The loaded program, for BPF_PROG_TEST_RUN.

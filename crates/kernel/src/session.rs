@@ -313,7 +313,6 @@ impl<'a> ObjectSession<'a> {
             prog_type: prog.prog_type,
             expected_attach_type: prog.expected_attach_type.unwrap_or(AttachType(0)),
             btf_dropped: self.btf.is_none() && self.obj.btf_raw.is_some(),
-            ext_info_dropped: false,
             wall_time: Default::default(),
             loaded: None,
             load_refusal: None,
@@ -441,7 +440,7 @@ impl<'a> ObjectSession<'a> {
                 ]
             })
             .collect();
-        let mut with_ext_info = self.btf.is_some() && !func_info.is_empty();
+        let with_ext_info = self.btf.is_some() && !func_info.is_empty();
         let cap = opts.log_size_cap.clamp(1024, MAX_LOG_SIZE);
         let mut log_buf = vec![0u8; opts.log_size.clamp(1024, cap) as usize];
 
@@ -510,14 +509,8 @@ impl<'a> ObjectSession<'a> {
                     log_buf = vec![0u8; want as usize];
                 }
                 Err(Errno::ENOSPC) => break (r, log, Some(attr.log_true_size)),
-                // The kernel refused the BTF side info before verifying:
-                // retry without func_info/line_info, as libbpf does.
-                Err(Errno::EINVAL)
-                    if with_ext_info && !parse_log_stats(&log).has_processed_line() =>
-                {
-                    with_ext_info = false;
-                    report.ext_info_dropped = true;
-                }
+                // A refused func_info or line_info is the answer: libbpf
+                // does not load again without them.
                 _ => break (r, log, None),
             }
         };
