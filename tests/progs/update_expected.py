@@ -77,6 +77,8 @@ NOTES = {
  'xdp_timer_callback_return': "bpf_timer callback return range [0, 0], checked on the callback's own path",
  'xdp_timer_rearm': 'bpf_timer callback that arms the timer again (a second async entry)',
  'xdp_combined_stack': 'two 320-byte frames: each fine alone, 640 together',
+ 'btf_refused_unnamed_arg': 'a global function with an unnamed parameter: the kernel refuses the BTF (Invalid arg#1), so libbpf loads without it and the function is a static subprogram',
+ 'kconfig_two_externs': 'two kconfig externs, the smaller first: libbpf lays them out by alignment and sorts the .kconfig DATASEC by offset',
 }
 
 

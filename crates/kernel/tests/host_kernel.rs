@@ -69,6 +69,7 @@ fn object(maps: Vec<MapDef>, programs: Vec<Program>) -> Object {
         programs,
         btf_raw: None,
         btf: None,
+        btf_refused: None,
         unresolved_externs: vec![],
         warnings: Vec::new(),
         loader: bpfvet_object::Loader::Libbpf,

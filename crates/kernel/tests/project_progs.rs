@@ -137,3 +137,40 @@ fn kernel_figures_match_expected_md() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!("checked {checked} programs against EXPECTED.md");
 }
+
+/// bpfvet's prediction of BPF_BTF_LOAD (`Object::btf_refused`) equals the
+/// kernel's answer on every object of tests/progs, reason included, and the
+/// objects include one whose BTF the kernel refuses.
+#[test]
+fn btf_refusals_match_the_kernel() {
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let mut opts = ObjectOptions::default();
+    opts.preload_target().expect("vmlinux BTF");
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/progs")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".bpf.o"))
+        .collect();
+    objects.sort();
+    let mut refused = 0;
+    for path in &objects {
+        let Ok(obj) = Object::from_file(path, &opts) else {
+            continue;
+        };
+        if obj.btf_raw.is_none() {
+            continue;
+        }
+        let kernel_says = kernel.open_object(&obj).btf_error.map(|e| e.message);
+        assert_eq!(obj.btf_refused, kernel_says, "{}", path.display());
+        refused += kernel_says.is_some() as usize;
+    }
+    assert!(refused >= 1, "no object of tests/progs has a refused BTF");
+    println!("{} objects, {refused} with a refused BTF", objects.len());
+}

@@ -303,6 +303,16 @@ pub fn patch_kconfig_datasec(raw: &mut [u8], btf: &Btf, ext: &Externs) {
         }
     }
     raw[rec + 8..rec + 12].copy_from_slice(&total.to_le_bytes());
+    // The layout orders externs by alignment, the DATASEC by declaration:
+    // libbpf then sorts the entries by offset, which the kernel requires.
+    let n = btf.datasec_vars(t).len();
+    let entries = rec + 12..rec + 12 + 12 * n;
+    let mut sorted: Vec<[u8; 12]> = raw[entries.clone()]
+        .chunks_exact(12)
+        .map(|c| c.try_into().expect("12 bytes"))
+        .collect();
+    sorted.sort_by_key(|e| u32::from_le_bytes(e[4..8].try_into().expect("4 bytes")));
+    raw[entries].copy_from_slice(&sorted.concat());
 }
 
 /// Rewrites the `.ksyms` DATASEC as libbpf does before BPF_BTF_LOAD: every

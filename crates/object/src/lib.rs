@@ -13,6 +13,7 @@
 //! [`LoadOptions`]; [`btf::Btf::from_bytes`] for any BTF blob (vmlinux too).
 
 pub mod btf;
+pub mod btf_check;
 pub mod btf_ext;
 mod btf_fixup;
 mod core_relo;

@@ -375,6 +375,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
         kern_version,
         maps: maps_out,
         programs,
+        btf_refused: btf.as_ref().and_then(crate::btf_check::kernel_refusal),
         btf_raw,
         btf,
         unresolved_externs: unresolved,

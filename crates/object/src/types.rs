@@ -20,6 +20,10 @@ pub struct Object {
     /// The parsed form of `btf_raw` (type ids in `MapDef` and `FuncInfo`
     /// refer to it).
     pub btf: Option<crate::btf::Btf>,
+    /// Why the kernel would refuse `btf_raw` (its BTF log's last line, see
+    /// `btf_check`): libbpf then loads the programs without BTF, and so are
+    /// they verified.
+    pub btf_refused: Option<String>,
     /// Externs (`.kconfig`, `.ksyms`, kfuncs) that could not be resolved,
     /// as "name: reason". Their instructions hold zeros / poisoned calls.
     pub unresolved_externs: Vec<String>,
@@ -34,6 +38,29 @@ pub struct Object {
 }
 
 impl Object {
+    /// What libbpf loads when the kernel refuses the object's BTF: the
+    /// same programs and maps, without BTF, func_info, line_info or the
+    /// maps' key and value types.
+    pub fn without_btf(&self) -> Object {
+        let mut obj = self.clone();
+        obj.btf_raw = None;
+        obj.btf = None;
+        obj.btf_refused = None;
+        for p in &mut obj.programs {
+            p.func_info.clear();
+            p.line_info.clear();
+        }
+        for m in &mut obj.maps {
+            m.btf_key_type_id = 0;
+            m.btf_value_type_id = 0;
+            if let Some(inner) = &mut m.inner {
+                inner.btf_key_type_id = 0;
+                inner.btf_value_type_id = 0;
+            }
+        }
+        obj
+    }
+
     /// An object holding one GPL program and no maps, BTF or line info: what
     /// tests, fuzzers and embedders need to verify or run bare instructions.
     pub fn single_program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Object {
@@ -60,6 +87,7 @@ impl Object {
             }],
             btf_raw: None,
             btf: None,
+            btf_refused: None,
             unresolved_externs: Vec::new(),
             warnings: Vec::new(),
             loader: crate::loader::Loader::Libbpf,

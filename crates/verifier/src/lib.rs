@@ -218,6 +218,14 @@ fn verify_with(
 ) -> (Outcome, Option<explain::Profile>) {
     let started = std::time::Instant::now();
     scalar::set_sync_memo(!opts.baselines.sync_no_memo);
+    // A BTF the kernel refuses is not loaded: the programs go without it.
+    let stripped;
+    let obj = if obj.btf_refused.is_some() {
+        stripped = obj.without_btf();
+        &stripped
+    } else {
+        obj
+    };
     let Some(prog) = obj.programs.get(prog_index) else {
         let outcome = Outcome {
             verdict: Verdict::Rejected {

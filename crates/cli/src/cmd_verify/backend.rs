@@ -281,6 +281,9 @@ impl Backend for BpfvetBackend {
         progs: &[usize],
         opts: &RunOptions,
     ) -> Vec<Row> {
+        if let (Some(why), false) = (&obj.btf_refused, opts.quiet) {
+            eprintln!("bpfvet: {file}: the kernel would refuse the object's BTF ({why}); verifying without it, as libbpf loads");
+        }
         let vopts = bpfvet_verifier::Options {
             log_level: opts.log_level,
             timeout: opts.timeout,

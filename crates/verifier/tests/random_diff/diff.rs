@@ -212,6 +212,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
         programs,
+        btf_refused: None,
         unresolved_externs: Vec::new(),
         warnings: Vec::new(),
         loader: bpfvet_object::Loader::Libbpf,
