@@ -441,10 +441,11 @@ impl Env<'_> {
                 // Taken by their type before any memory check
                 // (get_kfunc_ptr_arg_type): task work items, resilient locks.
                 PtrArg::Unmodelled("work item or lock")
-            } else if ctx_struct {
-                // Another struct than the program's context: the kernel
-                // takes the argument as memory or a BTF pointer and checks
-                // the context access by the struct's size.
+            } else if ctx_struct && (is_scalar(ref_t) || is_scalar_struct(btf, ref_t, 0)) {
+                // Another struct than the program's context, of scalars
+                // only: the kernel takes the argument as memory and checks
+                // the context access by the struct's size. (One holding
+                // pointers is refused below as memory, as the kernel does.)
                 PtrArg::Unmodelled("the context passed for another struct")
             } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc | RegType::MapPtr)
                 || reg.ty.is_sock()
