@@ -1014,6 +1014,8 @@ impl Env<'_> {
         {
             return self.err("attempt to corrupt spilled pointer on stack");
         }
+        let spills_pointer = vreg.is_some_and(|r| spillable(r.ty));
+        self.sanitize_stack_write(frameno, spi, size as usize, spills_pointer);
         self.destroy_if_dynptr_stack_slot(frameno, spi)?;
         // Without CAP_BPF scalars are not tracked through the stack.
         let track_scalars = self.caps.bpf_capable;
@@ -1084,6 +1086,34 @@ impl Env<'_> {
             self.push_history(hist, 0);
         }
         Ok(())
+    }
+
+    /// Spectre v4 (check_stack_write_fixed_off): without CAP_PERFMON a
+    /// store of `size` bytes into slot `spi` that spills a pointer, or
+    /// whose slot was not plain data, is followed by a barrier; speculative
+    /// paths end after it. The kernel looks at the slot's first `size` type
+    /// bytes whatever bytes are written. Only speculative paths' length
+    /// depends on this; verdicts otherwise do not.
+    pub(crate) fn sanitize_stack_write(
+        &mut self,
+        frameno: usize,
+        spi: usize,
+        size: usize,
+        spills_pointer: bool,
+    ) {
+        if self.caps.bypass_spec_v4 {
+            return;
+        }
+        let types = self.cur.frames[frameno]
+            .stack
+            .get(spi)
+            .map_or([SlotType::Invalid; REG_SIZE], |s| s.types);
+        let plain = types[..size.min(REG_SIZE)]
+            .iter()
+            .all(|t| matches!(t, SlotType::Misc | SlotType::Zero));
+        if spills_pointer || !plain {
+            self.aux[self.insn_idx].nospec_result = true;
+        }
     }
 
     fn save_spill(&mut self, frameno: usize, spi: usize, r: Reg, size: u32) {
@@ -1301,6 +1331,14 @@ fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
 
 /// A pointer's variable offset in the alignment messages: a constant as a
 /// number, otherwise the tnum.
+/// is_spillable_regtype: the pointers a stack slot can hold.
+fn spillable(ty: RegType) -> bool {
+    !matches!(
+        ty,
+        RegType::NotInit | RegType::Scalar | RegType::TpBuffer | RegType::ConstPtrToDynptr
+    )
+}
+
 fn var_off_str(v: &Scalar) -> String {
     // A constant prints in decimal up to 65535 and in hex above (a
     // negative offset is a large u64), as measured on 6.18.

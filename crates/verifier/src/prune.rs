@@ -30,6 +30,10 @@ pub struct IdMap {
     /// allow_uninit_stack: a loader without CAP_PERFMON compares stacks
     /// byte by byte (crate::privilege::stacksafe_uninit_unreadable).
     pub uninit_stack_readable: bool,
+    /// explore_alu_limits: once a pointer moved by an unknown scalar was
+    /// sanitized, scalars only match identical ones, so that paths with
+    /// other ALU limits are explored.
+    pub explore_alu_limits: bool,
     pub resets: u64,
     pub pairs_scanned: u64,
 }
@@ -42,6 +46,7 @@ impl IdMap {
             tmp_id_gen: 0,
             memset_baseline,
             uninit_stack_readable: true,
+            explore_alu_limits: false,
             resets: 0,
             pairs_scanned: 0,
         }
@@ -146,6 +151,9 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
     match old.ty {
         RegType::Scalar => {
+            if m.explore_alu_limits {
+                return old.off == cur.off && old.v == cur.v && m.check_scalar(old.id, cur.id);
+            }
             if !old.precise && exact == Exact::Loose {
                 return true;
             }
