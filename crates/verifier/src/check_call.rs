@@ -215,8 +215,7 @@ impl Env<'_> {
                     // The kernel writes the buffer byte by byte, each a
                     // store that Spectre v4 sanitation looks at.
                     for b in off..max + size as i64 {
-                        let slot = (-b - 1) as usize;
-                        self.sanitize_stack_write(frameno, slot / 8, 1, false);
+                        self.sanitize_stack_write(frameno, (-b - 1) as usize, 1, false);
                     }
                 }
                 let fr = &mut self.cur.frames[frameno];

@@ -1015,7 +1015,7 @@ impl Env<'_> {
             return self.err("attempt to corrupt spilled pointer on stack");
         }
         let spills_pointer = vreg.is_some_and(|r| spillable(r.ty));
-        self.sanitize_stack_write(frameno, spi, size as usize, spills_pointer);
+        self.sanitize_stack_write(frameno, slot, size as usize, spills_pointer);
         self.destroy_if_dynptr_stack_slot(frameno, spi)?;
         // Without CAP_BPF scalars are not tracked through the stack.
         let track_scalars = self.caps.bpf_capable;
@@ -1089,28 +1089,30 @@ impl Env<'_> {
     }
 
     /// Spectre v4 (check_stack_write_fixed_off): without CAP_PERFMON a
-    /// store of `size` bytes into slot `spi` that spills a pointer, or
-    /// whose slot was not plain data, is followed by a barrier; speculative
-    /// paths end after it. The kernel looks at the slot's first `size` type
-    /// bytes whatever bytes are written. Only speculative paths' length
-    /// depends on this; verdicts otherwise do not.
+    /// store of `size` bytes down from byte `slot` (-off - 1) that spills
+    /// a pointer, or overwrites bytes that were not plain data, is followed
+    /// by a barrier; speculative paths end after it. The host kernel
+    /// (6.18.44) looks at the bytes written; 6.18.15's source reads the
+    /// slot's first `size` type bytes instead, which the host contradicts
+    /// (spectre_v4_*.case). Only the length of speculative paths depends on
+    /// this, so processed insns; no verdict does.
     pub(crate) fn sanitize_stack_write(
         &mut self,
         frameno: usize,
-        spi: usize,
+        slot: usize,
         size: usize,
         spills_pointer: bool,
     ) {
         if self.caps.bypass_spec_v4 {
             return;
         }
-        let types = self.cur.frames[frameno]
-            .stack
-            .get(spi)
-            .map_or([SlotType::Invalid; REG_SIZE], |s| s.types);
-        let plain = types[..size.min(REG_SIZE)]
-            .iter()
-            .all(|t| matches!(t, SlotType::Misc | SlotType::Zero));
+        let stack = &self.cur.frames[frameno].stack;
+        let plain = (0..size).all(|i| {
+            let b = slot.wrapping_sub(i);
+            stack
+                .get(b / REG_SIZE)
+                .is_some_and(|s| matches!(s.types[b % REG_SIZE], SlotType::Misc | SlotType::Zero))
+        });
         if spills_pointer || !plain {
             self.aux[self.insn_idx].nospec_result = true;
         }

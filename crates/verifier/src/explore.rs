@@ -505,7 +505,11 @@ impl<'a> Env<'a> {
                 // error_recoverable_with_nospec: on a speculative path the
                 // instruction gets a barrier and the path ends.
                 Err(e) if self.cur.speculative && e.recoverable_with_nospec() => {
+                    // Logged as a final error would be; popping the path
+                    // takes it back out at level 1.
+                    self.log.lines_before_error();
                     self.log.line(&e.msg);
+                    self.log.error_details();
                     self.live_end_insn();
                     self.aux[idx].nospec = true;
                     self.aux[idx].alu_state = 0;
