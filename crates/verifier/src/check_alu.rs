@@ -649,7 +649,7 @@ impl Env<'_> {
                     if e.unsupported || e.limit.is_some() {
                         return Err(e);
                     }
-                    self.log.before_error(e.msg);
+                    self.log.also_before_error(e.msg);
                     return self.err(format!(
                         "R{d} pointer arithmetic of map value goes out of range, prohibited for !root"
                     ));

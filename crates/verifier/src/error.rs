@@ -104,3 +104,24 @@ pub fn errno_class(msg: &str) -> Errno {
 }
 
 pub type VResult<T> = Result<T, VerifyError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_checks_own_errors_recover_on_a_speculative_path() {
+        let at = |msg: &str| VerifyError::new(Some(0), msg.to_string());
+        assert!(at("R1 !read_ok").recoverable_with_nospec());
+        assert!(at("invalid read from stack R10 off=-8 size=8").recoverable_with_nospec());
+        assert!(!at("the call stack of 9 frames is too deep").recoverable_with_nospec());
+        assert!(!at("verifier internal error: no dynptr id").recoverable_with_nospec());
+        let limit = VerifyError::limit(
+            Some(0),
+            Limit::ProcessedInsns,
+            "BPF program is too large. Processed 1000001 insn".into(),
+        );
+        assert!(!limit.recoverable_with_nospec());
+        assert!(!VerifyError::unsupported(Some(0), "R1 !read_ok".into()).recoverable_with_nospec());
+    }
+}
