@@ -74,6 +74,8 @@ const FATAL_MESSAGES: &[&str] = &[
     "allocated_stack too small",
     "invalid insn idx",
     "kernel subsystem misconfigured",
+    "bad parent state for iter next call",
+    "invalid map_ptr to access map->",
     // E2BIG
     "frames is too deep",
     "BPF program is too large",
