@@ -485,6 +485,27 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn explore_alu_limits_makes_scalars_match_only_exactly() {
+        let mut m = IdMap::new(false);
+        let old = Reg::unknown_scalar();
+        let cur = Reg::known(6);
+        assert!(regsafe(&old, &cur, &mut m, Exact::Loose));
+        m.explore_alu_limits = true;
+        assert!(!regsafe(&old, &cur, &mut m, Exact::Loose));
+        assert!(regsafe(&cur, &Reg::known(6), &mut m, Exact::Loose));
+    }
+
+    #[test]
+    fn a_speculative_state_never_prunes_a_real_one() {
+        let (mut m, live) = (IdMap::new(false), [0u16; 1]);
+        let real = State::new();
+        let mut spec = State::new();
+        spec.speculative = true;
+        assert!(states_equal(&real, &spec, &mut m, &live, 0, Exact::Loose));
+        assert!(!states_equal(&spec, &real, &mut m, &live, 0, Exact::Loose));
+    }
+
     /// Random stacks built from the slot shapes the verifier produces,
     /// compared by the slot-wise stacksafe and the byte walk: the same
     /// answer and the same id-map checks in the same order.
