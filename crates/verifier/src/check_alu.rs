@@ -298,6 +298,9 @@ impl Env<'_> {
         if dst.precise && source(insn.code) == BPF_X {
             self.mark_chain_precision(s)?;
         }
+        if o == BPF_ADD || o == BPF_SUB {
+            self.sanitize_val_alu(insn)?;
+        }
         let Some(aop) = AluOp::from_insn(insn.code, insn.off) else {
             return self.err(format!("invalid BPF_ALU opcode {:x}", o));
         };
@@ -399,15 +402,13 @@ impl Env<'_> {
         }
         self.check_sane_offset(&ov, off_reg.off, known, ptr)?;
         self.check_sane_offset(&ptr.v, ptr.off, false, ptr)?;
-        // Spectre v1 sanitation of a register offset (sanitize_ptr_alu):
-        // ALU limits and a speculative path of the truncated result, which
-        // bpfvet does not model.
-        if !self.caps.bypass_spec_v1 && (o == BPF_ADD || o == BPF_SUB) && source(insn.code) == BPF_X
-        {
-            return self.unsupported(
-                "pointer arithmetic with a register offset under Spectre v1 sanitation (a loader without CAP_PERFMON)",
-            );
-        }
+        let sanitize = o == BPF_ADD || o == BPF_SUB;
+        let info = if sanitize {
+            self.sanitize_ptr_alu(insn, d, ptr, off_reg, off_is_dst)
+                .map_err(|r| self.sanitize_err(insn, r, off_is_dst))??
+        } else {
+            None
+        };
         match o {
             BPF_ADD => {}
             BPF_SUB if off_is_dst => {
@@ -460,8 +461,163 @@ impl Env<'_> {
         if !self.caps.bypass_spec_v1 {
             self.sanitize_check_bounds(d, &r)?;
         }
+        if let Some(info) = info {
+            self.commit_alu_limit(&r, &info)
+                .map_err(|reason| self.sanitize_err(insn, reason, off_is_dst))?;
+        }
         *self.cur.reg_mut(d) = r;
         Ok(())
+    }
+
+    /// can_skip_alu_sanitation: only register operands are masked, and
+    /// only while the instruction has no speculation barrier.
+    fn can_skip_alu_sanitation(&self, insn: &Insn) -> bool {
+        self.caps.bypass_spec_v1 || source(insn.code) == BPF_K || self.aux[self.insn_idx].nospec
+    }
+
+    /// sanitize_val_alu: scalar +/- scalar in a register marks the
+    /// instruction as masking nothing, which every path must agree with.
+    fn sanitize_val_alu(&mut self, insn: &Insn) -> VResult<()> {
+        if self.can_skip_alu_sanitation(insn) {
+            return Ok(());
+        }
+        self.update_alu_state(alu_state::NON_POINTER, 0)
+            .map_err(|r| self.sanitize_err(insn, r, false))
+    }
+
+    /// update_alu_sanitation_state: the instruction's masking, the same on
+    /// every path that reaches it.
+    fn update_alu_state(&mut self, state: u8, limit: u32) -> Result<(), SanitizeReason> {
+        let aux = &mut self.aux[self.insn_idx];
+        if aux.alu_state != 0 && (aux.alu_state != state || aux.alu_limit != limit) {
+            return Err(SanitizeReason::Paths);
+        }
+        aux.alu_state = state;
+        aux.alu_limit = limit;
+        Ok(())
+    }
+
+    /// The first half of sanitize_ptr_alu, before the pointer moves: the
+    /// offset's sign must be known and the pointer within its limit, and
+    /// for an offset not known the path where masking truncates it to 0 (the
+    /// pointer unmoved) is explored as speculative execution. Returns the
+    /// masking to commit once the result is known (None: no masking, as for
+    /// a constant operand or on a speculative path).
+    fn sanitize_ptr_alu(
+        &mut self,
+        insn: &Insn,
+        d: u8,
+        ptr: &Reg,
+        off_reg: &Reg,
+        off_is_dst: bool,
+    ) -> Result<VResult<Option<SanitizeInfo>>, SanitizeReason> {
+        if self.can_skip_alu_sanitation(insn) {
+            return Ok(Ok(None));
+        }
+        let ov = &off_reg.v;
+        let off_is_imm = ov.is_const();
+        let mut info = None;
+        // A speculative path only looks for bad accesses: its masking was
+        // set by the paths that really run.
+        if !self.cur.speculative {
+            if !off_is_imm && (ov.smin < 0) != (ov.smax < 0) {
+                return Err(SanitizeReason::Bounds);
+            }
+            let off_is_neg = ov.smin < 0;
+            let mask_to_left = (op(insn.code) == BPF_ADD) == off_is_neg;
+            let limit = retrieve_ptr_limit(self, ptr, mask_to_left)?;
+            let mut state = if off_is_dst {
+                alu_state::SANITIZE_DST
+            } else {
+                alu_state::SANITIZE_SRC
+            };
+            if off_is_neg {
+                state |= alu_state::NEG_VALUE;
+            }
+            if off_is_imm {
+                state |= alu_state::IMMEDIATE;
+            } else {
+                // Scalars must now match exactly for pruning, so that paths
+                // with other limits are explored.
+                self.idmap.explore_alu_limits = true;
+            }
+            info = Some(SanitizeInfo {
+                state,
+                limit,
+                mask_to_left,
+            });
+        }
+        // A constant operand is rewritten as an immediate: nothing is
+        // masked, so nothing is truncated.
+        if off_is_imm {
+            return Ok(Ok(info));
+        }
+        let mut unmoved = *ptr;
+        if !off_is_dst {
+            // The destination already took the pointer's type and lost its
+            // 32-bit bounds when the kernel copies the state.
+            unmoved.v.mark_unbounded32();
+        }
+        match self.push_speculative(self.insn_idx + 1, self.insn_idx) {
+            Ok(st) => st.frame_mut().regs[d as usize] = unmoved,
+            Err(e) if e.limit.is_some() => {
+                let msg = format!(
+                    "R{d} could not be pushed for speculative verification, {SANITIZE_ERR}"
+                );
+                self.log.line(&msg);
+                return Ok(Err(crate::error::VerifyError::limit(
+                    Some(self.insn_idx),
+                    crate::Limit::JumpSequence,
+                    msg,
+                )));
+            }
+            Err(e) => return Ok(Err(e)),
+        }
+        Ok(Ok(info))
+    }
+
+    /// The second half of sanitize_ptr_alu: the masking window narrowed to
+    /// how far the pointer moved, recorded for the instruction.
+    fn commit_alu_limit(
+        &mut self,
+        result: &Reg,
+        info: &SanitizeInfo,
+    ) -> Result<(), SanitizeReason> {
+        let limit = retrieve_ptr_limit(self, result, info.mask_to_left)?;
+        let window = (info.limit.wrapping_sub(limit) as i32).unsigned_abs();
+        self.update_alu_state(info.state, window)
+    }
+
+    /// sanitize_err: the message of a failed sanitation, always EACCES.
+    fn sanitize_err(
+        &self,
+        insn: &Insn,
+        reason: SanitizeReason,
+        off_is_dst: bool,
+    ) -> crate::error::VerifyError {
+        let (d, s) = (insn.dst, insn.src);
+        let op = if op(insn.code) == BPF_ADD {
+            "add"
+        } else {
+            "sub"
+        };
+        let msg = match reason {
+            SanitizeReason::Bounds => format!(
+                "R{} has unknown scalar with mixed signed bounds, {SANITIZE_ERR}",
+                if off_is_dst { d } else { s }
+            ),
+            SanitizeReason::Type => format!(
+                "R{} has pointer with unsupported alu operation, {SANITIZE_ERR}",
+                if off_is_dst { s } else { d }
+            ),
+            SanitizeReason::Paths => {
+                format!("R{d} tried to {op} from different maps, paths or scalars, {SANITIZE_ERR}")
+            }
+            SanitizeReason::Limit => {
+                format!("R{d} tried to {op} beyond pointer bounds, {SANITIZE_ERR}")
+            }
+        };
+        crate::error::VerifyError::new(Some(self.insn_idx), msg)
     }
 
     /// Without CAP_PERFMON a moved stack or map value pointer must stay in
@@ -493,7 +649,7 @@ impl Env<'_> {
                     if e.unsupported || e.limit.is_some() {
                         return Err(e);
                     }
-                    self.log.before_error(e.msg);
+                    self.log.also_before_error(e.msg);
                     return self.err(format!(
                         "R{d} pointer arithmetic of map value goes out of range, prohibited for !root"
                     ));
@@ -542,6 +698,64 @@ impl Env<'_> {
         }
         Ok(())
     }
+}
+
+/// The tail of every sanitize_err message.
+const SANITIZE_ERR: &str = "pointer arithmetic with it prohibited for !root";
+
+/// The kinds of masking an instruction's aux records (BPF_ALU_* of the
+/// kernel's bpf_verifier.h).
+pub(crate) mod alu_state {
+    pub const SANITIZE_SRC: u8 = 1 << 0;
+    pub const SANITIZE_DST: u8 = 1 << 1;
+    pub const NEG_VALUE: u8 = 1 << 2;
+    pub const NON_POINTER: u8 = 1 << 3;
+    pub const IMMEDIATE: u8 = 1 << 4;
+}
+
+/// Why Spectre v1 masking cannot be set up (the kernel's REASON_*; its
+/// REASON_STACK, a failed push, is a limit here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SanitizeReason {
+    Bounds,
+    Type,
+    Paths,
+    Limit,
+}
+
+/// The masking worked out before a pointer moves (bpf_sanitize_info).
+struct SanitizeInfo {
+    state: u8,
+    limit: u32,
+    mask_to_left: bool,
+}
+
+/// retrieve_ptr_limit: how far a stack or map value pointer may move in
+/// the masked direction; only those two types can be masked.
+fn retrieve_ptr_limit(env: &Env, ptr: &Reg, mask_to_left: bool) -> Result<u32, SanitizeReason> {
+    let fixed = ptr.off as i64 as u64;
+    let (max, limit) = match ptr.ty {
+        RegType::Stack if ptr.flags == 0 => (
+            crate::state::MAX_BPF_STACK as u32 + mask_to_left as u32,
+            ptr.v.var_off.value.wrapping_add(fixed).wrapping_neg() as u32,
+        ),
+        RegType::MapValue if ptr.flags == 0 => {
+            let var = if mask_to_left {
+                ptr.v.smin as u64
+            } else {
+                ptr.v.umax
+            };
+            (
+                env.map_def(ptr.map).map_or(0, |m| m.value_size),
+                var.wrapping_add(fixed) as u32,
+            )
+        }
+        _ => return Err(SanitizeReason::Type),
+    };
+    if limit >= max {
+        return Err(SanitizeReason::Limit);
+    }
+    Ok(limit)
 }
 
 pub fn tnum_str(v: &Scalar) -> String {

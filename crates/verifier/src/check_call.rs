@@ -211,6 +211,14 @@ impl Env<'_> {
                         }
                     }
                 }
+                if access == Access::Write && raw {
+                    // The kernel writes the buffer byte by byte, each a
+                    // store that Spectre v4 sanitation looks at.
+                    for b in off..max + size as i64 {
+                        self.sanitize_stack_write(frameno, (-b - 1) as usize, 1, false);
+                    }
+                }
+                let fr = &mut self.cur.frames[frameno];
                 if access == Access::Write {
                     self.log.scratch_stack(off, max + size as i64);
                     // The helper fills the bytes: they become STACK_MISC

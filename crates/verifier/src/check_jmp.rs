@@ -92,12 +92,26 @@ impl Env<'_> {
             if source(insn.code) == BPF_X && src.is_scalar() {
                 self.mark_chain_precision(s)?;
             }
-            // Spectre v1: the kernel also explores the edge not taken, as
-            // a speculative path (sanitize_speculative_path).
+            // Spectre v1: the edge not taken is explored as a speculative
+            // path, knowing nothing of the compared registers
+            // (sanitize_speculative_path).
             if !self.caps.bypass_spec_v1 {
-                return self.unsupported(
-                    "a branch decided statically under Spectre v1 sanitation (the speculative path of the other edge, for a loader without CAP_PERFMON)",
-                );
+                let other = if taken {
+                    idx + 1
+                } else {
+                    (idx as i64 + insn.off as i64 + 1) as usize
+                };
+                let precise = !self.caps.bpf_capable;
+                let st = self.push_speculative(other, idx)?;
+                let regs = &mut st.frame_mut().regs;
+                let mut forget = |r: u8| {
+                    regs[r as usize] = Reg::unknown_scalar();
+                    regs[r as usize].precise = precise;
+                };
+                forget(d);
+                if source(insn.code) == BPF_X {
+                    forget(s);
+                }
             }
             if taken {
                 self.insn_idx = (idx as i64 + insn.off as i64) as usize;

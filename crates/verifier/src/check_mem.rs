@@ -1014,6 +1014,8 @@ impl Env<'_> {
         {
             return self.err("attempt to corrupt spilled pointer on stack");
         }
+        let spills_pointer = vreg.is_some_and(|r| spillable(r.ty));
+        self.sanitize_stack_write(frameno, slot, size as usize, spills_pointer);
         self.destroy_if_dynptr_stack_slot(frameno, spi)?;
         // Without CAP_BPF scalars are not tracked through the stack.
         let track_scalars = self.caps.bpf_capable;
@@ -1084,6 +1086,36 @@ impl Env<'_> {
             self.push_history(hist, 0);
         }
         Ok(())
+    }
+
+    /// Spectre v4 (check_stack_write_fixed_off): without CAP_PERFMON a
+    /// store of `size` bytes down from byte `slot` (-off - 1) that spills
+    /// a pointer, or overwrites bytes that were not plain data, is followed
+    /// by a barrier; speculative paths end after it. The host kernel
+    /// (6.18.44) looks at the bytes written; 6.18.15's source reads the
+    /// slot's first `size` type bytes instead, which the host contradicts
+    /// (spectre_v4_*.case). Only the length of speculative paths depends on
+    /// this, so processed insns; no verdict does.
+    pub(crate) fn sanitize_stack_write(
+        &mut self,
+        frameno: usize,
+        slot: usize,
+        size: usize,
+        spills_pointer: bool,
+    ) {
+        if self.caps.bypass_spec_v4 {
+            return;
+        }
+        let stack = &self.cur.frames[frameno].stack;
+        let plain = (0..size).all(|i| {
+            let b = slot.wrapping_sub(i);
+            stack
+                .get(b / REG_SIZE)
+                .is_some_and(|s| matches!(s.types[b % REG_SIZE], SlotType::Misc | SlotType::Zero))
+        });
+        if spills_pointer || !plain {
+            self.aux[self.insn_idx].nospec_result = true;
+        }
     }
 
     fn save_spill(&mut self, frameno: usize, spi: usize, r: Reg, size: u32) {
@@ -1301,6 +1333,14 @@ fn map_kernel_struct(t: bpfvet_isa::uapi::MapType) -> Option<&'static str> {
 
 /// A pointer's variable offset in the alignment messages: a constant as a
 /// number, otherwise the tnum.
+/// is_spillable_regtype: the pointers a stack slot can hold.
+fn spillable(ty: RegType) -> bool {
+    !matches!(
+        ty,
+        RegType::NotInit | RegType::Scalar | RegType::TpBuffer | RegType::ConstPtrToDynptr
+    )
+}
+
 fn var_off_str(v: &Scalar) -> String {
     // A constant prints in decimal up to 65535 and in hex above (a
     // negative offset is a large u64), as measured on 6.18.

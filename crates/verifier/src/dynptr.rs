@@ -448,6 +448,10 @@ impl Env<'_> {
         }
         self.note_stack_depth(p.frameno, (-p.off) as u32);
         self.cur.frames[p.frameno].grow_stack((-p.off) as usize);
+        // Written 8 bytes at a time, lowest slot first (Spectre v4).
+        let top = (-p.off - 1) as usize;
+        self.sanitize_stack_write(p.frameno, top, REG_SIZE, false);
+        self.sanitize_stack_write(p.frameno, top.wrapping_sub(REG_SIZE), REG_SIZE, false);
         self.destroy_if_dynptr_stack_slot(p.frameno, p.spi)?;
         self.destroy_if_dynptr_stack_slot(p.frameno, p.spi - 1)?;
         self.note_stack_write(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);

@@ -22,6 +22,17 @@ pub const MAX_PENDING: usize = 8192;
 /// Flag in a register's map field: the inner map of a map-in-map.
 pub const INNER_MAP: u32 = 1 << 31;
 
+/// How an instruction left the current path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Go on with the next instruction.
+    Next,
+    /// `insn_idx` was set (a jump, call or return).
+    Moved,
+    /// The path ended (exit, or an exception thrown).
+    PathEnd,
+}
+
 pub struct Pending {
     pub st: State,
     pub insn_idx: usize,
@@ -39,6 +50,17 @@ pub struct InsnAux {
     pub seen: bool,
     /// At a bpf_loop call: whether the kernel will inline it.
     pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
+    /// Spectre v1: a speculative path failed here; speculative paths stop
+    /// before it (a barrier is patched in).
+    pub nospec: bool,
+    /// Spectre v4: the instruction's result (a stack write) is followed
+    /// by a barrier; speculative paths stop after it.
+    pub nospec_result: bool,
+    /// Spectre v1 masking of pointer arithmetic with a register operand:
+    /// the kind of operation (`crate::check_alu::alu_state`) and its limit,
+    /// which must agree across paths.
+    pub alu_state: u8,
+    pub alu_limit: u32,
 }
 
 pub struct Env<'a> {
@@ -245,6 +267,29 @@ impl<'a> Env<'a> {
         self.cur = st;
     }
 
+    /// How the log marks the start of a speculative path.
+    fn speculative_note(&self) -> &'static str {
+        if self.cur.speculative {
+            " (speculative execution)"
+        } else {
+            ""
+        }
+    }
+
+    /// Queues a path the kernel explores only as speculative execution
+    /// (sanitize_speculative_path): a copy of the current state resuming at
+    /// `insn_idx`, which may be pruned by non-speculative states but never
+    /// prunes them.
+    pub fn push_speculative(
+        &mut self,
+        insn_idx: usize,
+        prev_insn_idx: usize,
+    ) -> VResult<&mut State> {
+        let st = self.push_stack(insn_idx, prev_insn_idx)?;
+        st.speculative = true;
+        Ok(st)
+    }
+
     /// Queues the other side of a branch: a copy of the current state
     /// resuming at `insn_idx`.
     pub fn push_stack(&mut self, insn_idx: usize, prev_insn_idx: usize) -> VResult<&mut State> {
@@ -403,8 +448,11 @@ impl<'a> Env<'a> {
                 {
                     if self.log.level >= 1 {
                         if do_print_state {
-                            self.log
-                                .line(&format!("\nfrom {} to {}: safe", self.prev_insn_idx, idx));
+                            let spec = self.speculative_note();
+                            self.log.line(&format!(
+                                "\nfrom {} to {}{spec}: safe",
+                                self.prev_insn_idx, idx
+                            ));
                         } else {
                             self.log.line(&format!("{idx}: safe"));
                         }
@@ -422,157 +470,194 @@ impl<'a> Env<'a> {
                 self.push_history(0, 0);
             }
             if self.log.level >= 2 && do_print_state {
+                let spec = self.speculative_note();
                 self.log
-                    .append(&format!("\nfrom {} to {}:", self.prev_insn_idx, idx));
+                    .append(&format!("\nfrom {} to {}{spec}:", self.prev_insn_idx, idx));
                 self.log.full_state(&self.cur, self.cur.curframe());
                 do_print_state = false;
             }
             if self.log.level >= 1 {
                 self.log.insn(self.prog, self.insns, &self.cur, idx);
             }
-            self.aux[idx].seen = true;
+            // Speculative paths leave unreachable code to dead-code
+            // sanitation (sanitize_mark_insn_seen).
+            if !self.cur.speculative {
+                self.aux[idx].seen = true;
+            }
             prev_insn_idx = idx as i64;
             let insn = self.insns[idx];
-            self.live_begin_insn();
-            match insn.class() {
-                BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
-                BPF_LDX => self.check_ldx(&insn)?,
-                BPF_STX => {
-                    if mode(insn.code) == BPF_ATOMIC {
-                        self.check_atomic(&insn)?;
-                    } else {
-                        if mode(insn.code) != BPF_MEM || insn.imm != 0 {
-                            return self.err("BPF_STX uses reserved fields");
-                        }
-                        self.check_stx(&insn)?;
-                    }
+            // A speculative path stops before an instruction that failed
+            // on another speculative path (it got a barrier).
+            let step = if self.cur.speculative && self.aux[idx].nospec {
+                Ok(Step::PathEnd)
+            } else {
+                self.live_begin_insn();
+                self.do_check_insn(&insn, &mut do_print_state)
+            };
+            let step = match step {
+                Ok(Step::Next) => {
+                    self.live_end_insn();
+                    // Wrapping: a hidden exit may have stepped back from index 0.
+                    self.insn_idx = self.insn_idx.wrapping_add(1);
+                    Step::Next
                 }
-                BPF_ST => {
-                    if mode(insn.code) != BPF_MEM || insn.src != 0 {
-                        return self.err("BPF_ST uses reserved fields");
-                    }
-                    self.check_st(&insn)?;
+                Ok(s) => s,
+                // error_recoverable_with_nospec: on a speculative path the
+                // instruction gets a barrier and the path ends.
+                Err(e) if self.cur.speculative && e.recoverable_with_nospec() => {
+                    // Logged as a final error would be; popping the path
+                    // takes it back out at level 1.
+                    self.log.lines_before_error();
+                    self.log.line(&e.msg);
+                    self.log.error_details();
+                    self.live_end_insn();
+                    self.aux[idx].nospec = true;
+                    self.aux[idx].alu_state = 0;
+                    Step::PathEnd
                 }
-                BPF_JMP | BPF_JMP32 => {
-                    self.jmps_processed += 1;
-                    let o = op(insn.code);
-                    let cls = insn.class();
-                    if o == BPF_CALL {
-                        if source(insn.code) != BPF_K
-                            || (insn.src != BPF_PSEUDO_KFUNC_CALL && insn.off != 0)
-                            || (insn.src != 0
-                                && insn.src != BPF_PSEUDO_CALL
-                                && insn.src != BPF_PSEUDO_KFUNC_CALL)
-                            || insn.dst != 0
-                            || cls == BPF_JMP32
-                        {
-                            return self.err("BPF_CALL uses reserved fields");
-                        }
-                        if self.cur.active_locks > 0 {
-                            self.check_call_under_lock(&insn)?;
-                        }
-                        if insn.src == BPF_PSEUDO_CALL {
-                            let depth = self.cur.frames.len();
-                            self.check_func_call(&insn)?;
-                            self.live_end_insn();
-                            if self.log.level >= 1 && self.cur.frames.len() > depth {
-                                self.log.call_dump(&self.cur);
-                            }
-                            continue;
-                        } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
-                            let throw = crate::exception::is_bpf_throw(&insn);
-                            self.check_kfunc_call(&insn)?;
-                            if throw {
-                                // The program unwinds: this path ends here,
-                                // holding nothing.
-                                self.check_resource_leak_at("bpf_throw", true, true)?;
-                                self.live_end_insn();
-                                if !self.finish_path()? {
-                                    return Ok(());
-                                }
-                                prev_insn_idx = self.prev_insn_idx;
-                                do_print_state = true;
-                                continue;
-                            }
-                        } else {
-                            if let Some(next) = self.check_helper_call(&insn)? {
-                                // A callback frame was entered.
-                                self.insn_idx = next;
-                                do_print_state = self.log.level >= 2;
-                                continue;
-                            }
-                        }
-                    } else if o == BPF_JA {
-                        if source(insn.code) != BPF_K
-                            || insn.src != 0
-                            || insn.dst != 0
-                            || (cls == BPF_JMP && insn.imm != 0)
-                            || (cls == BPF_JMP32 && insn.off != 0)
-                        {
-                            return self.err("BPF_JA uses reserved fields");
-                        }
-                        let off = if cls == BPF_JMP {
-                            insn.off as i64
-                        } else {
-                            insn.imm as i64
-                        };
-                        self.insn_idx = (idx as i64 + off + 1) as usize;
-                        self.live_end_insn();
-                        continue;
-                    } else if o == BPF_EXIT {
-                        if source(insn.code) != BPF_K
-                            || insn.imm != 0
-                            || insn.src != 0
-                            || insn.dst != 0
-                            || cls == BPF_JMP32
-                        {
-                            return self.err("BPF_EXIT uses reserved fields");
-                        }
-                        self.check_exit_locks()?;
-                        if self.cur.curframe() > 0 {
-                            self.update_live_stack();
-                            let callee = (self.log.level >= 1).then(|| self.cur.clone());
-                            self.prepare_func_exit()?;
-                            if let Some(callee) = callee {
-                                self.log.return_dump(&callee, &self.cur, self.insn_idx);
-                            }
-                            do_print_state = true;
-                            continue;
-                        }
-                        self.check_return_code(0)?;
-                        self.live_end_insn();
-                        if !self.finish_path()? {
-                            return Ok(());
-                        }
-                        prev_insn_idx = self.prev_insn_idx;
-                        do_print_state = true;
-                        continue;
-                    } else {
-                        self.check_cond_jmp(&insn)?;
-                        if self.log.level >= 1 {
-                            self.log.insn_state(&self.cur, idx);
-                        }
-                    }
+                Err(e) => return Err(e),
+            };
+            // Spectre v4: a speculative path stops after a sanitized store.
+            if step == Step::PathEnd || (self.cur.speculative && self.aux[idx].nospec_result) {
+                if !self.finish_path()? {
+                    return Ok(());
                 }
-                BPF_LD => {
-                    let m = mode(insn.code);
-                    if m == BPF_ABS || m == BPF_IND {
-                        self.check_ld_abs(&insn)?;
-                    } else if m == BPF_IMM {
-                        self.check_ld_imm(&insn)?;
-                        self.insn_idx += 1;
-                    } else {
-                        return self.err("invalid BPF_LD mode");
+                prev_insn_idx = self.prev_insn_idx;
+                do_print_state = true;
+            }
+        }
+    }
+
+    /// One instruction (the kernel's do_check_insn).
+    fn do_check_insn(&mut self, insn: &Insn, do_print_state: &mut bool) -> VResult<Step> {
+        let insn = *insn;
+        let idx = self.insn_idx;
+        match insn.class() {
+            BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,
+            BPF_LDX => self.check_ldx(&insn)?,
+            BPF_STX => {
+                if mode(insn.code) == BPF_ATOMIC {
+                    self.check_atomic(&insn)?;
+                } else {
+                    if mode(insn.code) != BPF_MEM || insn.imm != 0 {
+                        return self.err("BPF_STX uses reserved fields");
                     }
-                }
-                _ => {
-                    return self.err(format!("unknown insn class {}", insn.class()));
+                    self.check_stx(&insn)?;
                 }
             }
-            self.live_end_insn();
-            // Wrapping: a hidden exit may have stepped back from index 0.
-            self.insn_idx = self.insn_idx.wrapping_add(1);
+            BPF_ST => {
+                if mode(insn.code) != BPF_MEM || insn.src != 0 {
+                    return self.err("BPF_ST uses reserved fields");
+                }
+                self.check_st(&insn)?;
+            }
+            BPF_JMP | BPF_JMP32 => {
+                self.jmps_processed += 1;
+                let o = op(insn.code);
+                let cls = insn.class();
+                if o == BPF_CALL {
+                    if source(insn.code) != BPF_K
+                        || (insn.src != BPF_PSEUDO_KFUNC_CALL && insn.off != 0)
+                        || (insn.src != 0
+                            && insn.src != BPF_PSEUDO_CALL
+                            && insn.src != BPF_PSEUDO_KFUNC_CALL)
+                        || insn.dst != 0
+                        || cls == BPF_JMP32
+                    {
+                        return self.err("BPF_CALL uses reserved fields");
+                    }
+                    if self.cur.active_locks > 0 {
+                        self.check_call_under_lock(&insn)?;
+                    }
+                    if insn.src == BPF_PSEUDO_CALL {
+                        let depth = self.cur.frames.len();
+                        self.check_func_call(&insn)?;
+                        self.live_end_insn();
+                        if self.log.level >= 1 && self.cur.frames.len() > depth {
+                            self.log.call_dump(&self.cur);
+                        }
+                        return Ok(Step::Moved);
+                    } else if insn.src == BPF_PSEUDO_KFUNC_CALL {
+                        let throw = crate::exception::is_bpf_throw(&insn);
+                        self.check_kfunc_call(&insn)?;
+                        if throw {
+                            // The program unwinds: this path ends here,
+                            // holding nothing.
+                            self.check_resource_leak_at("bpf_throw", true, true)?;
+                            self.live_end_insn();
+                            return Ok(Step::PathEnd);
+                        }
+                    } else {
+                        if let Some(next) = self.check_helper_call(&insn)? {
+                            // A callback frame was entered.
+                            self.insn_idx = next;
+                            *do_print_state = self.log.level >= 2;
+                            return Ok(Step::Moved);
+                        }
+                    }
+                } else if o == BPF_JA {
+                    if source(insn.code) != BPF_K
+                        || insn.src != 0
+                        || insn.dst != 0
+                        || (cls == BPF_JMP && insn.imm != 0)
+                        || (cls == BPF_JMP32 && insn.off != 0)
+                    {
+                        return self.err("BPF_JA uses reserved fields");
+                    }
+                    let off = if cls == BPF_JMP {
+                        insn.off as i64
+                    } else {
+                        insn.imm as i64
+                    };
+                    self.insn_idx = (idx as i64 + off + 1) as usize;
+                    self.live_end_insn();
+                    return Ok(Step::Moved);
+                } else if o == BPF_EXIT {
+                    if source(insn.code) != BPF_K
+                        || insn.imm != 0
+                        || insn.src != 0
+                        || insn.dst != 0
+                        || cls == BPF_JMP32
+                    {
+                        return self.err("BPF_EXIT uses reserved fields");
+                    }
+                    self.check_exit_locks()?;
+                    if self.cur.curframe() > 0 {
+                        self.update_live_stack();
+                        let callee = (self.log.level >= 1).then(|| self.cur.clone());
+                        self.prepare_func_exit()?;
+                        if let Some(callee) = callee {
+                            self.log.return_dump(&callee, &self.cur, self.insn_idx);
+                        }
+                        *do_print_state = true;
+                        return Ok(Step::Moved);
+                    }
+                    self.check_return_code(0)?;
+                    self.live_end_insn();
+                    return Ok(Step::PathEnd);
+                } else {
+                    self.check_cond_jmp(&insn)?;
+                    if self.log.level >= 1 {
+                        self.log.insn_state(&self.cur, idx);
+                    }
+                }
+            }
+            BPF_LD => {
+                let m = mode(insn.code);
+                if m == BPF_ABS || m == BPF_IND {
+                    self.check_ld_abs(&insn)?;
+                } else if m == BPF_IMM {
+                    self.check_ld_imm(&insn)?;
+                    self.insn_idx += 1;
+                } else {
+                    return self.err("invalid BPF_LD mode");
+                }
+            }
+            _ => {
+                return self.err(format!("unknown insn class {}", insn.class()));
+            }
         }
+        Ok(Step::Next)
     }
 
     /// Ends the current path and continues with the next pending one.

@@ -341,6 +341,18 @@ impl Log {
         }
     }
 
+    /// Adds `line` after the one [`Log::before_error`] keeps (an error
+    /// turned into another that the kernel prints after it).
+    pub fn also_before_error(&self, line: String) {
+        if self.level > 0 {
+            let mut kept = self.before_error.borrow_mut();
+            if !kept.is_empty() {
+                kept.push('\n');
+            }
+            kept.push_str(&line);
+        }
+    }
+
     /// Prints the line kept by [`Log::before_error`], if any.
     pub fn lines_before_error(&mut self) {
         let line = std::mem::take(self.before_error.get_mut());

@@ -30,6 +30,10 @@ pub struct IdMap {
     /// allow_uninit_stack: a loader without CAP_PERFMON compares stacks
     /// byte by byte (crate::privilege::stacksafe_uninit_unreadable).
     pub uninit_stack_readable: bool,
+    /// explore_alu_limits: once a pointer moved by an unknown scalar was
+    /// sanitized, scalars only match identical ones, so that paths with
+    /// other ALU limits are explored.
+    pub explore_alu_limits: bool,
     pub resets: u64,
     pub pairs_scanned: u64,
 }
@@ -42,6 +46,7 @@ impl IdMap {
             tmp_id_gen: 0,
             memset_baseline,
             uninit_stack_readable: true,
+            explore_alu_limits: false,
             resets: 0,
             pairs_scanned: 0,
         }
@@ -146,6 +151,9 @@ pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     }
     match old.ty {
         RegType::Scalar => {
+            if m.explore_alu_limits {
+                return old.off == cur.off && old.v == cur.v && m.check_scalar(old.id, cur.id);
+            }
             if !old.precise && exact == Exact::Loose {
                 return true;
             }
@@ -475,6 +483,27 @@ mod tests {
             &mut m,
             Exact::RangeWithin
         ));
+    }
+
+    #[test]
+    fn explore_alu_limits_makes_scalars_match_only_exactly() {
+        let mut m = IdMap::new(false);
+        let old = Reg::unknown_scalar();
+        let cur = Reg::known(6);
+        assert!(regsafe(&old, &cur, &mut m, Exact::Loose));
+        m.explore_alu_limits = true;
+        assert!(!regsafe(&old, &cur, &mut m, Exact::Loose));
+        assert!(regsafe(&cur, &Reg::known(6), &mut m, Exact::Loose));
+    }
+
+    #[test]
+    fn a_speculative_state_never_prunes_a_real_one() {
+        let (mut m, live) = (IdMap::new(false), [0u16; 1]);
+        let real = State::new();
+        let mut spec = State::new();
+        spec.speculative = true;
+        assert!(states_equal(&real, &spec, &mut m, &live, 0, Exact::Loose));
+        assert!(!states_equal(&spec, &real, &mut m, &live, 0, Exact::Loose));
     }
 
     /// Random stacks built from the slot shapes the verifier produces,

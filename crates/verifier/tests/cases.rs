@@ -9,7 +9,8 @@
 //!                                   BTF target of iter/, tp_btf/ ...)
 //! # verdict: reject                (accept | reject | refuse: bpfvet says
 //!                                   "not modelled", the kernel rejects)
-//! # error: R2 !read_ok             (for reject: the kernel's error line;
+//! # error: R2 !read_ok             (for reject, a limit included: the
+//!                                   kernel's error line;
 //!                                   for refuse: the kernel's only)
 //! # processed: 3                   (optional: processed insns)
 //! # states: 0                      (optional: total_states)
@@ -516,7 +517,10 @@ fn cases() {
         match (&out.verdict, c.accept) {
             (Verdict::Accepted, true) => {}
             (Verdict::Unsupported { .. }, false) if c.refuse => {}
-            (Verdict::Rejected { error, .. }, false) if !c.refuse => {
+            // A limit (processed insns, jump sequence) rejects too.
+            (Verdict::Rejected { error, .. } | Verdict::LimitExceeded { error, .. }, false)
+                if !c.refuse =>
+            {
                 if let Some(want) = &c.error {
                     if error != want {
                         failures.push(format!("{name}: error {error:?}, expected {want:?}"));
