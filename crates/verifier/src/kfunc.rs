@@ -27,8 +27,11 @@ use crate::dynptr::{DynptrKind, DynptrSlot};
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
-use crate::helpers::kfuncs::{is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
+use crate::helpers::kfuncs::{
+    is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, RES_LOCK_ACQUIRE,
+};
 use crate::regs::{flag, Reg, RegType};
+use crate::spin_lock::LockOp;
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_isa::Insn;
@@ -180,7 +183,7 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
 /// Structs a kfunc argument is classified by before it could pass as
 /// memory (their members are plain words), and bpfvet does not model (the
 /// graph roots and nodes are graph.rs's).
-const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_res_spin_lock"];
+const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq"];
 
 /// The vmlinux struct a register points to as a kfunc argument: a BTF
 /// pointer's own, or the struct the kernel takes map and socket pointers
@@ -224,6 +227,8 @@ enum PtrArg {
     Callback,
     /// Saved interrupt flags on the stack (`__irq_flag`, irq.rs).
     IrqFlag,
+    /// A `struct bpf_res_spin_lock` in a map value or allocated object.
+    ResSpinLock,
     /// A kind bpfvet does not model, named for the message.
     Unmodelled(&'static str),
 }
@@ -258,6 +263,9 @@ impl Env<'_> {
             // Clang calls it where a variable is read uninitialised; the
             // verifier takes any path reaching it as the program's bug.
             return self.err("unexpected __bpf_trap() due to uninitialized variable?");
+        }
+        if RES_LOCK_ACQUIRE.contains(&name) {
+            self.push_failed_lock()?;
         }
         let mut meta = KfuncMeta {
             name: name.to_string(),
@@ -432,10 +440,12 @@ impl Env<'_> {
                 PtrArg::TaskWork
             } else if pname.ends_with("__irq_flag") {
                 PtrArg::IrqFlag
+            } else if !pointee_void && btf.name(ref_t) == "bpf_res_spin_lock" {
+                PtrArg::ResSpinLock
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
                 // Taken by their type before any memory check
-                // (get_kfunc_ptr_arg_type): task work items, resilient locks.
-                PtrArg::Unmodelled("work item or lock")
+                // (get_kfunc_ptr_arg_type).
+                PtrArg::Unmodelled("work item")
             } else if ctx_struct {
                 // Another struct than the program's context: the kernel
                 // takes the argument as memory or a BTF pointer and checks
@@ -529,6 +539,21 @@ impl Env<'_> {
                         return self.err(format!("arg#{i} doesn't point to an irq flag on stack"));
                     }
                     self.process_irq_flag(regno, meta)?
+                }
+                PtrArg::ResSpinLock => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    let lockable = matches!(reg.ty, RegType::MapValue | RegType::Alloc);
+                    if !lockable || reg.flags != 0 {
+                        return self.err(format!(
+                            "arg#{i} doesn't point to map value or allocated object"
+                        ));
+                    }
+                    let op = LockOp {
+                        acquire: RES_LOCK_ACQUIRE.contains(&meta.name.as_str()),
+                        res: true,
+                        irq: meta.name.ends_with("_irqsave") || meta.name.ends_with("_irqrestore"),
+                    };
+                    self.process_spin_lock(regno, &reg, op)?;
                 }
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
@@ -952,7 +977,12 @@ impl Env<'_> {
             return Ok(());
         };
         if is_scalar(rt) {
-            *self.cur.reg_mut(0) = Reg::unknown_scalar();
+            // A lock taken returns 0 (the failure was queued at the call).
+            *self.cur.reg_mut(0) = if RES_LOCK_ACQUIRE.contains(&name) {
+                Reg::known(0)
+            } else {
+                Reg::unknown_scalar()
+            };
             return Ok(());
         }
         if rt.kind != Kind::Ptr {
@@ -1092,6 +1122,7 @@ impl Env<'_> {
                 kind: RefKind::Ptr,
                 id: rid,
                 insn_idx: self.insn_idx,
+                lock_ptr: 0,
             });
             if ret_null {
                 r0.id = rid;

@@ -42,6 +42,7 @@ mod regs;
 mod rewrite_stack;
 pub mod scalar;
 mod scc;
+mod spin_lock;
 mod state;
 mod stats;
 mod struct_ops;

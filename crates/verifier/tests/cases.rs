@@ -21,9 +21,10 @@
 //!                                   `frozen` (frozen after creation),
 //!                                   `fill=N` (the value's bytes all N), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
-//!                                   `task_work@OFF`), which gives the value
-//!                                   BTF with a `struct bpf_spin_lock`
-//!                                   (`bpf_timer`, `bpf_wq`, `bpf_task_work`)
+//!                                   `task_work@OFF`, `res_lock@OFF`), which
+//!                                   gives the value BTF with a `struct
+//!                                   bpf_spin_lock` (`bpf_timer`, `bpf_wq`,
+//!                                   `bpf_task_work`, `bpf_res_spin_lock`)
 //!                                   at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
@@ -141,6 +142,8 @@ const TIMER_MARK: u32 = 1 << 16;
 const WQ_MARK: u32 = 1 << 17;
 /// Likewise for a bpf_task_work.
 const TASK_WORK_MARK: u32 = 1 << 18;
+/// Likewise for a bpf_res_spin_lock.
+const RES_LOCK_MARK: u32 = 1 << 19;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -168,6 +171,10 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("res_lock@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | RES_LOCK_MARK);
             continue;
         }
         if let Some(off) = word.strip_prefix("task_work@") {
@@ -283,7 +290,8 @@ fn line_info(spec: &str) -> bpfvet_object::LineInfo {
 /// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8, a
 /// pointer to it 9, `struct bpf_wq` 10 and `struct bpf_task_work` 11;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
-/// its size holding the lock at OFF (the map gets its type ids), and a
+/// its size holding the lock at OFF (the map gets its type ids; a
+/// `res_lock@OFF` map's value is preceded by its lock's struct), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
 fn case_btf(
     funcs: &[String],
@@ -333,6 +341,12 @@ fn case_btf(
             (wq_member, 10, mark & !WQ_MARK)
         } else if mark & TASK_WORK_MARK != 0 {
             (wq_member, 11, mark & !TASK_WORK_MARK)
+        } else if mark & RES_LOCK_MARK != 0 {
+            // STRUCT bpf_res_spin_lock { int val; }, just before the value.
+            let res_lock = name(&mut strings, "bpf_res_spin_lock");
+            types.extend([res_lock, (4 << 24) | 1, 4, val, 1, 0]);
+            next_id += 1;
+            (lock_member, next_id - 1, mark & !RES_LOCK_MARK)
         } else {
             (lock_member, 5, mark)
         };

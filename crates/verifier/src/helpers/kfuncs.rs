@@ -259,6 +259,10 @@ pub const SPIN_LOCK_ALLOWED: &[&str] = &[
     "bpf_res_spin_unlock_irqrestore",
 ];
 
+/// The resilient lock kfuncs that take the lock: each may fail, returning
+/// a negative error without the lock.
+pub const RES_LOCK_ACQUIRE: &[&str] = &["bpf_res_spin_lock", "bpf_res_spin_lock_irqsave"];
+
 /// Kfuncs whose permission under a bpf_spin_lock changed around 6.18
 /// (bpfvet refuses to guess).
 pub const SPIN_LOCK_UNCERTAIN: &[&str] = &[
@@ -432,6 +436,11 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_copy_from_user_task_str", K::SLEEPABLE, S::Common),
     kf("bpf_local_irq_save", K::NONE, S::Common),
     kf("bpf_local_irq_restore", K::NONE, S::Common),
+    // kernel/bpf/rqspinlock.c; taking the lock may fail (spin_lock.rs).
+    kf("bpf_res_spin_lock", K::RET_NULL, S::Common),
+    kf("bpf_res_spin_unlock", K::NONE, S::Common),
+    kf("bpf_res_spin_lock_irqsave", K::RET_NULL, S::Common),
+    kf("bpf_res_spin_unlock_irqrestore", K::NONE, S::Common),
     // String kfuncs: their pointers are `__ign` (read with a fault
     // handler), the rest scalars.
     kf("bpf_strcmp", K::NONE, S::Common),
