@@ -5,9 +5,9 @@
 //!
 //! Modelled: kptrs to vmlinux structs (`__kptr`, `__kptr_untrusted`),
 //! loads marked untrusted or RCU-protected as the kernel does, stores of
-//! NULL or of a matching unreferenced pointer. Refused by name: kptrs to
-//! types outside vmlinux (program-local or module types), percpu kptrs and
-//! uptrs.
+//! NULL or of a matching unreferenced pointer, loads of uptrs. Refused by
+//! name: kptrs to types outside vmlinux (program-local or module types),
+//! percpu kptrs.
 
 use crate::check_alu::tnum_str;
 use crate::error::{VResult, VerifyError};
@@ -57,7 +57,26 @@ impl Env<'_> {
         if class != BPF_LDX && *kind == KptrKind::Uptr {
             return self.err("store to uptr disallowed");
         }
-        if matches!(kind, KptrKind::Percpu | KptrKind::Uptr) {
+        if *kind == KptrKind::Uptr {
+            // mark_uptr_ld_reg: the user memory the field pins, or NULL,
+            // as big as the program's struct it points to.
+            let Some(d) = value.filter(|_| class == BPF_LDX) else {
+                return Ok(());
+            };
+            let size = self
+                .obj
+                .btf
+                .as_ref()
+                .and_then(|b| b.type_by_id(k.btf_id))
+                .map_or(0, |t| t.size_or_type);
+            let mut r = Reg::pointer(RegType::Mem);
+            r.aux = size;
+            r.flags = flag::MAYBE_NULL;
+            r.id = self.new_id();
+            *self.cur.reg_mut(d) = r;
+            return Ok(());
+        }
+        if *kind == KptrKind::Percpu {
             return self.unmodelled(format!("loads of {} fields", f.name));
         }
         let Some(target) = target else {
