@@ -28,7 +28,8 @@ use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
 use crate::helpers::kfuncs::{
-    is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, RES_LOCK_ACQUIRE,
+    is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, PKT_CHANGING_KFUNCS,
+    RES_LOCK_ACQUIRE,
 };
 use crate::regs::{flag, Reg, RegType};
 use crate::spin_lock::LockOp;
@@ -131,6 +132,13 @@ pub fn is_sleepable_call(insn: &Insn) -> bool {
         .and_then(|btf| resolve(btf, insn.imm as u32).ok())
         .and_then(|(name, _)| kfunc(name))
         .is_some_and(|k| k.flags.contains(KfuncFlags::SLEEPABLE))
+}
+
+/// Whether the call is of a kfunc that may move packet data.
+pub fn is_pkt_changing_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .is_some_and(|(name, _)| PKT_CHANGING_KFUNCS.contains(&name))
 }
 
 /// Whether the call is an iterator's next method.
@@ -311,6 +319,9 @@ impl Env<'_> {
             "bpf_list_push_front_impl" | "bpf_list_push_back_impl" | "bpf_rbtree_add_impl"
         ) {
             self.node_to_non_owning(self.cur.reg(2).ref_obj_id)?;
+        }
+        if PKT_CHANGING_KFUNCS.contains(&name) {
+            self.clear_all_pkt_pointers();
         }
         for r in 0..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();

@@ -259,6 +259,10 @@ pub const SPIN_LOCK_ALLOWED: &[&str] = &[
     "bpf_res_spin_unlock_irqrestore",
 ];
 
+/// Kfuncs that may move packet data (is_kfunc_pkt_changing): packet
+/// pointers are invalid after them, as after bpf_xdp_adjust_head.
+pub const PKT_CHANGING_KFUNCS: &[&str] = &["bpf_xdp_pull_data"];
+
 /// The resilient lock kfuncs that take the lock: each may fail, returning
 /// a negative error without the lock.
 pub const RES_LOCK_ACQUIRE: &[&str] = &["bpf_res_spin_lock", "bpf_res_spin_lock_irqsave"];
@@ -543,6 +547,7 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
     kf("bpf_dynptr_from_skb_meta", K::TRUSTED_ARGS, S::SkbMeta),
     kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
+    kf("bpf_xdp_pull_data", K::NONE, S::Xdp),
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
     kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
     kf("bpf_sock_destroy", K::TRUSTED_ARGS, S::SkIter),
