@@ -419,9 +419,12 @@ impl Env<'_> {
                 (n.ends_with("__sz") || n.ends_with("__szk"))
                     && self.cur.reg(regno + 1).ty == RegType::Scalar
             });
-            let ctx_struct = reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct;
+            let struct_arg = !pointee_void && ref_t.kind == Kind::Struct;
+            let ctx_struct = reg.ty == RegType::Ctx && struct_arg;
+            // The parameter's type alone makes it a context argument
+            // (btf_is_prog_ctx_type), whatever the register holds.
             let kind = if meta.name == "bpf_cast_to_kern_ctx"
-                || (ctx_struct
+                || (struct_arg
                     && crate::global_func::is_prog_ctx_struct(self.prog_type, btf.name(ref_t)))
             {
                 PtrArg::Ctx

@@ -477,6 +477,21 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Common,
     ),
     kf(
+        "bpf_iter_dmabuf_new",
+        K(K::ITER_NEW.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_dmabuf_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_dmabuf_destroy",
+        K(K::ITER_DESTROY.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
         "bpf_cpumask_create",
         K(K::ACQUIRE.0 | K::RET_NULL.0),
         S::Cpumask,
