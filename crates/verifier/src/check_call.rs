@@ -644,12 +644,12 @@ impl Env<'_> {
                     return self
                         .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
                 }
+                // Every source of per-CPU BTF pointers bpfvet models marks
+                // them (`__percpu` members and arguments); the others
+                // (per-CPU ksyms, kptrs and allocations) are refused.
                 if r.flags & flag::PERCPU == 0 {
-                    // bpfvet does not track which BTF pointers are percpu.
-                    return Err(crate::error::VerifyError::unsupported(
-                        Some(self.insn_idx),
-                        format!("R{regno}: whether a BTF pointer is percpu"),
-                    ));
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
                 }
             }
             ArgBase::KptrXchgDest => {

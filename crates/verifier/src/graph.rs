@@ -429,18 +429,20 @@ impl Env<'_> {
         let Some(btf) = self.obj.btf.as_ref() else {
             return self.unsupported("allocated objects without program BTF");
         };
-        match crate::btf_walk::local_field_at(btf, reg.aux, off as u32, size) {
-            Ok(true) => {}
+        // A pointer member to a struct reads as a scalar; one to anything
+        // else as read-only untrusted memory of no size (WALK_PTR_UNTRUSTED).
+        let loaded = match crate::btf_walk::local_field_at(btf, reg.aux, off as u32, size) {
+            Ok(true) => Reg::unknown_scalar(),
             Ok(false) => {
-                return self.unsupported(format!(
-                    "a pointer member of struct {tname} that does not point to a struct"
-                ))
+                let mut r = Reg::pointer(RegType::Mem);
+                r.flags = flag::RDONLY | flag::UNTRUSTED;
+                r
             }
             Err(e) => return self.err(e),
-        }
+        };
         if access == Access::Read {
             if let Some(d) = value {
-                *self.cur.reg_mut(d) = Reg::unknown_scalar();
+                *self.cur.reg_mut(d) = loaded;
             }
         }
         Ok(())
