@@ -76,6 +76,9 @@ impl Env<'_> {
             *self.cur.reg_mut(d) = r;
             return Ok(());
         }
+        if class == BPF_LDX && *kind == KptrKind::Ref && k.local {
+            return self.load_local_kptr(&k, value);
+        }
         if *kind == KptrKind::Percpu {
             return self.unmodelled(format!("loads of {} fields", f.name));
         }
@@ -120,6 +123,30 @@ impl Env<'_> {
             }
             _ => self.err("kptr in map can only be accessed using BPF_LDX/BPF_STX/BPF_ST"),
         }
+    }
+
+    /// A load of a referenced kptr to an object of the program's BTF
+    /// (btf_ld_kptr_type): in an RCU read-side section the object,
+    /// RCU-protected and maybe NULL, and non-owning when it is a graph node.
+    /// Outside one, or without a node, refused.
+    fn load_local_kptr(&mut self, k: &crate::map_record::Kptr, value: Option<u8>) -> VResult<()> {
+        let Some(d) = value else { return Ok(()) };
+        if !self.in_rcu_cs() {
+            return self.unmodelled("untrusted loads of kptrs to program types".into());
+        }
+        let rec = self.alloc_record(k.btf_id)?;
+        if !rec
+            .iter()
+            .any(|f| matches!(f.name, "bpf_list_node" | "bpf_rb_node"))
+        {
+            return self.unmodelled("loads of kptrs to program types without a graph node".into());
+        }
+        let mut r = Reg::pointer(RegType::Alloc);
+        r.aux = k.btf_id;
+        r.flags = flag::MAYBE_NULL | flag::RCU | flag::NON_OWN_REF;
+        r.id = self.new_id();
+        *self.cur.reg_mut(d) = r;
+        Ok(())
     }
 
     /// Inside an RCU read-side section (in_rcu_cs): a non-sleepable
@@ -307,7 +334,10 @@ impl Env<'_> {
             return self.err(format!("off={off} doesn't point to kptr"));
         };
         match field.kptr {
-            Some(k) if k.kind == KptrKind::Ref && k.local => Ok(field),
+            // As in a map value: a kernel object's reference goes in and
+            // the one held comes out (process_kptr_func takes the
+            // object's record alike).
+            Some(k) if k.kind == KptrKind::Ref && (k.local || k.target.is_some()) => Ok(field),
             Some(k) if k.kind == KptrKind::Ref || k.kind == KptrKind::Percpu => {
                 self.unmodelled(format!(
                     "bpf_kptr_xchg into allocated objects' {} fields",
