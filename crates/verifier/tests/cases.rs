@@ -21,11 +21,12 @@
 //!                                   `frozen` (frozen after creation),
 //!                                   `fill=N` (the value's bytes all N), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
-//!                                   `task_work@OFF`, `res_lock@OFF`), which
-//!                                   gives the value BTF with a `struct
-//!                                   bpf_spin_lock` (`bpf_timer`, `bpf_wq`,
-//!                                   `bpf_task_work`, `bpf_res_spin_lock`)
-//!                                   at OFF)
+//!                                   `task_work@OFF`, `res_lock@OFF`,
+//!                                   `kptr@OFF`), which gives the value BTF
+//!                                   with a `struct bpf_spin_lock`
+//!                                   (`bpf_timer`, `bpf_wq`, `bpf_task_work`,
+//!                                   `bpf_res_spin_lock`, `struct task_struct
+//!                                   __kptr *`) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
@@ -144,6 +145,8 @@ const WQ_MARK: u32 = 1 << 17;
 const TASK_WORK_MARK: u32 = 1 << 18;
 /// Likewise for a bpf_res_spin_lock.
 const RES_LOCK_MARK: u32 = 1 << 19;
+/// Likewise for a `struct task_struct __kptr *`.
+const KPTR_MARK: u32 = 1 << 20;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -171,6 +174,10 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("kptr@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | KPTR_MARK);
             continue;
         }
         if let Some(off) = word.strip_prefix("res_lock@") {
@@ -291,7 +298,8 @@ fn line_info(spec: &str) -> bpfvet_object::LineInfo {
 /// pointer to it 9, `struct bpf_wq` 10 and `struct bpf_task_work` 11;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
 /// its size holding the lock at OFF (the map gets its type ids; a
-/// `res_lock@OFF` map's value is preceded by its lock's struct), and a
+/// `res_lock@OFF` map's value is preceded by its lock's struct, a
+/// `kptr@OFF` one's by the kptr's tag and pointer), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
 fn case_btf(
     funcs: &[String],
@@ -341,6 +349,14 @@ fn case_btf(
             (wq_member, 10, mark & !WQ_MARK)
         } else if mark & TASK_WORK_MARK != 0 {
             (wq_member, 11, mark & !TASK_WORK_MARK)
+        } else if mark & KPTR_MARK != 0 {
+            // TYPE_TAG kptr -> task_struct, then a PTR to it, just before
+            // the value.
+            let kptr = name(&mut strings, "kptr");
+            types.extend([kptr, 18 << 24, 8]);
+            types.extend([0, 2 << 24, next_id]);
+            next_id += 2;
+            (lock_member, next_id - 1, mark & !KPTR_MARK)
         } else if mark & RES_LOCK_MARK != 0 {
             // STRUCT bpf_res_spin_lock { int val; }, just before the value.
             let res_lock = name(&mut strings, "bpf_res_spin_lock");
