@@ -136,6 +136,9 @@ fn check_subprogs(
                 sp.changes_pkt_data = true;
             }
             let kfunc_call = code == BPF_JMP | BPF_CALL && ins.src == BPF_PSEUDO_KFUNC_CALL;
+            if kfunc_call && calls(&ins).changes_pkt_data {
+                sp.changes_pkt_data = true;
+            }
             if (is_helper_call(&ins) || kfunc_call) && calls(&ins).might_sleep {
                 sp.might_sleep = true;
             }
@@ -336,6 +339,8 @@ pub struct CallSummary {
     pub iter_next: bool,
     /// A helper or kfunc that may sleep.
     pub might_sleep: bool,
+    /// A kfunc that may move packet data (helpers: classes::changes_pkt_data).
+    pub changes_pkt_data: bool,
 }
 
 /// `exception_cb`: the first instruction of the program's exception
@@ -360,6 +365,7 @@ pub fn check_layout(
         args: 5,
         iter_next: false,
         might_sleep: false,
+        changes_pkt_data: false,
     };
     check_subprogs(insns, &mut subprogs, &no_calls)?;
     Ok(subprogs)
@@ -572,6 +578,7 @@ mod tests {
                 args: 5,
                 iter_next: false,
                 might_sleep: false,
+                changes_pkt_data: false,
             },
             None,
             true,

@@ -627,12 +627,7 @@ impl Env<'_> {
                 return self.err("can't spin_{lock,unlock} in rbtree cb");
             }
             ArgBase::PtrToSpinLock if r.ty == RegType::Alloc && r.flags == 0 => {
-                if !r.v.is_const() {
-                    return self.err(format!(
-                        "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
-                    ));
-                }
-                self.alloc_spin_lock(&r, proto.id == id::SPIN_LOCK)?;
+                self.process_spin_lock(regno, &r, helper_lock_op(proto.id))?;
             }
             ArgBase::PtrToSpinLock if r.ty != RegType::MapValue => {
                 return self.arg_type_err(regno, "map_value, ptr_");
@@ -642,7 +637,7 @@ impl Env<'_> {
                     return self.arg_type_err(regno, "map_value");
                 }
                 if at.base == ArgBase::PtrToSpinLock {
-                    self.process_spin_lock(regno, &r, proto.id == id::SPIN_LOCK)?;
+                    self.process_spin_lock(regno, &r, helper_lock_op(proto.id))?;
                 } else {
                     self.process_timer(regno, &r)?;
                     meta.map = Some(r.map);
@@ -657,12 +652,12 @@ impl Env<'_> {
                     return self
                         .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
                 }
+                // Every source of per-CPU BTF pointers bpfvet models marks
+                // them (`__percpu` members and arguments); the others
+                // (per-CPU ksyms, kptrs and allocations) are refused.
                 if r.flags & flag::PERCPU == 0 {
-                    // bpfvet does not track which BTF pointers are percpu.
-                    return Err(crate::error::VerifyError::unsupported(
-                        Some(self.insn_idx),
-                        format!("R{regno}: whether a BTF pointer is percpu"),
-                    ));
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
                 }
             }
             ArgBase::KptrXchgDest => {
@@ -734,55 +729,6 @@ impl Env<'_> {
         }
         if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
             meta.ref_obj_id = Some(r.ref_obj_id);
-        }
-        Ok(())
-    }
-
-    /// process_spin_lock for a map value: the argument must point exactly
-    /// at the value's lock; the lock held is known by its map and by the
-    /// register id of the value (0 for a global variable's).
-    fn process_spin_lock(&mut self, regno: u8, r: &Reg, is_lock: bool) -> VResult<()> {
-        if !r.v.is_const() {
-            return self.err(format!(
-                "R{regno} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
-            ));
-        }
-        let name = self.map_def(r.map).map_or("", |m| m.name.as_str());
-        if self.map_def(r.map).is_none_or(|m| m.btf_value_type_id == 0) {
-            return self.err(format!(
-                "map '{}' has to have BTF in order to use bpf_spin_lock",
-                crate::map_record::kernel_map_name(name)
-            ));
-        }
-        let Some(lock) = crate::map_record::spin_lock(self.map_fields(r.map)).copied() else {
-            return self.err(format!(
-                "map '{}' has no valid bpf_spin_lock",
-                crate::map_record::kernel_map_name(name)
-            ));
-        };
-        let off = r.v.const_value().wrapping_add(r.off as i64 as u64) as i64;
-        if off != lock.off as i64 {
-            return self.err(format!(
-                "off {off} doesn't point to 'struct bpf_spin_lock' that is at {}",
-                lock.off
-            ));
-        }
-        if is_lock {
-            if self.cur.active_locks > 0 {
-                return self.err("Locking two bpf_spin_locks are not allowed");
-            }
-            self.cur.active_locks = 1;
-            self.cur.lock = (r.map, r.id);
-        } else {
-            if self.cur.active_locks == 0 {
-                return self.err("bpf_spin_unlock without taking a lock");
-            }
-            if self.cur.lock != (r.map, r.id) {
-                return self.err("bpf_spin_unlock of different lock");
-            }
-            self.cur.active_locks = 0;
-            self.cur.lock = (0, 0);
-            self.invalidate_non_owning_refs();
         }
         Ok(())
     }
@@ -995,7 +941,12 @@ impl Env<'_> {
 
     /// Releases a reference: every register holding it becomes invalid.
     pub fn release_reference(&mut self, ref_id: u32) -> VResult<()> {
-        let Some(pos) = self.cur.refs.iter().position(|r| r.id == ref_id) else {
+        let Some(pos) = self
+            .cur
+            .refs
+            .iter()
+            .position(|r| r.kind == RefKind::Ptr && r.id == ref_id)
+        else {
             return self.err("release kernel function has no referenced object");
         };
         self.cur.refs.remove(pos);
@@ -1272,7 +1223,7 @@ impl Env<'_> {
         } else {
             crate::check_jmp::map_lookup_non_null(self.obj, &self.map_fields, &mut r0);
             if r0.ty == RegType::MapValue
-                && crate::map_record::spin_lock(self.map_fields(r0.map)).is_some()
+                && crate::map_record::lock_field(self.map_fields(r0.map)).is_some()
             {
                 // Each looked-up value is a distinct lock.
                 r0.id = self.new_id();
@@ -1302,6 +1253,7 @@ impl Env<'_> {
                 kind: RefKind::Ptr,
                 id: rid,
                 insn_idx: self.insn_idx,
+                lock_ptr: 0,
             });
         }
         *self.cur.reg_mut(0) = r0;
@@ -1661,6 +1613,15 @@ pub(crate) fn caller_prog(
         // targets' get_func_proto).
         iter_sockopt: matches!(prog.attach_target.as_deref(), Some("tcp" | "unix")),
         ..helpers::CallerProg::new(prog.prog_type, prog.expected_attach_type)
+    }
+}
+
+/// bpf_spin_lock / bpf_spin_unlock as a lock operation.
+fn helper_lock_op(func_id: u32) -> crate::spin_lock::LockOp {
+    crate::spin_lock::LockOp {
+        acquire: func_id == id::SPIN_LOCK,
+        res: false,
+        irq: false,
     }
 }
 

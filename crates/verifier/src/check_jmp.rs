@@ -203,7 +203,7 @@ impl Env<'_> {
             let fields = &self.map_fields;
             let keeps_id = |r: &Reg| {
                 (r.ty == RegType::MapValue
-                    && crate::map_record::spin_lock(crate::map_record::fields_of(fields, r.map))
+                    && crate::map_record::lock_field(crate::map_record::fields_of(fields, r.map))
                         .is_some())
                     || (r.ty == RegType::Alloc && alloc_lock)
             };
@@ -457,7 +457,8 @@ fn mark_ptr_or_null(
     // Only a pointer that is itself the reference (not a slice or cast of
     // it) drops the reference when NULL.
     if is_null && ref_obj_id != 0 && ref_obj_id == id {
-        st.refs.retain(|x| x.id != ref_obj_id);
+        st.refs
+            .retain(|x| !(x.kind == crate::state::RefKind::Ptr && x.id == ref_obj_id));
     }
 }
 

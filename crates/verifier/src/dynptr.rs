@@ -464,6 +464,7 @@ impl Env<'_> {
                 kind: RefKind::Ptr,
                 id: rid,
                 insn_idx: self.insn_idx,
+                lock_ptr: 0,
             });
             rid
         } else {

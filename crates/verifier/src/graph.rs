@@ -24,6 +24,7 @@ use crate::explore::Env;
 use crate::kfunc::KfuncMeta;
 use crate::map_record::{alloc_fields, struct_metas_ok, Field};
 use crate::regs::{flag, Reg, RegType};
+use crate::state::RefKind;
 use bpfvet_object::btf::Kind;
 
 /// The lock key (`State::lock.0`) of a bpf_spin_lock inside an allocated
@@ -112,7 +113,7 @@ impl Env<'_> {
     /// reg_may_point_to_spin_lock for an allocated object.
     pub(crate) fn alloc_has_spin_lock(&self, id: u32) -> bool {
         self.alloc_record(id)
-            .is_ok_and(|r| r.iter().any(|f| f.name == "bpf_spin_lock"))
+            .is_ok_and(|r| crate::map_record::lock_field(&r).is_some())
     }
 
     fn prog_type_name(&self, id: u32) -> String {
@@ -330,7 +331,8 @@ impl Env<'_> {
         } else {
             reg.map
         };
-        if self.cur.lock != (key, reg.id) {
+        let locks = [RefKind::Lock, RefKind::ResLock, RefKind::ResLockIrq];
+        if !crate::spin_lock::find_lock(&self.cur, &locks, key, reg.id) {
             self.log
                 .line("held lock and object are not in the same allocation");
             return false;
@@ -427,52 +429,21 @@ impl Env<'_> {
         let Some(btf) = self.obj.btf.as_ref() else {
             return self.unsupported("allocated objects without program BTF");
         };
-        match crate::btf_walk::local_field_at(btf, reg.aux, off as u32, size) {
-            Ok(true) => {}
+        // A pointer member to a struct reads as a scalar; one to anything
+        // else as read-only untrusted memory of no size (WALK_PTR_UNTRUSTED).
+        let loaded = match crate::btf_walk::local_field_at(btf, reg.aux, off as u32, size) {
+            Ok(true) => Reg::unknown_scalar(),
             Ok(false) => {
-                return self.unsupported(format!(
-                    "a pointer member of struct {tname} that does not point to a struct"
-                ))
+                let mut r = Reg::pointer(RegType::Mem);
+                r.flags = flag::RDONLY | flag::UNTRUSTED;
+                r
             }
             Err(e) => return self.err(e),
-        }
+        };
         if access == Access::Read {
             if let Some(d) = value {
-                *self.cur.reg_mut(d) = Reg::unknown_scalar();
+                *self.cur.reg_mut(d) = loaded;
             }
-        }
-        Ok(())
-    }
-
-    /// process_spin_lock for a lock inside an allocated object.
-    pub(crate) fn alloc_spin_lock(&mut self, reg: &Reg, is_lock: bool) -> VResult<()> {
-        let rec = self.alloc_record(reg.aux)?;
-        let Some(lock) = rec.iter().find(|f| f.name == "bpf_spin_lock").copied() else {
-            return self.err("local 'kptr' has no valid bpf_spin_lock");
-        };
-        let off = reg.v.const_value().wrapping_add(reg.off as i64 as u64) as i64;
-        if off != lock.off as i64 {
-            return self.err(format!(
-                "off {off} doesn't point to 'struct bpf_spin_lock' that is at {}",
-                lock.off
-            ));
-        }
-        if is_lock {
-            if self.cur.active_locks > 0 {
-                return self.err("Locking two bpf_spin_locks are not allowed");
-            }
-            self.cur.active_locks = 1;
-            self.cur.lock = (ALLOC_LOCK, reg.id);
-        } else {
-            if self.cur.active_locks == 0 {
-                return self.err("bpf_spin_unlock without taking a lock");
-            }
-            if self.cur.lock != (ALLOC_LOCK, reg.id) {
-                return self.err("bpf_spin_unlock of different lock");
-            }
-            self.cur.active_locks = 0;
-            self.cur.lock = (0, 0);
-            self.invalidate_non_owning_refs();
         }
         Ok(())
     }

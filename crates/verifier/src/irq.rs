@@ -23,11 +23,24 @@ enum FlagSlot {
     At(usize),
 }
 
-/// stacksafe for an irq flag slot: corresponding references (the
-/// saving kfunc's class is always the native one while the resilient lock
-/// variants are refused).
+/// The kfuncs that saved a flag (its `spilled.aux`): a flag saved by
+/// bpf_local_irq_save is restored by bpf_local_irq_restore, one saved
+/// with a resilient lock by the lock's unlock.
+const NATIVE_KFUNC: u32 = 0;
+const LOCK_KFUNC: u32 = 1;
+
+fn class_name(class: u32) -> &'static str {
+    if class == NATIVE_KFUNC {
+        "native"
+    } else {
+        "lock"
+    }
+}
+
+/// stacksafe for an irq flag slot: corresponding references, saved by the
+/// same class of kfunc.
 pub fn slots_equal(old: &Reg, cur: &Reg, m: &mut IdMap) -> bool {
-    m.check(old.ref_obj_id, cur.ref_obj_id)
+    m.check(old.ref_obj_id, cur.ref_obj_id) && old.aux == cur.aux
 }
 
 impl Env<'_> {
@@ -56,8 +69,13 @@ impl Env<'_> {
     pub fn process_irq_flag(&mut self, regno: u8, meta: &KfuncMeta) -> VResult<()> {
         let argno = regno - 1;
         let frameno = self.cur.reg(regno).frameno as usize;
+        let class = if meta.name.starts_with("bpf_res_spin") {
+            LOCK_KFUNC
+        } else {
+            NATIVE_KFUNC
+        };
         match meta.name.as_str() {
-            "bpf_local_irq_save" => {
+            "bpf_local_irq_save" | "bpf_res_spin_lock_irqsave" => {
                 let uninit = match self.irq_flag_slot(regno) {
                     FlagSlot::Invalid(msg) => {
                         self.log.line(&msg);
@@ -92,10 +110,12 @@ impl Env<'_> {
                     kind: RefKind::Irq,
                     id,
                     insn_idx: self.insn_idx,
+                    lock_ptr: 0,
                 });
                 self.cur.active_irq_id = id;
                 let mut flag = Reg::pointer(RegType::Stack);
                 flag.ref_obj_id = id;
+                flag.aux = class;
                 self.cur.frames[frameno].stack[spi] = Slot {
                     spilled: flag,
                     types: [SlotType::IrqFlag; REG_SIZE],
@@ -104,7 +124,7 @@ impl Env<'_> {
                 self.note_stack_write(frameno, lo, lo + REG_SIZE as i64);
                 Ok(())
             }
-            "bpf_local_irq_restore" => {
+            "bpf_local_irq_restore" | "bpf_res_spin_unlock_irqrestore" => {
                 let valid = match self.irq_flag_slot(regno) {
                     FlagSlot::Invalid(msg) => {
                         self.log.line(&msg);
@@ -123,8 +143,15 @@ impl Env<'_> {
                 };
                 let lo = -(((spi + 1) * REG_SIZE) as i64);
                 self.note_stack_read(frameno, lo, lo + REG_SIZE as i64);
-                let id = self.cur.frames[frameno].stack[spi].spilled.ref_obj_id;
-                self.release_irq_state(id)?;
+                let saved = self.cur.frames[frameno].stack[spi].spilled;
+                if saved.aux != class {
+                    return self.err(format!(
+                        "irq flag acquired by {} kfuncs cannot be restored with {} kfuncs",
+                        class_name(saved.aux),
+                        class_name(class)
+                    ));
+                }
+                self.release_irq_state(saved.ref_obj_id)?;
                 self.cur.frames[frameno].stack[spi] = Slot::default();
                 self.note_stack_write(frameno, lo, lo + REG_SIZE as i64);
                 Ok(())

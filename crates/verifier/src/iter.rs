@@ -231,6 +231,7 @@ impl Env<'_> {
             kind: RefKind::Ptr,
             id: rid,
             insn_idx: self.insn_idx,
+            lock_ptr: 0,
         });
         let rcu_protected = meta
             .flags

@@ -27,8 +27,12 @@ use crate::dynptr::{DynptrKind, DynptrSlot};
 use crate::error::{VResult, VerifyError};
 use crate::explore::Env;
 use crate::graph::{GraphArg, GraphMeta};
-use crate::helpers::kfuncs::{is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS};
+use crate::helpers::kfuncs::{
+    is_graph_kfunc, kfunc, KfuncFlags, ALLOCATED_OBJECT_KFUNCS, PKT_CHANGING_KFUNCS,
+    RES_LOCK_ACQUIRE,
+};
 use crate::regs::{flag, Reg, RegType};
+use crate::spin_lock::LockOp;
 use crate::state::{RefKind, RefState};
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_isa::Insn;
@@ -130,6 +134,13 @@ pub fn is_sleepable_call(insn: &Insn) -> bool {
         .is_some_and(|k| k.flags.contains(KfuncFlags::SLEEPABLE))
 }
 
+/// Whether the call is of a kfunc that may move packet data.
+pub fn is_pkt_changing_call(insn: &Insn) -> bool {
+    vmlinux()
+        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
+        .is_some_and(|(name, _)| PKT_CHANGING_KFUNCS.contains(&name))
+}
+
 /// Whether the call is an iterator's next method.
 pub fn is_iter_next_call(insn: &Insn) -> bool {
     vmlinux()
@@ -180,7 +191,7 @@ fn is_scalar_struct(btf: &Btf, t: &BtfType, depth: u32) -> bool {
 /// Structs a kfunc argument is classified by before it could pass as
 /// memory (their members are plain words), and bpfvet does not model (the
 /// graph roots and nodes are graph.rs's).
-const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq", "bpf_res_spin_lock"];
+const KERNEL_OBJECT_ARGS: &[&str] = &["bpf_wq"];
 
 /// The vmlinux struct a register points to as a kfunc argument: a BTF
 /// pointer's own, or the struct the kernel takes map and socket pointers
@@ -224,6 +235,8 @@ enum PtrArg {
     Callback,
     /// Saved interrupt flags on the stack (`__irq_flag`, irq.rs).
     IrqFlag,
+    /// A `struct bpf_res_spin_lock` in a map value or allocated object.
+    ResSpinLock,
     /// A kind bpfvet does not model, named for the message.
     Unmodelled(&'static str),
 }
@@ -258,6 +271,9 @@ impl Env<'_> {
             // Clang calls it where a variable is read uninitialised; the
             // verifier takes any path reaching it as the program's bug.
             return self.err("unexpected __bpf_trap() due to uninitialized variable?");
+        }
+        if RES_LOCK_ACQUIRE.contains(&name) {
+            self.push_failed_lock()?;
         }
         let mut meta = KfuncMeta {
             name: name.to_string(),
@@ -308,6 +324,9 @@ impl Env<'_> {
             // The default exception callback returns the cookie as the
             // program's return value.
             self.check_return_code(1)?;
+        }
+        if PKT_CHANGING_KFUNCS.contains(&name) {
+            self.clear_all_pkt_pointers();
         }
         for r in 0..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
@@ -405,9 +424,12 @@ impl Env<'_> {
                 (n.ends_with("__sz") || n.ends_with("__szk"))
                     && self.cur.reg(regno + 1).ty == RegType::Scalar
             });
-            let ctx_struct = reg.ty == RegType::Ctx && !pointee_void && ref_t.kind == Kind::Struct;
+            let struct_arg = !pointee_void && ref_t.kind == Kind::Struct;
+            let ctx_struct = reg.ty == RegType::Ctx && struct_arg;
+            // The parameter's type alone makes it a context argument
+            // (btf_is_prog_ctx_type), whatever the register holds.
             let kind = if meta.name == "bpf_cast_to_kern_ctx"
-                || (ctx_struct
+                || (struct_arg
                     && crate::global_func::is_prog_ctx_struct(self.prog_type, btf.name(ref_t)))
             {
                 PtrArg::Ctx
@@ -437,10 +459,12 @@ impl Env<'_> {
                 PtrArg::TaskWork
             } else if pname.ends_with("__irq_flag") {
                 PtrArg::IrqFlag
+            } else if !pointee_void && btf.name(ref_t) == "bpf_res_spin_lock" {
+                PtrArg::ResSpinLock
             } else if !pointee_void && KERNEL_OBJECT_ARGS.contains(&btf.name(ref_t)) {
                 // Taken by their type before any memory check
-                // (get_kfunc_ptr_arg_type): task work items, resilient locks.
-                PtrArg::Unmodelled("work item or lock")
+                // (get_kfunc_ptr_arg_type).
+                PtrArg::Unmodelled("work item")
             } else if ctx_struct && (is_scalar(ref_t) || is_scalar_struct(btf, ref_t, 0)) {
                 // Another struct than the program's context, of scalars
                 // only: the kernel takes the argument as memory and checks
@@ -543,6 +567,21 @@ impl Env<'_> {
                         return self.err(format!("arg#{i} doesn't point to an irq flag on stack"));
                     }
                     self.process_irq_flag(regno, meta)?
+                }
+                PtrArg::ResSpinLock => {
+                    self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
+                    let lockable = matches!(reg.ty, RegType::MapValue | RegType::Alloc);
+                    if !lockable || reg.flags != 0 {
+                        return self.err(format!(
+                            "arg#{i} doesn't point to map value or allocated object"
+                        ));
+                    }
+                    let op = LockOp {
+                        acquire: RES_LOCK_ACQUIRE.contains(&meta.name.as_str()),
+                        res: true,
+                        irq: meta.name.ends_with("_irqsave") || meta.name.ends_with("_irqrestore"),
+                    };
+                    self.process_spin_lock(regno, &reg, op)?;
                 }
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
@@ -960,7 +999,12 @@ impl Env<'_> {
             return Ok(());
         };
         if is_scalar(rt) {
-            *self.cur.reg_mut(0) = Reg::unknown_scalar();
+            // A lock taken returns 0 (the failure was queued at the call).
+            *self.cur.reg_mut(0) = if RES_LOCK_ACQUIRE.contains(&name) {
+                Reg::known(0)
+            } else {
+                Reg::unknown_scalar()
+            };
             return Ok(());
         }
         if rt.kind != Kind::Ptr {
@@ -1100,6 +1144,7 @@ impl Env<'_> {
                 kind: RefKind::Ptr,
                 id: rid,
                 insn_idx: self.insn_idx,
+                lock_ptr: 0,
             });
             if ret_null {
                 r0.id = rid;

@@ -5,9 +5,9 @@
 //!
 //! Modelled: kptrs to vmlinux structs (`__kptr`, `__kptr_untrusted`),
 //! loads marked untrusted or RCU-protected as the kernel does, stores of
-//! NULL or of a matching unreferenced pointer. Refused by name: kptrs to
-//! types outside vmlinux (program-local or module types), percpu kptrs and
-//! uptrs.
+//! NULL or of a matching unreferenced pointer, loads of uptrs. Refused by
+//! name: kptrs to types outside vmlinux (program-local or module types),
+//! percpu kptrs.
 
 use crate::check_alu::tnum_str;
 use crate::error::{VResult, VerifyError};
@@ -57,7 +57,29 @@ impl Env<'_> {
         if class != BPF_LDX && *kind == KptrKind::Uptr {
             return self.err("store to uptr disallowed");
         }
-        if matches!(kind, KptrKind::Percpu | KptrKind::Uptr) {
+        if *kind == KptrKind::Uptr {
+            // mark_uptr_ld_reg: the user memory the field pins, or NULL,
+            // as big as the program's struct it points to.
+            let Some(d) = value.filter(|_| class == BPF_LDX) else {
+                return Ok(());
+            };
+            let size = self
+                .obj
+                .btf
+                .as_ref()
+                .and_then(|b| b.type_by_id(k.btf_id))
+                .map_or(0, |t| t.size_or_type);
+            let mut r = Reg::pointer(RegType::Mem);
+            r.aux = size;
+            r.flags = flag::MAYBE_NULL;
+            r.id = self.new_id();
+            *self.cur.reg_mut(d) = r;
+            return Ok(());
+        }
+        if class == BPF_LDX && *kind == KptrKind::Ref && k.local {
+            return self.load_local_kptr(&k, value);
+        }
+        if *kind == KptrKind::Percpu {
             return self.unmodelled(format!("loads of {} fields", f.name));
         }
         let Some(target) = target else {
@@ -101,6 +123,30 @@ impl Env<'_> {
             }
             _ => self.err("kptr in map can only be accessed using BPF_LDX/BPF_STX/BPF_ST"),
         }
+    }
+
+    /// A load of a referenced kptr to an object of the program's BTF
+    /// (btf_ld_kptr_type): in an RCU read-side section the object,
+    /// RCU-protected and maybe NULL, and non-owning when it is a graph node.
+    /// Outside one, or without a node, refused.
+    fn load_local_kptr(&mut self, k: &crate::map_record::Kptr, value: Option<u8>) -> VResult<()> {
+        let Some(d) = value else { return Ok(()) };
+        if !self.in_rcu_cs() {
+            return self.unmodelled("untrusted loads of kptrs to program types".into());
+        }
+        let rec = self.alloc_record(k.btf_id)?;
+        if !rec
+            .iter()
+            .any(|f| matches!(f.name, "bpf_list_node" | "bpf_rb_node"))
+        {
+            return self.unmodelled("loads of kptrs to program types without a graph node".into());
+        }
+        let mut r = Reg::pointer(RegType::Alloc);
+        r.aux = k.btf_id;
+        r.flags = flag::MAYBE_NULL | flag::RCU | flag::NON_OWN_REF;
+        r.id = self.new_id();
+        *self.cur.reg_mut(d) = r;
+        Ok(())
     }
 
     /// Inside an RCU read-side section (in_rcu_cs): a non-sleepable
@@ -288,7 +334,10 @@ impl Env<'_> {
             return self.err(format!("off={off} doesn't point to kptr"));
         };
         match field.kptr {
-            Some(k) if k.kind == KptrKind::Ref && k.local => Ok(field),
+            // As in a map value: a kernel object's reference goes in and
+            // the one held comes out (process_kptr_func takes the
+            // object's record alike).
+            Some(k) if k.kind == KptrKind::Ref && (k.local || k.target.is_some()) => Ok(field),
             Some(k) if k.kind == KptrKind::Ref || k.kind == KptrKind::Percpu => {
                 self.unmodelled(format!(
                     "bpf_kptr_xchg into allocated objects' {} fields",

@@ -42,6 +42,7 @@ mod regs;
 mod rewrite_stack;
 pub mod scalar;
 mod scc;
+mod spin_lock;
 mod state;
 mod stats;
 mod struct_ops;
@@ -245,6 +246,7 @@ fn verify_with(
                 args: kfunc::kfunc_arg_count(insn),
                 iter_next: kfunc::is_iter_next_call(insn),
                 might_sleep: kfunc::is_sleepable_call(insn),
+                changes_pkt_data: kfunc::is_pkt_changing_call(insn),
             };
         }
         let proto = helpers::helper_proto_for(
@@ -255,6 +257,7 @@ fn verify_with(
             args: proto.as_ref().map_or(5, |p| p.arg_count()),
             iter_next: false,
             might_sleep: proto.is_ok_and(|p| p.might_sleep),
+            changes_pkt_data: false,
         }
     };
     let caps = Caps::of(opts.privileges);

@@ -95,10 +95,11 @@ pub fn write_frame_state(
             out.extend(slot.types.iter().map(|t| t.ch()));
         }
     }
-    let mut refs = st.refs.iter().filter(|r| r.id != 0);
-    if let Some(first) = refs.next() {
+    // As the kernel prints them: nothing when the first (a lock in a
+    // global variable) has id 0, then the nonzero ids.
+    if let Some(first) = st.refs.first().filter(|r| r.id != 0) {
         let _ = write!(out, " refs={}", first.id);
-        for r in refs {
+        for r in st.refs[1..].iter().filter(|r| r.id != 0) {
             let _ = write!(out, ",{}", r.id);
         }
     }

@@ -20,6 +20,10 @@ struct SpecialStruct {
     /// Recorded in map values, in objects the program allocates, or both
     /// (the field masks btf_parse_fields is given for each).
     owners: Owners,
+    /// A member of this type gives a struct of the program's BTF a record
+    /// at all (btf_parse_struct_metas' alloc_obj_fields); a resilient lock
+    /// alone does not.
+    makes_meta: bool,
 }
 
 /// Whose record a special struct is part of.
@@ -55,6 +59,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 4,
         align: 4,
         unique: true,
+        makes_meta: true,
         owners: Owners::Both,
     },
     SpecialStruct {
@@ -62,6 +67,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 4,
         align: 4,
         unique: true,
+        makes_meta: false,
         owners: Owners::Both,
     },
     SpecialStruct {
@@ -69,6 +75,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 16,
         align: 8,
         unique: true,
+        makes_meta: false,
         owners: Owners::MapValue,
     },
     SpecialStruct {
@@ -76,6 +83,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 16,
         align: 8,
         unique: true,
+        makes_meta: false,
         owners: Owners::MapValue,
     },
     SpecialStruct {
@@ -83,6 +91,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 8,
         align: 8,
         unique: true,
+        makes_meta: false,
         owners: Owners::MapValue,
     },
     SpecialStruct {
@@ -90,6 +99,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 4,
         align: 4,
         unique: true,
+        makes_meta: true,
         owners: Owners::Both,
     },
     SpecialStruct {
@@ -97,6 +107,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 16,
         align: 8,
         unique: false,
+        makes_meta: true,
         owners: Owners::Both,
     },
     SpecialStruct {
@@ -104,6 +115,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 16,
         align: 8,
         unique: false,
+        makes_meta: true,
         owners: Owners::Both,
     },
     SpecialStruct {
@@ -111,6 +123,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 24,
         align: 8,
         unique: false,
+        makes_meta: true,
         owners: Owners::Allocated,
     },
     SpecialStruct {
@@ -118,6 +131,7 @@ const SPECIAL_STRUCTS: &[SpecialStruct] = &[
         size: 32,
         align: 8,
         unique: false,
+        makes_meta: true,
         owners: Owners::Allocated,
     },
 ];
@@ -240,7 +254,7 @@ pub fn alloc_fields(btf: &Btf, id: u32) -> Result<Vec<Field>, ()> {
     };
     let special: Vec<u32> = SPECIAL_STRUCTS
         .iter()
-        .filter(|s| s.owners.has(Owner::Allocated))
+        .filter(|s| s.makes_meta)
         .filter_map(|s| btf.find_by_name_kind(s.name, Kind::Struct))
         .collect();
     let has_meta = btf.members(t).iter().any(|m| {
@@ -293,10 +307,10 @@ fn well_placed(fields: &[Field], value_size: u32) -> bool {
     let graph = fields
         .iter()
         .any(|f| matches!(f.name, "bpf_list_head" | "bpf_rb_root"));
-    let lock = fields
-        .iter()
-        .any(|f| matches!(f.name, "bpf_spin_lock" | "bpf_res_spin_lock"));
-    !graph || lock
+    let has = |name| fields.iter().any(|f| f.name == name);
+    let (spin, res) = (has("bpf_spin_lock"), has("bpf_res_spin_lock"));
+    // One kind of lock per value, and graph roots need one.
+    !(spin && res) && (!graph || spin || res)
 }
 
 fn struct_fields(
@@ -559,9 +573,12 @@ fn is_unique(name: &str) -> bool {
     SPECIAL_STRUCTS.iter().any(|s| s.name == name && s.unique)
 }
 
-/// The value's `struct bpf_spin_lock`, if it has one.
-pub fn spin_lock(fields: &[Field]) -> Option<&Field> {
-    fields.iter().find(|f| f.name == "bpf_spin_lock")
+/// The value's lock, a `struct bpf_spin_lock` or `bpf_res_spin_lock`, if it
+/// has one (reg_may_point_to_spin_lock).
+pub fn lock_field(fields: &[Field]) -> Option<&Field> {
+    fields
+        .iter()
+        .find(|f| matches!(f.name, "bpf_spin_lock" | "bpf_res_spin_lock"))
 }
 
 /// A map's name as the kernel holds it (BPF_OBJ_NAME_LEN with its NUL).
@@ -633,7 +650,7 @@ mod tests {
         ]);
         let f = fields(&b, 4);
         assert_eq!(f.len(), 3);
-        assert_eq!(spin_lock(&f).map(|l| l.off), Some(32));
+        assert_eq!(lock_field(&f).map(|l| l.off), Some(32));
         // Two locks fail map creation: no record.
         assert!(fields(&b, 5).is_empty());
         // A union is not searched, even nested in a struct.

@@ -293,10 +293,9 @@ pub(crate) fn refsafe(old: &State, cur: &State, m: &mut IdMap) -> bool {
     if old.refs.len() != cur.refs.len() {
         return false;
     }
-    old.refs
-        .iter()
-        .zip(&cur.refs)
-        .all(|(o, c)| o.kind == c.kind && m.check(o.id, c.id))
+    old.refs.iter().zip(&cur.refs).all(|(o, c)| {
+        m.check(o.id, c.id) && o.kind == c.kind && (!o.kind.is_lock() || o.lock_ptr == c.lock_ptr)
+    })
 }
 
 /// `live_regs` (registers live before each instruction) limits the

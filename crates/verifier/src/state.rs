@@ -149,6 +149,20 @@ pub enum RefKind {
     /// A saved irq region (REF_TYPE_IRQ): not a leak, but the region must
     /// be closed before the program exits.
     Irq,
+    /// A held bpf_spin_lock (REF_TYPE_LOCK).
+    Lock,
+    /// A held bpf_res_spin_lock (REF_TYPE_RES_LOCK).
+    ResLock,
+    /// A bpf_res_spin_lock held with interrupts saved
+    /// (REF_TYPE_RES_LOCK_IRQ).
+    ResLockIrq,
+}
+
+impl RefKind {
+    /// One of the lock kinds (REF_TYPE_LOCK_MASK).
+    pub fn is_lock(self) -> bool {
+        matches!(self, RefKind::Lock | RefKind::ResLock | RefKind::ResLockIrq)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +171,10 @@ pub struct RefState {
     pub id: u32,
     /// Instruction that acquired it.
     pub insn_idx: usize,
+    /// For a lock: what the lock lives in (a map index, or
+    /// `graph::ALLOC_LOCK` for the program's allocated objects); with `id`
+    /// (the register id of the value or object) it names the lock.
+    pub lock_ptr: u32,
 }
 
 /// One entry of the jump/instruction history used by precision backtracking.
@@ -175,9 +193,10 @@ pub struct HistEntry {
 pub struct State {
     pub frames: Vec<Frame>,
     pub refs: Vec<RefState>,
+    /// Locks held (references of a lock kind).
     pub active_locks: u32,
-    /// The lock held while `active_locks` is 1: (map, register id of the
-    /// map value it lives in).
+    /// The innermost lock held, (lock_ptr, id) of its reference; (0, 0)
+    /// when none.
     pub lock: (u32, u32),
     pub active_rcu_lock: bool,
     pub active_preempt_locks: u32,

@@ -22,10 +22,14 @@
 //!                                   `frozen` (frozen after creation),
 //!                                   `fill=N` (the value's bytes all N), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
-//!                                   `task_work@OFF`), which gives the value
-//!                                   BTF with a `struct bpf_spin_lock`
-//!                                   (`bpf_timer`, `bpf_wq`, `bpf_task_work`)
-//!                                   at OFF)
+//!                                   `task_work@OFF`, `res_lock@OFF`,
+//!                                   `kptr@OFF`, `local_kptr@OFF`), which
+//!                                   gives the value BTF with a `struct
+//!                                   bpf_spin_lock` (`bpf_timer`, `bpf_wq`,
+//!                                   `bpf_task_work`, `bpf_res_spin_lock`,
+//!                                   `struct task_struct __kptr *`, a kptr to
+//!                                   a refcounted rbtree node of the
+//!                                   program's) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
@@ -142,6 +146,13 @@ const TIMER_MARK: u32 = 1 << 16;
 const WQ_MARK: u32 = 1 << 17;
 /// Likewise for a bpf_task_work.
 const TASK_WORK_MARK: u32 = 1 << 18;
+/// Likewise for a bpf_res_spin_lock.
+const RES_LOCK_MARK: u32 = 1 << 19;
+/// Likewise for a `struct task_struct __kptr *`.
+const KPTR_MARK: u32 = 1 << 20;
+/// Likewise for a `struct bpfvet_node __kptr *` to a program type, `struct bpfvet_node
+/// { int data; struct bpf_rb_node rb; struct bpf_refcount ref; }`.
+const LOCAL_KPTR_MARK: u32 = 1 << 21;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -169,6 +180,18 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("local_kptr@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | LOCAL_KPTR_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("kptr@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | KPTR_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("res_lock@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | RES_LOCK_MARK);
             continue;
         }
         if let Some(off) = word.strip_prefix("task_work@") {
@@ -284,7 +307,10 @@ fn line_info(spec: &str) -> bpfvet_object::LineInfo {
 /// `void *` 6, `struct bpf_timer` 7, `struct task_struct` (opaque) 8, a
 /// pointer to it 9, `struct bpf_wq` 10 and `struct bpf_task_work` 11;
 /// then, for each map `map_def` marked with `lock@OFF`, a value struct of
-/// its size holding the lock at OFF (the map gets its type ids), and a
+/// its size holding the lock at OFF (the map gets its type ids; a
+/// `res_lock@OFF` map's value is preceded by its lock's struct, a
+/// `kptr@OFF` one's by the kptr's tag and pointer, a `local_kptr@OFF`
+/// one's by the node struct's types, then those), and a
 /// FUNC_PROTO and a FUNC for each `# func:` line (returned as func_info).
 fn case_btf(
     funcs: &[String],
@@ -334,6 +360,42 @@ fn case_btf(
             (wq_member, 10, mark & !WQ_MARK)
         } else if mark & TASK_WORK_MARK != 0 {
             (wq_member, 11, mark & !TASK_WORK_MARK)
+        } else if mark & LOCAL_KPTR_MARK != 0 {
+            // STRUCT bpf_rb_node (32 opaque bytes), bpf_refcount (4), the
+            // node struct, TYPE_TAG kptr -> it, a PTR to the tag.
+            let (rb, rc) = (
+                name(&mut strings, "bpf_rb_node"),
+                name(&mut strings, "bpf_refcount"),
+            );
+            types.extend([rb, 4 << 24, 32]);
+            types.extend([rc, 4 << 24, 4]);
+            let node = name(&mut strings, "bpfvet_node");
+            let (data, rbm, refm) = (
+                name(&mut strings, "data"),
+                name(&mut strings, "rb"),
+                name(&mut strings, "ref"),
+            );
+            types.extend([node, (4 << 24) | 3, 48, data, 1, 0]);
+            types.extend([rbm, next_id, 64, refm, next_id + 1, 320]);
+            let kptr = name(&mut strings, "kptr");
+            types.extend([kptr, 18 << 24, next_id + 2]);
+            types.extend([0, 2 << 24, next_id + 3]);
+            next_id += 5;
+            (lock_member, next_id - 1, mark & !LOCAL_KPTR_MARK)
+        } else if mark & KPTR_MARK != 0 {
+            // TYPE_TAG kptr -> task_struct, then a PTR to it, just before
+            // the value.
+            let kptr = name(&mut strings, "kptr");
+            types.extend([kptr, 18 << 24, 8]);
+            types.extend([0, 2 << 24, next_id]);
+            next_id += 2;
+            (lock_member, next_id - 1, mark & !KPTR_MARK)
+        } else if mark & RES_LOCK_MARK != 0 {
+            // STRUCT bpf_res_spin_lock { int val; }, just before the value.
+            let res_lock = name(&mut strings, "bpf_res_spin_lock");
+            types.extend([res_lock, (4 << 24) | 1, 4, val, 1, 0]);
+            next_id += 1;
+            (lock_member, next_id - 1, mark & !RES_LOCK_MARK)
         } else {
             (lock_member, 5, mark)
         };

@@ -225,3 +225,71 @@ fn spin_lock_field_rules() {
     ));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `struct udata { long a; long b; }` and a task storage value
+/// `struct val { struct udata __uptr *u; }`.
+fn uptr_value(b: &mut Builder) -> (u32, u32, u32) {
+    b.rec("long", 1, 0, 8, &[(1 << 24) | 64]); // [1]
+    let (a, bb) = (b.s("a"), b.s("b"));
+    b.rec("udata", 4, 2, 16, &[a, 1, 0, bb, 1, 64]); // [2]
+    b.rec("uptr", 18, 0, 2, &[]); // [3]
+    b.rec("", 2, 0, 3, &[]); // [4] ptr -> uptr tag
+    let u = b.s("u");
+    b.rec("val", 4, 1, 8, &[u, 4, 0]); // [5]
+    b.rec("int", 1, 0, 4, &[32]); // [6]
+    (6, 5, 8)
+}
+
+/// A sched_cls program over a task storage map whose value holds a uptr:
+/// it looks up the (NULL) task's storage, then runs `body` with the value
+/// in r6.
+fn uptr_object(body: &str) -> Object {
+    let n = bpfvet_isa::asm::assemble_insns(body).expect("body").len();
+    let text = format!(
+        "r1 = map_idx[0]\nr2 = 0\nr3 = 0\nr4 = 0\ncall bpf_task_storage_get#156\n\
+         if r0 == 0x0 goto pc+{}\nr6 = r0\n{body}r0 = 0\nexit\n",
+        n + 1
+    );
+    let mut obj = with_value(ProgType::SCHED_CLS, &text, uptr_value);
+    let m = &mut obj.maps[0];
+    m.map_type = MapType::TASK_STORAGE;
+    m.max_entries = 0;
+    m.map_flags = bpfvet_isa::uapi::BPF_F_NO_PREALLOC;
+    obj
+}
+
+#[test]
+fn uptr_field_rules() {
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        (
+            "uptr read after its null check",
+            "r1 = *(u64 *)(r6 +0)\nif r1 == 0x0 goto pc+1\nr2 = *(u64 *)(r1 +8)\n",
+            None,
+        ),
+        (
+            "uptr may be NULL",
+            "r1 = *(u64 *)(r6 +0)\nr2 = *(u64 *)(r1 +0)\n",
+            Some("R1 invalid mem access 'mem_or_null'"),
+        ),
+        (
+            "uptr memory is as big as its struct",
+            "r1 = *(u64 *)(r6 +0)\nif r1 == 0x0 goto pc+1\nr2 = *(u64 *)(r1 +16)\n",
+            Some("R1 min value is outside of the allowed memory range"),
+        ),
+        (
+            "uptr memory is writable",
+            "r1 = *(u64 *)(r6 +0)\nif r1 == 0x0 goto pc+1\n*(u64 *)(r1 +0) = 0\n",
+            None,
+        ),
+        (
+            "store to the uptr",
+            "*(u64 *)(r6 +0) = 0\n",
+            Some("store to uptr disallowed"),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, body, want) in cases {
+        failures.extend(check_obj(name, &uptr_object(body), *want));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -259,6 +259,14 @@ pub const SPIN_LOCK_ALLOWED: &[&str] = &[
     "bpf_res_spin_unlock_irqrestore",
 ];
 
+/// Kfuncs that may move packet data (is_kfunc_pkt_changing): packet
+/// pointers are invalid after them, as after bpf_xdp_adjust_head.
+pub const PKT_CHANGING_KFUNCS: &[&str] = &["bpf_xdp_pull_data"];
+
+/// The resilient lock kfuncs that take the lock: each may fail, returning
+/// a negative error without the lock.
+pub const RES_LOCK_ACQUIRE: &[&str] = &["bpf_res_spin_lock", "bpf_res_spin_lock_irqsave"];
+
 /// Kfuncs whose permission under a bpf_spin_lock changed around 6.18
 /// (bpfvet refuses to guess).
 pub const SPIN_LOCK_UNCERTAIN: &[&str] = &[
@@ -432,6 +440,11 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_copy_from_user_task_str", K::SLEEPABLE, S::Common),
     kf("bpf_local_irq_save", K::NONE, S::Common),
     kf("bpf_local_irq_restore", K::NONE, S::Common),
+    // kernel/bpf/rqspinlock.c; taking the lock may fail (spin_lock.rs).
+    kf("bpf_res_spin_lock", K::RET_NULL, S::Common),
+    kf("bpf_res_spin_unlock", K::NONE, S::Common),
+    kf("bpf_res_spin_lock_irqsave", K::RET_NULL, S::Common),
+    kf("bpf_res_spin_unlock_irqrestore", K::NONE, S::Common),
     // String kfuncs: their pointers are `__ign` (read with a fault
     // handler), the rest scalars.
     kf("bpf_strcmp", K::NONE, S::Common),
@@ -460,6 +473,21 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf(
         "bpf_iter_kmem_cache_destroy",
+        K(K::ITER_DESTROY.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_dmabuf_new",
+        K(K::ITER_NEW.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_dmabuf_next",
+        K(K::ITER_NEXT.0 | K::RET_NULL.0 | K::SLEEPABLE.0),
+        S::Common,
+    ),
+    kf(
+        "bpf_iter_dmabuf_destroy",
         K(K::ITER_DESTROY.0 | K::SLEEPABLE.0),
         S::Common,
     ),
@@ -534,6 +562,7 @@ pub const KFUNCS: &[Kfunc] = &[
     kf("bpf_dynptr_from_skb", K::TRUSTED_ARGS, S::Skb),
     kf("bpf_dynptr_from_skb_meta", K::TRUSTED_ARGS, S::SkbMeta),
     kf("bpf_dynptr_from_xdp", K::NONE, S::Xdp),
+    kf("bpf_xdp_pull_data", K::NONE, S::Xdp),
     kf("bpf_sock_addr_set_sun_path", K::NONE, S::SockAddr),
     kf("bpf_sk_assign_tcp_reqsk", K::TRUSTED_ARGS, S::TcpReqsk),
     kf("bpf_sock_destroy", K::TRUSTED_ARGS, S::SkIter),
