@@ -181,10 +181,19 @@ pub(crate) fn callback_continues(r: Result<u64>, failure: &mut Option<VmError>) 
 
 /// The interpreter proper. Recursion happens only for callbacks (bpf_loop,
 /// for_each_map_elem), each at a deeper frame.
+///
+/// The budget: a run stops with InsnLimit before its (budget + 1)-th
+/// instruction. Counting each instruction costs a test per slot, so the
+/// run charges a whole straight stretch ([`Op::straight`]) when it enters
+/// one: nothing inside a stretch can leave it but an error, and each
+/// decision point (jump, call, exit, LD_ABS) is where the next stretch is
+/// entered and charged. A stretch longer than the budget left goes on in
+/// the exact mode, which counts instruction by instruction and stops at
+/// the same instruction with the same error.
 pub fn execute(
     run: &mut Run<'_>,
-    mut prog: usize,
-    mut pc: usize,
+    prog: usize,
+    pc: usize,
     args: [u64; 5],
     depth: usize,
 ) -> Result<u64> {
@@ -194,32 +203,92 @@ pub fn execute(
             max: MAX_FRAMES,
         });
     }
-    let vm = run.vm;
-    let mut code: &[Op] = &vm.programs[prog].ops;
     // 16 slots so a 4-bit register field indexes without a bounds check.
     let mut regs = [0u64; 16];
     regs[1..6].copy_from_slice(&args);
-    let mut depth = depth;
-    let base_depth = depth;
     regs[10] = run.frame_pointer(depth);
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut budget = run.insn_budget;
+    let mut st = State {
+        prog,
+        pc,
+        depth,
+        base_depth: depth,
+        regs,
+        frames: Vec::new(),
+        budget: run.insn_budget,
+    };
+    match run_ops::<false>(run, &mut st)? {
+        Some(r0) => Ok(r0),
+        None => run_ops::<true>(run, &mut st)
+            .map(|r0| r0.expect("the exact mode runs to the end of the run")),
+    }
+}
 
-    macro_rules! cond {
-        ($op:expr, $c:expr) => {
-            if $c {
-                pc = jump(pc, $op.off as i64);
+/// Where a run is, handed from the charging mode to the exact one.
+struct State {
+    prog: usize,
+    pc: usize,
+    depth: usize,
+    base_depth: usize,
+    regs: [u64; 16],
+    frames: Vec<Frame>,
+    budget: u64,
+}
+
+/// Runs from `st` to the end of the run (Some(r0)), or, charging whole
+/// stretches (`EXACT` false), until a stretch exceeds the budget left
+/// (None, `st` then holds where to go on).
+#[inline(always)]
+fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Option<u64>> {
+    let vm = run.vm;
+    let mut prog = st.prog;
+    let mut pc = st.pc;
+    let mut depth = st.depth;
+    let base_depth = st.base_depth;
+    let mut budget = st.budget;
+    let regs = &mut st.regs;
+    let frames = &mut st.frames;
+    let mut code: &[Op] = &vm.programs[prog].ops;
+
+    // A run goes on at `pc`: charge its straight stretch, or hand over to
+    // the exact mode when the budget cannot cover it.
+    macro_rules! enter {
+        () => {
+            if !EXACT {
+                // SAFETY: as for the dispatch below, `pc` is a slot of the
+                // program or its sentinel.
+                let len = unsafe { code.get_unchecked(pc) }.straight as u64;
+                if budget < len {
+                    st.prog = prog;
+                    st.pc = pc;
+                    st.depth = depth;
+                    st.budget = budget;
+                    return Ok(None);
+                }
+                budget -= len;
             }
         };
     }
 
+    macro_rules! cond {
+        ($op:expr, $c:expr) => {{
+            if $c {
+                pc = jump(pc, $op.off as i64);
+            }
+            enter!();
+        }};
+    }
+
+    enter!();
     loop {
-        // Every slot costs one unit: a budget, not a timer, so runs are
-        // deterministic and a non-terminating program cannot hang the host.
-        if budget == 0 {
-            return Err(VmError::InsnLimit(run.insn_budget));
+        // Every instruction costs one unit: a budget, not a timer, so runs
+        // are deterministic and a non-terminating program cannot hang the
+        // host. The charging mode paid for this one on entering its stretch.
+        if EXACT {
+            if budget == 0 {
+                return Err(VmError::InsnLimit(run.insn_budget));
+            }
+            budget -= 1;
         }
-        budget -= 1;
         // SAFETY: `predecode` checked every jump, call and callback target
         // to lie inside the program and appended a sentinel slot that ends
         // the run, so `pc` never passes the sentinel.
@@ -396,8 +465,14 @@ pub fn execute(
                 }
             }
             // ---- JMP ----
-            0x05 => pc = jump(pc, op.off as i64),
-            0x06 => pc = jump(pc, op.imm as i64),
+            0x05 => {
+                pc = jump(pc, op.off as i64);
+                enter!();
+            }
+            0x06 => {
+                pc = jump(pc, op.imm as i64);
+                enter!();
+            }
             0x15 => cond!(op, regs[d] == (op.imm as i64 as u64)),
             0x1d => cond!(op, regs[d] == regs[(op.src & 15) as usize]),
             0x25 => cond!(op, regs[d] > (op.imm as i64 as u64)),
@@ -464,13 +539,14 @@ pub fn execute(
                 } else {
                     run.may_goto_left -= 1;
                 }
+                enter!();
             }
             0x85 => {
                 if op.src == BPF_PSEUDO_CALL {
-                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
+                    enter_frame(frames, &mut depth, regs, run, prog, pc)?;
                     pc = jump(pc, op.imm as i64);
                 } else if op.src != 0 {
-                    regs[0] = run.kfunc(op.imm, &mut regs, prog, pc - 1)?;
+                    regs[0] = run.kfunc(op.imm, regs, prog, pc - 1)?;
                 } else if op.imm == TAIL_CALL {
                     if let Some(target) = run.tail_call_target(regs[2], regs[3], pc - 1)? {
                         prog = target;
@@ -479,29 +555,33 @@ pub fn execute(
                     }
                 } else {
                     run.insn_budget = budget;
-                    regs[0] = run.helper(op.imm, &mut regs, prog, pc - 1, depth)?;
+                    regs[0] = run.helper(op.imm, regs, prog, pc - 1, depth)?;
                     run.refresh_packet_bounds();
                     budget = run.insn_budget;
                 }
+                enter!();
             }
             // call %reg: a function of this program or a helper by ID.
-            0x8d => match callx_target(regs[d], code.len(), pc - 1)? {
-                CallxTarget::Function(target) => {
-                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
-                    pc = target;
+            0x8d => {
+                match callx_target(regs[d], code.len(), pc - 1)? {
+                    CallxTarget::Function(target) => {
+                        enter_frame(frames, &mut depth, regs, run, prog, pc)?;
+                        pc = target;
+                    }
+                    CallxTarget::Helper(id) => {
+                        run.insn_budget = budget;
+                        regs[0] = run.helper(id, regs, prog, pc - 1, depth)?;
+                        run.refresh_packet_bounds();
+                        budget = run.insn_budget;
+                    }
                 }
-                CallxTarget::Helper(id) => {
-                    run.insn_budget = budget;
-                    regs[0] = run.helper(id, &mut regs, prog, pc - 1, depth)?;
-                    run.refresh_packet_bounds();
-                    budget = run.insn_budget;
-                }
-            },
+                enter!();
+            }
             0x95 => match frames.pop() {
                 None => {
                     debug_assert_eq!(depth, base_depth);
                     run.insn_budget = budget;
-                    return Ok(regs[0]);
+                    return Ok(Some(regs[0]));
                 }
                 Some(f) => {
                     depth -= 1;
@@ -512,45 +592,42 @@ pub fn execute(
                         code = &vm.programs[prog].ops;
                     }
                     pc = f.ret_pc;
+                    enter!();
                 }
             },
             // ---- loads ----
-            0x61 => regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)?,
-            0x69 => regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)?,
-            0x71 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)?,
-            0x79 => regs[d] = run.load(addr(&regs, op.src, op.off), 8, pc - 1)?,
-            0x81 => {
-                regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)? as i32 as i64 as u64
-            }
-            0x89 => {
-                regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)? as i16 as i64 as u64
-            }
-            0x91 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)? as i8 as i64 as u64,
+            0x61 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc - 1)?,
+            0x69 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc - 1)?,
+            0x71 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc - 1)?,
+            0x79 => regs[d] = run.load(addr(regs, op.src, op.off), 8, pc - 1)?,
+            0x81 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc - 1)? as i32 as i64 as u64,
+            0x89 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc - 1)? as i16 as i64 as u64,
+            0x91 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc - 1)? as i8 as i64 as u64,
             // ---- stores ----
-            0x62 => run.store(addr(&regs, op.dst, op.off), 4, op.imm as u64, pc - 1)?,
-            0x6a => run.store(addr(&regs, op.dst, op.off), 2, op.imm as u64, pc - 1)?,
-            0x72 => run.store(addr(&regs, op.dst, op.off), 1, op.imm as u64, pc - 1)?,
-            0x7a => run.store(addr(&regs, op.dst, op.off), 8, op.imm as i64 as u64, pc - 1)?,
+            0x62 => run.store(addr(regs, op.dst, op.off), 4, op.imm as u64, pc - 1)?,
+            0x6a => run.store(addr(regs, op.dst, op.off), 2, op.imm as u64, pc - 1)?,
+            0x72 => run.store(addr(regs, op.dst, op.off), 1, op.imm as u64, pc - 1)?,
+            0x7a => run.store(addr(regs, op.dst, op.off), 8, op.imm as i64 as u64, pc - 1)?,
             0x63 => run.store(
-                addr(&regs, op.dst, op.off),
+                addr(regs, op.dst, op.off),
                 4,
                 regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x6b => run.store(
-                addr(&regs, op.dst, op.off),
+                addr(regs, op.dst, op.off),
                 2,
                 regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x73 => run.store(
-                addr(&regs, op.dst, op.off),
+                addr(regs, op.dst, op.off),
                 1,
                 regs[(op.src & 15) as usize],
                 pc - 1,
             )?,
             0x7b => run.store(
-                addr(&regs, op.dst, op.off),
+                addr(regs, op.dst, op.off),
                 8,
                 regs[(op.src & 15) as usize],
                 pc - 1,
@@ -558,7 +635,7 @@ pub fn execute(
             // ---- atomics (B/H only for load-acquire / store-release) ----
             0xc3 | 0xdb | 0xd3 | 0xcb => {
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
-                run.atomic(&mut regs, *op, size, pc - 1)?
+                run.atomic(regs, *op, size, pc - 1)?
             }
             0x18 => {
                 regs[d] = op.imm64;
@@ -576,9 +653,10 @@ pub fn execute(
                     // Out of the packet: the program ends returning 0.
                     None => {
                         run.insn_budget = budget;
-                        return Ok(0);
+                        return Ok(Some(0));
                     }
                 }
+                enter!();
             }
             c => {
                 let what = if pc == code.len() {
