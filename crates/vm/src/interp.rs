@@ -93,11 +93,6 @@ impl Engine for Interpreter {
     }
 }
 
-#[inline(always)]
-fn jump(pc: usize, off: i64) -> usize {
-    (pc as i64 + off) as usize
-}
-
 fn sdiv64(d: u64, s: u64) -> u64 {
     let (d, s) = (d as i64, s as i64);
     if s == 0 {
@@ -241,25 +236,50 @@ struct State {
 fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Option<u64>> {
     let vm = run.vm;
     let mut prog = st.prog;
-    let mut pc = st.pc;
+    let mut code: &[Op] = &vm.programs[prog].ops;
+    // The next op, as a pointer: no index arithmetic per instruction.
+    let mut ip: *const Op = code[st.pc..].as_ptr();
     let mut depth = st.depth;
     let base_depth = st.base_depth;
     let mut budget = st.budget;
     let regs = &mut st.regs;
     let frames = &mut st.frames;
-    let mut code: &[Op] = &vm.programs[prog].ops;
+
+    // The index of the next op (one past the running one).
+    macro_rules! pc {
+        () => {
+            // SAFETY: `ip` points into `code` or one past its sentinel.
+            unsafe { ip.offset_from(code.as_ptr()) as usize }
+        };
+    }
+    // Goes on `delta` ops after the next one.
+    macro_rules! jump {
+        ($delta:expr) => {
+            // SAFETY: `predecode` checked every jump target to lie inside
+            // the program.
+            ip = unsafe { ip.offset($delta as isize) }
+        };
+    }
+    // Goes on at op `pc` of `code`.
+    macro_rules! goto {
+        ($pc:expr) => {
+            // SAFETY: call and tail-call targets, return sites and callx
+            // targets are slots of the program (`predecode`, callx_target).
+            ip = unsafe { code.as_ptr().add($pc) }
+        };
+    }
 
     // A run goes on at `pc`: charge its straight stretch, or hand over to
     // the exact mode when the budget cannot cover it.
     macro_rules! enter {
         () => {
             if !EXACT {
-                // SAFETY: as for the dispatch below, `pc` is a slot of the
-                // program or its sentinel.
-                let len = unsafe { code.get_unchecked(pc) }.straight as u64;
+                // SAFETY: as for the dispatch below, `ip` is at a slot of
+                // the program or its sentinel.
+                let len = unsafe { (*ip).straight } as u64;
                 if budget < len {
                     st.prog = prog;
-                    st.pc = pc;
+                    st.pc = pc!();
                     st.depth = depth;
                     st.budget = budget;
                     return Ok(None);
@@ -272,7 +292,7 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
     macro_rules! cond {
         ($op:expr, $c:expr) => {{
             if $c {
-                pc = jump(pc, $op.off as i64);
+                jump!($op.off);
             }
             enter!();
         }};
@@ -294,8 +314,8 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
         // the run, so `pc` never passes the sentinel.
         // Read fields in place: copying the 24-byte op to the stack and
         // reading a byte of it back stalls store forwarding.
-        let op: &Op = unsafe { code.get_unchecked(pc) };
-        pc += 1;
+        let op: &Op = unsafe { &*ip };
+        ip = unsafe { ip.add(1) };
         let d = (op.dst & 15) as usize;
         match op.code {
             // ---- ALU64 ----
@@ -466,11 +486,11 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             }
             // ---- JMP ----
             0x05 => {
-                pc = jump(pc, op.off as i64);
+                jump!(op.off);
                 enter!();
             }
             0x06 => {
-                pc = jump(pc, op.imm as i64);
+                jump!(op.imm);
                 enter!();
             }
             0x15 => cond!(op, regs[d] == (op.imm as i64 as u64)),
@@ -535,7 +555,7 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             // may_goto: a count-based budget shared by the whole run.
             0xe5 => {
                 if run.may_goto_left == 0 {
-                    pc = jump(pc, op.off as i64);
+                    jump!(op.off);
                 } else {
                     run.may_goto_left -= 1;
                 }
@@ -543,19 +563,19 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             }
             0x85 => {
                 if op.src == BPF_PSEUDO_CALL {
-                    enter_frame(frames, &mut depth, regs, run, prog, pc)?;
-                    pc = jump(pc, op.imm as i64);
+                    enter_frame(frames, &mut depth, regs, run, prog, pc!())?;
+                    jump!(op.imm);
                 } else if op.src != 0 {
-                    regs[0] = run.kfunc(op.imm, regs, prog, pc - 1)?;
+                    regs[0] = run.kfunc(op.imm, regs, prog, pc!() - 1)?;
                 } else if op.imm == TAIL_CALL {
-                    if let Some(target) = run.tail_call_target(regs[2], regs[3], pc - 1)? {
+                    if let Some(target) = run.tail_call_target(regs[2], regs[3], pc!() - 1)? {
                         prog = target;
                         code = &vm.programs[prog].ops;
-                        pc = 0;
+                        goto!(0);
                     }
                 } else {
                     run.insn_budget = budget;
-                    regs[0] = run.helper(op.imm, regs, prog, pc - 1, depth)?;
+                    regs[0] = run.helper(op.imm, regs, prog, pc!() - 1, depth)?;
                     run.refresh_packet_bounds();
                     budget = run.insn_budget;
                 }
@@ -563,14 +583,14 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             }
             // call %reg: a function of this program or a helper by ID.
             0x8d => {
-                match callx_target(regs[d], code.len(), pc - 1)? {
+                match callx_target(regs[d], code.len(), pc!() - 1)? {
                     CallxTarget::Function(target) => {
-                        enter_frame(frames, &mut depth, regs, run, prog, pc)?;
-                        pc = target;
+                        enter_frame(frames, &mut depth, regs, run, prog, pc!())?;
+                        goto!(target);
                     }
                     CallxTarget::Helper(id) => {
                         run.insn_budget = budget;
-                        regs[0] = run.helper(id, regs, prog, pc - 1, depth)?;
+                        regs[0] = run.helper(id, regs, prog, pc!() - 1, depth)?;
                         run.refresh_packet_bounds();
                         budget = run.insn_budget;
                     }
@@ -591,55 +611,66 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                         prog = f.prog;
                         code = &vm.programs[prog].ops;
                     }
-                    pc = f.ret_pc;
+                    goto!(f.ret_pc);
                     enter!();
                 }
             },
             // ---- loads ----
-            0x61 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc - 1)?,
-            0x69 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc - 1)?,
-            0x71 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc - 1)?,
-            0x79 => regs[d] = run.load(addr(regs, op.src, op.off), 8, pc - 1)?,
-            0x81 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc - 1)? as i32 as i64 as u64,
-            0x89 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc - 1)? as i16 as i64 as u64,
-            0x91 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc - 1)? as i8 as i64 as u64,
+            0x61 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc!() - 1)?,
+            0x69 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc!() - 1)?,
+            0x71 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc!() - 1)?,
+            0x79 => regs[d] = run.load(addr(regs, op.src, op.off), 8, pc!() - 1)?,
+            0x81 => {
+                regs[d] = run.load(addr(regs, op.src, op.off), 4, pc!() - 1)? as i32 as i64 as u64
+            }
+            0x89 => {
+                regs[d] = run.load(addr(regs, op.src, op.off), 2, pc!() - 1)? as i16 as i64 as u64
+            }
+            0x91 => {
+                regs[d] = run.load(addr(regs, op.src, op.off), 1, pc!() - 1)? as i8 as i64 as u64
+            }
             // ---- stores ----
-            0x62 => run.store(addr(regs, op.dst, op.off), 4, op.imm as u64, pc - 1)?,
-            0x6a => run.store(addr(regs, op.dst, op.off), 2, op.imm as u64, pc - 1)?,
-            0x72 => run.store(addr(regs, op.dst, op.off), 1, op.imm as u64, pc - 1)?,
-            0x7a => run.store(addr(regs, op.dst, op.off), 8, op.imm as i64 as u64, pc - 1)?,
+            0x62 => run.store(addr(regs, op.dst, op.off), 4, op.imm as u64, pc!() - 1)?,
+            0x6a => run.store(addr(regs, op.dst, op.off), 2, op.imm as u64, pc!() - 1)?,
+            0x72 => run.store(addr(regs, op.dst, op.off), 1, op.imm as u64, pc!() - 1)?,
+            0x7a => run.store(
+                addr(regs, op.dst, op.off),
+                8,
+                op.imm as i64 as u64,
+                pc!() - 1,
+            )?,
             0x63 => run.store(
                 addr(regs, op.dst, op.off),
                 4,
                 regs[(op.src & 15) as usize],
-                pc - 1,
+                pc!() - 1,
             )?,
             0x6b => run.store(
                 addr(regs, op.dst, op.off),
                 2,
                 regs[(op.src & 15) as usize],
-                pc - 1,
+                pc!() - 1,
             )?,
             0x73 => run.store(
                 addr(regs, op.dst, op.off),
                 1,
                 regs[(op.src & 15) as usize],
-                pc - 1,
+                pc!() - 1,
             )?,
             0x7b => run.store(
                 addr(regs, op.dst, op.off),
                 8,
                 regs[(op.src & 15) as usize],
-                pc - 1,
+                pc!() - 1,
             )?,
             // ---- atomics (B/H only for load-acquire / store-release) ----
             0xc3 | 0xdb | 0xd3 | 0xcb => {
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
-                run.atomic(regs, *op, size, pc - 1)?
+                run.atomic(regs, *op, size, pc!() - 1)?
             }
             0x18 => {
                 regs[d] = op.imm64;
-                pc += 1;
+                jump!(1);
             }
             // ---- legacy packet loads ----
             0x20 | 0x28 | 0x30 | 0x40 | 0x48 | 0x50 => {
@@ -658,15 +689,32 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 }
                 enter!();
             }
-            c => {
-                let what = if pc == code.len() {
+            // The sentinel or an LD_IMM64's second slot. (With 0x00 and
+            // 0xff as arms of their own the dispatch table spans every
+            // byte and needs no range test.)
+            0x00 => {
+                let what = if pc!() == code.len() {
                     "execution fell off the end of the program".to_string()
                 } else {
-                    format!("unknown opcode {c:02x}")
+                    "unknown opcode 00".to_string()
                 };
-                return Err(VmError::BadInsn { pc: pc - 1, what });
+                return Err(VmError::BadInsn {
+                    pc: pc!() - 1,
+                    what,
+                });
             }
+            0xff => return Err(unknown_opcode(pc!() - 1, 0xff)),
+            c => return Err(unknown_opcode(pc!() - 1, c)),
         }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_opcode(pc: usize, code: u8) -> VmError {
+    VmError::BadInsn {
+        pc,
+        what: format!("unknown opcode {code:02x}"),
     }
 }
 
