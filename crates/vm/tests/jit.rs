@@ -1177,3 +1177,10 @@ fn verified_loops_and_calls_agree() {
         &frames(),
     );
 }
+
+#[test]
+fn running_past_the_last_instruction_fails_alike() {
+    let (interp, jit) = both_engines("r0 = 1\nr0 += 1");
+    assert!(interp.contains("fell off the end"), "{interp}");
+    assert_eq!(jit, interp);
+}
