@@ -1,7 +1,8 @@
 //! ns per run of the interpreter and of bpfvet's JIT against the kernel
 //! JIT's BPF_PROG_TEST_RUN duration, on the same program and frame,
-//! measured in one process (the JIT on the verified program, as `bpfvet
-//! run --jit` runs it: proven accesses without run-time checks):
+//! measured in one process (both engines on the verified program, as
+//! `bpfvet run` and `bpfvet run --jit` run it: proven accesses without
+//! run-time checks):
 //! `cargo bench -p bpfvet-vm` prints a markdown table (bench/vm/run.sh
 //! writes it to bench/vm/RESULTS.md). Without root the kernel column says
 //! so.
@@ -84,7 +85,10 @@ fn main() {
             .position(|p| p.name == prog)
             .expect("program");
         let data = std::fs::read(dir.join("packets").join(frame)).expect("frame");
-        let vm = Vm::load(&obj).expect("vm load");
+        // As `bpfvet run` runs it: verified, the interpreter using the proof.
+        let mut vm = Vm::load(&obj).expect("vm load");
+        vm.verify_program(&obj, idx).expect("bpfvet verifies it");
+        let vm = vm;
         let input = TestRunInput {
             data: &data,
             ctx: None,

@@ -22,6 +22,31 @@ pub struct Op {
     /// LD_ABS/LD_IND or an unknown opcode): the interpreter charges them
     /// to its budget at once (in the padding: `Op` stays 24 bytes).
     pub straight: u32,
+    /// What the verifier proved about this load, store or atomic
+    /// ([`PROVEN_PLAIN`], [`PROVEN_ATOMIC`]); 0 without a proof.
+    pub proven: u8,
+}
+
+/// The access touches only the stack, the packet or a map value (on every
+/// path the verifier explored): the interpreter reads or writes it without
+/// looking for its region.
+pub const PROVEN_PLAIN: u8 = 1;
+/// The atomic touches only the stack or a map value, aligned (the verifier
+/// holds atomics to their size's alignment).
+pub const PROVEN_ATOMIC: u8 = 2;
+
+/// [`Op::proven`] for an instruction whose accesses the verifier recorded
+/// as `kinds`.
+pub fn proven_flags(kinds: bpfvet_verifier::AccessKinds) -> u8 {
+    use bpfvet_verifier::AccessKinds as K;
+    let mut f = 0;
+    if kinds.only(K::STACK.union(K::PACKET).union(K::MAP_VALUE)) {
+        f |= PROVEN_PLAIN;
+    }
+    if kinds.only(K::STACK.union(K::MAP_VALUE)) {
+        f |= PROVEN_ATOMIC;
+    }
+    f
 }
 
 /// Whether the interpreter goes on to the next slot after `code` without
@@ -99,6 +124,7 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
             imm: i.imm,
             imm64: 0,
             straight: 0,
+            proven: 0,
         };
         match i.class() {
             BPF_LD if i.is_ld_imm64() => {

@@ -4,9 +4,11 @@
 
 use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
 
-use crate::code::{func_pc, Op};
+use bpfvet_isa::opcode::{BPF_LOAD_ACQ, BPF_STORE_REL};
+
+use crate::code::{func_pc, Op, PROVEN_ATOMIC, PROVEN_PLAIN};
 use crate::error::{Result, VmError};
-use crate::run::{Run, MAX_FRAMES};
+use crate::run::{atomic_at, read_shared, write_shared, Run, MAX_FRAMES};
 
 /// Helper id of bpf_tail_call: it changes control flow, so the loop runs it.
 const TAIL_CALL: i32 = 12;
@@ -295,6 +297,35 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 jump!($op.off);
             }
             enter!();
+        }};
+    }
+
+    // A load or store of `size` bytes at `a`: straight to memory when the
+    // verifier proved the access plain (stack, packet, map value), else
+    // through the run's checks.
+    macro_rules! load {
+        ($op:expr, $a:expr, $size:expr) => {{
+            let a = $a;
+            if $op.proven & PROVEN_PLAIN != 0 {
+                // SAFETY: the verifier proved `size` bytes at `a` inside
+                // the stack, the packet or a map value on every path; map
+                // values may be shared with other threads, hence the
+                // atomic-per-access read.
+                unsafe { read_shared(a as *const u8, $size) }
+            } else {
+                run.load(a, $size, pc!() - 1)?
+            }
+        }};
+    }
+    macro_rules! store {
+        ($op:expr, $a:expr, $size:expr, $v:expr) => {{
+            let (a, v) = ($a, $v);
+            if $op.proven & PROVEN_PLAIN != 0 {
+                // SAFETY: as for `load!`, and the proof covers writes.
+                unsafe { write_shared(a as *mut u8, $size, v) }
+            } else {
+                run.store(a, $size, v, pc!() - 1)?
+            }
         }};
     }
 
@@ -616,57 +647,57 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 }
             },
             // ---- loads ----
-            0x61 => regs[d] = run.load(addr(regs, op.src, op.off), 4, pc!() - 1)?,
-            0x69 => regs[d] = run.load(addr(regs, op.src, op.off), 2, pc!() - 1)?,
-            0x71 => regs[d] = run.load(addr(regs, op.src, op.off), 1, pc!() - 1)?,
-            0x79 => regs[d] = run.load(addr(regs, op.src, op.off), 8, pc!() - 1)?,
-            0x81 => {
-                regs[d] = run.load(addr(regs, op.src, op.off), 4, pc!() - 1)? as i32 as i64 as u64
-            }
-            0x89 => {
-                regs[d] = run.load(addr(regs, op.src, op.off), 2, pc!() - 1)? as i16 as i64 as u64
-            }
-            0x91 => {
-                regs[d] = run.load(addr(regs, op.src, op.off), 1, pc!() - 1)? as i8 as i64 as u64
-            }
+            0x61 => regs[d] = load!(op, addr(regs, op.src, op.off), 4),
+            0x69 => regs[d] = load!(op, addr(regs, op.src, op.off), 2),
+            0x71 => regs[d] = load!(op, addr(regs, op.src, op.off), 1),
+            0x79 => regs[d] = load!(op, addr(regs, op.src, op.off), 8),
+            0x81 => regs[d] = load!(op, addr(regs, op.src, op.off), 4) as i32 as i64 as u64,
+            0x89 => regs[d] = load!(op, addr(regs, op.src, op.off), 2) as i16 as i64 as u64,
+            0x91 => regs[d] = load!(op, addr(regs, op.src, op.off), 1) as i8 as i64 as u64,
             // ---- stores ----
-            0x62 => run.store(addr(regs, op.dst, op.off), 4, op.imm as u64, pc!() - 1)?,
-            0x6a => run.store(addr(regs, op.dst, op.off), 2, op.imm as u64, pc!() - 1)?,
-            0x72 => run.store(addr(regs, op.dst, op.off), 1, op.imm as u64, pc!() - 1)?,
-            0x7a => run.store(
-                addr(regs, op.dst, op.off),
-                8,
-                op.imm as i64 as u64,
-                pc!() - 1,
-            )?,
-            0x63 => run.store(
+            0x62 => store!(op, addr(regs, op.dst, op.off), 4, op.imm as u64),
+            0x6a => store!(op, addr(regs, op.dst, op.off), 2, op.imm as u64),
+            0x72 => store!(op, addr(regs, op.dst, op.off), 1, op.imm as u64),
+            0x7a => store!(op, addr(regs, op.dst, op.off), 8, op.imm as i64 as u64),
+            0x63 => store!(
+                op,
                 addr(regs, op.dst, op.off),
                 4,
-                regs[(op.src & 15) as usize],
-                pc!() - 1,
-            )?,
-            0x6b => run.store(
+                regs[(op.src & 15) as usize]
+            ),
+            0x6b => store!(
+                op,
                 addr(regs, op.dst, op.off),
                 2,
-                regs[(op.src & 15) as usize],
-                pc!() - 1,
-            )?,
-            0x73 => run.store(
+                regs[(op.src & 15) as usize]
+            ),
+            0x73 => store!(
+                op,
                 addr(regs, op.dst, op.off),
                 1,
-                regs[(op.src & 15) as usize],
-                pc!() - 1,
-            )?,
-            0x7b => run.store(
+                regs[(op.src & 15) as usize]
+            ),
+            0x7b => store!(
+                op,
                 addr(regs, op.dst, op.off),
                 8,
-                regs[(op.src & 15) as usize],
-                pc!() - 1,
-            )?,
+                regs[(op.src & 15) as usize]
+            ),
             // ---- atomics (B/H only for load-acquire / store-release) ----
             0xc3 | 0xdb | 0xd3 | 0xcb => {
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
-                run.atomic(regs, *op, size, pc!() - 1)?
+                if op.proven & PROVEN_ATOMIC != 0
+                    && (size == 4 || size == 8)
+                    && op.imm != BPF_LOAD_ACQ
+                    && op.imm != BPF_STORE_REL
+                {
+                    let (a, at) = (addr(regs, op.dst, op.off), pc!() - 1);
+                    // SAFETY: the verifier proved the bytes writable stack
+                    // or map value, aligned to their size.
+                    unsafe { atomic_at(a as *mut u8, regs, op, size, at)? }
+                } else {
+                    run.atomic(regs, *op, size, pc!() - 1)?
+                }
             }
             0x18 => {
                 regs[d] = op.imm64;
