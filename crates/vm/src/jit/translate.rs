@@ -1,7 +1,9 @@
 //! BPF instructions to Cranelift IR, one function per program. Registers
-//! are SSA variables; bpf-to-bpf calls stay inside the function on an
-//! explicit frame stack (as the interpreter keeps them), with the return
-//! sites reached through a jump table. Memory accesses through r10 at a
+//! are SSA variables; bpf-to-bpf calls are inlined (each subprogram
+//! translated again at each call site), or, for code whose subprograms
+//! are not cleanly delimited, kept on an explicit frame stack (as the
+//! interpreter keeps them) with the return sites reached through a jump
+//! table. Memory accesses through r10 at a
 //! constant in-frame offset go straight to the stack; every other access
 //! tries the stack and the packet inline and otherwise calls the
 //! interpreter's checked load/store.
