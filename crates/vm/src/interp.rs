@@ -404,6 +404,8 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             0xa7 => regs[d] ^= op.imm as i64 as u64,
             0xaf => regs[d] ^= regs[(op.src & 15) as usize],
             0xb7 => regs[d] = op.imm as i64 as u64,
+            // The plain move first: the sign-extending forms are rare.
+            0xbf if op.off == 0 => regs[d] = regs[(op.src & 15) as usize],
             0xbf => {
                 let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
@@ -487,6 +489,7 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             0xa4 => regs[d] = (regs[d] as u32 ^ (op.imm as u32)) as u64,
             0xac => regs[d] = (regs[d] as u32 ^ (regs[(op.src & 15) as usize] as u32)) as u64,
             0xb4 => regs[d] = op.imm as u32 as u64,
+            0xbc if op.off == 0 => regs[d] = regs[(op.src & 15) as usize] as u32 as u64,
             0xbc => {
                 let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
