@@ -1184,3 +1184,29 @@ fn running_past_the_last_instruction_fails_alike() {
     assert!(interp.contains("fell off the end"), "{interp}");
     assert_eq!(jit, interp);
 }
+
+#[test]
+fn verified_code_runs_without_the_budget_and_unverified_code_keeps_it() {
+    // A bounded loop of 100 passes, the budget set to 10: compiled from the
+    // verifier's proof it needs no budget (its loop was explored to the
+    // end); compiled with every check it still counts its backward jumps.
+    let src = "r7 = 0
+               r8 = 0
+               r8 += r7
+               r7 += 1
+               if r7 < 100 goto pc-3
+               r0 = r8
+               exit";
+    let insns = assemble_insns(src).unwrap();
+    let obj = bpfvet_object::Object::single_program("prog", ProgType::SOCKET_FILTER, insns);
+    let mut vm = Vm::load(&obj).expect("loads");
+    vm.verify_program(&obj, 0).expect("the verifier accepts it");
+    let run_with_budget = |jit: &Jit| {
+        let mut run = Run::new(&vm, Ctx::Bytes);
+        run.insn_budget = 10;
+        jit.execute(&mut run, 0, 0, [0; 5], 0)
+    };
+    assert_eq!(run_with_budget(&Jit::compile(&vm)).unwrap(), 4950);
+    let e = run_with_budget(&Jit::compile_checked(&vm)).unwrap_err();
+    assert!(matches!(e, VmError::InsnLimit(_)), "{e}");
+}

@@ -1270,7 +1270,7 @@ fn terminates(ops: &[Op], proof: &[AccessKinds]) -> bool {
     !proof.is_empty()
         && !ops
             .iter()
-            .any(|o| o.code == 0x85 && o.src == BPF_PSEUDO_KFUNC_CALL || o.code == 0x8d)
+            .any(|o| o.code == 0x85 && o.src != 0 && o.src != BPF_PSEUDO_CALL || o.code == 0x8d)
 }
 
 /// Translates the instructions of `inst`, whose entry block the caller
