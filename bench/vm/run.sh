@@ -16,10 +16,13 @@ load_after=$(cut -d" " -f1-3 /proc/loadavg)
   echo
   echo "Command: \`bench/vm/run.sh\` (\`cargo bench -p bpfvet-vm --bench interp_vs_kernel\`)."
   echo "Each figure is the median of 15 batches of 2000 runs on the same frame"
-  echo "(the kernel: test_run's reported duration with repeat=2000; the vm: wall"
-  echo "time of test_run with repeat=2000, divided by 2000, for the interpreter and"
-  echo "for bpfvet's JIT alike; the JIT column excludes compilation, whose one-off"
-  echo "cost, for every program of the object, is the last column)."
+  echo "(the kernel: test_run's reported duration with repeat=2000, which leaves"
+  echo "out the time the task spent rescheduled; the vm: the thread's CPU time"
+  echo "(CLOCK_THREAD_CPUTIME_ID) across test_run with repeat=2000, divided by"
+  echo "2000, for the interpreter and for bpfvet's JIT alike, both on the program"
+  echo "bpfvet's verifier accepted, as \`bpfvet run\` runs it; the JIT column"
+  echo "excludes compilation, whose one-off cost, for every program of the"
+  echo "object, is the last column)."
   echo
   echo "Machine: $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $load (a shared machine: treat ratios as approximate); $(date -u +%Y-%m-%d)."
   echo

@@ -165,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.advance_time.is_some() {
         vm.use_virtual_clock();
     }
-    // The JIT compiles the accesses the verifier proved without run-time
+    // Both engines run the accesses the verifier proved without run-time
     // checks; --no-verify keeps them all.
     if let Some(p) = proof {
         vm.set_proof(idx, p);

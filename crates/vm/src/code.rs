@@ -17,6 +17,54 @@ pub struct Op {
     pub off: i16,
     pub imm: i32,
     pub imm64: u64,
+    /// Instructions a run entering here executes up to and including the
+    /// next one that may leave the straight line (a jump, call, exit,
+    /// LD_ABS/LD_IND or an unknown opcode): the interpreter charges them
+    /// to its budget at once (in the padding: `Op` stays 24 bytes).
+    pub straight: u32,
+    /// What the verifier proved about this load, store or atomic
+    /// ([`PROVEN_PLAIN`], [`PROVEN_ATOMIC`]); 0 without a proof.
+    pub proven: u8,
+}
+
+/// The access touches only the stack, the packet or a map value (on every
+/// path the verifier explored): the interpreter reads or writes it without
+/// looking for its region.
+pub const PROVEN_PLAIN: u8 = 1;
+/// The atomic touches only the stack or a map value, aligned (the verifier
+/// holds atomics to their size's alignment).
+pub const PROVEN_ATOMIC: u8 = 2;
+
+/// [`Op::proven`] for an instruction whose accesses the verifier recorded
+/// as `kinds`.
+pub fn proven_flags(kinds: bpfvet_verifier::AccessKinds) -> u8 {
+    use bpfvet_verifier::AccessKinds as K;
+    let mut f = 0;
+    if kinds.only(K::STACK.union(K::PACKET).union(K::MAP_VALUE)) {
+        f |= PROVEN_PLAIN;
+    }
+    if kinds.only(K::STACK.union(K::MAP_VALUE)) {
+        f |= PROVEN_ATOMIC;
+    }
+    f
+}
+
+/// Whether the interpreter goes on to the next slot after `code` without
+/// a decision of its own: ALU, loads, stores, atomics and LD_IMM64. Any
+/// other instruction ends a straight run (see [`Op::straight`]).
+pub fn is_straight(code: u8) -> bool {
+    matches!(code & 7, 1 | 2 | 3 | 4 | 7) || code == 0x18
+}
+
+/// Fills [`Op::straight`] of every slot of pre-decoded `ops`.
+fn count_straight_runs(ops: &mut [Op]) {
+    for pc in (0..ops.len()).rev() {
+        let next = pc + if ops[pc].code == 0x18 { 2 } else { 1 };
+        ops[pc].straight = match ops.get(next) {
+            Some(n) if is_straight(ops[pc].code) => n.straight.saturating_add(1),
+            _ => 1,
+        };
+    }
 }
 
 /// Map handles are addresses no host allocation can have (the kernel's
@@ -75,6 +123,8 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
             off: i.off,
             imm: i.imm,
             imm64: 0,
+            straight: 0,
+            proven: 0,
         };
         match i.class() {
             BPF_LD if i.is_ld_imm64() => {
@@ -131,6 +181,7 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
     // Sentinel: running past the last slot is an error, not a read beyond
     // the vector (code 0x00 alone is not an instruction).
     ops.push(Op::default());
+    count_straight_runs(&mut ops);
     Ok(ops)
 }
 

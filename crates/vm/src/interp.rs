@@ -4,9 +4,11 @@
 
 use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
 
-use crate::code::{func_pc, Op};
+use bpfvet_isa::opcode::{BPF_LOAD_ACQ, BPF_STORE_REL};
+
+use crate::code::{func_pc, Op, PROVEN_ATOMIC, PROVEN_PLAIN};
 use crate::error::{Result, VmError};
-use crate::run::{Run, MAX_FRAMES};
+use crate::run::{atomic_at, read_shared, write_shared, Run, MAX_FRAMES};
 
 /// Helper id of bpf_tail_call: it changes control flow, so the loop runs it.
 const TAIL_CALL: i32 = 12;
@@ -93,11 +95,6 @@ impl Engine for Interpreter {
     }
 }
 
-#[inline(always)]
-fn jump(pc: usize, off: i64) -> usize {
-    (pc as i64 + off) as usize
-}
-
 fn sdiv64(d: u64, s: u64) -> u64 {
     let (d, s) = (d as i64, s as i64);
     if s == 0 {
@@ -181,10 +178,19 @@ pub(crate) fn callback_continues(r: Result<u64>, failure: &mut Option<VmError>) 
 
 /// The interpreter proper. Recursion happens only for callbacks (bpf_loop,
 /// for_each_map_elem), each at a deeper frame.
+///
+/// The budget: a run stops with InsnLimit before its (budget + 1)-th
+/// instruction. Counting each instruction costs a test per slot, so the
+/// run charges a whole straight stretch ([`Op::straight`]) when it enters
+/// one: nothing inside a stretch can leave it but an error, and each
+/// decision point (jump, call, exit, LD_ABS) is where the next stretch is
+/// entered and charged. A stretch longer than the budget left goes on in
+/// the exact mode, which counts instruction by instruction and stops at
+/// the same instruction with the same error.
 pub fn execute(
     run: &mut Run<'_>,
-    mut prog: usize,
-    mut pc: usize,
+    prog: usize,
+    pc: usize,
     args: [u64; 5],
     depth: usize,
 ) -> Result<u64> {
@@ -194,39 +200,153 @@ pub fn execute(
             max: MAX_FRAMES,
         });
     }
-    let vm = run.vm;
-    let mut code: &[Op] = &vm.programs[prog].ops;
     // 16 slots so a 4-bit register field indexes without a bounds check.
     let mut regs = [0u64; 16];
     regs[1..6].copy_from_slice(&args);
-    let mut depth = depth;
-    let base_depth = depth;
     regs[10] = run.frame_pointer(depth);
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut budget = run.insn_budget;
+    let mut st = State {
+        prog,
+        pc,
+        depth,
+        base_depth: depth,
+        regs,
+        frames: Vec::new(),
+        budget: run.insn_budget,
+    };
+    match run_ops::<false>(run, &mut st)? {
+        Some(r0) => Ok(r0),
+        None => run_ops::<true>(run, &mut st)
+            .map(|r0| r0.expect("the exact mode runs to the end of the run")),
+    }
+}
 
-    macro_rules! cond {
-        ($op:expr, $c:expr) => {
-            if $c {
-                pc = jump(pc, $op.off as i64);
+/// Where a run is, handed from the charging mode to the exact one.
+struct State {
+    prog: usize,
+    pc: usize,
+    depth: usize,
+    base_depth: usize,
+    regs: [u64; 16],
+    frames: Vec<Frame>,
+    budget: u64,
+}
+
+/// Runs from `st` to the end of the run (Some(r0)), or, charging whole
+/// stretches (`EXACT` false), until a stretch exceeds the budget left
+/// (None, `st` then holds where to go on).
+#[inline(always)]
+fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Option<u64>> {
+    let vm = run.vm;
+    let mut prog = st.prog;
+    let mut code: &[Op] = &vm.programs[prog].ops;
+    // The next op, as a pointer: no index arithmetic per instruction.
+    let mut ip: *const Op = code[st.pc..].as_ptr();
+    let mut depth = st.depth;
+    let base_depth = st.base_depth;
+    let mut budget = st.budget;
+    let regs = &mut st.regs;
+    let frames = &mut st.frames;
+
+    // The index of the next op (one past the running one).
+    macro_rules! pc {
+        () => {
+            // SAFETY: `ip` points into `code` or one past its sentinel.
+            unsafe { ip.offset_from(code.as_ptr()) as usize }
+        };
+    }
+    // Goes on `delta` ops after the next one.
+    macro_rules! jump {
+        ($delta:expr) => {
+            // SAFETY: `predecode` checked every jump target to lie inside
+            // the program.
+            ip = unsafe { ip.offset($delta as isize) }
+        };
+    }
+    // Goes on at op `pc` of `code`.
+    macro_rules! goto {
+        ($pc:expr) => {
+            // SAFETY: call and tail-call targets, return sites and callx
+            // targets are slots of the program (`predecode`, callx_target).
+            ip = unsafe { code.as_ptr().add($pc) }
+        };
+    }
+
+    // A run goes on at `pc`: charge its straight stretch, or hand over to
+    // the exact mode when the budget cannot cover it.
+    macro_rules! enter {
+        () => {
+            if !EXACT {
+                // SAFETY: as for the dispatch below, `ip` is at a slot of
+                // the program or its sentinel.
+                let len = unsafe { (*ip).straight } as u64;
+                if budget < len {
+                    st.prog = prog;
+                    st.pc = pc!();
+                    st.depth = depth;
+                    st.budget = budget;
+                    return Ok(None);
+                }
+                budget -= len;
             }
         };
     }
 
+    macro_rules! cond {
+        ($op:expr, $c:expr) => {{
+            if $c {
+                jump!($op.off);
+            }
+            enter!();
+        }};
+    }
+
+    // A load or store of `size` bytes at `a`: straight to memory when the
+    // verifier proved the access plain (stack, packet, map value), else
+    // through the run's checks.
+    macro_rules! load {
+        ($op:expr, $a:expr, $size:expr) => {{
+            let a = $a;
+            if $op.proven & PROVEN_PLAIN != 0 {
+                // SAFETY: the verifier proved `size` bytes at `a` inside
+                // the stack, the packet or a map value on every path; map
+                // values may be shared with other threads, hence the
+                // atomic-per-access read.
+                unsafe { read_shared(a as *const u8, $size) }
+            } else {
+                run.load(a, $size, pc!() - 1)?
+            }
+        }};
+    }
+    macro_rules! store {
+        ($op:expr, $a:expr, $size:expr, $v:expr) => {{
+            let (a, v) = ($a, $v);
+            if $op.proven & PROVEN_PLAIN != 0 {
+                // SAFETY: as for `load!`, and the proof covers writes.
+                unsafe { write_shared(a as *mut u8, $size, v) }
+            } else {
+                run.store(a, $size, v, pc!() - 1)?
+            }
+        }};
+    }
+
+    enter!();
     loop {
-        // Every slot costs one unit: a budget, not a timer, so runs are
-        // deterministic and a non-terminating program cannot hang the host.
-        if budget == 0 {
-            return Err(VmError::InsnLimit(run.insn_budget));
+        // Every instruction costs one unit: a budget, not a timer, so runs
+        // are deterministic and a non-terminating program cannot hang the
+        // host. The charging mode paid for this one on entering its stretch.
+        if EXACT {
+            if budget == 0 {
+                return Err(VmError::InsnLimit(run.insn_budget));
+            }
+            budget -= 1;
         }
-        budget -= 1;
         // SAFETY: `predecode` checked every jump, call and callback target
         // to lie inside the program and appended a sentinel slot that ends
         // the run, so `pc` never passes the sentinel.
         // Read fields in place: copying the 24-byte op to the stack and
         // reading a byte of it back stalls store forwarding.
-        let op: &Op = unsafe { code.get_unchecked(pc) };
-        pc += 1;
+        let op: &Op = unsafe { &*ip };
+        ip = unsafe { ip.add(1) };
         let d = (op.dst & 15) as usize;
         match op.code {
             // ---- ALU64 ----
@@ -284,6 +404,8 @@ pub fn execute(
             0xa7 => regs[d] ^= op.imm as i64 as u64,
             0xaf => regs[d] ^= regs[(op.src & 15) as usize],
             0xb7 => regs[d] = op.imm as i64 as u64,
+            // The plain move first: the sign-extending forms are rare.
+            0xbf if op.off == 0 => regs[d] = regs[(op.src & 15) as usize],
             0xbf => {
                 let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
@@ -367,6 +489,7 @@ pub fn execute(
             0xa4 => regs[d] = (regs[d] as u32 ^ (op.imm as u32)) as u64,
             0xac => regs[d] = (regs[d] as u32 ^ (regs[(op.src & 15) as usize] as u32)) as u64,
             0xb4 => regs[d] = op.imm as u32 as u64,
+            0xbc if op.off == 0 => regs[d] = regs[(op.src & 15) as usize] as u32 as u64,
             0xbc => {
                 let s = regs[(op.src & 15) as usize];
                 regs[d] = match op.off {
@@ -396,8 +519,14 @@ pub fn execute(
                 }
             }
             // ---- JMP ----
-            0x05 => pc = jump(pc, op.off as i64),
-            0x06 => pc = jump(pc, op.imm as i64),
+            0x05 => {
+                jump!(op.off);
+                enter!();
+            }
+            0x06 => {
+                jump!(op.imm);
+                enter!();
+            }
             0x15 => cond!(op, regs[d] == (op.imm as i64 as u64)),
             0x1d => cond!(op, regs[d] == regs[(op.src & 15) as usize]),
             0x25 => cond!(op, regs[d] > (op.imm as i64 as u64)),
@@ -460,48 +589,53 @@ pub fn execute(
             // may_goto: a count-based budget shared by the whole run.
             0xe5 => {
                 if run.may_goto_left == 0 {
-                    pc = jump(pc, op.off as i64);
+                    jump!(op.off);
                 } else {
                     run.may_goto_left -= 1;
                 }
+                enter!();
             }
             0x85 => {
                 if op.src == BPF_PSEUDO_CALL {
-                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
-                    pc = jump(pc, op.imm as i64);
+                    enter_frame(frames, &mut depth, regs, run, prog, pc!())?;
+                    jump!(op.imm);
                 } else if op.src != 0 {
-                    regs[0] = run.kfunc(op.imm, &mut regs, prog, pc - 1)?;
+                    regs[0] = run.kfunc(op.imm, regs, prog, pc!() - 1)?;
                 } else if op.imm == TAIL_CALL {
-                    if let Some(target) = run.tail_call_target(regs[2], regs[3], pc - 1)? {
+                    if let Some(target) = run.tail_call_target(regs[2], regs[3], pc!() - 1)? {
                         prog = target;
                         code = &vm.programs[prog].ops;
-                        pc = 0;
+                        goto!(0);
                     }
                 } else {
                     run.insn_budget = budget;
-                    regs[0] = run.helper(op.imm, &mut regs, prog, pc - 1, depth)?;
+                    regs[0] = run.helper(op.imm, regs, prog, pc!() - 1, depth)?;
                     run.refresh_packet_bounds();
                     budget = run.insn_budget;
                 }
+                enter!();
             }
             // call %reg: a function of this program or a helper by ID.
-            0x8d => match callx_target(regs[d], code.len(), pc - 1)? {
-                CallxTarget::Function(target) => {
-                    enter_frame(&mut frames, &mut depth, &mut regs, run, prog, pc)?;
-                    pc = target;
+            0x8d => {
+                match callx_target(regs[d], code.len(), pc!() - 1)? {
+                    CallxTarget::Function(target) => {
+                        enter_frame(frames, &mut depth, regs, run, prog, pc!())?;
+                        goto!(target);
+                    }
+                    CallxTarget::Helper(id) => {
+                        run.insn_budget = budget;
+                        regs[0] = run.helper(id, regs, prog, pc!() - 1, depth)?;
+                        run.refresh_packet_bounds();
+                        budget = run.insn_budget;
+                    }
                 }
-                CallxTarget::Helper(id) => {
-                    run.insn_budget = budget;
-                    regs[0] = run.helper(id, &mut regs, prog, pc - 1, depth)?;
-                    run.refresh_packet_bounds();
-                    budget = run.insn_budget;
-                }
-            },
+                enter!();
+            }
             0x95 => match frames.pop() {
                 None => {
                     debug_assert_eq!(depth, base_depth);
                     run.insn_budget = budget;
-                    return Ok(regs[0]);
+                    return Ok(Some(regs[0]));
                 }
                 Some(f) => {
                     depth -= 1;
@@ -511,58 +645,66 @@ pub fn execute(
                         prog = f.prog;
                         code = &vm.programs[prog].ops;
                     }
-                    pc = f.ret_pc;
+                    goto!(f.ret_pc);
+                    enter!();
                 }
             },
             // ---- loads ----
-            0x61 => regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)?,
-            0x69 => regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)?,
-            0x71 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)?,
-            0x79 => regs[d] = run.load(addr(&regs, op.src, op.off), 8, pc - 1)?,
-            0x81 => {
-                regs[d] = run.load(addr(&regs, op.src, op.off), 4, pc - 1)? as i32 as i64 as u64
-            }
-            0x89 => {
-                regs[d] = run.load(addr(&regs, op.src, op.off), 2, pc - 1)? as i16 as i64 as u64
-            }
-            0x91 => regs[d] = run.load(addr(&regs, op.src, op.off), 1, pc - 1)? as i8 as i64 as u64,
+            0x61 => regs[d] = load!(op, addr(regs, op.src, op.off), 4),
+            0x69 => regs[d] = load!(op, addr(regs, op.src, op.off), 2),
+            0x71 => regs[d] = load!(op, addr(regs, op.src, op.off), 1),
+            0x79 => regs[d] = load!(op, addr(regs, op.src, op.off), 8),
+            0x81 => regs[d] = load!(op, addr(regs, op.src, op.off), 4) as i32 as i64 as u64,
+            0x89 => regs[d] = load!(op, addr(regs, op.src, op.off), 2) as i16 as i64 as u64,
+            0x91 => regs[d] = load!(op, addr(regs, op.src, op.off), 1) as i8 as i64 as u64,
             // ---- stores ----
-            0x62 => run.store(addr(&regs, op.dst, op.off), 4, op.imm as u64, pc - 1)?,
-            0x6a => run.store(addr(&regs, op.dst, op.off), 2, op.imm as u64, pc - 1)?,
-            0x72 => run.store(addr(&regs, op.dst, op.off), 1, op.imm as u64, pc - 1)?,
-            0x7a => run.store(addr(&regs, op.dst, op.off), 8, op.imm as i64 as u64, pc - 1)?,
-            0x63 => run.store(
-                addr(&regs, op.dst, op.off),
+            0x62 => store!(op, addr(regs, op.dst, op.off), 4, op.imm as u64),
+            0x6a => store!(op, addr(regs, op.dst, op.off), 2, op.imm as u64),
+            0x72 => store!(op, addr(regs, op.dst, op.off), 1, op.imm as u64),
+            0x7a => store!(op, addr(regs, op.dst, op.off), 8, op.imm as i64 as u64),
+            0x63 => store!(
+                op,
+                addr(regs, op.dst, op.off),
                 4,
-                regs[(op.src & 15) as usize],
-                pc - 1,
-            )?,
-            0x6b => run.store(
-                addr(&regs, op.dst, op.off),
+                regs[(op.src & 15) as usize]
+            ),
+            0x6b => store!(
+                op,
+                addr(regs, op.dst, op.off),
                 2,
-                regs[(op.src & 15) as usize],
-                pc - 1,
-            )?,
-            0x73 => run.store(
-                addr(&regs, op.dst, op.off),
+                regs[(op.src & 15) as usize]
+            ),
+            0x73 => store!(
+                op,
+                addr(regs, op.dst, op.off),
                 1,
-                regs[(op.src & 15) as usize],
-                pc - 1,
-            )?,
-            0x7b => run.store(
-                addr(&regs, op.dst, op.off),
+                regs[(op.src & 15) as usize]
+            ),
+            0x7b => store!(
+                op,
+                addr(regs, op.dst, op.off),
                 8,
-                regs[(op.src & 15) as usize],
-                pc - 1,
-            )?,
+                regs[(op.src & 15) as usize]
+            ),
             // ---- atomics (B/H only for load-acquire / store-release) ----
             0xc3 | 0xdb | 0xd3 | 0xcb => {
                 let size = bpfvet_isa::opcode::size_bytes(op.code);
-                run.atomic(&mut regs, *op, size, pc - 1)?
+                if op.proven & PROVEN_ATOMIC != 0
+                    && (size == 4 || size == 8)
+                    && op.imm != BPF_LOAD_ACQ
+                    && op.imm != BPF_STORE_REL
+                {
+                    let (a, at) = (addr(regs, op.dst, op.off), pc!() - 1);
+                    // SAFETY: the verifier proved the bytes writable stack
+                    // or map value, aligned to their size.
+                    unsafe { atomic_at(a as *mut u8, regs, op, size, at)? }
+                } else {
+                    run.atomic(regs, *op, size, pc!() - 1)?
+                }
             }
             0x18 => {
                 regs[d] = op.imm64;
-                pc += 1;
+                jump!(1);
             }
             // ---- legacy packet loads ----
             0x20 | 0x28 | 0x30 | 0x40 | 0x48 | 0x50 => {
@@ -576,19 +718,37 @@ pub fn execute(
                     // Out of the packet: the program ends returning 0.
                     None => {
                         run.insn_budget = budget;
-                        return Ok(0);
+                        return Ok(Some(0));
                     }
                 }
+                enter!();
             }
-            c => {
-                let what = if pc == code.len() {
+            // The sentinel or an LD_IMM64's second slot. (With 0x00 and
+            // 0xff as arms of their own the dispatch table spans every
+            // byte and needs no range test.)
+            0x00 => {
+                let what = if pc!() == code.len() {
                     "execution fell off the end of the program".to_string()
                 } else {
-                    format!("unknown opcode {c:02x}")
+                    "unknown opcode 00".to_string()
                 };
-                return Err(VmError::BadInsn { pc: pc - 1, what });
+                return Err(VmError::BadInsn {
+                    pc: pc!() - 1,
+                    what,
+                });
             }
+            0xff => return Err(unknown_opcode(pc!() - 1, 0xff)),
+            c => return Err(unknown_opcode(pc!() - 1, c)),
         }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_opcode(pc: usize, code: u8) -> VmError {
+    VmError::BadInsn {
+        pc,
+        what: format!("unknown opcode {code:02x}"),
     }
 }
 

@@ -374,53 +374,8 @@ impl<'a> Run<'a> {
             Some(p) => p,
             None => return Err(oob(pc, "atomic", a, size)),
         };
-        let fetch = op.imm & BPF_FETCH != 0;
-        let v = regs[s];
-        let old = if size == 8 {
-            // SAFETY: checked in bounds, writable and 8-byte aligned above.
-            let at = unsafe { AtomicU64::from_ptr(p as *mut u64) };
-            match op.imm {
-                BPF_XCHG => at.swap(v, Ordering::SeqCst),
-                BPF_CMPXCHG => {
-                    match at.compare_exchange(regs[0], v, Ordering::SeqCst, Ordering::SeqCst) {
-                        Ok(o) | Err(o) => o,
-                    }
-                }
-                i => match i & !BPF_FETCH {
-                    0x00 => at.fetch_add(v, Ordering::SeqCst),
-                    0x40 => at.fetch_or(v, Ordering::SeqCst),
-                    0x50 => at.fetch_and(v, Ordering::SeqCst),
-                    0xa0 => at.fetch_xor(v, Ordering::SeqCst),
-                    _ => return Err(bad_atomic(pc, i)),
-                },
-            }
-        } else {
-            // SAFETY: checked in bounds, writable and 4-byte aligned above.
-            let at = unsafe { AtomicU32::from_ptr(p as *mut u32) };
-            let v = v as u32;
-            (match op.imm {
-                BPF_XCHG => at.swap(v, Ordering::SeqCst),
-                BPF_CMPXCHG => {
-                    match at.compare_exchange(regs[0] as u32, v, Ordering::SeqCst, Ordering::SeqCst)
-                    {
-                        Ok(o) | Err(o) => o,
-                    }
-                }
-                i => match i & !BPF_FETCH {
-                    0x00 => at.fetch_add(v, Ordering::SeqCst),
-                    0x40 => at.fetch_or(v, Ordering::SeqCst),
-                    0x50 => at.fetch_and(v, Ordering::SeqCst),
-                    0xa0 => at.fetch_xor(v, Ordering::SeqCst),
-                    _ => return Err(bad_atomic(pc, i)),
-                },
-            }) as u64
-        };
-        if op.imm == BPF_CMPXCHG {
-            regs[0] = old;
-        } else if fetch {
-            regs[s] = old;
-        }
-        Ok(())
+        // SAFETY: checked in bounds, writable and aligned to `size` above.
+        unsafe { atomic_at(p, regs, &op, size, pc) }
     }
 
     /// LD_ABS / LD_IND: big-endian load at `off` from skb->data (negative
@@ -481,6 +436,68 @@ impl Drop for Run<'_> {
     }
 }
 
+/// The read-modify-write atomic `op` of `size` (4 or 8) bytes at `p`, its
+/// result in r0 (cmpxchg) or the source register (fetch).
+///
+/// # Safety
+/// `p..p+size` must be writable memory of the run, aligned to `size`.
+#[inline(always)]
+pub(crate) unsafe fn atomic_at(
+    p: *mut u8,
+    regs: &mut [u64; 16],
+    op: &Op,
+    size: u32,
+    pc: usize,
+) -> Result<()> {
+    let s = (op.src & 15) as usize;
+    let fetch = op.imm & BPF_FETCH != 0;
+    let v = regs[s];
+    let old = if size == 8 {
+        // SAFETY: writable and 8-byte aligned (the caller).
+        let at = unsafe { AtomicU64::from_ptr(p as *mut u64) };
+        match op.imm {
+            BPF_XCHG => at.swap(v, Ordering::SeqCst),
+            BPF_CMPXCHG => {
+                match at.compare_exchange(regs[0], v, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(o) | Err(o) => o,
+                }
+            }
+            i => match i & !BPF_FETCH {
+                0x00 => at.fetch_add(v, Ordering::SeqCst),
+                0x40 => at.fetch_or(v, Ordering::SeqCst),
+                0x50 => at.fetch_and(v, Ordering::SeqCst),
+                0xa0 => at.fetch_xor(v, Ordering::SeqCst),
+                _ => return Err(bad_atomic(pc, i)),
+            },
+        }
+    } else {
+        // SAFETY: writable and 4-byte aligned (the caller).
+        let at = unsafe { AtomicU32::from_ptr(p as *mut u32) };
+        let v = v as u32;
+        (match op.imm {
+            BPF_XCHG => at.swap(v, Ordering::SeqCst),
+            BPF_CMPXCHG => {
+                match at.compare_exchange(regs[0] as u32, v, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(o) | Err(o) => o,
+                }
+            }
+            i => match i & !BPF_FETCH {
+                0x00 => at.fetch_add(v, Ordering::SeqCst),
+                0x40 => at.fetch_or(v, Ordering::SeqCst),
+                0x50 => at.fetch_and(v, Ordering::SeqCst),
+                0xa0 => at.fetch_xor(v, Ordering::SeqCst),
+                _ => return Err(bad_atomic(pc, i)),
+            },
+        }) as u64
+    };
+    if op.imm == BPF_CMPXCHG {
+        regs[0] = old;
+    } else if fetch {
+        regs[s] = old;
+    }
+    Ok(())
+}
+
 fn bad_atomic(pc: usize, imm: i32) -> VmError {
     VmError::BadInsn {
         pc,
@@ -511,7 +528,7 @@ unsafe fn read(p: *const u8, size: u32) -> u64 {
 /// # Safety
 /// `p..p+size` must be readable.
 #[inline(always)]
-unsafe fn read_shared(p: *const u8, size: u32) -> u64 {
+pub(crate) unsafe fn read_shared(p: *const u8, size: u32) -> u64 {
     if (p as usize) & (size as usize - 1) != 0 {
         // SAFETY: the caller guarantees the bytes are readable.
         return unsafe { read(p, size) };
@@ -533,7 +550,7 @@ unsafe fn read_shared(p: *const u8, size: u32) -> u64 {
 /// # Safety
 /// `p..p+size` must be writable.
 #[inline(always)]
-unsafe fn write_shared(p: *mut u8, size: u32, v: u64) {
+pub(crate) unsafe fn write_shared(p: *mut u8, size: u32, v: u64) {
     if (p as usize) & (size as usize - 1) != 0 {
         // SAFETY: the caller guarantees the bytes are writable.
         return unsafe { write(p, size, v) };

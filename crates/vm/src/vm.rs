@@ -268,8 +268,8 @@ impl Vm {
     /// Verifies program `prog` of `obj` with bpfvet's verifier (the step a
     /// caller takes before running untrusted code). The runtime's own
     /// memory checks stay on unless the returned [`Proof`] is handed to
-    /// the VM ([`Vm::set_proof`]), and then only in the JIT, only for the
-    /// accesses it covers.
+    /// the VM ([`Vm::set_proof`]), and then only for the accesses it
+    /// covers.
     pub fn verify(obj: &Object, prog: usize) -> Result<Proof> {
         use bpfvet_verifier::Verdict;
         let outcome = bpfvet_verifier::verify(obj, prog, &Default::default());
@@ -314,7 +314,8 @@ impl Vm {
     }
 
     /// Hands program `prog` what [`Vm::verify`] proved about it: the JIT
-    /// then compiles its proven memory accesses to plain loads and stores.
+    /// then compiles its proven memory accesses to plain loads and stores,
+    /// and the interpreter runs them without looking for their region.
     /// A program without a proof keeps every run-time check, in the
     /// interpreter and in the JIT. The proof is kept only if this VM's
     /// code for `prog` is the decoding of the instructions it was made
@@ -329,6 +330,9 @@ impl Vm {
                     || o.code == 0 && o.imm64 == 0
             });
         if same {
+            for (op, &kinds) in p.ops.iter_mut().zip(&proof.accesses) {
+                op.proven = crate::code::proven_flags(kinds);
+            }
             p.proof = proof.accesses;
         }
         same

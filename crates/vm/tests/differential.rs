@@ -123,15 +123,20 @@ fn programs_agree_with_kernel_test_run() {
                 }
             }
         }
-        let (vm, jit_vm, mut proven_vm) = match (Vm::load(&obj), Vm::load(&obj), Vm::load(&obj)) {
-            (Ok(vm), Ok(jit_vm), Ok(proven_vm)) => (vm, jit_vm, proven_vm),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+        let (vm, jit_vm, mut proven_vm, mut proven_interp_vm) = match (
+            Vm::load(&obj),
+            Vm::load(&obj),
+            Vm::load(&obj),
+            Vm::load(&obj),
+        ) {
+            (Ok(vm), Ok(jit_vm), Ok(proven_vm), Ok(pi)) => (vm, jit_vm, proven_vm, pi),
+            (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
                 failures.push(format!("{prog_name}: load: {e}"));
                 continue;
             }
         };
-        // The third engine: the JIT with the verifier's proof of the
-        // program and of its tail-call targets.
+        // The third and fourth engines: the JIT and the interpreter with
+        // the verifier's proof of the program and of its tail-call targets.
         let targets = obj.maps.iter().flat_map(|def| match &def.init {
             MapInit::Programs(slots) => slots.iter().map(|&(_, p)| p).collect(),
             _ => Vec::new(),
@@ -140,8 +145,11 @@ fn programs_agree_with_kernel_test_run() {
             if let Err(e) = proven_vm.verify_program(&obj, p) {
                 failures.push(format!("{prog_name}: bpfvet's verifier: {e}"));
             }
+            if let Err(e) = proven_interp_vm.verify_program(&obj, p) {
+                failures.push(format!("{prog_name}: bpfvet's verifier: {e}"));
+            }
         }
-        let proven_vm = proven_vm;
+        let (proven_vm, proven_interp_vm) = (proven_vm, proven_interp_vm);
         let jit = Jit::compile_checked(&jit_vm);
         let proven = Jit::compile(&proven_vm);
         if let Some(why) = jit.declined(idx) {
@@ -170,8 +178,13 @@ fn programs_agree_with_kernel_test_run() {
             let v = test_run(&vm, idx, &input);
             let j = test_run_with(&jit, &jit_vm, idx, &input);
             let pj = test_run_with(&proven, &proven_vm, idx, &input);
+            let pi = test_run(&proven_interp_vm, idx, &input);
             compared += 1;
-            for (engine, j) in [("jit", &j), ("proven jit", &pj)] {
+            for (engine, j) in [
+                ("jit", &j),
+                ("proven jit", &pj),
+                ("proven interpreter", &pi),
+            ] {
                 let same = match (&v, j) {
                     (Ok(v), Ok(j)) => v.retval == j.retval && v.data_out == j.data_out,
                     (Err(v), Err(j)) => v.to_string() == j.to_string(),
@@ -231,6 +244,7 @@ fn programs_agree_with_kernel_test_run() {
                 ("vm", &vm.maps[mi]),
                 ("jit", &jit_vm.maps[mi]),
                 ("proven jit", &proven_vm.maps[mi]),
+                ("proven interpreter", &proven_interp_vm.maps[mi]),
             ] {
                 let percpu = ours.attr().is_percpu();
                 let cpus = ours.attr().nr_cpus as usize;

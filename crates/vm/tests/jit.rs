@@ -813,7 +813,7 @@ fn a_tail_call_into_the_interpreter_leaves_the_next_run_fresh_bounds() {
 
 /// An object of `src` with one ARRAY map `values` (4-byte key,
 /// 16-byte value, 2 entries); per engine (interpreter, JIT with every
-/// check, JIT using the verifier's proof), each run's retval and output
+/// check, JIT and interpreter using the verifier's proof), each run's retval and output
 /// frame over `frames` and the map's values afterwards.
 fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &[Vec<u8>]) {
     let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
@@ -826,9 +826,9 @@ fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &
         2,
     )];
     let mut results = Vec::new();
-    for engine in ["interpreter", "checked", "proven"] {
+    for engine in ["interpreter", "checked", "proven", "proven interpreter"] {
         let mut vm = Vm::load(&obj).expect("loads");
-        if engine == "proven" {
+        if engine.starts_with("proven") {
             vm.verify_program(&obj, 0).expect("the verifier accepts it");
             assert!(!vm.programs[0].proof.is_empty(), "the proof was kept");
         }
@@ -1013,4 +1013,200 @@ fn proven_context_stores_set_the_field_and_drop_its_cached_value() {
         ProgType::SCHED_CLS,
         &frames(),
     );
+}
+
+/// r0, or the error, of `src` (r1 = 16 zeroed bytes) on the interpreter and
+/// on the JIT, which must compile it.
+fn both_engines(src: &str) -> (String, String) {
+    let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let show = |r: Result<u64, VmError>| format!("{r:?}");
+    (
+        show(interp_r0(&insns, &mut [0u8; 16])),
+        show(jit_r0(&insns, &mut [0u8; 16])),
+    )
+}
+
+#[test]
+fn inlined_calls_give_back_the_callers_registers_on_every_path() {
+    // A loop calls f three times; the instruction after the call is also
+    // reached by a jump that skips the call (r6 == 2). f clobbers r6 and
+    // r8, leaves by either of two exits, and calls g with a pointer into
+    // its own frame, which g writes: 1040 + 1040 (r0 kept when the call is
+    // skipped) + 1, then + r8 = 100.
+    let src = "r6 = 3
+               r7 = 0
+               r8 = 100
+               if r6 == 0 goto pc+6
+               if r6 == 2 goto pc+2
+               r1 = r6
+               call pc+6
+               r7 += r0
+               r6 -= 1
+               goto pc-7
+               r0 = r7
+               r0 += r8
+               exit
+               r6 = 1000
+               r8 = 7
+               if r1 > 1 goto pc+2
+               r0 = r1
+               exit
+               *(u64 *)(r10 -8) = 0
+               r1 = r10
+               r1 += -8
+               call pc+3
+               r0 = *(u64 *)(r10 -8)
+               r0 += r6
+               exit
+               *(u64 *)(r1 +0) = 40
+               r0 = 0
+               exit";
+    let (interp, jit) = both_engines(src);
+    assert_eq!(interp, "Ok(2181)");
+    assert_eq!(jit, interp);
+}
+
+#[test]
+fn calls_stop_at_the_frame_limit_alike() {
+    // f(n) calls f(n - 1) down to 0: six nested calls reach frame 7, the
+    // last there is; seven would need an eighth.
+    for (n, want) in [(6, "Ok(6)"), (7, "Err(CallDepth { pc: 6, max: 8 })")] {
+        let src = format!(
+            "r1 = {n}
+             call pc+1
+             exit
+             r0 = r1
+             if r1 == 0 goto pc+3
+             r1 -= 1
+             call pc-4
+             r0 += 1
+             exit"
+        );
+        let (interp, jit) = both_engines(&src);
+        assert_eq!(interp, want);
+        assert_eq!(jit, interp);
+    }
+    // Endless recursion.
+    let (interp, jit) = both_engines("r0 = 0\ncall pc+1\nexit\nr0 += 1\ncall pc-2\nexit");
+    assert_eq!(interp, "Err(CallDepth { pc: 4, max: 8 })");
+    assert_eq!(jit, interp);
+}
+
+#[test]
+fn a_subprogram_jumping_out_of_itself_runs_on_the_frame_stack() {
+    // f jumps back into main's code while its frame is still the current
+    // one (the kernel's verifier refuses this; an unverified run does it):
+    // the exit there returns from f, main's own exit then ends the run.
+    let (interp, jit) = both_engines("r0 = 1\ncall pc+2\nr0 += 10\nexit\nr0 += 100\ngoto pc-4");
+    assert_eq!(interp, "Ok(121)");
+    assert_eq!(jit, interp);
+}
+
+#[test]
+fn a_tail_call_from_the_entry_of_a_program_with_calls_replaces_it() {
+    // main calls f (1), then tail-calls slot 0 (the target returns 5);
+    // on an empty slot it goes on: 1 + 7.
+    let i = |code, dst, src, off, imm| Insn {
+        code,
+        dst,
+        src,
+        off,
+        imm,
+    };
+    let main = [
+        i(0xbf, 6, 1, 0, 0), // r6 = r1
+        i(0x85, 0, 1, 0, 9), // call pc+9 (f at 11)
+        i(0xbf, 7, 0, 0, 0), // r7 = r0
+        i(0xbf, 1, 6, 0, 0), // r1 = r6
+        i(0x18, 2, bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX, 0, 0),
+        i(0, 0, 0, 0, 0),
+        i(0xb7, 3, 0, 0, 0),  // r3 = 0
+        i(0x85, 0, 0, 0, 12), // bpf_tail_call
+        i(0x07, 7, 0, 0, 7),  // r7 += 7
+        i(0xbf, 0, 7, 0, 0),  // r0 = r7
+        exit(),
+        i(0xb7, 0, 0, 0, 1), // f: r0 = 1
+        exit(),
+    ];
+    for (filled, want) in [(true, 5), (false, 8)] {
+        let mut vm = Vm::from_insns(&main, ProgType::SOCKET_FILTER).unwrap();
+        let mut target =
+            Vm::from_insns(&[i(0xb7, 0, 0, 0, 5), exit()], ProgType::SOCKET_FILTER).unwrap();
+        vm.programs.push(target.programs.remove(0));
+        let attr = bpfvet_maps::MapAttr::new(bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 4);
+        let m = bpfvet_maps::create(attr).unwrap();
+        if filled {
+            let pa = m.as_any().downcast_ref::<bpfvet_maps::ProgArray>().unwrap();
+            pa.set(0, 1, 0).unwrap();
+        }
+        vm.maps.push(m);
+        let jit = Jit::compile(&vm);
+        assert_eq!(jit.declined(0), None);
+        assert_eq!(run_with(&Interpreter, &vm, &mut []).unwrap(), want);
+        assert_eq!(run_with(&jit, &vm, &mut []).unwrap(), want);
+    }
+}
+
+#[test]
+fn verified_loops_and_calls_agree() {
+    // Four calls of a subprogram from a bounded loop, each adding its
+    // argument to a counter on main's stack through a pointer: the JIT
+    // inlines it, and, the program being verified, counts no budget.
+    engines_agree_on_a_verified_program(
+        "r6 = r1
+         r7 = 0
+         r8 = 0
+         *(u64 *)(r10 -8) = 0
+         r1 = r10
+         r1 += -8
+         r2 = r7
+         call pc+6
+         r8 += r0
+         r7 += 1
+         if r7 < 4 goto pc-7
+         r0 = *(u64 *)(r10 -8)
+         r0 += r8
+         exit
+         r3 = *(u64 *)(r1 +0)
+         r3 += r2
+         *(u64 *)(r1 +0) = r3
+         r0 = r2
+         r0 *= 3
+         exit",
+        ProgType::XDP,
+        &frames(),
+    );
+}
+
+#[test]
+fn running_past_the_last_instruction_fails_alike() {
+    let (interp, jit) = both_engines("r0 = 1\nr0 += 1");
+    assert!(interp.contains("fell off the end"), "{interp}");
+    assert_eq!(jit, interp);
+}
+
+#[test]
+fn verified_code_runs_without_the_budget_and_unverified_code_keeps_it() {
+    // A bounded loop of 100 passes, the budget set to 10: compiled from the
+    // verifier's proof it needs no budget (its loop was explored to the
+    // end); compiled with every check it still counts its backward jumps.
+    let src = "r7 = 0
+               r8 = 0
+               r8 += r7
+               r7 += 1
+               if r7 < 100 goto pc-3
+               r0 = r8
+               exit";
+    let insns = assemble_insns(src).unwrap();
+    let obj = bpfvet_object::Object::single_program("prog", ProgType::SOCKET_FILTER, insns);
+    let mut vm = Vm::load(&obj).expect("loads");
+    vm.verify_program(&obj, 0).expect("the verifier accepts it");
+    let run_with_budget = |jit: &Jit| {
+        let mut run = Run::new(&vm, Ctx::Bytes);
+        run.insn_budget = 10;
+        jit.execute(&mut run, 0, 0, [0; 5], 0)
+    };
+    assert_eq!(run_with_budget(&Jit::compile(&vm)).unwrap(), 4950);
+    let e = run_with_budget(&Jit::compile_checked(&vm)).unwrap_err();
+    assert!(matches!(e, VmError::InsnLimit(_)), "{e}");
 }

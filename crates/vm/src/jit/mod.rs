@@ -13,7 +13,8 @@
 //! every access of a program without a proof or compiled by
 //! [`Jit::compile_checked`], keeps the interpreter's run-time check, so an
 //! unverified program still cannot touch memory the run does not own.
-//! The budget on backward jumps and the call-depth limit stay in both.
+//! The call-depth limit stays in both; the budget on backward jumps only
+//! in code that may not end by itself (see `translate::terminates`).
 
 mod env;
 mod translate;

@@ -1,12 +1,14 @@
 //! BPF instructions to Cranelift IR, one function per program. Registers
-//! are SSA variables; bpf-to-bpf calls stay inside the function on an
-//! explicit frame stack (as the interpreter keeps them), with the return
-//! sites reached through a jump table. Memory accesses through r10 at a
+//! are SSA variables; bpf-to-bpf calls are inlined (each subprogram
+//! translated again at each call site), or, for code whose subprograms
+//! are not cleanly delimited, kept on an explicit frame stack (as the
+//! interpreter keeps them) with the return sites reached through a jump
+//! table. Memory accesses through r10 at a
 //! constant in-frame offset go straight to the stack; every other access
 //! tries the stack and the packet inline and otherwise calls the
 //! interpreter's checked load/store.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use bpfvet_isa::opcode::{
     BPF_CMPXCHG, BPF_FETCH, BPF_LOAD_ACQ, BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL, BPF_STORE_REL,
@@ -277,6 +279,13 @@ struct Tx<'a, 'b> {
     arrays: &'a [Option<InlineArray>],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
+    /// The program ends by itself (see [`terminates`]): no budget to count.
+    bounded: bool,
+    /// The call depth (`Env::base_depth` at the entry).
+    depth: Variable,
+    ops: &'a [Op],
+    /// The subprograms, when calls are inlined ([`subprograms`]).
+    subs: Vec<(usize, usize)>,
     /// `Env::stack_lo` and `Env::ctx_lo`, fixed for the call.
     stack_lo: Value,
     ctx_lo: Value,
@@ -982,6 +991,9 @@ impl Tx<'_, '_> {
 
     /// A backward jump costs one unit of the budget, so no loop runs forever.
     fn tick(&mut self, pc: usize) {
+        if self.bounded {
+            return;
+        }
         let left = self.b.use_var(self.budget);
         let (go, out) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(left, go, &[], out, &[]);
@@ -991,6 +1003,147 @@ impl Tx<'_, '_> {
         let next = self.b.ins().iadd_imm(left, -1);
         self.b.def_var(self.budget, next);
     }
+}
+
+/// Subprograms inlined at each call site, all call chains together, may
+/// grow the compiled code to this many instructions (or four times the
+/// program, if more); past it calls keep the frame stack.
+const INLINE_LIMIT: usize = 8192;
+
+/// One translated stretch of code: the whole program (calls through the
+/// frame stack in `Env`), or one subprogram inlined at a call site.
+struct Inst {
+    start: usize,
+    end: usize,
+    blocks: HashMap<usize, Block>,
+    kind: InstKind,
+}
+
+enum InstKind {
+    /// Every instruction of the program; calls save r6..r9 and a return
+    /// site in `Env::frames`, exits return through a jump table.
+    Frames { return_sites: Vec<usize> },
+    /// A subprogram `level` calls below the program's entry (0: the entry
+    /// itself, which returns r0 to the driver).
+    Inlined { level: usize, ret: Option<Return> },
+}
+
+/// Where an inlined subprogram's exits go, and the caller's values they
+/// restore (r6..r9, r10 and the depth are the caller's again after a call).
+struct Return {
+    block: Block,
+    saved: [Value; 4],
+    fp: Value,
+    depth: Value,
+}
+
+impl Inst {
+    /// Blocks start at the code's entry, at jump targets inside it, after
+    /// every jump and after every exit.
+    fn new(
+        b: &mut FunctionBuilder<'_>,
+        ops: &[Op],
+        start: usize,
+        end: usize,
+        kind: InstKind,
+    ) -> Inst {
+        let mut leaders = BTreeSet::from([start]);
+        let mut pc = start;
+        while pc < end {
+            let op = ops[pc];
+            let next = if op.code == 0x18 { pc + 2 } else { pc + 1 };
+            if let Some(t) = targets(ops, pc) {
+                if (start..end).contains(&t) {
+                    leaders.insert(t);
+                }
+                leaders.insert(next);
+            }
+            if op.code == 0x95 {
+                leaders.insert(next);
+            }
+            pc = next;
+        }
+        if matches!(kind, InstKind::Inlined { .. }) {
+            // A subprogram never runs on past its last instruction.
+            leaders.retain(|&l| l < end);
+        }
+        Inst {
+            start,
+            end,
+            blocks: leaders.iter().map(|&pc| (pc, b.create_block())).collect(),
+            kind,
+        }
+    }
+
+    /// Whether a tail call here may be made below the program's entry
+    /// frame: the target then runs nested and this frame exits with its r0.
+    fn nested_tail_calls(&self) -> bool {
+        match &self.kind {
+            InstKind::Frames { return_sites } => !return_sites.is_empty(),
+            InstKind::Inlined { level, .. } => *level > 0,
+        }
+    }
+}
+
+/// The program's subprograms as `[start, end)` ranges, the entry's first,
+/// when every one can be inlined at its call sites: each is entered only
+/// by calls, its jumps stay inside it, it ends in an exit or a jump (the
+/// kernel's verifier requires all of this), and inlining every call chain
+/// stays within [`INLINE_LIMIT`]. None for a program without calls.
+fn subprograms(ops: &[Op], n: usize) -> Option<Vec<(usize, usize)>> {
+    let mut starts = BTreeSet::from([0]);
+    let mut pc = 0;
+    while pc < n {
+        let op = ops[pc];
+        if op.code == 0x85 && op.src == BPF_PSEUDO_CALL {
+            starts.insert(targets(ops, pc)?);
+        }
+        // A call through a register may enter any instruction.
+        if op.code == 0x8d {
+            return None;
+        }
+        pc += if op.code == 0x18 { 2 } else { 1 };
+    }
+    if starts.len() == 1 {
+        return None;
+    }
+    let bounds: Vec<usize> = starts.iter().copied().chain([n]).collect();
+    let subs: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    let index = |entry: usize| subs.iter().position(|s| s.0 == entry);
+    let mut calls = vec![Vec::new(); subs.len()];
+    for (i, &(start, end)) in subs.iter().enumerate() {
+        let mut pc = start;
+        let mut last = start;
+        while pc < end {
+            let op = ops[pc];
+            if let Some(t) = targets(ops, pc) {
+                if op.code == 0x85 {
+                    calls[i].push(index(t)?);
+                } else if !(start..end).contains(&t) {
+                    return None;
+                }
+            }
+            last = pc;
+            pc += if op.code == 0x18 { 2 } else { 1 };
+        }
+        if pc != end || !matches!(ops[last].code, 0x95 | 0x05 | 0x06) {
+            return None;
+        }
+    }
+    // Instructions emitted for subprogram i entered at each level: a call
+    // at level MAX_FRAMES - 1 only faults.
+    let len = |i: usize| subs[i].1 - subs[i].0;
+    let mut below = vec![0usize; subs.len()];
+    for _level in (0..MAX_FRAMES).rev() {
+        below = (0..subs.len())
+            .map(|i| {
+                calls[i]
+                    .iter()
+                    .fold(len(i), |acc, &c| acc.saturating_add(below[c]))
+            })
+            .collect();
+    }
+    (below[0] <= INLINE_LIMIT.max(4 * n)).then_some(subs)
 }
 
 /// Builds the body of `fn(env: *mut Env) -> u64` for `ops` into `b`.
@@ -1004,28 +1157,6 @@ pub(super) fn build(
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
-    // Blocks start at jump targets, return sites and after every jump.
-    let mut leaders = BTreeSet::new();
-    let mut return_sites = Vec::new();
-    let mut pc = 0;
-    while pc < n {
-        let op = ops[pc];
-        let next = if op.code == 0x18 { pc + 2 } else { pc + 1 };
-        if let Some(t) = targets(ops, pc) {
-            leaders.insert(t);
-            leaders.insert(next);
-        }
-        if op.code == 0x85 && op.src == BPF_PSEUDO_CALL {
-            return_sites.push(next);
-        }
-        if op.code == 0x95 {
-            leaders.insert(next);
-        }
-        pc = next;
-    }
-    let blocks: std::collections::HashMap<usize, Block> =
-        leaders.iter().map(|&pc| (pc, b.create_block())).collect();
-
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -1055,6 +1186,7 @@ pub(super) fn build(
         void3: b.import_signature(sig(call_conv, 3, false)),
     };
     let bail = b.create_block();
+    let subs = subprograms(ops, n);
     let mut t = Tx {
         b,
         env: env_v,
@@ -1066,6 +1198,10 @@ pub(super) fn build(
         proof,
         arrays,
         budget,
+        bounded: terminates(ops, proof),
+        depth,
+        ops,
+        subs: subs.clone().unwrap_or_default(),
         stack_lo,
         ctx_lo,
         pkt_lo,
@@ -1089,10 +1225,61 @@ pub(super) fn build(
     let fp = t.frame_pointer(base);
     t.set(10, fp);
 
-    let mut open = true;
-    let mut pc = 0;
-    while pc <= n {
-        if let Some(&blk) = blocks.get(&pc) {
+    let root = match &subs {
+        Some(s) => Inst::new(
+            t.b,
+            ops,
+            0,
+            s[0].1,
+            InstKind::Inlined {
+                level: 0,
+                ret: None,
+            },
+        ),
+        None => {
+            let mut return_sites = Vec::new();
+            let mut pc = 0;
+            while pc < n {
+                let op = ops[pc];
+                let next = if op.code == 0x18 { pc + 2 } else { pc + 1 };
+                if op.code == 0x85 && op.src == BPF_PSEUDO_CALL {
+                    return_sites.push(next);
+                }
+                pc = next;
+            }
+            Inst::new(t.b, ops, 0, n, InstKind::Frames { return_sites })
+        }
+    };
+    t.b.ins().jump(root.blocks[&0], &[]);
+    emit_range(&mut t, &root)?;
+    t.b.switch_to_block(bail);
+    let z = t.k64(0);
+    t.b.ins().return_(&[z]);
+    t.b.seal_all_blocks();
+    Ok(())
+}
+
+/// Whether every run of the program ends without a budget: bpfvet's
+/// verifier accepted it (a proof is given), so, as in the kernel, every
+/// loop of its own was explored until each path left it; the only loops it
+/// did not bound that way end on a count kept elsewhere (may_goto on the
+/// run's may_goto budget; bpf_loop and other callbacks run on the
+/// interpreter, which counts its own budget) or on a kfunc's answer (an
+/// open-coded iterator's next), and programs calling kfuncs keep the budget.
+fn terminates(ops: &[Op], proof: &[AccessKinds]) -> bool {
+    !proof.is_empty()
+        && !ops
+            .iter()
+            .any(|o| o.code == 0x85 && o.src != 0 && o.src != BPF_PSEUDO_CALL || o.code == 0x8d)
+}
+
+/// Translates the instructions of `inst`, whose entry block the caller
+/// has already jumped to.
+fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
+    let mut open = false;
+    let mut pc = inst.start;
+    while pc <= inst.end {
+        if let Some(&blk) = inst.blocks.get(&pc) {
             if open {
                 t.b.ins().jump(blk, &[]);
             }
@@ -1103,11 +1290,12 @@ pub(super) fn build(
             pc += 1;
             continue;
         }
-        if pc == n {
+        if pc == inst.end {
             t.fault(env::FAULT_FELL_OFF, pc);
             open = false;
             break;
         }
+        let ops = t.ops;
         let op = ops[pc];
         let code = op.code;
         let mut next = pc + 1;
@@ -1262,48 +1450,57 @@ pub(super) fn build(
                         if tgt <= pc {
                             t.tick(pc);
                         }
-                        t.b.ins().jump(blocks[&tgt], &[]);
+                        t.b.ins().jump(inst.blocks[&tgt], &[]);
                         open = false;
                     }
                     0xe5 => {
                         let left = t.env_load(env::OFF_MAY_GOTO);
                         let dec = t.b.create_block();
-                        let tgt = blocks[&target.expect("may_goto has a target")];
+                        let tgt = inst.blocks[&target.expect("may_goto has a target")];
                         t.b.ins().brif(left, dec, &[], tgt, &[]);
                         t.b.switch_to_block(dec);
                         let l1 = t.b.ins().iadd_imm(left, -1);
                         t.env_store(l1, env::OFF_MAY_GOTO);
-                        t.b.ins().jump(blocks[&next], &[]);
+                        t.b.ins().jump(inst.blocks[&next], &[]);
                         open = false;
                     }
                     0x85 if op.src == BPF_PSEUDO_CALL => {
-                        let d = t.b.use_var(depth);
-                        let too_deep = t.b.ins().icmp_imm(
-                            IntCC::SignedGreaterThanOrEqual,
-                            d,
-                            MAX_FRAMES as i64 - 1,
-                        );
-                        let (ok, deep) = (t.b.create_block(), t.b.create_block());
-                        t.b.ins().brif(too_deep, deep, &[], ok, &[]);
-                        t.b.switch_to_block(deep);
-                        t.fault(env::FAULT_CALL_DEPTH, pc);
-                        t.b.switch_to_block(ok);
-                        let slot = t.frame_slot(d);
-                        for (i, r) in (6..=9u8).enumerate() {
-                            let v = t.reg(r);
-                            t.b.ins().store(ENV_MEM, v, slot, 8 * i as i32);
+                        match &inst.kind {
+                            InstKind::Frames { return_sites } => {
+                                let d = t.b.use_var(t.depth);
+                                let too_deep = t.b.ins().icmp_imm(
+                                    IntCC::SignedGreaterThanOrEqual,
+                                    d,
+                                    MAX_FRAMES as i64 - 1,
+                                );
+                                let (ok, deep) = (t.b.create_block(), t.b.create_block());
+                                t.b.ins().brif(too_deep, deep, &[], ok, &[]);
+                                t.b.switch_to_block(deep);
+                                t.fault(env::FAULT_CALL_DEPTH, pc);
+                                t.b.switch_to_block(ok);
+                                let slot = t.frame_slot(d);
+                                for (i, r) in (6..=9u8).enumerate() {
+                                    let v = t.reg(r);
+                                    t.b.ins().store(ENV_MEM, v, slot, 8 * i as i32);
+                                }
+                                let site = return_sites
+                                    .iter()
+                                    .position(|&s| s == next)
+                                    .expect("return site");
+                                let sv = t.k64(site as i64);
+                                t.b.ins().store(ENV_MEM, sv, slot, 32);
+                                let d1 = t.b.ins().iadd_imm(d, 1);
+                                t.b.def_var(t.depth, d1);
+                                let fp = t.frame_pointer(d1);
+                                t.set(10, fp);
+                                t.b.ins()
+                                    .jump(inst.blocks[&target.expect("call target")], &[]);
+                            }
+                            InstKind::Inlined { level, .. } => {
+                                let entry = target.expect("call target");
+                                inline_call(t, inst, *level, pc, entry, next)?;
+                            }
                         }
-                        let site = return_sites
-                            .iter()
-                            .position(|&s| s == next)
-                            .expect("return site");
-                        let sv = t.k64(site as i64);
-                        t.b.ins().store(ENV_MEM, sv, slot, 32);
-                        let d1 = t.b.ins().iadd_imm(d, 1);
-                        t.b.def_var(depth, d1);
-                        let fp = t.frame_pointer(d1);
-                        t.set(10, fp);
-                        t.b.ins().jump(blocks[&target.expect("call target")], &[]);
                         open = false;
                     }
                     0x85 if op.src == BPF_PSEUDO_KFUNC_CALL || op.src != 0 => {
@@ -1320,10 +1517,10 @@ pub(super) fn build(
                     // the target then runs nested at this depth and this
                     // frame exits with its r0, as the interpreter's frame
                     // stack does.
-                    0x85 if op.imm == TAIL_CALL && !return_sites.is_empty() => {
+                    0x85 if op.imm == TAIL_CALL && inst.nested_tail_calls() => {
                         t.spill(0..=9);
                         let p = t.k64(pc as i64);
-                        let d = t.b.use_var(depth);
+                        let d = t.b.use_var(t.depth);
                         let taken = t
                             .call(
                                 t.shims.call2,
@@ -1338,7 +1535,7 @@ pub(super) fn build(
                         t.b.switch_to_block(exit);
                         let r0 = t.env_load(env::OFF_REGS);
                         t.set(0, r0);
-                        emit_exit(&mut t, depth, &return_sites, &blocks);
+                        emit_exit(t, inst);
                         t.b.switch_to_block(go);
                     }
                     0x85 if op.imm == TAIL_CALL => {
@@ -1357,7 +1554,7 @@ pub(super) fn build(
                     0x85 => {
                         t.spill(1..=5);
                         let (id, p) = (t.k64(op.imm as i64), t.k64(pc as i64));
-                        let d = t.b.use_var(depth);
+                        let d = t.b.use_var(t.depth);
                         let v = t
                             .call(
                                 t.shims.call3,
@@ -1373,7 +1570,7 @@ pub(super) fn build(
                         t.spill(1..=5);
                         let value = t.reg(op.dst);
                         let p = t.k64(pc as i64);
-                        let d = t.b.use_var(depth);
+                        let d = t.b.use_var(t.depth);
                         let v = t
                             .call(
                                 t.shims.call3,
@@ -1386,20 +1583,21 @@ pub(super) fn build(
                         t.set(0, v);
                     }
                     0x95 => {
-                        emit_exit(&mut t, depth, &return_sites, &blocks);
+                        emit_exit(t, inst);
                         open = false;
                     }
                     _ => {
                         let c = t.cond(&op);
                         let tgt = target.expect("conditional jump has a target");
                         if tgt <= pc {
-                            let (taken, fall) = (t.b.create_block(), blocks[&next]);
+                            let (taken, fall) = (t.b.create_block(), inst.blocks[&next]);
                             t.b.ins().brif(c, taken, &[], fall, &[]);
                             t.b.switch_to_block(taken);
                             t.tick(pc);
-                            t.b.ins().jump(blocks[&tgt], &[]);
+                            t.b.ins().jump(inst.blocks[&tgt], &[]);
                         } else {
-                            t.b.ins().brif(c, blocks[&tgt], &[], blocks[&next], &[]);
+                            t.b.ins()
+                                .brif(c, inst.blocks[&tgt], &[], inst.blocks[&next], &[]);
                         }
                         open = false;
                     }
@@ -1411,11 +1609,65 @@ pub(super) fn build(
     if open {
         t.b.ins().jump(t.bail, &[]);
     }
-    t.b.switch_to_block(bail);
-    let z = t.k64(0);
-    t.b.ins().return_(&[z]);
-    t.b.seal_all_blocks();
     Ok(())
+}
+
+/// A bpf-to-bpf call at `pc` at inline level `level` of `caller`: the
+/// callee's code translated again here, entered with r10 one frame down,
+/// its exits going on at `next` with the caller's r6..r9 and r10.
+fn inline_call(
+    t: &mut Tx<'_, '_>,
+    caller: &Inst,
+    level: usize,
+    pc: usize,
+    entry: usize,
+    next: usize,
+) -> Result<(), Decline> {
+    if level + 1 >= MAX_FRAMES {
+        // Too deep whatever depth the run starts at.
+        t.fault(env::FAULT_CALL_DEPTH, pc);
+        return Ok(());
+    }
+    // A run entered below depth 0 (a tail call made in a callee) has
+    // fewer frames left.
+    let d = t.b.use_var(t.depth);
+    let too_deep =
+        t.b.ins()
+            .icmp_imm(IntCC::SignedGreaterThanOrEqual, d, MAX_FRAMES as i64 - 1);
+    let (ok, deep) = (t.b.create_block(), t.b.create_block());
+    t.b.ins().brif(too_deep, deep, &[], ok, &[]);
+    t.b.switch_to_block(deep);
+    t.fault(env::FAULT_CALL_DEPTH, pc);
+    t.b.switch_to_block(ok);
+    let saved = [6u8, 7, 8, 9].map(|r| t.reg(r));
+    let fp = t.reg(10);
+    let d1 = t.b.ins().iadd_imm(d, 1);
+    t.b.def_var(t.depth, d1);
+    let fp1 = t.b.ins().iadd_imm(fp, env::STACK_FRAME);
+    t.set(10, fp1);
+    let &(start, end) = t
+        .subs
+        .iter()
+        .find(|s| s.0 == entry)
+        .expect("a subprogram starts at every call target");
+    let ret = Return {
+        block: caller.blocks[&next],
+        saved,
+        fp,
+        depth: d,
+    };
+    let callee = Inst::new(
+        t.b,
+        t.ops,
+        start,
+        end,
+        InstKind::Inlined {
+            level: level + 1,
+            ret: Some(ret),
+        },
+    );
+    t.b.ins().jump(callee.blocks[&start], &[]);
+    emit_range(t, &callee)
 }
 
 /// The read-modify-write an atomic's imm asks for (with or without
@@ -1434,14 +1686,30 @@ fn rmw_op(imm: i32) -> Option<AtomicRmwOp> {
     })
 }
 
-/// `exit`: return r0 at the base depth, else restore the caller's r6..r9
-/// and r10 and jump to its return site.
-fn emit_exit(
-    t: &mut Tx<'_, '_>,
-    depth: Variable,
-    return_sites: &[usize],
-    blocks: &std::collections::HashMap<usize, Block>,
-) {
+/// `exit`: in the program's entry, return r0; in an inlined subprogram,
+/// restore the caller's r6..r9, r10 and depth and go on after the call;
+/// on the frame stack, return at the base depth, else restore from the
+/// frame and jump to its return site.
+fn emit_exit(t: &mut Tx<'_, '_>, inst: &Inst) {
+    let return_sites = match &inst.kind {
+        InstKind::Frames { return_sites } => return_sites,
+        InstKind::Inlined { ret: None, .. } => {
+            let r0 = t.reg(0);
+            t.b.ins().return_(&[r0]);
+            return;
+        }
+        InstKind::Inlined { ret: Some(ret), .. } => {
+            for (r, &v) in (6u8..=9).zip(&ret.saved) {
+                t.set(r, v);
+            }
+            t.set(10, ret.fp);
+            t.b.def_var(t.depth, ret.depth);
+            t.b.ins().jump(ret.block, &[]);
+            return;
+        }
+    };
+    let blocks = &inst.blocks;
+    let depth = t.depth;
     let d = t.b.use_var(depth);
     let base = t.env_load(env::OFF_BASE_DEPTH);
     let at_base = t.b.ins().icmp(IntCC::Equal, d, base);
