@@ -32,6 +32,8 @@ pub struct IdMap {
     pub uninit_stack_readable: bool,
     pub resets: u64,
     pub pairs_scanned: u64,
+    /// Comparisons decided by the register of a `MissHint` alone.
+    pub hinted_rejects: u64,
 }
 
 impl IdMap {
@@ -44,6 +46,7 @@ impl IdMap {
             uninit_stack_readable: true,
             resets: 0,
             pairs_scanned: 0,
+            hinted_rejects: 0,
         }
     }
 
@@ -301,6 +304,94 @@ pub fn states_equal(
     id_gen: u32,
     exact: Exact,
 ) -> bool {
+    states_equal_noting(
+        old,
+        cur,
+        m,
+        live_regs,
+        id_gen,
+        exact,
+        &mut MissHint::default(),
+    )
+}
+
+/// A register whose comparison made an earlier `states_equal` against the
+/// same explored state fail: (frame << 4 | register) + 1, 0 if none.
+///
+/// A checkpoint tends to fail against the paths that reach it for the
+/// same reason again and again (a loop counter, a length). Comparing that
+/// register first, alone ([`hinted_reject`]), rejects most misses before
+/// the rest of the comparison. This only reorders the work: `regsafe`
+/// fails with an empty id map whenever it fails with a fuller one (the map
+/// can only add conflicts), so a register failing alone fails the whole
+/// comparison.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct MissHint(u8);
+
+impl MissHint {
+    fn of(frame: usize, r: usize) -> MissHint {
+        MissHint(((frame << 4) | r) as u8 + 1)
+    }
+    #[inline]
+    fn get(self) -> Option<(usize, usize)> {
+        let v = (self.0 as usize).checked_sub(1)?;
+        Some((v >> 4, v & 15))
+    }
+}
+
+/// The instruction whose live registers decide frame `i` of `old`: the
+/// state's own instruction for the innermost frame, the call for a caller.
+#[inline]
+fn frame_insn(old: &State, i: usize) -> usize {
+    if i + 1 < old.frames.len() {
+        old.frames[i + 1].callsite.max(0) as usize
+    } else {
+        old.insn_idx
+    }
+}
+
+/// True when the register `hint` names, compared alone, already makes
+/// `states_equal` false (see [`MissHint`]).
+#[inline]
+pub fn hinted_reject(
+    old: &State,
+    cur: &State,
+    m: &mut IdMap,
+    live_regs: &[u16],
+    id_gen: u32,
+    exact: Exact,
+    hint: MissHint,
+) -> bool {
+    let Some((fi, r)) = hint.get() else {
+        return false;
+    };
+    if fi >= old.frames.len() || old.frames.len() != cur.frames.len() || r > 10 {
+        return false;
+    }
+    let live = live_regs
+        .get(frame_insn(old, fi))
+        .copied()
+        .unwrap_or(u16::MAX);
+    if live & (1 << r) == 0 {
+        return false;
+    }
+    m.reset(id_gen);
+    let rejected = !regsafe(&old.frames[fi].regs[r], &cur.frames[fi].regs[r], m, exact);
+    m.hinted_rejects += u64::from(rejected);
+    rejected
+}
+
+/// `states_equal`, noting in `hint` the register that made it fail (left
+/// as it was when something else did).
+pub fn states_equal_noting(
+    old: &State,
+    cur: &State,
+    m: &mut IdMap,
+    live_regs: &[u16],
+    id_gen: u32,
+    exact: Exact,
+    hint: &mut MissHint,
+) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
     }
@@ -322,20 +413,17 @@ pub fn states_equal(
     if old.active_locks > 0 && (old.lock.0 != cur.lock.0 || !m.check(old.lock.1, cur.lock.1)) {
         return false;
     }
-    let last = old.frames.len() - 1;
     for (i, (o, c)) in old.frames.iter().zip(&cur.frames).enumerate() {
         if o.callsite != c.callsite || o.callback_depth > c.callback_depth {
             return false;
         }
-        // A caller frame is at its call instruction.
-        let at = if i < last {
-            old.frames[i + 1].callsite.max(0) as usize
-        } else {
-            old.insn_idx
-        };
-        let live = live_regs.get(at).copied().unwrap_or(u16::MAX);
+        let live = live_regs
+            .get(frame_insn(old, i))
+            .copied()
+            .unwrap_or(u16::MAX);
         for r in 0..11 {
             if live & (1 << r) != 0 && !regsafe(&o.regs[r], &c.regs[r], m, exact) {
+                *hint = MissHint::of(i, r);
                 return false;
             }
         }
