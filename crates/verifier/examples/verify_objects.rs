@@ -18,6 +18,8 @@ fn main() {
             opts.baselines.state_nodes_plain_alloc = true;
         } else if a == "--baseline-sync-memo" {
             opts.baselines.sync_no_memo = true;
+        } else if a == "--baseline-miss-hint" {
+            opts.baselines.prune_no_miss_hint = true;
         } else if let Some(p) = a.strip_prefix("--prog=") {
             only = Some(p.to_string());
         } else if let Some(l) = a.strip_prefix("--log=") {

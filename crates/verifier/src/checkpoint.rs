@@ -8,7 +8,7 @@ use crate::error::VResult;
 use crate::explore::Env;
 use crate::pool::{Node, NIL};
 use crate::precision::{encode_stack, Backtrack};
-use crate::prune::{states_equal, Exact};
+use crate::prune::{hinted_reject, states_equal, states_equal_noting, Exact};
 use crate::regs::{Reg, RegType};
 use crate::state::State;
 
@@ -186,15 +186,30 @@ impl Env<'_> {
                 } else {
                     Exact::Loose
                 };
-                let old = &self.pool.get(n).state;
-                hit = states_equal(
-                    old,
+                let node = self.pool.get(n);
+                // The baseline switch compares in full, and leaves the
+                // hint unset.
+                let mut hint = node.miss_hint;
+                hit = !hinted_reject(
+                    &node.state,
                     &self.cur,
                     &mut self.idmap,
                     &self.cfg.live_regs_before,
                     self.id_gen,
                     exact,
+                    hint,
+                ) && states_equal_noting(
+                    &node.state,
+                    &self.cur,
+                    &mut self.idmap,
+                    &self.cfg.live_regs_before,
+                    self.id_gen,
+                    exact,
+                    &mut hint,
                 );
+                if hint != node.miss_hint && !self.opts.baselines.prune_no_miss_hint {
+                    self.pool.get_mut(n).miss_hint = hint;
+                }
             }
             if hit {
                 if let Some(c) = self.explain.as_deref_mut() {
@@ -277,6 +292,7 @@ impl Env<'_> {
             miss_cnt: 0,
             evicted: false,
             cleaned: false,
+            miss_hint: Default::default(),
         });
         self.buckets[b] = id;
         self.explored_bytes += bytes;

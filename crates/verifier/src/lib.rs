@@ -79,6 +79,9 @@ pub struct Baselines {
     /// Compute every scalar bounds sync instead of looking up the result of
     /// a recent sync of the same scalar.
     pub sync_no_memo: bool,
+    /// Compare every explored state in full, without first comparing the
+    /// register that made the last comparison against it fail.
+    pub prune_no_miss_hint: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -341,6 +344,7 @@ fn verify_with(
     }
     stats.idmap_resets = env.idmap.resets;
     stats.idmap_pairs_scanned = env.idmap.pairs_scanned;
+    stats.prune_hinted_rejects = env.idmap.hinted_rejects;
     stats.state_nodes_from_pool = env.pool.from_pool;
     stats.state_nodes_fresh = env.pool.fresh;
     let profile = env

@@ -20,6 +20,8 @@ pub struct Node {
     pub evicted: bool,
     /// Registers already cleaned by liveness.
     pub cleaned: bool,
+    /// The register that made the last comparison against this state fail.
+    pub miss_hint: crate::prune::MissHint,
 }
 
 pub struct Pool {
@@ -115,6 +117,7 @@ mod tests {
             miss_cnt: 0,
             evicted: false,
             cleaned: false,
+            miss_hint: Default::default(),
         }
     }
 

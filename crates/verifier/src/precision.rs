@@ -29,11 +29,11 @@ const ARGS: u16 = 0b11_1110;
 struct Unsupported;
 
 impl Backtrack {
+    #[inline]
     fn empty(&self) -> bool {
-        // One OR over all frames: this runs after every walked instruction.
-        let regs = self.regs.iter().fold(0, |a, r| a | r);
-        let slots = self.slots.iter().fold(0, |a, s| a | s);
-        regs == 0 && slots == 0
+        // Whole-array compares (a few vector instructions): this runs
+        // after every stepped instruction and at every checkpoint.
+        self.regs == [0; MAX_CALL_FRAMES] && self.slots == [0; MAX_CALL_FRAMES]
     }
     fn is_reg(&self, r: u8) -> bool {
         self.regs[self.frame] & (1 << r) != 0

@@ -36,6 +36,8 @@ pub struct IdMap {
     pub explore_alu_limits: bool,
     pub resets: u64,
     pub pairs_scanned: u64,
+    /// Comparisons decided by the register of a `MissHint` alone.
+    pub hinted_rejects: u64,
 }
 
 impl IdMap {
@@ -49,6 +51,7 @@ impl IdMap {
             explore_alu_limits: false,
             resets: 0,
             pairs_scanned: 0,
+            hinted_rejects: 0,
         }
     }
 
@@ -308,6 +311,94 @@ pub fn states_equal(
     id_gen: u32,
     exact: Exact,
 ) -> bool {
+    states_equal_noting(
+        old,
+        cur,
+        m,
+        live_regs,
+        id_gen,
+        exact,
+        &mut MissHint::default(),
+    )
+}
+
+/// A register whose comparison made an earlier `states_equal` against the
+/// same explored state fail: (frame << 4 | register) + 1, 0 if none.
+///
+/// A checkpoint tends to fail against the paths that reach it for the
+/// same reason again and again (a loop counter, a length). Comparing that
+/// register first, alone ([`hinted_reject`]), rejects most misses before
+/// the rest of the comparison. This only reorders the work: `regsafe`
+/// fails with an empty id map whenever it fails with a fuller one (the map
+/// can only add conflicts), so a register failing alone fails the whole
+/// comparison.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct MissHint(u8);
+
+impl MissHint {
+    fn of(frame: usize, r: usize) -> MissHint {
+        MissHint(((frame << 4) | r) as u8 + 1)
+    }
+    #[inline]
+    fn get(self) -> Option<(usize, usize)> {
+        let v = (self.0 as usize).checked_sub(1)?;
+        Some((v >> 4, v & 15))
+    }
+}
+
+/// The instruction whose live registers decide frame `i` of `old`: the
+/// state's own instruction for the innermost frame, the call for a caller.
+#[inline]
+fn frame_insn(old: &State, i: usize) -> usize {
+    if i + 1 < old.frames.len() {
+        old.frames[i + 1].callsite.max(0) as usize
+    } else {
+        old.insn_idx
+    }
+}
+
+/// True when the register `hint` names, compared alone, already makes
+/// `states_equal` false (see [`MissHint`]).
+#[inline]
+pub fn hinted_reject(
+    old: &State,
+    cur: &State,
+    m: &mut IdMap,
+    live_regs: &[u16],
+    id_gen: u32,
+    exact: Exact,
+    hint: MissHint,
+) -> bool {
+    let Some((fi, r)) = hint.get() else {
+        return false;
+    };
+    if fi >= old.frames.len() || old.frames.len() != cur.frames.len() || r > 10 {
+        return false;
+    }
+    let live = live_regs
+        .get(frame_insn(old, fi))
+        .copied()
+        .unwrap_or(u16::MAX);
+    if live & (1 << r) == 0 {
+        return false;
+    }
+    m.reset(id_gen);
+    let rejected = !regsafe(&old.frames[fi].regs[r], &cur.frames[fi].regs[r], m, exact);
+    m.hinted_rejects += u64::from(rejected);
+    rejected
+}
+
+/// `states_equal`, noting in `hint` the register that made it fail (left
+/// as it was when something else did).
+pub fn states_equal_noting(
+    old: &State,
+    cur: &State,
+    m: &mut IdMap,
+    live_regs: &[u16],
+    id_gen: u32,
+    exact: Exact,
+    hint: &mut MissHint,
+) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
     }
@@ -322,27 +413,29 @@ pub fn states_equal(
     {
         return false;
     }
-    if !refsafe(old, cur, m) || !m.check(old.active_irq_id, cur.active_irq_id) {
+    // Most states hold no references and no irq region: skip the calls.
+    let no_refs = old.refs.is_empty() && cur.refs.is_empty();
+    let no_irq = old.active_irq_id == 0 && cur.active_irq_id == 0;
+    if !(no_refs || refsafe(old, cur, m))
+        || !(no_irq || m.check(old.active_irq_id, cur.active_irq_id))
+    {
         return false;
     }
     // The lock held: the same map, and ids that correspond.
     if old.active_locks > 0 && (old.lock.0 != cur.lock.0 || !m.check(old.lock.1, cur.lock.1)) {
         return false;
     }
-    let last = old.frames.len() - 1;
     for (i, (o, c)) in old.frames.iter().zip(&cur.frames).enumerate() {
         if o.callsite != c.callsite || o.callback_depth > c.callback_depth {
             return false;
         }
-        // A caller frame is at its call instruction.
-        let at = if i < last {
-            old.frames[i + 1].callsite.max(0) as usize
-        } else {
-            old.insn_idx
-        };
-        let live = live_regs.get(at).copied().unwrap_or(u16::MAX);
+        let live = live_regs
+            .get(frame_insn(old, i))
+            .copied()
+            .unwrap_or(u16::MAX);
         for r in 0..11 {
             if live & (1 << r) != 0 && !regsafe(&o.regs[r], &c.regs[r], m, exact) {
+                *hint = MissHint::of(i, r);
                 return false;
             }
         }

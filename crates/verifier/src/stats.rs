@@ -34,4 +34,7 @@ pub struct Stats {
     pub state_nodes_from_pool: u64,
     /// §1c: explored-state nodes allocated fresh.
     pub state_nodes_fresh: u64,
+    /// Comparisons with an explored state rejected by the register that
+    /// failed the previous one against it, compared first.
+    pub prune_hinted_rejects: u64,
 }

@@ -95,3 +95,28 @@ fn remembered_bounds_syncs_change_nothing() {
         assert_eq!(memo.stack_depth, computed.stack_depth);
     }
 }
+
+#[test]
+fn comparing_the_last_failing_register_first_changes_nothing() {
+    for file in [
+        "stress_states.bpf.o",
+        "stress_backtrack.bpf.o",
+        "loops.bpf.o",
+    ] {
+        let hinted = run(file, Baselines::default());
+        let full = run(
+            file,
+            Baselines {
+                prune_no_miss_hint: true,
+                ..Baselines::default()
+            },
+        );
+        assert!(hinted.processed_insns > 0);
+        same_work(&hinted, &full);
+        assert_eq!(hinted.mark_read, full.mark_read);
+        assert_eq!(full.prune_hinted_rejects, 0);
+    }
+    // On the backtracking stress program most misses repeat a register.
+    let hinted = run("stress_backtrack.bpf.o", Baselines::default());
+    assert!(hinted.prune_hinted_rejects > 0);
+}
