@@ -56,16 +56,25 @@ fn expected(text: &str) -> BTreeMap<String, Expected> {
     out
 }
 
-#[test]
-fn kernel_figures_match_expected_md() {
-    let kernel = match Kernel::open() {
-        Ok(k) => k,
+/// The host kernel, or None after printing SKIP when bpf() is missing.
+fn kernel() -> Option<Kernel> {
+    match Kernel::open() {
+        Ok(k) => Some(k),
         Err(e) => {
             println!("SKIP: {e}");
-            return;
+            None
         }
-    };
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    }
+}
+
+fn progs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs")
+}
+
+#[test]
+fn kernel_figures_match_expected_md() {
+    let Some(kernel) = kernel() else { return };
+    let dir = progs_dir();
     let Ok(text) = std::fs::read_to_string(dir.join("EXPECTED.md")) else {
         println!("SKIP: tests/progs/EXPECTED.md not found");
         return;
@@ -143,14 +152,8 @@ fn kernel_figures_match_expected_md() {
 /// objects include one whose BTF the kernel refuses.
 #[test]
 fn btf_refusals_match_the_kernel() {
-    let kernel = match Kernel::open() {
-        Ok(k) => k,
-        Err(e) => {
-            println!("SKIP: {e}");
-            return;
-        }
-    };
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/progs");
+    let Some(kernel) = kernel() else { return };
+    let dir = progs_dir();
     let mut opts = ObjectOptions::default();
     opts.preload_target().expect("vmlinux BTF");
     let mut objects: Vec<PathBuf> = std::fs::read_dir(&dir)
