@@ -452,43 +452,34 @@ pub(crate) unsafe fn atomic_at(
     let s = (op.src & 15) as usize;
     let fetch = op.imm & BPF_FETCH != 0;
     let v = regs[s];
+    // One operation on an atomic of either width; evaluates to the old value.
+    macro_rules! rmw {
+        ($at:expr, $v:expr, $expected:expr) => {
+            match op.imm {
+                BPF_XCHG => $at.swap($v, Ordering::SeqCst),
+                BPF_CMPXCHG => {
+                    match $at.compare_exchange($expected, $v, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(o) | Err(o) => o,
+                    }
+                }
+                i => match i & !BPF_FETCH {
+                    0x00 => $at.fetch_add($v, Ordering::SeqCst),
+                    0x40 => $at.fetch_or($v, Ordering::SeqCst),
+                    0x50 => $at.fetch_and($v, Ordering::SeqCst),
+                    0xa0 => $at.fetch_xor($v, Ordering::SeqCst),
+                    _ => return Err(bad_atomic(pc, i)),
+                },
+            }
+        };
+    }
     let old = if size == 8 {
         // SAFETY: writable and 8-byte aligned (the caller).
         let at = unsafe { AtomicU64::from_ptr(p as *mut u64) };
-        match op.imm {
-            BPF_XCHG => at.swap(v, Ordering::SeqCst),
-            BPF_CMPXCHG => {
-                match at.compare_exchange(regs[0], v, Ordering::SeqCst, Ordering::SeqCst) {
-                    Ok(o) | Err(o) => o,
-                }
-            }
-            i => match i & !BPF_FETCH {
-                0x00 => at.fetch_add(v, Ordering::SeqCst),
-                0x40 => at.fetch_or(v, Ordering::SeqCst),
-                0x50 => at.fetch_and(v, Ordering::SeqCst),
-                0xa0 => at.fetch_xor(v, Ordering::SeqCst),
-                _ => return Err(bad_atomic(pc, i)),
-            },
-        }
+        rmw!(at, v, regs[0])
     } else {
         // SAFETY: writable and 4-byte aligned (the caller).
         let at = unsafe { AtomicU32::from_ptr(p as *mut u32) };
-        let v = v as u32;
-        (match op.imm {
-            BPF_XCHG => at.swap(v, Ordering::SeqCst),
-            BPF_CMPXCHG => {
-                match at.compare_exchange(regs[0] as u32, v, Ordering::SeqCst, Ordering::SeqCst) {
-                    Ok(o) | Err(o) => o,
-                }
-            }
-            i => match i & !BPF_FETCH {
-                0x00 => at.fetch_add(v, Ordering::SeqCst),
-                0x40 => at.fetch_or(v, Ordering::SeqCst),
-                0x50 => at.fetch_and(v, Ordering::SeqCst),
-                0xa0 => at.fetch_xor(v, Ordering::SeqCst),
-                _ => return Err(bad_atomic(pc, i)),
-            },
-        }) as u64
+        rmw!(at, v as u32, regs[0] as u32) as u64
     };
     if op.imm == BPF_CMPXCHG {
         regs[0] = old;
