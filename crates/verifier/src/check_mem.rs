@@ -400,11 +400,9 @@ impl Env<'_> {
         for r in 1..=5 {
             *self.cur.reg_mut(r) = Reg::not_init();
         }
+        // The loaded value is unknown to the kernel, whatever the load's
+        // size: no range is given.
         self.set_unknown(0);
-        let sz = size_bytes(insn.code);
-        if sz < 8 {
-            self.cur.reg_mut(0).v = Scalar::from_urange(0, (1u64 << (sz * 8)) - 1);
-        }
         // A failed load returns 0 from the whole function: in a subprogram
         // the loaded value continues on a queued branch and this path
         // returns 0 to the caller.
