@@ -936,6 +936,32 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// check_bpf_snprintf_call: the format (a constant string, already
+    /// checked) must suit the number of u64s the data length holds; the
+    /// length's known bits count, even for a variable length.
+    fn check_snprintf_format(&mut self) -> VResult<()> {
+        let len = self.cur.reg(5).v.var_off.value;
+        if len % 8 != 0 {
+            // The kernel fails here without a message of its own.
+            return self.unsupported(
+                "bpf_snprintf with a data length whose known bits are not a multiple of 8 (the kernel rejects it without a message)",
+            );
+        }
+        let fmt = self.cur.reg(3);
+        let Some(m) = self.map_def(fmt.map) else {
+            return self.err("failed to retrieve map value address");
+        };
+        let start = (fmt.off as i64 + fmt.v.var_off.value as i64).max(0) as usize;
+        let bytes: &[u8] = match &m.init {
+            bpfvet_object::MapInit::Data(bytes) => bytes.get(start..).unwrap_or(&[]),
+            _ => &[],
+        };
+        if !helpers::bprintf::format_ok(bytes, len / 8) {
+            return self.err("Invalid format string");
+        }
+        Ok(())
+    }
+
     /// Which offsets a pointer may carry into a helper
     /// (check_func_arg_reg_off): none for a pointer being released; any for
     /// memory; a fixed one for BTF pointers; none for the rest.
@@ -1086,6 +1112,7 @@ impl Env<'_> {
                 let kind = self.dynptr_kind(1);
                 writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
+            id::SNPRINTF => self.check_snprintf_format()?,
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
                 if r1.ty != RegType::MapValue {
