@@ -1,7 +1,10 @@
 //! One generated program through both verifiers, and the class of their
 //! (dis)agreement.
 
-use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE};
+use super::gen::{
+    GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE, RINGBUF_SIZE,
+    RODATA, RODATA_VALUE_SIZE,
+};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
 use bpfvet_object::{MapDef, Object, Program};
@@ -159,6 +162,30 @@ fn lock_map() -> MapDef {
     m
 }
 
+/// A read-only, frozen array of `entries` holding `RODATA`.
+fn rodata_map(name: &str, entries: u32) -> MapDef {
+    let mut m = MapDef::new(name, MapType::ARRAY, 4, RODATA_VALUE_SIZE as u32, entries);
+    m.map_flags = bpfvet_isa::uapi::BPF_F_RDONLY_PROG;
+    m.frozen = true;
+    m.init = bpfvet_object::MapInit::Data(RODATA.to_vec());
+    m
+}
+
+/// The `# map:` lines of the generator's maps, in `object`'s order.
+pub fn map_directives() -> Vec<String> {
+    let hex: String = RODATA.iter().map(|b| format!("{b:02x}")).collect();
+    vec![
+        format!("array 4 {ARRAY_VALUE_SIZE}"),
+        format!("hash {HASH_KEY_SIZE} {HASH_VALUE_SIZE}"),
+        "prog_array 4 4".into(),
+        format!("array 4 {LOCK_VALUE_SIZE} 16 lock@0"),
+        format!("ringbuf 0 0 {RINGBUF_SIZE}"),
+        format!("array 4 {RODATA_VALUE_SIZE} 1 rdonly_prog,frozen,data={hex}"),
+        format!("array 4 {RODATA_VALUE_SIZE} 2 rdonly_prog,frozen,data={hex}"),
+        "sockmap 4 4".into(),
+    ]
+}
+
 /// func_info for a program with subprograms (none for a single function,
 /// so plain programs load as before).
 pub fn func_info(insns: &[bpfvet_isa::Insn]) -> Vec<bpfvet_object::FuncInfo> {
@@ -208,6 +235,10 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
             map("progs", MapType::PROG_ARRAY, 4, 4),
             lock_map(),
+            MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
+            rodata_map("rodata", 1),
+            rodata_map("rodata2", 2),
+            map("sockmap", MapType::SOCKMAP, 4, 4),
         ],
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
