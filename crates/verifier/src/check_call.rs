@@ -725,6 +725,14 @@ impl Env<'_> {
             meta.release_ref = Some(r.ref_obj_id);
         }
         if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
+            // One referenced argument per call: the result can carry only
+            // one reference. (The kernel's line has no newline.)
+            if let Some(first) = meta.ref_obj_id {
+                return self.err(format!(
+                    "more than one arg with ref_obj_id R{regno} {} {first}",
+                    r.ref_obj_id
+                ));
+            }
             meta.ref_obj_id = Some(r.ref_obj_id);
         }
         Ok(())
