@@ -114,6 +114,9 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         super::diff::prog_type_name(p.prog_type)
     );
     out.push_str(&super::diff::privileges_directive());
+    if p.sleepable {
+        let _ = writeln!(out, "# sleepable: yes");
+    }
     for m in super::diff::map_directives() {
         let _ = writeln!(out, "# map: {m}");
     }

@@ -215,7 +215,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             prog_type: p.prog_type,
             expected_attach_type: None,
             attach_target: None,
-            sleepable: false,
+            sleepable: p.sleepable,
             prog_flags: 0,
             insns: p.insns.clone(),
             func_info: func_info(&p.insns),

@@ -220,6 +220,8 @@ const SIZES: [(u8, i32); 4] = [(0x00, 4), (0x08, 2), (0x10, 1), (0x18, 8)];
 pub struct GenProgram {
     pub prog_type: ProgType,
     pub insns: Vec<Insn>,
+    /// Loaded with BPF_F_SLEEPABLE.
+    pub sleepable: bool,
 }
 
 struct Gen {
@@ -1676,13 +1678,19 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
             insns[at].imm = (starts[callee + 1] as i64 - at as i64 - 1) as i32;
         }
     }
-    if features.has(Features::LOADER) && g.rng.chance(2) {
-        insns = loader_blocks::whole_program(&mut g.rng);
+    let mut prog_type = prog_type;
+    let mut sleepable = false;
+    if features.has(Features::LOADER) {
+        loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
     }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
-    GenProgram { prog_type, insns }
+    GenProgram {
+        prog_type,
+        insns,
+        sleepable,
+    }
 }
 
 impl Gen {

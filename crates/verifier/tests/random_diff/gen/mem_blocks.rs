@@ -9,6 +9,7 @@ use super::{
     SOCKMAP,
 };
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
 const RINGBUF_OUTPUT: i32 = 130;
@@ -20,10 +21,14 @@ const PROBE_READ_KERNEL: i32 = 113;
 const MAP_UPDATE_ELEM: i32 = 2;
 const MAP_PEEK_ELEM: i32 = 89;
 const MAP_LOOKUP_ELEM: i32 = 1;
+const CSUM_DIFF: i32 = 28;
+const GET_CURRENT_TASK_BTF: i32 = 158;
 
 impl Gen {
     pub(super) fn mem_block(&mut self) {
-        match self.rng.below(9) {
+        match self.rng.below(11) {
+            9 => self.two_records_one_call(),
+            10 => self.task_btf_access(),
             0 => self.store_stack_ptr_through(),
             1 | 2 => self.var_off_stack_op(),
             3 => self.key_access(),
@@ -334,5 +339,68 @@ impl Gen {
             _ => self.emit(Insn::new(0x85, 0, 0, 0, MAP_LOOKUP_ELEM)),
         }
         self.clobber();
+    }
+
+    /// Two ring buffer records (each NULL-checked, the path without one
+    /// returning) passed to one helper call, then both released.
+    fn two_records_one_call(&mut self) {
+        for (k, r) in [8u8, 9].into_iter().enumerate() {
+            self.map_addr(1, RINGBUF_MAP);
+            self.emit(Insn::new(0xb7, 2, 0, 0, 8));
+            self.emit(Insn::new(0xb7, 3, 0, 0, 0));
+            self.emit(Insn::new(0x85, 0, 0, 0, RINGBUF_RESERVE));
+            self.emit(Insn::new(0xbf, r, 0, 0, 0));
+            if k == 0 {
+                self.emit(Insn::new(0x55, r, 0, 2, 0));
+            } else {
+                self.emit(Insn::new(0x55, r, 0, 5, 0));
+                self.emit(Insn::new(0xbf, 1, 8, 0, 0));
+                self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, RINGBUF_DISCARD));
+            }
+            self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+            self.emit(Insn::new(0x95, 0, 0, 0, 0));
+        }
+        self.emit(Insn::new(0xbf, 1, 8, 0, 0));
+        self.emit(Insn::new(0xb7, 2, 0, 0, 8));
+        self.emit(Insn::new(0xbf, 3, 9, 0, 0));
+        self.emit(Insn::new(0xb7, 4, 0, 0, 8));
+        self.emit(Insn::new(0xb7, 5, 0, 0, 0));
+        self.emit(Insn::new(0x85, 0, 0, 0, CSUM_DIFF));
+        for r in [8u8, 9] {
+            self.emit(Insn::new(0xbf, 1, r, 0, 0));
+            self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+            self.emit(Insn::new(0x85, 0, 0, 0, RINGBUF_SUBMIT));
+        }
+        self.clobber();
+        self.set(8, Kind::Uninit);
+        self.set(9, Kind::Uninit);
+    }
+
+    /// In tracing programs, `bpf_get_current_task_btf()` and loads or
+    /// stores through it: constant offsets in and past the struct, a
+    /// variable offset.
+    fn task_btf_access(&mut self) {
+        if !matches!(self.prog_type, ProgType::KPROBE | ProgType::TRACEPOINT) {
+            return self.ringbuf_record();
+        }
+        self.emit(Insn::new(0x85, 0, 0, 0, GET_CURRENT_TASK_BTF));
+        self.clobber();
+        let r = 7 + self.rng.below(3) as u8;
+        self.emit(Insn::new(0xbf, r, 0, 0, 0));
+        let (sz, _) = self.rng.pick(&SIZES);
+        let off = self.rng.pick(&[0, 8, 16, 24, -8, 4096, 1 << 14]);
+        match self.rng.below(4) {
+            0 => {
+                let s = self.scalar();
+                self.emit(Insn::new(0x57, s, 0, 0, 0x38));
+                self.emit(Insn::new(0x0f, r, s, 0, 0));
+                self.emit(Insn::new(0x61 | sz, 0, r, 0, 0));
+            }
+            1 => self.emit(Insn::new(0x62 | sz, r, 0, off, 0)),
+            _ => self.emit(Insn::new(0x61 | sz, 0, r, off, 0)),
+        }
+        self.set(r, Kind::Uninit);
+        self.kinds[0] = Kind::Uninit;
     }
 }
