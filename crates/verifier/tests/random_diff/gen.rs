@@ -1719,6 +1719,12 @@ impl Gen {
             self.emit(Insn::new(0xbf, 6, 1, 0, 0));
             self.kinds[6] = self.kinds[1];
         }
+        if self.features.has(Features::MEMORY)
+            && matches!(sub.kind, SubKind::ForEachCb(..))
+            && self.rng.chance(50)
+        {
+            self.key_access();
+        }
         if self.features.has(Features::CALLS) && self.rng.chance(40) {
             // A large frame: with the callers' frames it may pass 512
             // bytes, or 256 with a tail call below.

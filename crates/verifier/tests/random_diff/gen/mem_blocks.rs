@@ -5,8 +5,8 @@
 //! and sockmap value arguments.
 
 use super::{
-    Gen, Kind, ARRAY_MAP, HASH_MAP, RINGBUF_MAP, RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP, SIZES,
-    SOCKMAP,
+    Gen, Kind, ARRAY_MAP, HASH_MAP, RINGBUF_MAP, RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP,
+    RODATA_VALUE_SIZE, SIZES, SOCKMAP,
 };
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::ProgType;
@@ -21,6 +21,9 @@ const PROBE_READ_KERNEL: i32 = 113;
 const MAP_UPDATE_ELEM: i32 = 2;
 const MAP_PEEK_ELEM: i32 = 89;
 const MAP_LOOKUP_ELEM: i32 = 1;
+const MAP_DELETE_ELEM: i32 = 3;
+/// `struct __sk_buff`'s sk pointer.
+const SKB_SK: i16 = 168;
 const CSUM_DIFF: i32 = 28;
 const GET_CURRENT_TASK_BTF: i32 = 158;
 
@@ -150,7 +153,7 @@ impl Gen {
     /// Loads and stores through the for_each callback's key (a read-only
     /// key of the map's key size), in range or not; elsewhere a
     /// for_each call whose callback will use it.
-    fn key_access(&mut self) {
+    pub(super) fn key_access(&mut self) {
         let Some(k) = self.reg_of(&|k| matches!(k, Kind::MapKey(_))) else {
             if self.features.has(super::Features::CALLBACKS) {
                 return self.callback_call();
@@ -291,7 +294,20 @@ impl Gen {
     fn rodata_write(&mut self) {
         let off = self.rng.pick(&[0, 8, 60, 56]);
         let map = self.rng.pick(&[RODATA_MAP, RODATA_MAP, RODATA2_MAP]);
-        match self.rng.below(4) {
+        match self.rng.below(5) {
+            4 => {
+                // Update or delete an element of the read-only map.
+                self.stack_buf_into(2, -8, 1);
+                self.map_addr(1, map);
+                if self.rng.chance(50) {
+                    self.emit(Insn::new(0x85, 0, 0, 0, MAP_DELETE_ELEM));
+                } else {
+                    self.stack_buf_into(3, -8 - RODATA_VALUE_SIZE, 8);
+                    self.emit(Insn::new(0xb7, 4, 0, 0, 0));
+                    self.emit(Insn::new(0x85, 0, 0, 0, MAP_UPDATE_ELEM));
+                }
+                self.clobber();
+            }
             0 => {
                 self.map_value_addr(1, map, off);
                 self.emit(Insn::new(0xb7, 2, 0, 0, 4));
@@ -329,7 +345,19 @@ impl Gen {
     fn sockmap_value_arg(&mut self) {
         self.stack_buf_into(2, -16, 2);
         self.map_addr(1, SOCKMAP);
-        match self.rng.below(3) {
+        match self.rng.below(4) {
+            3 => {
+                // The skb's socket (NULL-checked) as the value: which
+                // program types may update a sockmap.
+                let Some(c) = self.ctx_reg().filter(|&c| c >= 6) else {
+                    return self.clobber();
+                };
+                self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+                self.emit(Insn::new(0x79, 3, c, SKB_SK, 0));
+                self.emit(Insn::new(0x15, 3, 0, 2, 0));
+                self.emit(Insn::new(0xb7, 4, 0, 0, 0));
+                self.emit(Insn::new(0x85, 0, 0, 0, MAP_UPDATE_ELEM));
+            }
             0 => {
                 self.stack_buf_into(3, -32, 1);
                 self.emit(Insn::new(0xb7, 4, 0, 0, 0));
