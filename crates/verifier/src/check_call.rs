@@ -931,6 +931,11 @@ impl Env<'_> {
         )?;
         let start = (r.off as i64 + r.v.const_value() as i64).max(0) as usize;
         let end = m.value_size as usize;
+        // An array has a direct address only with a single element (a
+        // pointer from a lookup in a larger one gets this far).
+        if m.max_entries != 1 || start >= end {
+            return self.err("direct value access on string failed");
+        }
         // Bytes past the initial contents are zero.
         let terminated = match &m.init {
             bpfvet_object::MapInit::Data(bytes) => {
