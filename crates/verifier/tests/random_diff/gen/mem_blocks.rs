@@ -257,12 +257,25 @@ impl Gen {
     /// read-only map (constant, variable or past-the-end offsets, a map
     /// without direct addresses, a writable map, the stack).
     fn snprintf_call(&mut self) {
+        // The format from a lookup in a read-only map (of one or two
+        // entries): r0, the path without it returning.
+        let looked_up = self.rng.chance(20);
+        if looked_up {
+            self.stack_buf_into(2, -8, 1);
+            let map = self.rng.pick(&[RODATA_MAP, RODATA2_MAP]);
+            self.map_addr(1, map);
+            self.emit(Insn::new(0x85, 0, 0, 0, MAP_LOOKUP_ELEM));
+            self.emit(Insn::new(0x55, 0, 0, 2, 0));
+            self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+            self.emit(Insn::new(0x95, 0, 0, 0, 0));
+        }
         let buf = self.rng.pick(&[16, 32]);
         self.stack_buf_into(1, -64, 8);
         self.emit(Insn::new(0x07, 1, 0, 0, 64 - buf));
         self.emit(Insn::new(0xb7, 2, 0, 0, buf));
         let off = self.rng.pick(&[0, 8, 16, 24, 32, 40, 48, 56, 60, 3, 64]);
         match self.rng.below(10) {
+            _ if looked_up => self.emit(Insn::new(0xbf, 3, 0, 0, 0)),
             0 => self.map_value_addr(3, RODATA2_MAP, off),
             1 => self.map_value_addr(3, ARRAY_MAP, off.min(40)),
             2 => {
