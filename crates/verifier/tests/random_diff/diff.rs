@@ -183,6 +183,8 @@ pub fn map_directives() -> Vec<String> {
         format!("array 4 {RODATA_VALUE_SIZE} 1 rdonly_prog,frozen,data={hex}"),
         format!("array 4 {RODATA_VALUE_SIZE} 2 rdonly_prog,frozen,data={hex}"),
         "sockmap 4 4".into(),
+        "cgroup_storage 8 8 0".into(),
+        "cgroup_storage 8 8 0".into(),
     ]
 }
 
@@ -239,6 +241,8 @@ pub fn object(progs: &[GenProgram]) -> Object {
             rodata_map("rodata", 1),
             rodata_map("rodata2", 2),
             map("sockmap", MapType::SOCKMAP, 4, 4),
+            MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
+            MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
         ],
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

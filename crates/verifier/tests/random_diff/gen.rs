@@ -73,6 +73,9 @@ pub const RODATA: &[u8; 64] =
     b"%d\0\0\0\0\0\0%z\0\0\0\0\0\0%s %s\0\0\0%pK\0\0\0\0\0abc\0\0\0\0\0%%\0\0\0\0\0\0%-08llx\0%c\0\0%%%%";
 /// A sockmap (values are sockets).
 pub const SOCKMAP: i32 = 7;
+/// Two cgroup storage maps (a program may use one of each kind).
+pub const CGROUP_STORAGE_MAP: i32 = 8;
+pub const CGROUP_STORAGE2_MAP: i32 = 9;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd

@@ -5,8 +5,8 @@
 //! and sockmap value arguments.
 
 use super::{
-    Gen, Kind, ARRAY_MAP, HASH_MAP, RINGBUF_MAP, RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP,
-    RODATA_VALUE_SIZE, SIZES, SOCKMAP,
+    Gen, Kind, ARRAY_MAP, CGROUP_STORAGE2_MAP, CGROUP_STORAGE_MAP, HASH_MAP, RINGBUF_MAP,
+    RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP, RODATA_VALUE_SIZE, SIZES, SOCKMAP,
 };
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::ProgType;
@@ -25,11 +25,13 @@ const MAP_DELETE_ELEM: i32 = 3;
 /// `struct __sk_buff`'s sk pointer.
 const SKB_SK: i16 = 168;
 const CSUM_DIFF: i32 = 28;
+const GET_LOCAL_STORAGE: i32 = 81;
 const GET_CURRENT_TASK_BTF: i32 = 158;
 
 impl Gen {
     pub(super) fn mem_block(&mut self) {
-        match self.rng.below(11) {
+        match self.rng.below(12) {
+            11 => self.cgroup_storage(),
             9 => self.two_records_one_call(),
             10 => self.task_btf_access(),
             0 => self.store_stack_ptr_through(),
@@ -443,5 +445,22 @@ impl Gen {
         }
         self.set(r, Kind::Uninit);
         self.kinds[0] = Kind::Uninit;
+    }
+
+    /// `bpf_get_local_storage` of a cgroup storage map, sometimes after
+    /// naming the other one (a second map of the same kind).
+    fn cgroup_storage(&mut self) {
+        if self.rng.chance(50) {
+            self.map_addr(2, CGROUP_STORAGE2_MAP);
+        }
+        self.map_addr(1, CGROUP_STORAGE_MAP);
+        let flags = if self.rng.chance(self.mistakes * 3) {
+            1
+        } else {
+            0
+        };
+        self.emit(Insn::new(0xb7, 2, 0, 0, flags));
+        self.emit(Insn::new(0x85, 0, 0, 0, GET_LOCAL_STORAGE));
+        self.clobber();
     }
 }
