@@ -147,6 +147,8 @@ UNREACHABLE_ON_HOST = {
     "%s: too many iterations": LEVEL2,
     "processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d":
         "the statistics line every verification ends with; the error line is the one before it",
+    "cannot update sockmap in this context":
+        "never a last line: check_map_func_compatibility then prints `cannot pass map_type %d into func %s#%d`",
     "failed to retrieve map value address":
         "bpf_snprintf's format passed check_reg_const_str, which made the same direct-address call",
     "invalid return type %u of func %s#%d":
