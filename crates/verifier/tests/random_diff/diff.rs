@@ -129,7 +129,7 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
 /// of its size with the lock at 0.
 fn func_btf() -> Vec<u8> {
     let mut types: Vec<u32> = Vec::new();
-    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0bpf_wq\0wq\0".to_vec();
     let name = |n: &[u8]| {
         strings
             .windows(n.len() + 2)
@@ -150,6 +150,9 @@ fn func_btf() -> Vec<u8> {
         4,
         0,
     ]);
+    types.extend([name(b"bpf_wq"), 4 << 24, 16]); // [6] STRUCT bpf_wq, 16 opaque bytes
+                                                  // [7] STRUCT value { struct bpf_wq wq; }
+    types.extend([name(b"value"), (4 << 24) | 1, 16, name(b"wq"), 6, 0]);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
 }
@@ -159,6 +162,22 @@ fn lock_map() -> MapDef {
     let mut m = map("locked", MapType::ARRAY, 4, LOCK_VALUE_SIZE);
     m.btf_key_type_id = 1;
     m.btf_value_type_id = 5;
+    m
+}
+
+/// An array whose value is a bpf_wq (BTF types 1 and 7).
+fn wq_map() -> MapDef {
+    let mut m = map("wq", MapType::ARRAY, 4, 16);
+    m.btf_key_type_id = 1;
+    m.btf_value_type_id = 7;
+    m
+}
+
+/// An arena of one page (the kernel session maps it, which sets its user
+/// address).
+fn arena_map(name: &str) -> MapDef {
+    let mut m = MapDef::new(name, MapType::ARENA, 0, 0, 1);
+    m.map_flags = bpfvet_isa::uapi::BPF_F_MMAPABLE;
     m
 }
 
@@ -185,6 +204,9 @@ pub fn map_directives() -> Vec<String> {
         "sockmap 4 4".into(),
         "cgroup_storage 8 8 0".into(),
         "cgroup_storage 8 8 0".into(),
+        "arena 0 0 1 mmapable".into(),
+        "arena 0 0 1 mmapable".into(),
+        "array 4 16 16 wq@0".into(),
     ]
 }
 
@@ -243,6 +265,9 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("sockmap", MapType::SOCKMAP, 4, 4),
             MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
             MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
+            arena_map("arena"),
+            arena_map("arena2"),
+            wq_map(),
         ],
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

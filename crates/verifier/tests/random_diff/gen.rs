@@ -76,6 +76,10 @@ pub const SOCKMAP: i32 = 7;
 /// Two cgroup storage maps (a program may use one of each kind).
 pub const CGROUP_STORAGE_MAP: i32 = 8;
 pub const CGROUP_STORAGE2_MAP: i32 = 9;
+/// Two arenas (a program may use one) and an array of bpf_wq values.
+pub const ARENA_MAP: i32 = 10;
+pub const ARENA2_MAP: i32 = 11;
+pub const WQ_MAP: i32 = 12;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd

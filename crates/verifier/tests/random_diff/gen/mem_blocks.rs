@@ -2,11 +2,11 @@
 //! pointers through a pointer into the caller's frame, stack operations at
 //! a variable offset, the for_each callback's key, ring buffer records,
 //! `bpf_snprintf` with read-only map strings, writes into a read-only map
-//! and sockmap value arguments.
+//! sockmap value arguments, cgroup storage, arena and bpf_wq map uses.
 
 use super::{
-    Gen, Kind, ARRAY_MAP, CGROUP_STORAGE2_MAP, CGROUP_STORAGE_MAP, HASH_MAP, RINGBUF_MAP,
-    RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP, RODATA_VALUE_SIZE, SIZES, SOCKMAP,
+    Gen, Kind, ARENA2_MAP, ARENA_MAP, ARRAY_MAP, CGROUP_STORAGE2_MAP, CGROUP_STORAGE_MAP, HASH_MAP,
+    RINGBUF_MAP, RINGBUF_SIZE, RODATA2_MAP, RODATA_MAP, RODATA_VALUE_SIZE, SIZES, SOCKMAP, WQ_MAP,
 };
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::ProgType;
@@ -30,7 +30,8 @@ const GET_CURRENT_TASK_BTF: i32 = 158;
 
 impl Gen {
     pub(super) fn mem_block(&mut self) {
-        match self.rng.below(12) {
+        match self.rng.below(13) {
+            12 => self.arena_or_wq_ref(),
             11 => self.cgroup_storage(),
             9 => self.two_records_one_call(),
             10 => self.task_btf_access(),
@@ -462,5 +463,24 @@ impl Gen {
         self.emit(Insn::new(0xb7, 2, 0, 0, flags));
         self.emit(Insn::new(0x85, 0, 0, 0, GET_LOCAL_STORAGE));
         self.clobber();
+    }
+
+    /// Names an arena (sometimes both: one per program) or the bpf_wq
+    /// array (which tracing programs may not use), then looks up the
+    /// array.
+    fn arena_or_wq_ref(&mut self) {
+        if self.rng.chance(50) {
+            self.map_addr(1, ARENA_MAP);
+            let other = self.rng.pick(&[ARENA_MAP, ARENA2_MAP]);
+            self.map_addr(2, other);
+            self.set(1, Kind::Uninit);
+            self.set(2, Kind::Uninit);
+            return;
+        }
+        self.stack_buf_into(2, -8, 1);
+        self.map_addr(1, WQ_MAP);
+        self.emit(Insn::new(0x85, 0, 0, 0, MAP_LOOKUP_ELEM));
+        self.clobber();
+        self.kinds[0] = Kind::Uninit;
     }
 }
