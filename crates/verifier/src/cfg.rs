@@ -88,7 +88,7 @@ fn err(idx: usize, msg: String) -> VerifyError {
 
 /// The kernel's limit on functions per program (BPF_MAX_SUBPROGS), main
 /// included.
-const MAX_SUBPROGS: usize = 256;
+pub(crate) const MAX_SUBPROGS: usize = 256;
 
 /// Finds the subprograms: entry, targets of bpf-to-bpf calls and of
 /// callback (ld_imm64 func) references.
