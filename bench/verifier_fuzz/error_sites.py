@@ -87,6 +87,10 @@ FAILING_RETURN = re.compile(r"^(?:-E\w+|-1|err|ret|false|PTR_ERR\b.*|\(?-E.*)$")
 # root), keyed by the site's format, each with its reason. A listed site
 # that some program reaches anyway is reported as such.
 JIT = "the x86-64 JIT is on and "
+# __check_mem_access's line is always followed by its caller's: "R%d ..."
+NOT_LAST = "never a last line: its caller then prints `R%d "
+OPCODES = "every opcode is checked against the instruction table at load first (`unknown opcode`)"
+LEVEL2 = "a trace printed at log level 2 only, on a path that goes on (no failure)"
 UNREACHABLE_ON_HOST = {
     "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
         "the host has vmlinux BTF",
@@ -128,6 +132,29 @@ UNREACHABLE_ON_HOST = {
         "an internal consistency check of the graph kfunc table",
     "verifier internal error: %s node arg for unknown kfunc":
         "an internal consistency check of the graph kfunc table",
+    "invalid access to map key, key_size=%d off=%d size=%d": NOT_LAST + "min/max value is outside ...`",
+    "invalid access to map value, value_size=%d off=%d size=%d":
+        NOT_LAST + "min/max value is outside ...`",
+    "invalid access to memory, mem_size=%u off=%d size=%d": NOT_LAST + "min/max value is outside ...`",
+    "invalid access to packet, off=%d size=%d, R%d(id=%d,off=%d,r=%d)":
+        NOT_LAST + "offset is outside of the packet`",
+    "invalid BPF_LD_IMM insn": OPCODES,
+    "invalid BPF_LD mode": OPCODES,
+    "unknown insn class %d": "the 3-bit class field has no value outside the eight classes",
+    "invalid insn idx %d insn_cnt %d":
+        "check_cfg rejects a program that can run past its last instruction first",
+    "frame%d bpf_loop iteration limit reached": LEVEL2,
+    "%s: too many iterations": LEVEL2,
+    "processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d":
+        "the statistics line every verification ends with; the error line is the one before it",
+    "cannot update sockmap in this context":
+        "never a last line: check_map_func_compatibility then prints `cannot pass map_type %d into func %s#%d`",
+    "failed to retrieve map value address":
+        "bpf_snprintf's format passed check_reg_const_str, which made the same direct-address call",
+    "invalid return type %u of func %s#%d":
+        "an internal consistency check: helper prototypes name their return BTF ids",
+    "unknown return type %u of func %s#%d":
+        "an internal consistency check: helper prototypes have known return types",
 }
 
 

@@ -86,6 +86,10 @@ fn err(idx: usize, msg: String) -> VerifyError {
     VerifyError::new(Some(idx), msg)
 }
 
+/// The kernel's limit on functions per program (BPF_MAX_SUBPROGS), main
+/// included.
+pub(crate) const MAX_SUBPROGS: usize = 256;
+
 /// Finds the subprograms: entry, targets of bpf-to-bpf calls and of
 /// callback (ld_imm64 func) references.
 fn find_subprogs(insns: &[Insn], exception_cb: Option<usize>) -> Result<Vec<Subprog>, VerifyError> {
@@ -98,7 +102,12 @@ fn find_subprogs(insns: &[Insn], exception_cb: Option<usize>) -> Result<Vec<Subp
             if t < 0 || t >= n {
                 return Err(err(i, "call to invalid destination".into()));
             }
-            starts.push(t as usize);
+            if !starts.contains(&(t as usize)) {
+                if starts.len() >= MAX_SUBPROGS {
+                    return Err(err(i, "too many subprograms".into()));
+                }
+                starts.push(t as usize);
+            }
         }
     }
     starts.sort_unstable();

@@ -728,6 +728,14 @@ impl Env<'_> {
             meta.release_ref = Some(r.ref_obj_id);
         }
         if r.ref_obj_id != 0 && at.base != ArgBase::KptrXchgDest {
+            // One referenced argument per call: the result can carry only
+            // one reference. (The kernel's line has no newline.)
+            if let Some(first) = meta.ref_obj_id {
+                return self.err(format!(
+                    "more than one arg with ref_obj_id R{regno} {} {first}",
+                    r.ref_obj_id
+                ));
+            }
             meta.ref_obj_id = Some(r.ref_obj_id);
         }
         Ok(())
@@ -877,6 +885,11 @@ impl Env<'_> {
         )?;
         let start = (r.off as i64 + r.v.const_value() as i64).max(0) as usize;
         let end = m.value_size as usize;
+        // An array has a direct address only with a single element (a
+        // pointer from a lookup in a larger one gets this far).
+        if m.max_entries != 1 || start >= end {
+            return self.err("direct value access on string failed");
+        }
         // Bytes past the initial contents are zero.
         let terminated = match &m.init {
             bpfvet_object::MapInit::Data(bytes) => {
@@ -886,6 +899,32 @@ impl Env<'_> {
         };
         if !terminated {
             return self.err("string is not zero-terminated");
+        }
+        Ok(())
+    }
+
+    /// check_bpf_snprintf_call: the format (a constant string, already
+    /// checked) must suit the number of u64s the data length holds; the
+    /// length's known bits count, even for a variable length.
+    fn check_snprintf_format(&mut self) -> VResult<()> {
+        let len = self.cur.reg(5).v.var_off.value;
+        if len % 8 != 0 {
+            // The kernel fails here without a message of its own.
+            return self.unsupported(
+                "bpf_snprintf with a data length whose known bits are not a multiple of 8 (the kernel rejects it without a message)",
+            );
+        }
+        let fmt = self.cur.reg(3);
+        let Some(m) = self.map_def(fmt.map) else {
+            return self.err("failed to retrieve map value address");
+        };
+        let start = (fmt.off as i64 + fmt.v.var_off.value as i64).max(0) as usize;
+        let bytes: &[u8] = match &m.init {
+            bpfvet_object::MapInit::Data(bytes) => bytes.get(start..).unwrap_or(&[]),
+            _ => &[],
+        };
+        if !helpers::bprintf::format_ok(bytes, len / 8) {
+            return self.err("Invalid format string");
         }
         Ok(())
     }
@@ -1045,6 +1084,7 @@ impl Env<'_> {
                 let kind = self.dynptr_kind(1);
                 writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
+            id::SNPRINTF => self.check_snprintf_format()?,
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
                 if r1.ty != RegType::MapValue {

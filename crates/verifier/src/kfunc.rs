@@ -1260,6 +1260,9 @@ pub fn check_kfunc_calls(
     use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_KFUNC_CALL};
     let n = prog.insns.len() as i64;
     let mut first = true;
+    // Function starts met so far: the one past the limit is reported
+    // first too (cfg.rs does), as the kernel collects both in one pass.
+    let mut starts = std::collections::BTreeSet::from([0i64]);
     for (i, ins) in prog.insns.iter().enumerate() {
         let is_call = ins.code == 0x85;
         if (is_call && ins.src == BPF_PSEUDO_CALL)
@@ -1269,6 +1272,10 @@ pub fn check_kfunc_calls(
             if t < 0 || t >= n {
                 return Ok(());
             }
+            if !starts.contains(&t) && starts.len() >= crate::cfg::MAX_SUBPROGS {
+                return Ok(());
+            }
+            starts.insert(t);
             continue;
         }
         if !is_call || ins.src != BPF_PSEUDO_KFUNC_CALL {

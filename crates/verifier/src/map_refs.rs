@@ -165,6 +165,28 @@ pub fn arena_map(obj: &Object, prog: &Program) -> Option<usize> {
 }
 
 /// The `ld_imm64`s referencing an arena map: (insn, map index).
+/// Records the cgroup storage map an `ld_imm64` names (one slot per
+/// storage kind, shared and per-CPU); true when the program already uses
+/// another map of that kind (a program holds one of each).
+pub fn second_cgroup_storage(obj: &Object, slots: &mut [Option<usize>; 2], ins: &Insn) -> bool {
+    if !matches!(ins.src, BPF_PSEUDO_MAP_IDX | BPF_PSEUDO_MAP_IDX_VALUE) {
+        return false;
+    }
+    let map = ins.imm as u32 as usize;
+    let kind = match obj.maps.get(map).map(|m| m.map_type) {
+        Some(MapType::CGROUP_STORAGE) => 0,
+        Some(MapType::PERCPU_CGROUP_STORAGE) => 1,
+        _ => return false,
+    };
+    match slots[kind] {
+        Some(m) => m != map,
+        None => {
+            slots[kind] = Some(map);
+            false
+        }
+    }
+}
+
 pub fn arena_refs<'a>(
     obj: &'a Object,
     prog: &'a Program,

@@ -20,7 +20,9 @@
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, mmapable,
 //!                                   `frozen` (frozen after creation),
-//!                                   `fill=N` (the value's bytes all N), and
+//!                                   `fill=N` (the value's bytes all N),
+//!                                   `data=HEX` (its first bytes, the rest
+//!                                   zero), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
 //!                                   `task_work@OFF`, `res_lock@OFF`,
 //!                                   `kptr@OFF`, `local_kptr@OFF`), which
@@ -201,6 +203,15 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         if word == "frozen" {
             // Frozen after creation, as libbpf does `.rodata`.
             m.frozen = true;
+            continue;
+        }
+        if let Some(hex) = word.strip_prefix("data=") {
+            // The single value's initial bytes in hex, zero-padded.
+            let mut bytes: Vec<u8> = (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex data"))
+                .collect();
+            bytes.resize(m.value_size as usize, 0);
+            m.init = bpfvet_object::MapInit::Data(bytes);
             continue;
         }
         if let Some(byte) = word.strip_prefix("fill=") {

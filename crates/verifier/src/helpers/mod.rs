@@ -5,6 +5,7 @@
 //! Entry points: [`helper_proto`] (what `check_helper_call` looks up
 //! first) and [`kfuncs::kfunc_flags`].
 
+pub mod bprintf;
 pub mod classes;
 pub mod ids;
 pub mod kfuncs;

@@ -114,12 +114,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         super::diff::prog_type_name(p.prog_type)
     );
     out.push_str(&super::diff::privileges_directive());
-    for m in [
-        "array 4 48",
-        "hash 8 32",
-        "prog_array 4 4",
-        "array 4 48 16 lock@0",
-    ] {
+    if p.sleepable {
+        let _ = writeln!(out, "# sleepable: yes");
+    }
+    for m in super::diff::map_directives() {
         let _ = writeln!(out, "# map: {m}");
     }
     let funcs = super::diff::func_info(&p.insns);

@@ -459,7 +459,14 @@ fn ld_imm64(rng: &mut Rng, insns: &mut Vec<Insn>, maps: usize) -> Edit {
             };
         }
         match rng.below(5) {
-            0 => insns[j].src = rng.below(9) as u8,
+            0 => {
+                insns[j].src = rng.below(9) as u8;
+                if matches!(insns[j].src, 1 | 2) {
+                    // A map index read as an fd may name one of the
+                    // harness's own map fds: only fds that are no map.
+                    insns[j].imm = rng.pick(&[0, 1, 2, 9999, -1]);
+                }
+            }
             1 => insns[j + 1].imm = rng.pick(&[1, 8, 47, 48, 64, 4096, 1 << 29]),
             2 => insns[j + 1].code = rng.pick(&[0x18u8, 0x07, 0x95]),
             3 => insns[j + 1].dst = 1 + rng.below(10) as u8,

@@ -1,7 +1,10 @@
 //! One generated program through both verifiers, and the class of their
 //! (dis)agreement.
 
-use super::gen::{GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE};
+use super::gen::{
+    GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE, RINGBUF_SIZE,
+    RODATA, RODATA_VALUE_SIZE,
+};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
 use bpfvet_object::{MapDef, Object, Program};
@@ -126,7 +129,7 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
 /// of its size with the lock at 0.
 fn func_btf() -> Vec<u8> {
     let mut types: Vec<u32> = Vec::new();
-    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0bpf_wq\0wq\0".to_vec();
     let name = |n: &[u8]| {
         strings
             .windows(n.len() + 2)
@@ -147,6 +150,9 @@ fn func_btf() -> Vec<u8> {
         4,
         0,
     ]);
+    types.extend([name(b"bpf_wq"), 4 << 24, 16]); // [6] STRUCT bpf_wq, 16 opaque bytes
+                                                  // [7] STRUCT value { struct bpf_wq wq; }
+    types.extend([name(b"value"), (4 << 24) | 1, 16, name(b"wq"), 6, 0]);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
 }
@@ -157,6 +163,51 @@ fn lock_map() -> MapDef {
     m.btf_key_type_id = 1;
     m.btf_value_type_id = 5;
     m
+}
+
+/// An array whose value is a bpf_wq (BTF types 1 and 7).
+fn wq_map() -> MapDef {
+    let mut m = map("wq", MapType::ARRAY, 4, 16);
+    m.btf_key_type_id = 1;
+    m.btf_value_type_id = 7;
+    m
+}
+
+/// An arena of one page (the kernel session maps it, which sets its user
+/// address).
+fn arena_map(name: &str) -> MapDef {
+    let mut m = MapDef::new(name, MapType::ARENA, 0, 0, 1);
+    m.map_flags = bpfvet_isa::uapi::BPF_F_MMAPABLE;
+    m
+}
+
+/// A read-only, frozen array of `entries` holding `RODATA`.
+fn rodata_map(name: &str, entries: u32) -> MapDef {
+    let mut m = MapDef::new(name, MapType::ARRAY, 4, RODATA_VALUE_SIZE as u32, entries);
+    m.map_flags = bpfvet_isa::uapi::BPF_F_RDONLY_PROG;
+    m.frozen = true;
+    m.init = bpfvet_object::MapInit::Data(RODATA.to_vec());
+    m
+}
+
+/// The `# map:` lines of the generator's maps, in `object`'s order.
+pub fn map_directives() -> Vec<String> {
+    let hex: String = RODATA.iter().map(|b| format!("{b:02x}")).collect();
+    vec![
+        format!("array 4 {ARRAY_VALUE_SIZE}"),
+        format!("hash {HASH_KEY_SIZE} {HASH_VALUE_SIZE}"),
+        "prog_array 4 4".into(),
+        format!("array 4 {LOCK_VALUE_SIZE} 16 lock@0"),
+        format!("ringbuf 0 0 {RINGBUF_SIZE}"),
+        format!("array 4 {RODATA_VALUE_SIZE} 1 rdonly_prog,frozen,data={hex}"),
+        format!("array 4 {RODATA_VALUE_SIZE} 2 rdonly_prog,frozen,data={hex}"),
+        "sockmap 4 4".into(),
+        "cgroup_storage 8 8 0".into(),
+        "cgroup_storage 8 8 0".into(),
+        "arena 0 0 1 mmapable".into(),
+        "arena 0 0 1 mmapable".into(),
+        "array 4 16 16 wq@0".into(),
+    ]
 }
 
 /// func_info for a program with subprograms (none for a single function,
@@ -188,7 +239,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             prog_type: p.prog_type,
             expected_attach_type: None,
             attach_target: None,
-            sleepable: false,
+            sleepable: p.sleepable,
             prog_flags: 0,
             insns: p.insns.clone(),
             func_info: func_info(&p.insns),
@@ -208,6 +259,15 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
             map("progs", MapType::PROG_ARRAY, 4, 4),
             lock_map(),
+            MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
+            rodata_map("rodata", 1),
+            rodata_map("rodata2", 2),
+            map("sockmap", MapType::SOCKMAP, 4, 4),
+            MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
+            MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
+            arena_map("arena"),
+            arena_map("arena2"),
+            wq_map(),
         ],
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

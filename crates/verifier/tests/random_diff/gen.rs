@@ -9,6 +9,8 @@ use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
 mod kfunc_blocks;
+mod loader_blocks;
+mod mem_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -57,6 +59,27 @@ pub const PROG_ARRAY_MAP: i32 = 2;
 /// An array whose value has BTF with a bpf_spin_lock at offset 0.
 pub const LOCK_MAP: i32 = 3;
 pub const LOCK_VALUE_SIZE: i32 = 48;
+/// A ring buffer of one page.
+pub const RINGBUF_MAP: i32 = 4;
+pub const RINGBUF_SIZE: i32 = 4096;
+/// Read-only (BPF_F_RDONLY_PROG), frozen arrays holding `RODATA`: one
+/// entry (its strings are constant for helpers), and two entries (no
+/// direct value address).
+pub const RODATA_MAP: i32 = 5;
+pub const RODATA2_MAP: i32 = 6;
+pub const RODATA_VALUE_SIZE: i32 = 64;
+/// Format strings every 8 bytes, the last 4 bytes without a terminator.
+pub const RODATA: &[u8; 64] =
+    b"%d\0\0\0\0\0\0%z\0\0\0\0\0\0%s %s\0\0\0%pK\0\0\0\0\0abc\0\0\0\0\0%%\0\0\0\0\0\0%-08llx\0%c\0\0%%%%";
+/// A sockmap (values are sockets).
+pub const SOCKMAP: i32 = 7;
+/// Two cgroup storage maps (a program may use one of each kind).
+pub const CGROUP_STORAGE_MAP: i32 = 8;
+pub const CGROUP_STORAGE2_MAP: i32 = 9;
+/// Two arenas (a program may use one) and an array of bpf_wq values.
+pub const ARENA_MAP: i32 = 10;
+pub const ARENA2_MAP: i32 = 11;
+pub const WQ_MAP: i32 = 12;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd
@@ -97,8 +120,15 @@ impl Features {
     /// Kfunc calls by the host's BTF ids (`gen/kfunc_blocks.rs`): RCU,
     /// preemption and irq regions, iterators, casts, acquire/release.
     pub const KFUNCS: u32 = 1 << 13;
-    pub const ALL: Features = Features((1 << 14) - 1);
-    pub const NAMES: [(u32, &'static str); 14] = [
+    /// Memory and helper-argument sites (`gen/mem_blocks.rs`): caller-frame
+    /// spills, variable-offset stack operations, callback keys, ring
+    /// buffers, read-only map strings, sockmap arguments.
+    pub const MEMORY: u32 = 1 << 14;
+    /// Whole-program shapes checked at load (`gen/loader_blocks.rs`): many
+    /// subprograms.
+    pub const LOADER: u32 = 1 << 15;
+    pub const ALL: Features = Features((1 << 16) - 1);
+    pub const NAMES: [(u32, &'static str); 16] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -113,6 +143,8 @@ impl Features {
         (Self::SPILLS, "spills"),
         (Self::ENCODING, "encoding"),
         (Self::KFUNCS, "kfuncs"),
+        (Self::MEMORY, "memory"),
+        (Self::LOADER, "loader"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -177,6 +209,8 @@ enum Kind {
     PktEnd,
     /// A map pointer (ld_imm64 of a map): (map index).
     MapPtr(i32),
+    /// A bpf_for_each_map_elem callback's key: (key size).
+    MapKey(i32),
 }
 
 const ALU_OPS: [u8; 13] = [
@@ -193,6 +227,8 @@ const SIZES: [(u8, i32); 4] = [(0x00, 4), (0x08, 2), (0x10, 1), (0x18, 8)];
 pub struct GenProgram {
     pub prog_type: ProgType,
     pub insns: Vec<Insn>,
+    /// Loaded with BPF_F_SLEEPABLE.
+    pub sleepable: bool,
 }
 
 struct Gen {
@@ -854,6 +890,9 @@ impl Gen {
             return self.alu();
         }
         let f = self.features;
+        if f.has(Features::MEMORY) && self.rng.chance(6) {
+            return self.mem_block();
+        }
         match self.rng.below(128) {
             0..=5 => self.extra(),
             6..=21 => self.alu(),
@@ -1646,10 +1685,19 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
             insns[at].imm = (starts[callee + 1] as i64 - at as i64 - 1) as i32;
         }
     }
+    let mut prog_type = prog_type;
+    let mut sleepable = false;
+    if features.has(Features::LOADER) {
+        loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
+    }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
-    GenProgram { prog_type, insns }
+    GenProgram {
+        prog_type,
+        insns,
+        sleepable,
+    }
 }
 
 impl Gen {
@@ -1670,12 +1718,19 @@ impl Gen {
             SubKind::LoopCb => self.kinds[1] = Kind::Scalar,
             SubKind::ForEachCb(map, vsize) => {
                 self.kinds[1] = Kind::MapPtr(map);
+                self.kinds[2] = Kind::MapKey(if map == HASH_MAP { HASH_KEY_SIZE } else { 4 });
                 self.kinds[3] = Kind::MapVal(map, vsize);
             }
         }
         if self.rng.chance(70) {
             self.emit(Insn::new(0xbf, 6, 1, 0, 0));
             self.kinds[6] = self.kinds[1];
+        }
+        if self.features.has(Features::MEMORY)
+            && matches!(sub.kind, SubKind::ForEachCb(..))
+            && self.rng.chance(50)
+        {
+            self.key_access();
         }
         if self.features.has(Features::CALLS) && self.rng.chance(40) {
             // A large frame: with the callers' frames it may pass 512

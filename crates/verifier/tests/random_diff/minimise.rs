@@ -88,6 +88,7 @@ pub fn minimise(
             let cand = GenProgram {
                 prog_type: best.prog_type,
                 insns: cand,
+                sleepable: best.sleepable,
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;
