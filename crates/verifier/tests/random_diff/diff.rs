@@ -126,7 +126,7 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
 /// of its size with the lock at 0.
 fn func_btf() -> Vec<u8> {
     let mut types: Vec<u32> = Vec::new();
-    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let mut strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
     let name = |n: &[u8]| {
         strings
             .windows(n.len() + 2)
@@ -147,6 +147,7 @@ fn func_btf() -> Vec<u8> {
         4,
         0,
     ]);
+    super::gen::btf_objects::append(&mut types, &mut strings);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
 }
@@ -208,7 +209,10 @@ pub fn object(progs: &[GenProgram]) -> Object {
             map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
             map("progs", MapType::PROG_ARRAY, 4, 4),
             lock_map(),
-        ],
+        ]
+        .into_iter()
+        .chain(super::gen::btf_objects::maps())
+        .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
         programs,

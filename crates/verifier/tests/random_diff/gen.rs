@@ -8,6 +8,8 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
+pub mod btf_objects;
+mod graph_blocks;
 mod kfunc_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
@@ -97,8 +99,12 @@ impl Features {
     /// Kfunc calls by the host's BTF ids (`gen/kfunc_blocks.rs`): RCU,
     /// preemption and irq regions, iterators, casts, acquire/release.
     pub const KFUNCS: u32 = 1 << 13;
-    pub const ALL: Features = Features((1 << 14) - 1);
-    pub const NAMES: [(u32, &'static str); 14] = [
+    /// Program BTF objects (`gen/graph_blocks.rs`): bpf_obj_new and drop,
+    /// list and rbtree operations under a map value's lock, kptr slots
+    /// loaded, stored and exchanged, two maps' locks.
+    pub const BTF_OBJECTS: u32 = 1 << 14;
+    pub const ALL: Features = Features((1 << 15) - 1);
+    pub const NAMES: [(u32, &'static str); 15] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -113,6 +119,7 @@ impl Features {
         (Self::SPILLS, "spills"),
         (Self::ENCODING, "encoding"),
         (Self::KFUNCS, "kfuncs"),
+        (Self::BTF_OBJECTS, "btf_objects"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -878,6 +885,9 @@ impl Gen {
             119 if f.has(Features::LOOPS) => self.loop_with_body(),
             120..=121 if f.has(Features::ATOMICS) => self.atomic_any(),
             122..=123 if f.has(Features::SPILLS) => self.spill_any(),
+            124..=127 if f.has(Features::BTF_OBJECTS) && self.rng.chance(60) => {
+                self.btf_object_block()
+            }
             124..=127 if f.has(Features::KFUNCS) => self.kfunc_block(),
             _ => self.alu(),
         }
