@@ -211,7 +211,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             lock_map(),
         ]
         .into_iter()
-        .chain(super::gen::btf_objects::maps())
+        .chain(super::gen::btf_objects::maps(progs))
         .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

@@ -212,8 +212,22 @@ fn btf_map(name: &str, value_size: i32, value_type: i32) -> MapDef {
     m
 }
 
-/// The maps whose values hold these objects, in index order from 4.
-pub fn maps() -> Vec<MapDef> {
+/// The maps whose values hold these objects, in index order from 4, when
+/// some program of `progs` names a map from index 4 on. Creating them costs
+/// the kernel several times a plain program's load, so objects whose
+/// programs cannot reach them go without (a program that does not name a
+/// map is not affected by it).
+pub fn maps(progs: &[super::GenProgram]) -> Vec<MapDef> {
+    let names_one = progs.iter().any(|p| {
+        p.insns.windows(2).any(|w| {
+            w[0].is_ld_imm64()
+                && matches!(w[0].src, 1 | 2 | 5 | 6)
+                && (OBJS_MAP..=LOCK2_MAP).contains(&w[0].imm)
+        })
+    });
+    if !names_one {
+        return Vec::new();
+    }
     vec![
         btf_map("objs", OBJS_SIZE, T_OBJS),
         btf_map("kptrs", KPTRS_SIZE, T_KPTRS),
