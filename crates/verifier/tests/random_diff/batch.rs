@@ -114,15 +114,20 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         super::diff::prog_type_name(p.prog_type)
     );
     out.push_str(&super::diff::privileges_directive());
-    for m in [
-        "array 4 48",
-        "hash 8 32",
-        "prog_array 4 4",
-        "array 4 48 16 lock@0",
-    ] {
+    let mut maps: Vec<String> = ["array 4 48", "hash 8 32", "prog_array 4 4"]
+        .map(String::from)
+        .to_vec();
+    use super::gen::btf_objects;
+    if btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty() {
+        maps.push("array 4 48 16 lock@0".into());
+    } else {
+        let _ = writeln!(out, "# btf: fuzz");
+        maps.extend(btf_objects::case_maps());
+    }
+    for m in maps {
         let _ = writeln!(out, "# map: {m}");
     }
-    let funcs = super::diff::func_info(&p.insns);
+    let funcs = super::diff::func_info(&p.insns, p.prog_btf);
     for (k, f) in funcs.iter().enumerate() {
         let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
     }

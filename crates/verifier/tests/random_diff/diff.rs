@@ -119,37 +119,10 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
     starts
 }
 
-/// BTF with `int`, a prototype `int (void)` and one static FUNC `f` of it
-/// (type 3): enough func_info for the kernel to take callbacks
-/// (`missing btf func_info` otherwise) and to check the subprogram layout;
-/// then `struct bpf_spin_lock` (4) and the lock map's value (5), a struct
-/// of its size with the lock at 0.
+/// The object's BTF (func_info's `f`, the lock map's value, the BTF
+/// objects): `btf_objects::object_btf`.
 fn func_btf() -> Vec<u8> {
-    let mut types: Vec<u32> = Vec::new();
-    let mut strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
-    let name = |n: &[u8]| {
-        strings
-            .windows(n.len() + 2)
-            .position(|w| w[0] == 0 && &w[1..=n.len()] == n && w[n.len() + 1] == 0)
-            .map_or(0, |p| p as u32 + 1)
-    };
-    types.extend([name(b"int"), 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
-    types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
-    types.extend([name(b"f"), 12 << 24, 2]); // [3] FUNC f, static
-                                             // [4] STRUCT bpf_spin_lock { int val; }
-    types.extend([name(b"bpf_spin_lock"), (4 << 24) | 1, 4, name(b"val"), 1, 0]);
-    // [5] STRUCT value { struct bpf_spin_lock lock; } of the value's size
-    types.extend([
-        name(b"value"),
-        (4 << 24) | 1,
-        LOCK_VALUE_SIZE as u32,
-        name(b"lock"),
-        4,
-        0,
-    ]);
-    super::gen::btf_objects::append(&mut types, &mut strings);
-    let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
-    bpfvet_object::btf::encode(&bytes, &strings)
+    super::gen::btf_objects::object_btf()
 }
 
 /// The array whose value holds a bpf_spin_lock at 0 (BTF types 1 and 5).
@@ -160,11 +133,12 @@ fn lock_map() -> MapDef {
     m
 }
 
-/// func_info for a program with subprograms (none for a single function,
-/// so plain programs load as before).
-pub fn func_info(insns: &[bpfvet_isa::Insn]) -> Vec<bpfvet_object::FuncInfo> {
+/// func_info for a program with subprograms or one using the program
+/// BTF's types (none for other single functions, so plain programs load as
+/// before).
+pub fn func_info(insns: &[bpfvet_isa::Insn], prog_btf: bool) -> Vec<bpfvet_object::FuncInfo> {
     let starts = func_starts(insns);
-    if starts.len() < 2 {
+    if starts.len() < 2 && !prog_btf {
         return Vec::new();
     }
     starts
@@ -192,7 +166,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             sleepable: false,
             prog_flags: 0,
             insns: p.insns.clone(),
-            func_info: func_info(&p.insns),
+            func_info: func_info(&p.insns, p.prog_btf),
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
@@ -211,7 +185,9 @@ pub fn object(progs: &[GenProgram]) -> Object {
             lock_map(),
         ]
         .into_iter()
-        .chain(super::gen::btf_objects::maps(progs))
+        .chain(super::gen::btf_objects::maps(
+            progs.iter().map(|p| p.insns.as_slice()),
+        ))
         .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

@@ -58,7 +58,7 @@ pub const HASH_KEY_SIZE: i32 = 8;
 pub const PROG_ARRAY_MAP: i32 = 2;
 /// An array whose value has BTF with a bpf_spin_lock at offset 0.
 pub const LOCK_MAP: i32 = 3;
-pub const LOCK_VALUE_SIZE: i32 = 48;
+pub const LOCK_VALUE_SIZE: i32 = btf_objects::LOCK_VALUE_SIZE;
 
 /// Feature blocks a batch may enable (swarm testing: each seed draws a
 /// subset, so rare combinations get room that a uniform mix would crowd
@@ -200,6 +200,9 @@ const SIZES: [(u8, i32); 4] = [(0x00, 4), (0x08, 2), (0x10, 1), (0x18, 8)];
 pub struct GenProgram {
     pub prog_type: ProgType,
     pub insns: Vec<Insn>,
+    /// Loaded with func_info even as a single function, so the kernel
+    /// keeps the object's BTF as the program's (bpf_obj_new's types).
+    pub prog_btf: bool,
 }
 
 struct Gen {
@@ -221,6 +224,8 @@ struct Gen {
     level: u32,
     /// Whether the function being generated is a callback.
     in_callback: bool,
+    /// A block used the program BTF's types (`GenProgram::prog_btf`).
+    prog_btf: bool,
 }
 
 impl Gen {
@@ -1624,6 +1629,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         calls: Vec::new(),
         level: 0,
         in_callback: false,
+        prog_btf: false,
     };
     if g.rng.chance(90) {
         g.emit(Insn::new(0xbf, 6, 1, 0, 0));
@@ -1659,7 +1665,11 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
-    GenProgram { prog_type, insns }
+    GenProgram {
+        prog_type,
+        insns,
+        prog_btf: g.prog_btf,
+    }
 }
 
 impl Gen {

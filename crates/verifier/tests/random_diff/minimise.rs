@@ -88,6 +88,7 @@ pub fn minimise(
             let cand = GenProgram {
                 prog_type: best.prog_type,
                 insns: cand,
+                prog_btf: best.prog_btf,
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;

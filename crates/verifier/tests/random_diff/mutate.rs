@@ -616,6 +616,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
     let listing = super::listing(&super::gen::GenProgram {
         prog_type: p.prog_type,
         insns: p.insns.clone(),
+        prog_btf: false,
     });
     out.push_str(&listing);
     out

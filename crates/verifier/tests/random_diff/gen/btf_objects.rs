@@ -83,8 +83,44 @@ impl KptrSlot {
     }
 }
 
+/// The generator's lock map's value size.
+pub const LOCK_VALUE_SIZE: i32 = 48;
+
+/// The whole object BTF: `int`, a prototype `int (void)` and one static
+/// FUNC `f` of it (type 3): enough func_info for the kernel to take
+/// callbacks (`missing btf func_info` otherwise) and to check the
+/// subprogram layout; `struct bpf_spin_lock` (4) and the lock map's value
+/// (5), a struct of its size with the lock at 0; then the types above.
+pub fn object_btf() -> Vec<u8> {
+    let mut types: Vec<u32> = Vec::new();
+    let mut strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0".to_vec();
+    let name = |n: &[u8]| {
+        strings
+            .windows(n.len() + 2)
+            .position(|w| w[0] == 0 && &w[1..=n.len()] == n && w[n.len() + 1] == 0)
+            .map_or(0, |p| p as u32 + 1)
+    };
+    types.extend([name(b"int"), 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
+    types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
+    types.extend([name(b"f"), 12 << 24, 2]); // [3] FUNC f, static
+                                             // [4] STRUCT bpf_spin_lock { int val; }
+    types.extend([name(b"bpf_spin_lock"), (4 << 24) | 1, 4, name(b"val"), 1, 0]);
+    // [5] STRUCT value { struct bpf_spin_lock lock; } of the value's size
+    types.extend([
+        name(b"value"),
+        (4 << 24) | 1,
+        LOCK_VALUE_SIZE as u32,
+        name(b"lock"),
+        4,
+        0,
+    ]);
+    append(&mut types, &mut strings);
+    let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
+    bpfvet_object::btf::encode(&bytes, &strings)
+}
+
 /// Appends the types above (ids from 6 on) and their names.
-pub fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
+fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
     let mut name = |n: &str| -> u32 {
         let off = strings.len() as u32;
         strings.extend_from_slice(n.as_bytes());
@@ -217,9 +253,9 @@ fn btf_map(name: &str, value_size: i32, value_type: i32) -> MapDef {
 /// the kernel several times a plain program's load, so objects whose
 /// programs cannot reach them go without (a program that does not name a
 /// map is not affected by it).
-pub fn maps(progs: &[super::GenProgram]) -> Vec<MapDef> {
-    let names_one = progs.iter().any(|p| {
-        p.insns.windows(2).any(|w| {
+pub fn maps<'a>(mut progs: impl Iterator<Item = &'a [bpfvet_isa::Insn]>) -> Vec<MapDef> {
+    let names_one = progs.any(|insns| {
+        insns.windows(2).any(|w| {
             w[0].is_ld_imm64()
                 && matches!(w[0].src, 1 | 2 | 5 | 6)
                 && (OBJS_MAP..=LOCK2_MAP).contains(&w[0].imm)
@@ -233,4 +269,18 @@ pub fn maps(progs: &[super::GenProgram]) -> Vec<MapDef> {
         btf_map("kptrs", KPTRS_SIZE, T_KPTRS),
         btf_map("locked2", VALUE2_SIZE, T_VALUE2),
     ]
+}
+
+/// `# map:` lines of a `.case` (with `# btf: fuzz`) for the lock map and
+/// the maps above.
+pub fn case_maps() -> Vec<String> {
+    [
+        (LOCK_VALUE_SIZE, T_LOCK_VALUE),
+        (OBJS_SIZE, T_OBJS),
+        (KPTRS_SIZE, T_KPTRS),
+        (VALUE2_SIZE, T_VALUE2),
+    ]
+    .iter()
+    .map(|(size, id)| format!("array 4 {size} 16 btf={id}"))
+    .collect()
 }

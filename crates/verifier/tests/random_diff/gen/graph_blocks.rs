@@ -31,6 +31,7 @@ impl Skips {
 
 impl Gen {
     pub(super) fn btf_object_block(&mut self) {
+        self.prog_btf = true;
         let before = self.kinds;
         let mut skips = Skips(Vec::new());
         let ok = match self.rng.below(10) {
