@@ -151,6 +151,9 @@ enum SubKind {
     Call(Kind),
     /// A bpf_loop callback: (u32 index, void *ctx).
     LoopCb,
+    /// A bpf_rbtree_add `less` callback: (node a, node b), non-owning
+    /// (`gen/graph_blocks.rs` opens its body).
+    RbLess,
     /// A bpf_for_each_map_elem callback: (map, key, value, ctx) of the map.
     ForEachCb(i32, i32),
 }
@@ -1688,6 +1691,7 @@ impl Gen {
                 self.kinds[2] = Kind::Uninit;
             }
             SubKind::LoopCb => self.kinds[1] = Kind::Scalar,
+            SubKind::RbLess => self.rb_less_prologue(),
             SubKind::ForEachCb(map, vsize) => {
                 self.kinds[1] = Kind::MapPtr(map);
                 self.kinds[3] = Kind::MapVal(map, vsize);

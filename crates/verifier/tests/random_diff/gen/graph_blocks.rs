@@ -421,7 +421,7 @@ impl Gen {
             self.ptr_at(1, v, root);
             self.ptr_at(2, n, node);
             if self.can_add_sub() && !self.rng.chance(self.mistakes * 2) {
-                let id = self.new_sub(super::SubKind::LoopCb);
+                let id = self.new_sub(super::SubKind::RbLess);
                 self.calls.push((self.insns.len(), id));
                 self.emit(Insn::new(0x18, 3, BPF_PSEUDO_FUNC, 0, 0));
                 self.emit(Insn::new(0, 0, 0, 0, 0));
@@ -436,11 +436,49 @@ impl Gen {
         self.clobber();
     }
 
+    /// The start of an rbtree `less` callback: mostly nothing, else (what
+    /// the kernel forbids or finds needless there) a graph operation on its
+    /// nodes, an RCU region, a drop or a read of the nodes' keys.
+    pub(super) fn rb_less_prologue(&mut self) {
+        match self.rng.below(8) {
+            0 => {
+                let f = self.rng.pick(&["bpf_rcu_read_lock", "bpf_rcu_read_unlock"]);
+                self.kfunc(f);
+            }
+            1 => {
+                self.emit(Insn::new(0xbf, 2, 1, 0, 0));
+                let f = self.rng.pick(&[
+                    "bpf_rbtree_remove",
+                    "bpf_rbtree_first",
+                    "bpf_list_pop_front",
+                    "bpf_rbtree_left",
+                ]);
+                self.kfunc(f);
+            }
+            2 => {
+                self.emit(Insn::new(0x07, 1, 0, 0, -bo::NODE_RB_OFF));
+                self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+                let f = self
+                    .rng
+                    .pick(&["bpf_obj_drop_impl", "bpf_refcount_acquire_impl"]);
+                self.kfunc(f);
+            }
+            3 | 4 => {
+                // The nodes' keys, a->key and b->key.
+                self.emit(Insn::new(0x79, 3, 1, -(bo::NODE_RB_OFF as i16), 0));
+                self.emit(Insn::new(0x79, 4, 2, -(bo::NODE_RB_OFF as i16), 0));
+            }
+            _ => {}
+        }
+        self.clobber();
+    }
+
     /// A kptr slot of a map value loaded, stored or exchanged with every
     /// instruction form, the loaded pointer used.
     fn kptr_block(&mut self, skips: &mut Skips) -> bool {
         let (map, size) = match self.rng.below(100) {
-            x if x < self.mistakes * 2 => (super::ARRAY_MAP, super::ARRAY_VALUE_SIZE),
+            x if x < self.mistakes => (super::ARRAY_MAP, super::ARRAY_VALUE_SIZE),
+            x if x < self.mistakes * 2 => (bo::LOCK2_MAP, bo::VALUE2_SIZE),
             x if x < 50 => (bo::KPTRS_MAP, bo::KPTRS_SIZE),
             _ => (bo::OBJS_MAP, bo::OBJS_SIZE),
         };
