@@ -615,6 +615,18 @@ impl Env<'_> {
                 }
                 meta.callback = Some(r.aux);
             }
+            // check_reg_type comes first, and these arguments may not be
+            // NULL: a map value maybe NULL matches none of their types.
+            ArgBase::PtrToSpinLock | ArgBase::PtrToTimer
+                if r.ty == RegType::MapValue && r.maybe_null() =>
+            {
+                let expected = if at.base == ArgBase::PtrToSpinLock {
+                    "map_value, ptr_"
+                } else {
+                    "map_value"
+                };
+                return self.arg_type_err(regno, expected);
+            }
             ArgBase::PtrToSpinLock if self.in_rbtree_cb() => {
                 return self.err("can't spin_{lock,unlock} in rbtree cb");
             }
