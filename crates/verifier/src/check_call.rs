@@ -623,6 +623,18 @@ impl Env<'_> {
                 }
                 meta.callback = Some(r.aux);
             }
+            // check_reg_type comes first, and these arguments may not be
+            // NULL: a map value maybe NULL matches none of their types.
+            ArgBase::PtrToSpinLock | ArgBase::PtrToTimer
+                if r.ty == RegType::MapValue && r.maybe_null() =>
+            {
+                let expected = if at.base == ArgBase::PtrToSpinLock {
+                    "map_value, ptr_"
+                } else {
+                    "map_value"
+                };
+                return self.arg_type_err(regno, expected);
+            }
             ArgBase::PtrToSpinLock if self.in_rbtree_cb() => {
                 return self.err("can't spin_{lock,unlock} in rbtree cb");
             }
@@ -666,27 +678,29 @@ impl Env<'_> {
                 }
                 meta.kptr_field = Some(self.check_kptr_xchg_dest(regno)?);
             }
-            ArgBase::PtrToBtfId
-                if meta
-                    .kptr_field
-                    .is_some_and(|f| f.kptr.is_some_and(|k| k.local)) =>
-            {
-                let f = meta.kptr_field.expect("checked");
-                if r.ty == RegType::Alloc && r.maybe_null() {
-                    return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
-                }
-                self.kptr_match_type(&f, regno)?;
-            }
             ArgBase::PtrToBtfId if meta.kptr_field.is_some() => {
-                if r.ty != RegType::BtfId
-                    || r.flags & !(flag::MAYBE_NULL | flag::TRUSTED | flag::RCU) != 0
-                {
+                let f = meta.kptr_field.expect("checked");
+                // check_reg_type: the argument may be NULL, and an allocated
+                // object (per-CPU or not) counts as the BTF pointer it is.
+                let mut folded = r.flags & !flag::MAYBE_NULL;
+                if r.ty == RegType::Alloc {
+                    folded &= !flag::PERCPU;
+                }
+                let compatible = matches!(r.ty, RegType::Alloc | RegType::BtfId)
+                    && [0, flag::TRUSTED, flag::RCU].contains(&folded);
+                if !compatible {
                     return self.arg_type_err(regno, "ptr_, trusted_ptr_, rcu_ptr_");
                 }
-                if r.maybe_null() {
+                if r.ty == RegType::Alloc {
+                    // Only a plain allocated object has a case of its own;
+                    // one maybe NULL falls to the kernel's own bug report.
+                    if r.flags & !flag::PERCPU != 0 {
+                        return self
+                            .err("verifier bug: invalid PTR_TO_BTF_ID register for type match");
+                    }
+                } else if r.maybe_null() {
                     return self.err(format!("Possibly NULL pointer passed to helper arg{regno}"));
                 }
-                let f = meta.kptr_field.expect("checked");
                 self.kptr_match_type(&f, regno)?;
             }
             ArgBase::PtrToBtfId => self.check_btf_id_arg(proto, i, &r)?,

@@ -219,6 +219,11 @@ impl Env<'_> {
             g.arg_owning_ref = true;
         }
         let rec = self.alloc_record(reg.aux)?;
+        // A struct without special fields has no record at all, which the
+        // kernel reports as its own bug.
+        if rec.is_empty() {
+            return self.err("verifier bug: Couldn't find btf_record");
+        }
         if !rec.iter().any(|f| f.name == "bpf_refcount") {
             return self.err(format!(
                 "arg#{i} doesn't point to a type with bpf_refcount field"

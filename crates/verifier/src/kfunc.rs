@@ -965,6 +965,32 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// bpf_percpu_obj_new's own rules for the struct it allocates: small
+    /// enough for the per-CPU allocator, scalars only, no special fields.
+    fn check_percpu_obj_type(&mut self, id: u32) -> VResult<()> {
+        /// BPF_GLOBAL_PERCPU_MA_MAX_SIZE
+        const MAX_SIZE: u32 = 512;
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return Ok(());
+        };
+        let Some(t) = btf.type_by_id(id) else {
+            return Ok(());
+        };
+        if t.size_or_type > MAX_SIZE {
+            return self.err(format!(
+                "bpf_percpu_obj_new type size ({}) is greater than {MAX_SIZE}",
+                t.size_or_type as i32
+            ));
+        }
+        if !is_scalar_struct(btf, t, 0) {
+            return self.err("bpf_percpu_obj_new type ID argument must be of a struct of scalars");
+        }
+        if !self.alloc_record(id)?.is_empty() {
+            return self.err("bpf_percpu_obj_new type ID argument must not contain special fields");
+        }
+        Ok(())
+    }
+
     /// R0 from the prototype's return type.
     fn set_kfunc_return(&mut self, btf: &Btf, proto: &BtfType, meta: &KfuncMeta) -> VResult<()> {
         let name = meta.name.as_str();
@@ -978,11 +1004,16 @@ impl Env<'_> {
             let r0 = match name {
                 "bpf_obj_new_impl" => self.obj_new_r0(meta)?,
                 "bpf_refcount_acquire_impl" => self.refcount_acquire_r0(&meta.graph)?,
+                "bpf_percpu_obj_new_impl" => {
+                    // Its type id is checked as bpf_obj_new_impl's first.
+                    let id = self.obj_new_type_id(meta)?;
+                    self.check_percpu_obj_type(id)?;
+                    let mut r0 = Reg::pointer(RegType::Alloc);
+                    r0.aux = id;
+                    r0.flags = flag::PERCPU;
+                    r0
+                }
                 _ if ALLOCATED_OBJECT_KFUNCS.contains(&name) => {
-                    if name == "bpf_percpu_obj_new_impl" {
-                        // Its type id is checked as bpf_obj_new_impl's first.
-                        self.obj_new_type_id(meta)?;
-                    }
                     return Err(VerifyError::unsupported(
                         Some(self.insn_idx),
                         format!("{name}: per-CPU allocated objects"),

@@ -187,6 +187,18 @@ impl Env<'_> {
             }
             env.err(msg)
         };
+        if r.ty == RegType::Alloc && r.flags & !flag::MAYBE_NULL == 0 {
+            // An object of the program's BTF passes the flag check (its
+            // permitted flags follow its own BTF) and then matches no
+            // kernel type.
+            let reg_name = self
+                .obj
+                .btf
+                .as_ref()
+                .map_or(String::new(), |b| b.name_of(r.aux).to_string());
+            self.check_ptr_off_reg(regno, &r, true)?;
+            return bad(self, &reg_name);
+        }
         if r.ty != RegType::BtfId || r.flags & !perm != 0 {
             return bad(self, "");
         }
@@ -231,7 +243,13 @@ impl Env<'_> {
         regno: u8,
     ) -> VResult<()> {
         let r = *self.cur.reg(regno);
-        let reg_name = if matches!(r.ty, RegType::BtfId | RegType::Alloc) {
+        // The flags permitted follow the register's BTF; its type name is
+        // printed only once they pass.
+        let perm = match r.ty {
+            RegType::BtfId => flag::MAYBE_NULL | flag::TRUSTED | flag::RCU,
+            _ => flag::MAYBE_NULL,
+        };
+        let reg_name = if matches!(r.ty, RegType::BtfId | RegType::Alloc) && r.flags & !perm == 0 {
             let btf = if r.ty == RegType::Alloc {
                 self.obj.btf.as_ref()
             } else {
@@ -245,11 +263,11 @@ impl Env<'_> {
             "invalid kptr access, R{regno} type={}{reg_name} expected=ptr_{name}",
             r.type_str()
         );
-        if r.ty != RegType::Alloc || r.flags & !flag::MAYBE_NULL != 0 {
+        if !matches!(r.ty, RegType::BtfId | RegType::Alloc) || r.flags & !perm != 0 {
             return self.err(bad);
         }
         self.check_ptr_off_reg(regno, &r, true)?;
-        if r.off != 0 || r.aux != k.btf_id {
+        if r.ty != RegType::Alloc || r.off != 0 || r.aux != k.btf_id {
             return self.err(bad);
         }
         Ok(())

@@ -51,12 +51,22 @@
 //!                                   a line_info record at an insn, with
 //!                                   its line and file name string offsets,
 //!                                   default 1, the string "int")
+//! # btf: fuzz                      (optional: the program BTF of the
+//!                                   differential fuzzer's objects,
+//!                                   random_diff/gen/btf_objects.rs; maps
+//!                                   then name their value type with
+//!                                   `btf=ID` and `# func:` lines give
+//!                                   func_info of its `static int f(void)`)
 //! # any other text                  (a comment)
 //! ```
 //!
 //! Each case is checked against bpfvet and, when the host kernel can load
 //! programs (root and a working bpf(2)), replayed against the kernel too,
 //! so every expectation is also checked against the oracle.
+
+#[allow(dead_code)]
+#[path = "random_diff/gen/btf_objects.rs"]
+mod fuzz_btf;
 
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType};
 use bpfvet_kernel::{oracle, Errno};
@@ -81,6 +91,7 @@ struct Case {
     funcs: Vec<String>,
     lines: Vec<String>,
     sleepable: bool,
+    fuzz_btf: bool,
     privileges: Privileges,
     text: String,
 }
@@ -101,6 +112,7 @@ fn parse(name: &str, src: &str) -> Case {
         funcs: Vec::new(),
         lines: Vec::new(),
         sleepable: false,
+        fuzz_btf: false,
         privileges: Privileges::Root,
         text: String::new(),
     };
@@ -127,6 +139,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "func" => c.funcs.push(v.to_string()),
                     "line" => c.lines.push(v.to_string()),
                     "sleepable" => c.sleepable = v == "yes",
+                    "btf" => c.fuzz_btf = v == "fuzz",
                     "privileges" => c.privileges = v.parse().expect("privilege level"),
                     _ => {}
                 }
@@ -171,6 +184,12 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         f.get(3).map_or(16, |n| num(n)),
     );
     for word in f.iter().skip(4).flat_map(|s| s.split(',')) {
+        if let Some(id) = word.strip_prefix("btf=") {
+            // A value type of the fuzzer's BTF (`# btf: fuzz`).
+            m.btf_key_type_id = 1;
+            m.btf_value_type_id = num(id);
+            continue;
+        }
         if let Some(off) = word.strip_prefix("lock@") {
             // Marks the map for `case_btf`, which assigns the type ids.
             m.btf_value_type_id = u32::MAX - num(off);
@@ -284,7 +303,25 @@ fn object(c: &Case) -> Object {
         obj.programs[0].attach_target = sec.split_once('/').map(|(_, t)| t.to_string());
     }
     obj.maps = c.maps.clone();
-    if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
+    if c.fuzz_btf {
+        let raw = fuzz_btf::object_btf();
+        obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("fuzz BTF"));
+        obj.btf_raw = Some(raw);
+        obj.programs[0].func_info = c
+            .funcs
+            .iter()
+            .map(|f| bpfvet_object::FuncInfo {
+                insn_off: f
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("func: <insn> ..."),
+                type_id: 3,
+                name: "f".into(),
+                linkage: 0,
+            })
+            .collect();
+    } else if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
         obj.btf_raw = Some(raw);
         obj.programs[0].func_info = infos;

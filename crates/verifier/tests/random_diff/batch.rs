@@ -117,10 +117,14 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }
-    for m in super::diff::map_directives() {
+    let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty();
+    if fuzz_btf {
+        let _ = writeln!(out, "# btf: fuzz");
+    }
+    for m in super::diff::map_directives(fuzz_btf) {
         let _ = writeln!(out, "# map: {m}");
     }
-    let funcs = super::diff::func_info(&p.insns);
+    let funcs = super::diff::func_info(&p.insns, p.prog_btf);
     for (k, f) in funcs.iter().enumerate() {
         let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
     }

@@ -122,39 +122,10 @@ pub fn func_starts(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
     starts
 }
 
-/// BTF with `int`, a prototype `int (void)` and one static FUNC `f` of it
-/// (type 3): enough func_info for the kernel to take callbacks
-/// (`missing btf func_info` otherwise) and to check the subprogram layout;
-/// then `struct bpf_spin_lock` (4) and the lock map's value (5), a struct
-/// of its size with the lock at 0.
+/// The object's BTF (func_info's `f`, the lock map's value, the BTF
+/// objects): `btf_objects::object_btf`.
 fn func_btf() -> Vec<u8> {
-    let mut types: Vec<u32> = Vec::new();
-    let strings = b"\0int\0f\0bpf_spin_lock\0val\0value\0lock\0bpf_wq\0wq\0".to_vec();
-    let name = |n: &[u8]| {
-        strings
-            .windows(n.len() + 2)
-            .position(|w| w[0] == 0 && &w[1..=n.len()] == n && w[n.len() + 1] == 0)
-            .map_or(0, |p| p as u32 + 1)
-    };
-    types.extend([name(b"int"), 1 << 24, 4, (1 << 24) | 32]); // [1] INT int
-    types.extend([0, 13 << 24, 1]); // [2] FUNC_PROTO int (void)
-    types.extend([name(b"f"), 12 << 24, 2]); // [3] FUNC f, static
-                                             // [4] STRUCT bpf_spin_lock { int val; }
-    types.extend([name(b"bpf_spin_lock"), (4 << 24) | 1, 4, name(b"val"), 1, 0]);
-    // [5] STRUCT value { struct bpf_spin_lock lock; } of the value's size
-    types.extend([
-        name(b"value"),
-        (4 << 24) | 1,
-        LOCK_VALUE_SIZE as u32,
-        name(b"lock"),
-        4,
-        0,
-    ]);
-    types.extend([name(b"bpf_wq"), 4 << 24, 16]); // [6] STRUCT bpf_wq, 16 opaque bytes
-                                                  // [7] STRUCT value { struct bpf_wq wq; }
-    types.extend([name(b"value"), (4 << 24) | 1, 16, name(b"wq"), 6, 0]);
-    let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
-    bpfvet_object::btf::encode(&bytes, &strings)
+    super::gen::btf_objects::object_btf()
 }
 
 /// The array whose value holds a bpf_spin_lock at 0 (BTF types 1 and 5).
@@ -165,11 +136,11 @@ fn lock_map() -> MapDef {
     m
 }
 
-/// An array whose value is a bpf_wq (BTF types 1 and 7).
+/// An array whose value is a bpf_wq (BTF types 1 and `T_WQ_VALUE`).
 fn wq_map() -> MapDef {
     let mut m = map("wq", MapType::ARRAY, 4, 16);
     m.btf_key_type_id = 1;
-    m.btf_value_type_id = 7;
+    m.btf_value_type_id = super::gen::btf_objects::T_WQ_VALUE as u32;
     m
 }
 
@@ -190,14 +161,23 @@ fn rodata_map(name: &str, entries: u32) -> MapDef {
     m
 }
 
-/// The `# map:` lines of the generator's maps, in `object`'s order.
-pub fn map_directives() -> Vec<String> {
+/// The `# map:` lines of the generator's maps, in `object`'s order. With
+/// `fuzz_btf` (a case written `# btf: fuzz`) the lock and wq maps name
+/// their value types in the generator's BTF, and the BTF objects' maps
+/// follow.
+pub fn map_directives(fuzz_btf: bool) -> Vec<String> {
+    use super::gen::btf_objects::{case_maps, T_LOCK_VALUE, T_WQ_VALUE};
     let hex: String = RODATA.iter().map(|b| format!("{b:02x}")).collect();
-    vec![
+    let (lock, wq) = if fuzz_btf {
+        (format!("btf={T_LOCK_VALUE}"), format!("btf={T_WQ_VALUE}"))
+    } else {
+        ("lock@0".to_string(), "wq@0".to_string())
+    };
+    let mut maps = vec![
         format!("array 4 {ARRAY_VALUE_SIZE}"),
         format!("hash {HASH_KEY_SIZE} {HASH_VALUE_SIZE}"),
         "prog_array 4 4".into(),
-        format!("array 4 {LOCK_VALUE_SIZE} 16 lock@0"),
+        format!("array 4 {LOCK_VALUE_SIZE} 16 {lock}"),
         format!("ringbuf 0 0 {RINGBUF_SIZE}"),
         format!("array 4 {RODATA_VALUE_SIZE} 1 rdonly_prog,frozen,data={hex}"),
         format!("array 4 {RODATA_VALUE_SIZE} 2 rdonly_prog,frozen,data={hex}"),
@@ -206,15 +186,20 @@ pub fn map_directives() -> Vec<String> {
         "cgroup_storage 8 8 0".into(),
         "arena 0 0 1 mmapable".into(),
         "arena 0 0 1 mmapable".into(),
-        "array 4 16 16 wq@0".into(),
-    ]
+        format!("array 4 16 16 {wq}"),
+    ];
+    if fuzz_btf {
+        maps.extend(case_maps());
+    }
+    maps
 }
 
-/// func_info for a program with subprograms (none for a single function,
-/// so plain programs load as before).
-pub fn func_info(insns: &[bpfvet_isa::Insn]) -> Vec<bpfvet_object::FuncInfo> {
+/// func_info for a program with subprograms or one using the program
+/// BTF's types (none for other single functions, so plain programs load as
+/// before).
+pub fn func_info(insns: &[bpfvet_isa::Insn], prog_btf: bool) -> Vec<bpfvet_object::FuncInfo> {
     let starts = func_starts(insns);
-    if starts.len() < 2 {
+    if starts.len() < 2 && !prog_btf {
         return Vec::new();
     }
     starts
@@ -242,7 +227,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             sleepable: p.sleepable,
             prog_flags: 0,
             insns: p.insns.clone(),
-            func_info: func_info(&p.insns),
+            func_info: func_info(&p.insns, p.prog_btf),
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
@@ -268,7 +253,12 @@ pub fn object(progs: &[GenProgram]) -> Object {
             arena_map("arena"),
             arena_map("arena2"),
             wq_map(),
-        ],
+        ]
+        .into_iter()
+        .chain(super::gen::btf_objects::maps(
+            progs.iter().map(|p| p.insns.as_slice()),
+        ))
+        .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
         programs,

@@ -8,6 +8,8 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
+pub mod btf_objects;
+mod graph_blocks;
 mod kfunc_blocks;
 mod loader_blocks;
 mod mem_blocks;
@@ -58,7 +60,7 @@ pub const HASH_KEY_SIZE: i32 = 8;
 pub const PROG_ARRAY_MAP: i32 = 2;
 /// An array whose value has BTF with a bpf_spin_lock at offset 0.
 pub const LOCK_MAP: i32 = 3;
-pub const LOCK_VALUE_SIZE: i32 = 48;
+pub const LOCK_VALUE_SIZE: i32 = btf_objects::LOCK_VALUE_SIZE;
 /// A ring buffer of one page.
 pub const RINGBUF_MAP: i32 = 4;
 pub const RINGBUF_SIZE: i32 = 4096;
@@ -127,8 +129,12 @@ impl Features {
     /// Whole-program shapes checked at load (`gen/loader_blocks.rs`): many
     /// subprograms.
     pub const LOADER: u32 = 1 << 15;
-    pub const ALL: Features = Features((1 << 16) - 1);
-    pub const NAMES: [(u32, &'static str); 16] = [
+    /// Program BTF objects (`gen/graph_blocks.rs`): bpf_obj_new and drop,
+    /// list and rbtree operations under a map value's lock, kptr slots
+    /// loaded, stored and exchanged, two maps' locks.
+    pub const BTF_OBJECTS: u32 = 1 << 16;
+    pub const ALL: Features = Features((1 << 17) - 1);
+    pub const NAMES: [(u32, &'static str); 17] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -145,6 +151,7 @@ impl Features {
         (Self::KFUNCS, "kfuncs"),
         (Self::MEMORY, "memory"),
         (Self::LOADER, "loader"),
+        (Self::BTF_OBJECTS, "btf_objects"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -176,6 +183,9 @@ enum SubKind {
     Call(Kind),
     /// A bpf_loop callback: (u32 index, void *ctx).
     LoopCb,
+    /// A bpf_rbtree_add `less` callback: (node a, node b), non-owning
+    /// (`gen/graph_blocks.rs` opens its body).
+    RbLess,
     /// A bpf_for_each_map_elem callback: (map, key, value, ctx) of the map.
     ForEachCb(i32, i32),
 }
@@ -229,6 +239,9 @@ pub struct GenProgram {
     pub insns: Vec<Insn>,
     /// Loaded with BPF_F_SLEEPABLE.
     pub sleepable: bool,
+    /// Loaded with func_info even as a single function, so the kernel
+    /// keeps the object's BTF as the program's (bpf_obj_new's types).
+    pub prog_btf: bool,
 }
 
 struct Gen {
@@ -250,6 +263,8 @@ struct Gen {
     level: u32,
     /// Whether the function being generated is a callback.
     in_callback: bool,
+    /// A block used the program BTF's types (`GenProgram::prog_btf`).
+    prog_btf: bool,
 }
 
 impl Gen {
@@ -917,6 +932,9 @@ impl Gen {
             119 if f.has(Features::LOOPS) => self.loop_with_body(),
             120..=121 if f.has(Features::ATOMICS) => self.atomic_any(),
             122..=123 if f.has(Features::SPILLS) => self.spill_any(),
+            124..=127 if f.has(Features::BTF_OBJECTS) && self.rng.chance(60) => {
+                self.btf_object_block()
+            }
             124..=127 if f.has(Features::KFUNCS) => self.kfunc_block(),
             _ => self.alu(),
         }
@@ -1653,6 +1671,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         calls: Vec::new(),
         level: 0,
         in_callback: false,
+        prog_btf: false,
     };
     if g.rng.chance(90) {
         g.emit(Insn::new(0xbf, 6, 1, 0, 0));
@@ -1697,6 +1716,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         prog_type,
         insns,
         sleepable,
+        prog_btf: g.prog_btf,
     }
 }
 
@@ -1716,6 +1736,7 @@ impl Gen {
                 self.kinds[2] = Kind::Uninit;
             }
             SubKind::LoopCb => self.kinds[1] = Kind::Scalar,
+            SubKind::RbLess => self.rb_less_prologue(),
             SubKind::ForEachCb(map, vsize) => {
                 self.kinds[1] = Kind::MapPtr(map);
                 self.kinds[2] = Kind::MapKey(if map == HASH_MAP { HASH_KEY_SIZE } else { 4 });

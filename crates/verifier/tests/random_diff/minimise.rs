@@ -89,6 +89,7 @@ pub fn minimise(
                 prog_type: best.prog_type,
                 insns: cand,
                 sleepable: best.sleepable,
+                prog_btf: best.prog_btf,
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;

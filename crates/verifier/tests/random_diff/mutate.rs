@@ -617,6 +617,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         prog_type: p.prog_type,
         insns: p.insns.clone(),
         sleepable: p.sleepable,
+        prog_btf: false,
     });
     out.push_str(&listing);
     out

@@ -20,14 +20,14 @@ fn vmlinux() -> Option<&'static Btf> {
 }
 
 /// The host's BTF id of kfunc `name`.
-fn kfunc_id(name: &str) -> Option<i32> {
+pub(super) fn kfunc_id(name: &str) -> Option<i32> {
     vmlinux()?
         .find_by_name_kind(name, BtfKind::Func)
         .map(|id| id as i32)
 }
 
 /// The host's BTF id of struct `name`.
-fn struct_id(name: &str) -> Option<i32> {
+pub(super) fn struct_id(name: &str) -> Option<i32> {
     vmlinux()?
         .find_by_name_kind(name, BtfKind::Struct)
         .map(|id| id as i32)
@@ -42,7 +42,7 @@ const REGIONS: [(&str, &str); 3] = [
 
 impl Gen {
     /// `call name` by BTF id; false (nothing emitted) when the host lacks it.
-    fn kfunc(&mut self, name: &str) -> bool {
+    pub(super) fn kfunc(&mut self, name: &str) -> bool {
         let Some(id) = kfunc_id(name) else {
             return false;
         };
