@@ -21,8 +21,8 @@ pub struct Object {
     /// refer to it).
     pub btf: Option<crate::btf::Btf>,
     /// Why the kernel would refuse `btf_raw` (its BTF log's last line, see
-    /// `btf_check`): libbpf then loads the programs without BTF, and so are
-    /// they verified.
+    /// `btf_check`): libbpf then loads the programs without BTF, and bpfvet
+    /// verifies them without it too.
     pub btf_refused: Option<String>,
     /// Externs (`.kconfig`, `.ksyms`, kfuncs) that could not be resolved,
     /// as "name: reason". Their instructions hold zeros / poisoned calls.
