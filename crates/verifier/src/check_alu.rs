@@ -488,12 +488,16 @@ impl Env<'_> {
     /// update_alu_sanitation_state: the instruction's masking, the same on
     /// every path that reaches it.
     fn update_alu_state(&mut self, state: u8, limit: u32) -> Result<(), SanitizeReason> {
-        let aux = &mut self.aux[self.insn_idx];
-        if aux.alu_state != 0 && (aux.alu_state != state || aux.alu_limit != limit) {
+        if state == 0 {
+            return Ok(());
+        }
+        let entry = self
+            .alu_sanitation
+            .entry(self.insn_idx)
+            .or_insert((state, limit));
+        if *entry != (state, limit) {
             return Err(SanitizeReason::Paths);
         }
-        aux.alu_state = state;
-        aux.alu_limit = limit;
         Ok(())
     }
 

@@ -56,11 +56,6 @@ pub struct InsnAux {
     /// Spectre v4: the instruction's result (a stack write) is followed
     /// by a barrier; speculative paths stop after it.
     pub nospec_result: bool,
-    /// Spectre v1 masking of pointer arithmetic with a register operand:
-    /// the kind of operation (`crate::check_alu::alu_state`) and its limit,
-    /// which must agree across paths.
-    pub alu_state: u8,
-    pub alu_limit: u32,
 }
 
 pub struct Env<'a> {
@@ -88,6 +83,11 @@ pub struct Env<'a> {
     pub id_gen: u32,
     pub idmap: IdMap,
     pub aux: Vec<InsnAux>,
+    /// Spectre v1 masking of ALU instructions with a register operand, by
+    /// instruction: the kind of operation (`crate::check_alu::alu_state`)
+    /// and its limit, which must agree across paths. Few instructions have
+    /// one, so it is kept apart from `aux`.
+    pub alu_sanitation: std::collections::HashMap<usize, (u8, u32)>,
     /// Deepest stack use seen per subprogram, in bytes.
     pub subprog_stack: Vec<u32>,
     pub explored_count: u64,
@@ -179,6 +179,7 @@ impl<'a> Env<'a> {
                 m
             },
             aux: vec![InsnAux::default(); n],
+            alu_sanitation: std::collections::HashMap::new(),
             subprog_stack: vec![0; nsub],
             explored_count: 0,
             explored_bytes: 0,
@@ -512,7 +513,7 @@ impl<'a> Env<'a> {
                     self.log.error_details();
                     self.live_end_insn();
                     self.aux[idx].nospec = true;
-                    self.aux[idx].alu_state = 0;
+                    self.alu_sanitation.remove(&idx);
                     Step::PathEnd
                 }
                 Err(e) => return Err(e),

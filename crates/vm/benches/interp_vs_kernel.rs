@@ -61,25 +61,14 @@ const CASES: &[(&str, &str, &str, &str)] = &[
 
 const BATCHES: usize = 15;
 
-/// This thread's CPU time. The kernel's test_run leaves out of its
-/// duration the time the task spends rescheduled; on a shared machine the
-/// same is done here by timing the vm's batches in thread CPU time rather
-/// than wall time (a batch of a slow engine is preempted more often).
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// ns per run of one batch of `run` (REPEAT runs), in thread CPU time.
+/// ns per run of one batch of `run` (REPEAT runs), in thread CPU time:
+/// the kernel's test_run leaves out of its duration the time the task
+/// spends rescheduled, and on a shared machine so do we (a batch of a slow
+/// engine is preempted more often).
 fn per_run_cpu_ns(run: impl FnOnce()) -> f64 {
-    let t0 = thread_cpu_ns();
+    let t0 = bpfvet_vm::thread_cpu_ns();
     run();
-    (thread_cpu_ns() - t0) as f64 / REPEAT as f64
+    (bpfvet_vm::thread_cpu_ns() - t0) as f64 / REPEAT as f64
 }
 const REPEAT: u32 = 2000;
 

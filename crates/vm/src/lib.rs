@@ -46,7 +46,7 @@ pub use interp::{Engine, Interpreter, MAX_TAIL_CALLS};
 pub use jit::{Decline, Jit};
 pub use run::{Output, Run, MAX_FRAMES, MAY_GOTO_BUDGET, STACK_PER_FRAME};
 pub use test_run::{test_run, test_run_with, TestRunInput, TestRunOutput};
-pub use threads::{test_run_threads, ThreadedRun};
+pub use threads::{test_run_threads, thread_cpu_ns, ThreadedRun};
 pub use timers::MAX_CALLBACKS_PER_ADVANCE;
 pub use vm::{Kfunc, Program, Proof, Vm};
 

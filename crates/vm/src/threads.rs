@@ -107,8 +107,8 @@ pub fn test_run_threads(
     })
 }
 
-/// The calling thread's CPU time in ns.
-fn thread_cpu_ns() -> u64 {
+/// The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID).
+pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
