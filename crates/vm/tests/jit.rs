@@ -526,9 +526,24 @@ fn tail_call_from_subprogram(slot_filled: bool) -> Vm {
         i(0xb7, 0, 0, 0, 7),
         exit(),
     ];
-    let mut vm = Vm::from_insns(&main, ProgType::SOCKET_FILTER).unwrap();
-    let mut target =
-        Vm::from_insns(&[i(0xb7, 0, 0, 0, 5), exit()], ProgType::SOCKET_FILTER).unwrap();
+    with_tail_call_target(&main, slot_filled)
+}
+
+/// A socket filter of `main` with a PROG_ARRAY as map 0 whose slot 0,
+/// when `slot_filled`, holds a second program that returns 5.
+fn with_tail_call_target(main: &[Insn], slot_filled: bool) -> Vm {
+    let mut vm = Vm::from_insns(main, ProgType::SOCKET_FILTER).unwrap();
+    let target = [
+        Insn {
+            code: 0xb7,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 5,
+        },
+        exit(),
+    ];
+    let mut target = Vm::from_insns(&target, ProgType::SOCKET_FILTER).unwrap();
     vm.programs.push(target.programs.remove(0));
     let attr = bpfvet_maps::MapAttr::new(bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 4);
     let m = bpfvet_maps::create(attr).unwrap();
@@ -1129,17 +1144,7 @@ fn a_tail_call_from_the_entry_of_a_program_with_calls_replaces_it() {
         exit(),
     ];
     for (filled, want) in [(true, 5), (false, 8)] {
-        let mut vm = Vm::from_insns(&main, ProgType::SOCKET_FILTER).unwrap();
-        let mut target =
-            Vm::from_insns(&[i(0xb7, 0, 0, 0, 5), exit()], ProgType::SOCKET_FILTER).unwrap();
-        vm.programs.push(target.programs.remove(0));
-        let attr = bpfvet_maps::MapAttr::new(bpfvet_isa::uapi::MapType::PROG_ARRAY, 4, 4, 4);
-        let m = bpfvet_maps::create(attr).unwrap();
-        if filled {
-            let pa = m.as_any().downcast_ref::<bpfvet_maps::ProgArray>().unwrap();
-            pa.set(0, 1, 0).unwrap();
-        }
-        vm.maps.push(m);
+        let vm = with_tail_call_target(&main, filled);
         let jit = Jit::compile(&vm);
         assert_eq!(jit.declined(0), None);
         assert_eq!(run_with(&Interpreter, &vm, &mut []).unwrap(), want);
