@@ -22,6 +22,7 @@ mod elf;
 pub mod error;
 mod externs;
 mod kconfig;
+pub use kconfig::read_config as read_kernel_config;
 mod link;
 mod load;
 pub mod loader;

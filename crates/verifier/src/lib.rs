@@ -16,6 +16,7 @@ mod ctx_glue;
 mod dead_code;
 mod dynptr;
 mod error;
+mod error_injection;
 mod exception;
 pub mod explain;
 mod explore;

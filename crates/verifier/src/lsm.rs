@@ -6,6 +6,7 @@
 
 use crate::btf_walk::vmlinux;
 use crate::error::VerifyError;
+use crate::error_injection::{self, ErrorInjection};
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_object::btf::Kind;
 
@@ -98,17 +99,63 @@ pub fn check_attach(
     Ok(())
 }
 
-/// The functions bpfvet knows an fmod_ret program may modify: the
-/// security_* hooks and the kfuncs test_run registers as modify-return
-/// targets. The others depend on the kernel's error-injection list, which
-/// its BTF does not show (check_attach_modify_return).
-fn modifiable(target: &str) -> bool {
-    const FMODRET_SET: &[&str] = &[
-        "bpf_modify_return_test",
-        "bpf_modify_return_test2",
-        "bpf_modify_return_test_tp",
-    ];
-    target.starts_with("security_") || FMODRET_SET.contains(&target)
+/// The functions registered as modify-return targets
+/// (register_btf_fmodret_id_set), with whether a sleepable program may
+/// attach to them (KF_SLEEPABLE): test_run's, always built, and MPTCP's
+/// (in vmlinux when MPTCP is).
+const FMODRET_SET: &[(&str, bool)] = &[
+    ("bpf_modify_return_test", false),
+    ("bpf_modify_return_test2", false),
+    ("bpf_modify_return_test_tp", false),
+    ("bpf_fentry_test1", true),
+    ("update_socket_protocol", false),
+];
+
+/// `target`'s entry in the modify-return set: Some(sleepable) if it is
+/// registered there.
+fn fmodret_entry(target: &str) -> Option<bool> {
+    let &(name, sleepable) = FMODRET_SET.iter().find(|(n, _)| *n == target)?;
+    // update_socket_protocol is always in vmlinux; MPTCP registers it.
+    if name == "update_socket_protocol"
+        && vmlinux()
+            .and_then(|b| b.find_by_name_kind("mptcp_sock", Kind::Struct))
+            .is_none()
+    {
+        return None;
+    }
+    Some(sleepable)
+}
+
+/// Error-injection functions a sleepable program may still not attach
+/// to: called from atomic context too (btf_non_sleepable_error_inject).
+/// The first always; the others only under a fault-injection option
+/// bpfvet cannot see.
+const NON_SLEEPABLE_ERROR_INJECT: &str = "__filemap_add_folio";
+const NON_SLEEPABLE_ERROR_INJECT_BY_CONFIG: &[&str] =
+    &["should_fail_alloc_page", "should_failslab"];
+
+/// Whether a sleepable fentry, fexit or fmod_ret program may attach to
+/// `target`: an error-injection function not denied, or one the
+/// modify-return set marks sleepable. Err names what bpfvet cannot see.
+fn may_sleep_at(target: &str, list: &ErrorInjection) -> Result<bool, String> {
+    if fmodret_entry(target) == Some(true) {
+        return Ok(true);
+    }
+    let listed = list.contains(target).ok_or(error_injection::UNKNOWN_LIST)?;
+    if listed && NON_SLEEPABLE_ERROR_INJECT_BY_CONFIG.contains(&target) {
+        return Err("its fault-injection configuration".into());
+    }
+    Ok(listed && target != NON_SLEEPABLE_ERROR_INJECT)
+}
+
+/// Whether an fmod_ret program may modify `target`
+/// (check_attach_modify_return): a security hook, a modify-return set
+/// member or an error-injection function.
+fn may_modify(target: &str, list: &ErrorInjection) -> Option<bool> {
+    if target.starts_with("security_") || fmodret_entry(target).is_some() {
+        return Some(true);
+    }
+    list.contains(target)
 }
 
 /// The first check of a tracing or LSM program's target: it must have
@@ -116,8 +163,16 @@ fn modifiable(target: &str) -> bool {
 /// the kernel rejects the load without it). A sleepable fentry, fexit or
 /// fmod_ret program may only attach to a function of the kernel's
 /// error-injection list (a build option: Debian's kernels have none) or
-/// of its sleepable modify-return set, which bpfvet cannot see: refused.
+/// of its sleepable modify-return set; a plain fmod_ret program only to
+/// what it may modify. Where the list is unknown: refused.
 pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
+    check_attach_target_with(prog, error_injection::target_list())
+}
+
+fn check_attach_target_with(
+    prog: &bpfvet_object::Program,
+    list: &ErrorInjection,
+) -> Result<(), VerifyError> {
     if prog.prog_type != ProgType::TRACING && prog.prog_type != ProgType::LSM {
         return Ok(());
     }
@@ -134,18 +189,37 @@ pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyEr
         _ => return Ok(()),
     };
     if prog.prog_type == ProgType::TRACING && prog.sleepable {
-        return Err(VerifyError::unsupported(
-            None,
-            format!(
-                "whether a sleepable {kind} program may attach to {target} (the kernel's error-injection list)"
-            ),
-        ));
-    }
-    if kind == "fmod_ret" && !modifiable(target) {
-        return Err(VerifyError::unsupported(
-            None,
-            format!("whether fmod_ret may modify {target} (the kernel's error-injection list)"),
-        ));
+        match may_sleep_at(target, list) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(VerifyError::new(None, format!("{target} is not sleepable")));
+            }
+            Err(what) => {
+                return Err(VerifyError::unsupported(
+                    None,
+                    format!("whether a sleepable {kind} program may attach to {target} ({what})"),
+                ));
+            }
+        }
+    } else if kind == "fmod_ret" {
+        match may_modify(target, list) {
+            Some(true) => {}
+            Some(false) => {
+                return Err(VerifyError::new(
+                    None,
+                    format!("{target}() is not modifiable"),
+                ));
+            }
+            None => {
+                return Err(VerifyError::unsupported(
+                    None,
+                    format!(
+                        "whether fmod_ret may modify {target} ({})",
+                        error_injection::UNKNOWN_LIST
+                    ),
+                ));
+            }
+        }
     }
     if prog.prog_type == ProgType::TRACING && TRACING_DENIED_BY_CONFIG.contains(&target) {
         return Err(VerifyError::unsupported(
@@ -332,16 +406,31 @@ mod attach_target_tests {
         assert!(check_attach_target(&obj.programs[0]).is_ok());
     }
 
+    fn listing(funcs: &[&str]) -> ErrorInjection {
+        ErrorInjection::parse(
+            &funcs
+                .iter()
+                .map(|f| format!("{f}\tERRNO\n"))
+                .collect::<String>(),
+        )
+    }
+
     #[test]
-    fn fmod_ret_only_where_bpfvet_knows_the_target_is_modifiable() {
-        let check = |target| {
+    fn fmod_ret_modifies_hooks_its_set_and_the_error_injection_list() {
+        let list = listing(&["__x64_sys_nanosleep"]);
+        let check = |target, list: &ErrorInjection| {
             let obj = tracing("fmod_ret/x", AttachType::MODIFY_RETURN, Some(target), false);
-            check_attach_target(&obj.programs[0])
+            check_attach_target_with(&obj.programs[0], list)
         };
-        assert!(check("security_file_open").is_ok());
-        assert!(check("bpf_modify_return_test").is_ok());
-        // The error-injection list decides, which BTF does not show.
-        let e = check("__x64_sys_nanosleep").unwrap_err();
+        let unknown = ErrorInjection::Unknown;
+        assert!(check("security_file_open", &unknown).is_ok());
+        assert!(check("bpf_modify_return_test", &unknown).is_ok());
+        assert!(check("__x64_sys_nanosleep", &list).is_ok());
+        let e = check("__x64_sys_getpgid", &list).unwrap_err();
+        assert_eq!(e.msg, "__x64_sys_getpgid() is not modifiable");
+        assert!(!e.unsupported);
+        // Without the list bpfvet cannot tell.
+        let e = check("__x64_sys_nanosleep", &unknown).unwrap_err();
         assert!(e.unsupported, "{e:?}");
         assert!(e.msg.contains("error-injection list"), "{}", e.msg);
     }
@@ -375,30 +464,54 @@ mod attach_target_tests {
     }
 
     #[test]
-    fn only_sleepable_fentry_fexit_fmod_ret_are_refused() {
-        let obj = tracing("fentry.s/foo", AttachType::TRACE_FENTRY, Some("foo"), true);
-        assert!(
-            check_attach_target(&obj.programs[0])
-                .unwrap_err()
-                .unsupported
-        );
-        let obj = tracing(
-            "fmod_ret.s/foo",
+    fn sleepable_trampolines_attach_to_error_injection_functions_only() {
+        let list = listing(&[
+            "__x64_sys_getpgid",
+            "__filemap_add_folio",
+            "should_failslab",
+        ]);
+        let check = |attach, target, list: &ErrorInjection| {
+            let obj = tracing("x.s/f", attach, Some(target), true);
+            check_attach_target_with(&obj.programs[0], list)
+        };
+        for attach in [
+            AttachType::TRACE_FENTRY,
+            AttachType::TRACE_FEXIT,
             AttachType::MODIFY_RETURN,
-            Some("foo"),
-            true,
-        );
+        ] {
+            assert!(check(attach, "__x64_sys_getpgid", &list).is_ok());
+            let e = check(attach, "__x64_sys_nanosleep", &list).unwrap_err();
+            assert_eq!(e.msg, "__x64_sys_nanosleep is not sleepable");
+            assert!(!e.unsupported);
+        }
+        let fentry = AttachType::TRACE_FENTRY;
+        // Listed, but called in atomic context too.
+        let e = check(fentry, "__filemap_add_folio", &list).unwrap_err();
+        assert_eq!(e.msg, "__filemap_add_folio is not sleepable");
+        // Denied only under a fault-injection option.
         assert!(
-            check_attach_target(&obj.programs[0])
+            check(fentry, "should_failslab", &list)
                 .unwrap_err()
                 .unsupported
         );
+        // The modify-return set's sleepable member needs no list.
+        assert!(check(fentry, "bpf_fentry_test1", &ErrorInjection::Unknown).is_ok());
+        let e = check(fentry, "__x64_sys_getpgid", &ErrorInjection::Unknown).unwrap_err();
+        assert!(
+            e.unsupported && e.msg.contains("error-injection list"),
+            "{e:?}"
+        );
+        // A sleepable fmod_ret needs no modifiable target: a hook that
+        // may not sleep is refused for sleeping.
+        let e = check(AttachType::MODIFY_RETURN, "security_file_open", &list).unwrap_err();
+        assert_eq!(e.msg, "security_file_open is not sleepable");
+        // Iterators may sleep anywhere.
         let obj = tracing(
             "iter.s/task",
             AttachType::TRACE_ITER,
             Some("bpf_iter_task"),
             true,
         );
-        assert!(check_attach_target(&obj.programs[0]).is_ok());
+        assert!(check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown).is_ok());
     }
 }

@@ -119,6 +119,8 @@ pub enum KfuncSet {
     XfrmState,
     /// net/bpf/test_run.c's kfuncs for the selftests.
     TestRun,
+    /// fs/bpf_fs_kfuncs.c: files, paths and xattrs, for LSM programs.
+    Fs,
 }
 
 /// Program types share kfunc registrations in groups (`enum
@@ -206,6 +208,7 @@ impl KfuncSet {
             KfuncSet::Conntrack => &[H::Xdp, H::Tc],
             KfuncSet::XfrmState => &[H::Xdp],
             KfuncSet::TestRun => &[H::Tc, H::Tracing, H::Syscall],
+            KfuncSet::Fs => &[H::Tracing],
         }
     }
 
@@ -226,6 +229,8 @@ impl KfuncSet {
                         Some(AttachType::TRACE_KPROBE_SESSION | AttachType::TRACE_UPROBE_SESSION)
                     )
             }
+            // The set's filter admits only LSM programs of its hook.
+            KfuncSet::Fs => prog_type == ProgType::LSM,
             _ => hook(prog_type).is_some_and(|h| self.hooks().contains(&h)),
         }
     }
@@ -360,6 +365,19 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Generic,
     ),
     kf("bpf_send_signal_task", K::TRUSTED_ARGS, S::Generic),
+    kf(
+        "bpf_lookup_user_key",
+        K(K::ACQUIRE.0 | K::RET_NULL.0 | K::SLEEPABLE.0),
+        S::Generic,
+    ),
+    kf(
+        "bpf_lookup_system_key",
+        K(K::ACQUIRE.0 | K::RET_NULL.0),
+        S::Generic,
+    ),
+    kf("bpf_key_put", K::RELEASE, S::Generic),
+    // Not bpf_verify_pkcs7_signature: only kernels built with
+    // SYSTEM_DATA_VERIFICATION register it (its BTF is there either way).
     kf("bpf_cast_to_kern_ctx", K::NONE, S::Common),
     kf("bpf_rdonly_cast", K::NONE, S::Common),
     kf("bpf_rcu_read_lock", K::NONE, S::Common),
@@ -592,6 +610,33 @@ pub const KFUNCS: &[Kfunc] = &[
     ),
     kf("__bpf_trap", K::NONE, S::Common),
     kf("bpf_cgroup_read_xattr", K::RCU, S::Common),
+    kf(
+        "bpf_get_task_exe_file",
+        K(K::ACQUIRE.0 | K::TRUSTED_ARGS.0 | K::RET_NULL.0),
+        S::Fs,
+    ),
+    kf("bpf_put_file", K::RELEASE, S::Fs),
+    kf("bpf_path_d_path", K::TRUSTED_ARGS, S::Fs),
+    kf(
+        "bpf_get_dentry_xattr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Fs,
+    ),
+    kf(
+        "bpf_get_file_xattr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Fs,
+    ),
+    kf(
+        "bpf_set_dentry_xattr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Fs,
+    ),
+    kf(
+        "bpf_remove_dentry_xattr",
+        K(K::SLEEPABLE.0 | K::TRUSTED_ARGS.0),
+        S::Fs,
+    ),
     kf("bpf_stream_vprintk_impl", K::TRUSTED_ARGS, S::Common),
     kf(
         "bpf_task_work_schedule_signal_impl",
