@@ -1029,15 +1029,8 @@ impl Env<'_> {
         }
         if let Some(rule) = proto.allowed {
             let target = self.prog.attach_target.as_deref();
-            match rule.decide(self.prog_type, self.prog.expected_attach_type, target) {
-                helpers::Allowed::Yes => {}
-                helpers::Allowed::No => return self.err("helper call is not allowed in probe"),
-                helpers::Allowed::Unmodelled(what) => {
-                    return self.unsupported(format!(
-                        "{what}, which decide where helper {} may be called",
-                        proto.variant
-                    ));
-                }
+            if !rule.allows(self.prog_type, self.prog.expected_attach_type, target) {
+                return self.err("helper call is not allowed in probe");
             }
         }
         if proto.might_sleep {

@@ -1,8 +1,10 @@
 //! BPF LSM programs: which hooks they may attach to and what they may
 //! return, by the hook's `bpf_lsm_<hook>` function in vmlinux BTF
-//! (bpf_lsm_verify_prog, bpf_lsm_get_retval_range). The lists are those of
-//! the 6.12 sources with the host's config (keys, audit, xfrm); hooks whose
-//! status changed in later kernels are refused by name.
+//! (bpf_lsm_verify_prog, bpf_lsm_get_retval_range, bpf_lsm_is_sleepable_hook),
+//! and where tracing programs may attach. The hook lists are those of the
+//! 6.12 sources with the host's config (keys, audit, xfrm), the sleepable
+//! hooks 6.18's; hooks whose status changed in later kernels are refused by
+//! name.
 
 use crate::btf_walk::vmlinux;
 use crate::error::VerifyError;
@@ -28,6 +30,105 @@ const DISABLED_HOOKS: &[&str] = &[
 /// Hooks disabled in some kernels after 6.12 and not in others: bpfvet
 /// cannot tell which the target has.
 const HOOKS_OF_UNSETTLED_STATUS: &[&str] = &["file_alloc_security", "xfrm_decode_session"];
+
+/// Hooks a sleepable LSM program may attach to, and where the LSM-only
+/// helpers that may sleep are allowed (6.18's sleepable_lsm_hooks; those
+/// under SECURITY_PATH or SECURITY_NETWORK exist only where configured).
+const SLEEPABLE_HOOKS: &[&str] = &[
+    "bpf",
+    "bpf_map",
+    "bpf_map_create",
+    "bpf_map_free",
+    "bpf_prog",
+    "bpf_prog_load",
+    "bpf_prog_free",
+    "bpf_token_create",
+    "bpf_token_free",
+    "bpf_token_cmd",
+    "bpf_token_capable",
+    "bprm_check_security",
+    "bprm_committed_creds",
+    "bprm_committing_creds",
+    "bprm_creds_for_exec",
+    "bprm_creds_from_file",
+    "capget",
+    "capset",
+    "cred_prepare",
+    "file_ioctl",
+    "file_lock",
+    "file_open",
+    "file_post_open",
+    "file_receive",
+    "inode_create",
+    "inode_free_security",
+    "inode_getattr",
+    "inode_getxattr",
+    "inode_mknod",
+    "inode_need_killpriv",
+    "inode_post_setxattr",
+    "inode_post_removexattr",
+    "inode_readlink",
+    "inode_removexattr",
+    "inode_rename",
+    "inode_rmdir",
+    "inode_setattr",
+    "inode_setxattr",
+    "inode_symlink",
+    "inode_unlink",
+    "kernel_module_request",
+    "kernel_read_file",
+    "kernfs_init_security",
+    "path_unlink",
+    "path_mkdir",
+    "path_rmdir",
+    "path_truncate",
+    "path_symlink",
+    "path_link",
+    "path_rename",
+    "path_chmod",
+    "path_chown",
+    "mmap_file",
+    "netlink_send",
+    "path_notify",
+    "release_secctx",
+    "sb_alloc_security",
+    "sb_eat_lsm_opts",
+    "sb_kern_mount",
+    "sb_mount",
+    "sb_remount",
+    "sb_set_mnt_opts",
+    "sb_show_options",
+    "sb_statfs",
+    "sb_umount",
+    "settime",
+    "inet_conn_established",
+    "socket_accept",
+    "socket_bind",
+    "socket_connect",
+    "socket_create",
+    "socket_getpeername",
+    "socket_getpeersec_dgram",
+    "socket_getsockname",
+    "socket_getsockopt",
+    "socket_listen",
+    "socket_post_create",
+    "socket_recvmsg",
+    "socket_sendmsg",
+    "socket_shutdown",
+    "socket_socketpair",
+    "syslog",
+    "task_alloc",
+    "task_prctl",
+    "task_setscheduler",
+    "task_to_inode",
+    "userns_create",
+];
+
+/// Whether the LSM hook (`bpf_lsm_<hook>` or `<hook>`) may sleep
+/// (bpf_lsm_is_sleepable_hook).
+pub fn hook_may_sleep(hook: &str) -> bool {
+    SLEEPABLE_HOOKS.contains(&hook.strip_prefix("bpf_lsm_").unwrap_or(hook))
+}
 
 /// Hooks whose pointer arguments are not trusted (the objects are being
 /// set up or torn down); every other hook's are (bpf_lsm_is_trusted).
@@ -182,6 +283,15 @@ fn check_attach_target_with(
             "Tracing programs must provide btf_id".into(),
         ));
     };
+    if prog.prog_type == ProgType::LSM && prog.sleepable {
+        let hook = target.strip_prefix("bpf_lsm_").unwrap_or(target);
+        if !hook_may_sleep(hook) {
+            return Err(VerifyError::new(
+                None,
+                format!("bpf_lsm_{hook} is not sleepable"),
+            ));
+        }
+    }
     let kind = match prog.expected_attach_type {
         Some(AttachType::TRACE_FENTRY) => "fentry",
         Some(AttachType::TRACE_FEXIT) => "fexit",
@@ -513,5 +623,23 @@ mod attach_target_tests {
             true,
         );
         assert!(check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown).is_ok());
+    }
+
+    #[test]
+    fn sleepable_lsm_programs_attach_to_sleepable_hooks_only() {
+        let lsm = |hook: &str, sleepable| {
+            let mut obj = Object::single_program("p", ProgType::LSM, vec![]);
+            let p = &mut obj.programs[0];
+            p.expected_attach_type = Some(AttachType::LSM_MAC);
+            p.attach_target = Some(hook.into());
+            p.sleepable = sleepable;
+            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown)
+        };
+        assert!(lsm("file_open", true).is_ok());
+        assert!(lsm("bpf_lsm_bprm_committed_creds", true).is_ok());
+        let e = lsm("task_free", true).unwrap_err();
+        assert_eq!(e.msg, "bpf_lsm_task_free is not sleepable");
+        assert!(!e.unsupported);
+        assert!(lsm("task_free", false).is_ok());
     }
 }

@@ -16,8 +16,8 @@ pub mod protos;
 
 pub use ids::{helper_id, id, HELPER_MAX_ID, HELPER_NAMES};
 pub use proto::{
-    helper_display_name, AllowRule, Allowed, ArgBase, ArgType, BtfRef, HelperProto, RetBase,
-    RetType, TypeFlags,
+    helper_display_name, AllowRule, ArgBase, ArgType, BtfRef, HelperProto, RetBase, RetType,
+    TypeFlags,
 };
 
 use bpfvet_isa::uapi::{AttachType, ProgType};

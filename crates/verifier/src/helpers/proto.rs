@@ -202,15 +202,6 @@ pub enum AllowRule {
     SkStorageTracing,
 }
 
-/// What an [`AllowRule`] says about one program.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Allowed {
-    Yes,
-    No,
-    /// The rule depends on a kernel fact bpfvet does not model (named).
-    Unmodelled(&'static str),
-}
-
 /// Attach functions of tracing programs that may call `bpf_d_path`
 /// (the kernel's `btf_allowlist_d_path`, CONFIG_SECURITY and
 /// CONFIG_SECURITY_PATH set, as on the 6.18 host).
@@ -229,32 +220,31 @@ const D_PATH_ATTACH_FUNCS: &[&str] = &[
 impl AllowRule {
     /// The prototype's `allowed` callback for a program of this type,
     /// expected attach type and attach target.
-    pub fn decide(
+    pub fn allows(
         self,
         prog_type: bpfvet_isa::uapi::ProgType,
         attach: Option<bpfvet_isa::uapi::AttachType>,
         target: Option<&str>,
-    ) -> Allowed {
+    ) -> bool {
         use bpfvet_isa::uapi::{AttachType as At, ProgType as Pt};
-        let yes_if = |b: bool| if b { Allowed::Yes } else { Allowed::No };
-        const SLEEPABLE_LSM: &str = "the LSM hooks that may sleep (bpf_lsm_is_sleepable_hook)";
+        let lsm_hook_may_sleep = || target.is_some_and(crate::lsm::hook_may_sleep);
         match self {
             AllowRule::DPath => match prog_type {
-                Pt::TRACING if attach == Some(At::TRACE_ITER) => Allowed::Yes,
-                Pt::LSM => Allowed::Unmodelled(SLEEPABLE_LSM),
-                _ => yes_if(target.is_some_and(|t| D_PATH_ATTACH_FUNCS.contains(&t))),
+                Pt::TRACING if attach == Some(At::TRACE_ITER) => true,
+                Pt::LSM => lsm_hook_may_sleep(),
+                _ => target.is_some_and(|t| D_PATH_ATTACH_FUNCS.contains(&t)),
             },
             AllowRule::SleepableLsmOrIter => match prog_type {
-                Pt::LSM => Allowed::Unmodelled(SLEEPABLE_LSM),
-                _ => Allowed::No,
+                Pt::LSM => lsm_hook_may_sleep(),
+                _ => false,
             },
             // Socket storage may not be used while tracing its own code.
             AllowRule::SkStorageTracing => match attach {
-                Some(At::TRACE_ITER | At::TRACE_RAW_TP) => Allowed::Yes,
+                Some(At::TRACE_ITER | At::TRACE_RAW_TP) => true,
                 Some(At::TRACE_FENTRY | At::TRACE_FEXIT) => {
-                    yes_if(target.is_some_and(|t| !t.starts_with("bpf_sk_storage")))
+                    target.is_some_and(|t| !t.starts_with("bpf_sk_storage"))
                 }
-                _ => Allowed::No,
+                _ => false,
             },
         }
     }
@@ -385,34 +375,22 @@ mod tests {
     #[test]
     fn allow_rules_decide_by_attach_point() {
         let fentry = Some(At::TRACE_FENTRY);
-        let d_path = |t, a, f| AllowRule::DPath.decide(t, a, f);
-        assert_eq!(
-            d_path(Pt::TRACING, fentry, Some("vfs_truncate")),
-            Allowed::Yes
-        );
-        assert_eq!(
-            d_path(Pt::TRACING, fentry, Some("do_sys_open")),
-            Allowed::No
-        );
-        assert_eq!(
-            d_path(Pt::TRACING, Some(At::TRACE_ITER), None),
-            Allowed::Yes
-        );
-        assert!(matches!(
-            d_path(Pt::LSM, Some(At::LSM_MAC), Some("file_open")),
-            Allowed::Unmodelled(_)
-        ));
-        let sk = |a, f| AllowRule::SkStorageTracing.decide(Pt::TRACING, a, f);
-        assert_eq!(sk(fentry, Some("inet_csk_accept")), Allowed::Yes);
-        assert_eq!(sk(fentry, Some("bpf_sk_storage_free")), Allowed::No);
-        assert_eq!(
-            sk(Some(At::TRACE_RAW_TP), Some("inet_sock_set_state")),
-            Allowed::Yes
-        );
-        assert_eq!(sk(Some(At::MODIFY_RETURN), Some("x")), Allowed::No);
-        assert_eq!(
-            AllowRule::SleepableLsmOrIter.decide(Pt::TRACING, fentry, Some("x")),
-            Allowed::No
-        );
+        let d_path = |t, a, f| AllowRule::DPath.allows(t, a, f);
+        assert!(d_path(Pt::TRACING, fentry, Some("vfs_truncate")));
+        assert!(!d_path(Pt::TRACING, fentry, Some("do_sys_open")));
+        assert!(d_path(Pt::TRACING, Some(At::TRACE_ITER), None));
+        // LSM programs: on the hooks that may sleep.
+        let lsm = Some(At::LSM_MAC);
+        assert!(d_path(Pt::LSM, lsm, Some("file_open")));
+        assert!(!d_path(Pt::LSM, lsm, Some("task_free")));
+        let ima = |f| AllowRule::SleepableLsmOrIter.allows(Pt::LSM, lsm, Some(f));
+        assert!(ima("bpf_lsm_bprm_committed_creds"));
+        assert!(!ima("bpf_lsm_task_free"));
+        let sk = |a, f| AllowRule::SkStorageTracing.allows(Pt::TRACING, a, f);
+        assert!(sk(fentry, Some("inet_csk_accept")));
+        assert!(!sk(fentry, Some("bpf_sk_storage_free")));
+        assert!(sk(Some(At::TRACE_RAW_TP), Some("inet_sock_set_state")));
+        assert!(!sk(Some(At::MODIFY_RETURN), Some("x")));
+        assert!(!AllowRule::SleepableLsmOrIter.allows(Pt::TRACING, fentry, Some("x")));
     }
 }
