@@ -38,12 +38,10 @@ fi
 # 2. bpfvet against a 6.18 guest on the program types the host's lockdown
 #    refuses: fentry/fexit/fmod_ret/iter/tp_btf (tracing), lsm,
 #    struct_ops and freplace (ext).
-#    bpfvet decides sleepable and fmod_ret targets by the guest's
-#    error-injection list: none when its config does not build one.
+#    bpfvet decides attach targets by the guest's build options (its
+#    error-injection list is none when they do not build one).
 guest_config=${XDG_CACHE_HOME:-$HOME/.cache}/bpfvet/kernels/6.18/config
-if [ -f "$guest_config" ] && ! grep -q '^CONFIG_FUNCTION_ERROR_INJECTION=y' "$guest_config"; then
-    export BPFVET_ERROR_INJECTION_LIST=none
-fi
+[ -f "$guest_config" ] && export BPFVET_KERNEL_CONFIG=$guest_config
 sets=(tests/progs)
 for s in verifier other; do
     [ -d "$selftests/$s" ] && sets+=("$selftests/$s")

@@ -22,7 +22,7 @@ mod elf;
 pub mod error;
 mod externs;
 mod kconfig;
-pub use kconfig::read_config as read_kernel_config;
+pub use kconfig::{parse_config as parse_kernel_config, read_config as read_kernel_config};
 mod link;
 mod load;
 pub mod loader;

@@ -7,6 +7,7 @@
 //! directory) has an empty list. Anywhere else bpfvet cannot tell, and the
 //! callers refuse.
 
+use crate::kernel_config;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -15,8 +16,9 @@ use std::sync::OnceLock;
 const HOST_LIST: &str = "/sys/kernel/debug/error_injection/list";
 /// Where debugfs is mounted, if it is.
 const DEBUGFS: &str = "/sys/kernel/debug";
-/// The running kernel's config.
-const HOST_CONFIG: &str = "/proc/config.gz";
+
+/// The option that builds the list.
+const BUILT: &str = "CONFIG_FUNCTION_ERROR_INJECTION";
 
 /// Overrides the host's list: a file in debugfs's format, or `none` for
 /// a kernel built without error injection. For verifying against another
@@ -57,8 +59,9 @@ impl ErrorInjection {
     }
 }
 
-/// The target kernel's list: `BPFVET_ERROR_INJECTION_LIST` when set,
-/// else the host's, read once per process.
+/// The target kernel's list: `BPFVET_ERROR_INJECTION_LIST` when set; else
+/// none when its config does not build one; else the host's, read once
+/// per process.
 pub fn target_list() -> &'static ErrorInjection {
     static LIST: OnceLock<ErrorInjection> = OnceLock::new();
     LIST.get_or_init(|| match std::env::var_os(LIST_ENV) {
@@ -66,25 +69,16 @@ pub fn target_list() -> &'static ErrorInjection {
         Some(path) => std::fs::read_to_string(path)
             .map(|t| ErrorInjection::parse(&t))
             .unwrap_or(ErrorInjection::Unknown),
-        None => host_list(),
+        None => match kernel_config::target().map(|c| c.is_set(BUILT)) {
+            Some(false) => ErrorInjection::Functions(HashSet::new()),
+            _ => host_list(),
+        },
     })
 }
 
 fn host_list() -> ErrorInjection {
     if let Ok(text) = std::fs::read_to_string(HOST_LIST) {
         return ErrorInjection::parse(&text);
-    }
-    let built = bpfvet_object::read_kernel_config(Path::new(HOST_CONFIG))
-        .ok()
-        .map(|c| {
-            c.get("CONFIG_FUNCTION_ERROR_INJECTION")
-                .is_some_and(|v| v == "y")
-        });
-    match built {
-        Some(false) => return ErrorInjection::Functions(HashSet::new()),
-        // Built, but debugfs does not show the list.
-        Some(true) => return ErrorInjection::Unknown,
-        None => {}
     }
     let list_dir = Path::new(HOST_LIST).parent().unwrap_or(Path::new(DEBUGFS));
     let debugfs_mounted = std::fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {

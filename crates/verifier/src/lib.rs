@@ -25,6 +25,7 @@ mod graph;
 pub mod helpers;
 mod irq;
 mod iter;
+mod kernel_config;
 mod kfunc;
 mod kptr;
 mod ksym;

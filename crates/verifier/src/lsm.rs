@@ -9,6 +9,7 @@
 use crate::btf_walk::vmlinux;
 use crate::error::VerifyError;
 use crate::error_injection::{self, ErrorInjection};
+use crate::kernel_config::{self, KernelConfig, When};
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_object::btf::Kind;
 
@@ -228,25 +229,46 @@ fn fmodret_entry(target: &str) -> Option<bool> {
 }
 
 /// Error-injection functions a sleepable program may still not attach
-/// to: called from atomic context too (btf_non_sleepable_error_inject).
-/// The first always; the others only under a fault-injection option
-/// bpfvet cannot see.
-const NON_SLEEPABLE_ERROR_INJECT: &str = "__filemap_add_folio";
-const NON_SLEEPABLE_ERROR_INJECT_BY_CONFIG: &[&str] =
-    &["should_fail_alloc_page", "should_failslab"];
+/// to, as they are called from atomic context too
+/// (btf_non_sleepable_error_inject).
+const NON_SLEEPABLE_ERROR_INJECT: &[(&str, When)] = &[
+    ("__filemap_add_folio", When::Always),
+    (
+        "should_fail_alloc_page",
+        When::AnySet(&["CONFIG_FAIL_PAGE_ALLOC"]),
+    ),
+    ("should_failslab", When::AnySet(&["CONFIG_FAILSLAB"])),
+];
+
+/// What a refusal names when a rule needs the kernel's config.
+const UNKNOWN_CONFIG: &str = "its kernel configuration: set BPFVET_KERNEL_CONFIG";
+
+/// Whether `func` is in the kernel set `set` on the target kernel; None
+/// when that depends on a config bpfvet cannot read.
+fn in_kernel_set(set: &[(&str, When)], func: &str, config: Option<&KernelConfig>) -> Option<bool> {
+    match set.iter().find(|(f, _)| *f == func) {
+        None => Some(false),
+        Some((_, When::Always)) => Some(true),
+        Some(&(_, when)) => config.map(|c| c.holds(when)),
+    }
+}
 
 /// Whether a sleepable fentry, fexit or fmod_ret program may attach to
 /// `target`: an error-injection function not denied, or one the
 /// modify-return set marks sleepable. Err names what bpfvet cannot see.
-fn may_sleep_at(target: &str, list: &ErrorInjection) -> Result<bool, String> {
+fn may_sleep_at(
+    target: &str,
+    list: &ErrorInjection,
+    config: Option<&KernelConfig>,
+) -> Result<bool, String> {
     if fmodret_entry(target) == Some(true) {
         return Ok(true);
     }
-    let listed = list.contains(target).ok_or(error_injection::UNKNOWN_LIST)?;
-    if listed && NON_SLEEPABLE_ERROR_INJECT_BY_CONFIG.contains(&target) {
-        return Err("its fault-injection configuration".into());
+    if !list.contains(target).ok_or(error_injection::UNKNOWN_LIST)? {
+        return Ok(false);
     }
-    Ok(listed && target != NON_SLEEPABLE_ERROR_INJECT)
+    let denied = in_kernel_set(NON_SLEEPABLE_ERROR_INJECT, target, config).ok_or(UNKNOWN_CONFIG)?;
+    Ok(!denied)
 }
 
 /// Whether an fmod_ret program may modify `target`
@@ -267,12 +289,17 @@ fn may_modify(target: &str, list: &ErrorInjection) -> Option<bool> {
 /// of its sleepable modify-return set; a plain fmod_ret program only to
 /// what it may modify. Where the list is unknown: refused.
 pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
-    check_attach_target_with(prog, error_injection::target_list())
+    check_attach_target_with(
+        prog,
+        error_injection::target_list(),
+        kernel_config::target(),
+    )
 }
 
 fn check_attach_target_with(
     prog: &bpfvet_object::Program,
     list: &ErrorInjection,
+    config: Option<&KernelConfig>,
 ) -> Result<(), VerifyError> {
     if prog.prog_type != ProgType::TRACING && prog.prog_type != ProgType::LSM {
         return Ok(());
@@ -299,7 +326,7 @@ fn check_attach_target_with(
         _ => return Ok(()),
     };
     if prog.prog_type == ProgType::TRACING && prog.sleepable {
-        match may_sleep_at(target, list) {
+        match may_sleep_at(target, list, config) {
             Ok(true) => {}
             Ok(false) => {
                 return Err(VerifyError::new(None, format!("{target} is not sleepable")));
@@ -331,63 +358,85 @@ fn check_attach_target_with(
             }
         }
     }
-    if prog.prog_type == ProgType::TRACING && TRACING_DENIED_BY_CONFIG.contains(&target) {
-        return Err(VerifyError::unsupported(
+    let unknown_config = |what: String| {
+        Err(VerifyError::unsupported(
             None,
-            format!("whether tracing programs may attach to {target} (denied in some kernel configurations)"),
-        ));
+            format!("{what} ({UNKNOWN_CONFIG})"),
+        ))
+    };
+    if prog.prog_type == ProgType::TRACING {
+        match in_kernel_set(TRACING_DENIED, target, config) {
+            Some(false) => {}
+            Some(true) => {
+                return Err(VerifyError::new(
+                    None,
+                    format!("Attaching tracing programs to function '{target}' is rejected."),
+                ));
+            }
+            None => {
+                return unknown_config(format!("whether tracing programs may attach to {target}"))
+            }
+        }
     }
     if kind != "fentry" {
-        if NORETURN_FUNCS.contains(&target) {
-            return Err(VerifyError::new(
-                None,
-                format!("Attaching fexit/fmod_ret to __noreturn function '{target}' is rejected."),
-            ));
-        }
-        if NORETURN_FUNCS_BY_CONFIG.contains(&target) {
-            return Err(VerifyError::unsupported(
-                None,
-                format!("whether {target} is listed as __noreturn (it depends on the kernel configuration)"),
-            ));
+        match in_kernel_set(NORETURN_FUNCS, target, config) {
+            Some(false) => {}
+            Some(true) => {
+                return Err(VerifyError::new(
+                    None,
+                    format!(
+                        "Attaching fexit/fmod_ret to __noreturn function '{target}' is rejected."
+                    ),
+                ));
+            }
+            None => return unknown_config(format!("whether {target} is listed as __noreturn")),
         }
     }
     Ok(())
 }
 
-/// Functions no tracing program may attach to, each under a kernel
-/// configuration bpfvet cannot see (btf_id_deny: SMP, PREEMPT_RCU,
-/// DEBUG_PREEMPT...).
-const TRACING_DENIED_BY_CONFIG: &[&str] = &[
-    "___migrate_enable",
-    "migrate_disable",
-    "migrate_enable",
-    "rcu_read_unlock_strict",
-    "preempt_count_add",
-    "preempt_count_sub",
-    "__rcu_read_lock",
-    "__rcu_read_unlock",
+/// Functions no tracing program may attach to (btf_id_deny).
+const TRACING_DENIED: &[(&str, When)] = &[
+    ("___migrate_enable", When::AnySet(&["CONFIG_SMP"])),
+    ("migrate_disable", When::AnySet(&["CONFIG_SMP"])),
+    ("migrate_enable", When::AnySet(&["CONFIG_SMP"])),
+    (
+        "rcu_read_unlock_strict",
+        When::NoneSet(&["CONFIG_PREEMPT_RCU", "CONFIG_TINY_RCU"]),
+    ),
+    (
+        "preempt_count_add",
+        When::AnySet(&["CONFIG_DEBUG_PREEMPT", "CONFIG_TRACE_PREEMPT_TOGGLE"]),
+    ),
+    (
+        "preempt_count_sub",
+        When::AnySet(&["CONFIG_DEBUG_PREEMPT", "CONFIG_TRACE_PREEMPT_TOGGLE"]),
+    ),
+    ("__rcu_read_lock", When::AnySet(&["CONFIG_PREEMPT_RCU"])),
+    ("__rcu_read_unlock", When::AnySet(&["CONFIG_PREEMPT_RCU"])),
 ];
 
 /// `__noreturn` functions fexit and fmod_ret programs may not attach to
-/// (noreturn_deny) on every x86-64 kernel ...
-const NORETURN_FUNCS: &[&str] = &[
-    "__x64_sys_exit",
-    "__x64_sys_exit_group",
-    "do_exit",
-    "do_group_exit",
-    "kthread_complete_and_exit",
-    "kthread_exit",
-    "make_task_dead",
-];
-
-/// ... and those listed only under some configurations (IA32 emulation,
-/// KUnit, modules).
-const NORETURN_FUNCS_BY_CONFIG: &[&str] = &[
-    "__ia32_sys_exit",
-    "__ia32_sys_exit_group",
-    "__kunit_abort",
-    "kunit_try_catch_throw",
-    "__module_put_and_kthread_exit",
+/// (noreturn_deny, on x86-64).
+const NORETURN_FUNCS: &[(&str, When)] = &[
+    ("__ia32_sys_exit", When::AnySet(&["CONFIG_IA32_EMULATION"])),
+    (
+        "__ia32_sys_exit_group",
+        When::AnySet(&["CONFIG_IA32_EMULATION"]),
+    ),
+    ("__kunit_abort", When::AnySet(&["CONFIG_KUNIT"])),
+    ("kunit_try_catch_throw", When::AnySet(&["CONFIG_KUNIT"])),
+    (
+        "__module_put_and_kthread_exit",
+        When::AnySet(&["CONFIG_MODULES"]),
+    ),
+    ("__x64_sys_exit", When::Always),
+    ("__x64_sys_exit_group", When::Always),
+    ("do_exit", When::Always),
+    ("do_group_exit", When::Always),
+    ("kthread_complete_and_exit", When::Always),
+    ("kthread_exit", When::Always),
+    ("make_task_dead", When::Always),
 ];
 
 /// What R0 must hold when an LSM program exits.
@@ -530,7 +579,7 @@ mod attach_target_tests {
         let list = listing(&["__x64_sys_nanosleep"]);
         let check = |target, list: &ErrorInjection| {
             let obj = tracing("fmod_ret/x", AttachType::MODIFY_RETURN, Some(target), false);
-            check_attach_target_with(&obj.programs[0], list)
+            check_attach_target_with(&obj.programs[0], list, None)
         };
         let unknown = ErrorInjection::Unknown;
         assert!(check("security_file_open", &unknown).is_ok());
@@ -546,28 +595,42 @@ mod attach_target_tests {
     }
 
     #[test]
-    fn noreturn_and_denied_targets() {
-        let check = |attach, target| {
+    fn noreturn_and_denied_targets_by_the_kernel_config() {
+        let preempt_rcu = KernelConfig::parse("CONFIG_PREEMPT_RCU=y\nCONFIG_IA32_EMULATION=y\n");
+        let plain = KernelConfig::parse("CONFIG_SMP=y\n");
+        let check = |attach, target, config: Option<&KernelConfig>| {
             let obj = tracing("x", attach, Some(target), false);
-            check_attach_target(&obj.programs[0])
+            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, config)
         };
-        let e = check(AttachType::TRACE_FEXIT, "do_exit").unwrap_err();
+        let (fentry, fexit) = (AttachType::TRACE_FENTRY, AttachType::TRACE_FEXIT);
+        let e = check(fexit, "do_exit", None).unwrap_err();
         assert_eq!(
             e.msg,
             "Attaching fexit/fmod_ret to __noreturn function 'do_exit' is rejected."
         );
         assert!(!e.unsupported);
-        assert!(check(AttachType::MODIFY_RETURN, "do_group_exit").is_err());
+        assert!(check(AttachType::MODIFY_RETURN, "do_group_exit", None).is_err());
         // fentry runs before the function: allowed.
-        assert!(check(AttachType::TRACE_FENTRY, "do_exit").is_ok());
-        // Denied or __noreturn only under some configurations: refused.
+        assert!(check(fentry, "do_exit", None).is_ok());
+        // Denied or __noreturn under some configurations.
+        let e = check(fentry, "__rcu_read_lock", Some(&preempt_rcu)).unwrap_err();
+        assert_eq!(
+            e.msg,
+            "Attaching tracing programs to function '__rcu_read_lock' is rejected."
+        );
+        assert!(check(fentry, "__rcu_read_lock", Some(&plain)).is_ok());
+        assert!(check(fentry, "rcu_read_unlock_strict", Some(&plain)).is_err());
+        assert!(check(fentry, "rcu_read_unlock_strict", Some(&preempt_rcu)).is_ok());
+        assert!(check(fexit, "__ia32_sys_exit", Some(&preempt_rcu)).is_err());
+        assert!(check(fexit, "__ia32_sys_exit", Some(&plain)).is_ok());
+        // Without the config: refused by name.
+        let e = check(fentry, "__rcu_read_lock", None).unwrap_err();
         assert!(
-            check(AttachType::TRACE_FENTRY, "__rcu_read_lock")
-                .unwrap_err()
-                .unsupported
+            e.unsupported && e.msg.contains("BPFVET_KERNEL_CONFIG"),
+            "{e:?}"
         );
         assert!(
-            check(AttachType::TRACE_FEXIT, "__ia32_sys_exit")
+            check(fexit, "__ia32_sys_exit", None)
                 .unwrap_err()
                 .unsupported
         );
@@ -582,7 +645,7 @@ mod attach_target_tests {
         ]);
         let check = |attach, target, list: &ErrorInjection| {
             let obj = tracing("x.s/f", attach, Some(target), true);
-            check_attach_target_with(&obj.programs[0], list)
+            check_attach_target_with(&obj.programs[0], list, None)
         };
         for attach in [
             AttachType::TRACE_FENTRY,
@@ -622,7 +685,7 @@ mod attach_target_tests {
             Some("bpf_iter_task"),
             true,
         );
-        assert!(check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown).is_ok());
+        assert!(check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, None).is_ok());
     }
 
     #[test]
@@ -633,7 +696,7 @@ mod attach_target_tests {
             p.expected_attach_type = Some(AttachType::LSM_MAC);
             p.attach_target = Some(hook.into());
             p.sleepable = sleepable;
-            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown)
+            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, None)
         };
         assert!(lsm("file_open", true).is_ok());
         assert!(lsm("bpf_lsm_bprm_committed_creds", true).is_ok());

@@ -1,0 +1,76 @@
+//! The target kernel's build options, for the verifier's rules that
+//! depend on them (which functions tracing may attach to, the
+//! error-injection list). Read from `BPFVET_KERNEL_CONFIG` when set (a
+//! `.config`, plain or gzipped: to verify for another kernel), else from
+//! the host's `/proc/config.gz`. Without either, those rules refuse.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub const CONFIG_ENV: &str = "BPFVET_KERNEL_CONFIG";
+const HOST_CONFIG: &str = "/proc/config.gz";
+
+/// A kernel's options: `CONFIG_X` -> its value (`y`, `m`, a number...).
+#[derive(Debug, Default)]
+pub struct KernelConfig(HashMap<String, String>);
+
+/// A condition on build options, as an `#ifdef` in the kernel writes it.
+#[derive(Clone, Copy, Debug)]
+pub enum When {
+    Always,
+    /// Any of these is built in.
+    AnySet(&'static [&'static str]),
+    /// None of these is built in.
+    NoneSet(&'static [&'static str]),
+}
+
+impl KernelConfig {
+    #[cfg(test)]
+    pub fn parse(text: &str) -> KernelConfig {
+        KernelConfig(bpfvet_object::parse_kernel_config(text))
+    }
+
+    /// Whether `option` (e.g. `CONFIG_SMP`) is built in.
+    pub fn is_set(&self, option: &str) -> bool {
+        self.0.get(option).is_some_and(|v| v == "y")
+    }
+
+    pub fn holds(&self, when: When) -> bool {
+        match when {
+            When::Always => true,
+            When::AnySet(opts) => opts.iter().any(|o| self.is_set(o)),
+            When::NoneSet(opts) => !opts.iter().any(|o| self.is_set(o)),
+        }
+    }
+}
+
+/// The target kernel's options, read once per process; None when bpfvet
+/// cannot read them.
+pub fn target() -> Option<&'static KernelConfig> {
+    static CONFIG: OnceLock<Option<KernelConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let path = std::env::var_os(CONFIG_ENV).unwrap_or_else(|| HOST_CONFIG.into());
+            bpfvet_object::read_kernel_config(Path::new(&path))
+                .ok()
+                .map(KernelConfig)
+        })
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_read_built_in_options_only() {
+        let c = KernelConfig::parse("CONFIG_SMP=y\nCONFIG_KUNIT=m\n# CONFIG_MODULES is not set\n");
+        assert!(c.is_set("CONFIG_SMP"));
+        assert!(!c.is_set("CONFIG_KUNIT"));
+        assert!(!c.is_set("CONFIG_MODULES"));
+        assert!(c.holds(When::AnySet(&["CONFIG_MODULES", "CONFIG_SMP"])));
+        assert!(!c.holds(When::NoneSet(&["CONFIG_MODULES", "CONFIG_SMP"])));
+        assert!(c.holds(When::NoneSet(&["CONFIG_KUNIT"])));
+    }
+}
