@@ -115,18 +115,21 @@ for title, key in sets:
 
 # Lockdown-free comparison.
 CAUSES = [
-    ("is not sleepable", "sleepable fentry/fexit/fmod_ret/lsm: the target must be in the kernel's "
-     "error-injection list or sleepable hooks (Debian builds without CONFIG_FUNCTION_ERROR_INJECTION); bpfvet does not check"),
     ("Tracing programs must provide btf_id", "no attach target in the section name (the test sets it at run time); "
      "the kernel rejects the load, bpfvet verifies without one"),
     ("non-GPL compatible program", "the kernel checks the licence before reading BTF-typed kernel memory; bpfvet does not"),
-    ("invalid func unknown#2002", "a kfunc the host's vmlinux has and the guest's lacks (a module in the guest's "
-     "build): the loader poisons the call for the guest, bpfvet verifies against the host's BTF, where the host accepts"),
+    ("invalid func unknown#2002", "a kfunc one kernel's vmlinux has and the other's lacks (a module or an option "
+     "off in one build): the loader poisons the call where it is missing; bpfvet verifies against the host's BTF"),
+    ("calling kernel function bpf_verify_pkcs7_signature is not allowed", "the guest's build registers "
+     "bpf_verify_pkcs7_signature (SYSTEM_DATA_VERIFICATION), the host's does not; bpfvet follows the host's BTF"),
+    ("failed to find the address for kernel symbol", "a typed ksym the host's kallsyms lacks and the guest's has"),
+    ("invalid bpf_context access off=0 size=8", "a const void * tracing argument: bpfvet's BTF context table "
+     "rejects the load the kernel allows"),
 ]
 def cause(text):
     return next((c for pat, c in CAUSES if pat in text), "")
 
-all_rows, unsound_rows, summary = [], [], []
+all_rows, unsound_rows, overstrict_rows, summary = [], [], [], []
 lt = os.path.join(work, "lockdown.tsv")
 for line in (open(lt) if os.path.exists(lt) else []):
     name, csv_path, err_path = line.rstrip("\n").split("\t")
@@ -149,6 +152,9 @@ for line in (open(lt) if os.path.exists(lt) else []):
     for key, u in unsound.items():
         f, prog = key.split("/", 1)
         unsound_rows.append([name, f, prog, types.get(key, ""), u["kernel"], cause(u["kernel"])])
+    for u in j["overstrict_list"]:
+        f, prog = u["prog"].split("/", 1)
+        overstrict_rows.append([name, f, prog, types.get(u["prog"], ""), u["bpfvet"], cause(u["bpfvet"])])
 
 with open(os.path.join(out_dir, "lockdown_free.csv"), "w", newline="") as fh:
     w = csv.writer(fh)
@@ -182,4 +188,9 @@ if summary:
     p("| set | program | type | 6.18 says | cause |")
     p("|---|---|---|---|---|")
     for s, f, prog, t, err, c in unsound_rows:
+        p(f"| {s} | {f}/{prog} | {t} | {err} | {c} |")
+    p(f"\n### Every program the 6.18 guest accepts and bpfvet rejects ({len(overstrict_rows)})\n")
+    p("| set | program | type | bpfvet says | cause |")
+    p("|---|---|---|---|---|")
+    for s, f, prog, t, err, c in overstrict_rows:
         p(f"| {s} | {f}/{prog} | {t} | {err} | {c} |")
