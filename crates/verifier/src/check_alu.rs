@@ -32,26 +32,41 @@ fn op_name(op: u8) -> &'static str {
 }
 
 impl Env<'_> {
-    /// check_reg_arg(SRC_OP): the register must be initialised.
+    /// check_reg_arg(SRC_OP): the register must be initialised. Runs for
+    /// most instructions: the test is inlined, the error built out of line.
+    #[inline(always)]
     pub fn check_read(&self, r: u8) -> VResult<()> {
+        if (r as usize) < 11 && self.cur.reg(r).ty != RegType::NotInit {
+            return Ok(());
+        }
+        self.check_read_failed(r)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_read_failed(&self, r: u8) -> VResult<()> {
         if r as usize >= 11 {
             return self.err(format!("R{r} is invalid"));
         }
-        if self.cur.reg(r).ty == RegType::NotInit {
-            return self.err(format!("R{r} !read_ok"));
-        }
-        Ok(())
+        self.err(format!("R{r} !read_ok"))
     }
 
     /// check_reg_arg(DST_OP): the register may be written.
+    #[inline(always)]
     pub fn check_write(&self, r: u8) -> VResult<()> {
+        if r < 10 {
+            return Ok(());
+        }
+        self.check_write_failed(r)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_write_failed(&self, r: u8) -> VResult<()> {
         if r as usize >= 11 {
             return self.err(format!("R{r} is invalid"));
         }
-        if r == 10 {
-            return self.err("frame pointer is read only");
-        }
-        Ok(())
+        self.err("frame pointer is read only")
     }
 
     pub fn set_unknown(&mut self, r: u8) {

@@ -195,9 +195,16 @@ impl Env<'_> {
                 }
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
-                if access == Access::Read {
-                    // Iterator state and saved irq flags are not memory a
-                    // helper may read.
+                // Iterator state and saved irq flags are not memory a helper
+                // may read. Most ranges hold neither: look at whole slots
+                // first, and byte by byte (for the first bad one) only then.
+                let (lo_spi, hi_spi) = ((-(max + size as i64)) as usize / 8, (-off - 1) as usize / 8);
+                let unreadable = |s: &crate::state::Slot| {
+                    s.types
+                        .iter()
+                        .any(|t| matches!(t, crate::state::SlotType::Iter | crate::state::SlotType::IrqFlag))
+                };
+                if access == Access::Read && fr.stack[lo_spi..=hi_spi].iter().any(unreadable) {
                     for b in off..max + size as i64 {
                         let slot = (-b - 1) as usize;
                         if matches!(
@@ -211,7 +218,7 @@ impl Env<'_> {
                         }
                     }
                 }
-                if access == Access::Write && raw {
+                if access == Access::Write && raw && !self.caps.bypass_spec_v4 {
                     // The kernel writes the buffer byte by byte, each a
                     // store that Spectre v4 sanitation looks at.
                     for b in off..max + size as i64 {
@@ -222,18 +229,17 @@ impl Env<'_> {
                 if access == Access::Write {
                     self.log.scratch_stack(off, max + size as i64);
                     // The helper fills the bytes: they become STACK_MISC
-                    // and spills there are destroyed.
-                    for b in off..max + size as i64 {
-                        let slot = (-b - 1) as usize;
-                        let (spi, bi) = (slot / 8, slot % 8);
+                    // and spills there are destroyed (whole slots).
+                    let (first, end) = ((-(max + size as i64)) as usize, (-off) as usize);
+                    for spi in first / 8..end.div_ceil(8) {
                         let s = &mut fr.stack[spi];
                         if s.is_spill() || s.is_iter() {
                             s.spilled = Reg::not_init();
-                            for t in &mut s.types {
-                                *t = crate::state::SlotType::Misc;
-                            }
+                            s.types = [crate::state::SlotType::Misc; crate::state::REG_SIZE];
+                        } else {
+                            let bytes = first.max(spi * 8) - spi * 8..end.min(spi * 8 + 8) - spi * 8;
+                            s.types[bytes].fill(crate::state::SlotType::Misc);
                         }
-                        s.types[bi] = crate::state::SlotType::Misc;
                     }
                 }
                 Ok(())

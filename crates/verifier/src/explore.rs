@@ -493,7 +493,7 @@ impl<'a> Env<'a> {
                 Ok(Step::PathEnd)
             } else {
                 self.live_begin_insn();
-                self.do_check_insn(&insn, &mut do_print_state)
+                self.do_check_insn(insn, &mut do_print_state)
             };
             let step = match step {
                 Ok(Step::Next) => {
@@ -529,9 +529,12 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// One instruction (the kernel's do_check_insn).
-    fn do_check_insn(&mut self, insn: &Insn, do_print_state: &mut bool) -> VResult<Step> {
-        let insn = *insn;
+    /// One instruction (the kernel's do_check_insn). Inlined into the
+    /// main loop, as it was before it was split out: called for every
+    /// processed instruction, its call and result cost ~5% on ALU-heavy
+    /// programs.
+    #[inline(always)]
+    fn do_check_insn(&mut self, insn: Insn, do_print_state: &mut bool) -> VResult<Step> {
         let idx = self.insn_idx;
         match insn.class() {
             BPF_ALU | BPF_ALU64 => self.check_alu(&insn)?,

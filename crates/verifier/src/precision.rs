@@ -422,6 +422,11 @@ impl Env<'_> {
                 let mut cursor = HistCursor::new(&st.jmp_history);
                 let first = st.first_insn_idx;
                 let mut i = last_idx as usize;
+                // Kept in locals: the loop below runs for every walked
+                // instruction, and only a step changes what it asks about.
+                let masks = &self.walk_masks[..];
+                let n = self.insns.len();
+                let mut mask = bt.regs[bt.frame] | ALWAYS_STEP;
                 loop {
                     if skip_first {
                         skip_first = false;
@@ -443,18 +448,19 @@ impl Env<'_> {
                         // one that only records the path) and involve no
                         // register the walk asks about: step would leave
                         // `bt` as it is (so still not empty).
-                        let passed_over = h.is_none_or(|h| h.stack == 0 && h.linked == 0)
-                            && self.walk_masks[i] & (bt.regs[bt.frame] | ALWAYS_STEP) == 0;
+                        let passed_over =
+                            h.is_none_or(|h| h.stack == 0 && h.linked == 0) && masks[i] & mask == 0;
                         if !passed_over {
                             bt.step(self, i, subseq, h)?;
                             if bt.empty() {
                                 return Ok(());
                             }
+                            mask = bt.regs[bt.frame] | ALWAYS_STEP;
                         }
                     }
                     subseq = i as i64;
                     match cursor.prev(first, i) {
-                        Some(p) if p < self.insns.len() => i = p,
+                        Some(p) if p < n => i = p,
                         Some(_) => return Err(Unsupported),
                         None => break,
                     }

@@ -262,8 +262,11 @@ pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -
             }
         }
         // Each byte that is neither uninitialised (never read) nor unknown
-        // (matches anything) must have the same type in both.
-        if byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0 {
+        // (matches anything) must have the same type in both (as it has
+        // when the words are equal, the common case).
+        if old_types != cur_types
+            && byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0
+        {
             return false;
         }
         if !slot_objects_safe(os, cs, m, exact) {

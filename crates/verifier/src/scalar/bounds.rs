@@ -55,10 +55,14 @@ struct SyncMemo {
 }
 
 thread_local! {
-    static SYNC_MEMO: std::cell::RefCell<SyncMemo> = std::cell::RefCell::new(SyncMemo {
-        on: true,
-        slots: vec![(Scalar::unknown(), Scalar::unknown()); SYNC_MEMO_SLOTS],
-    });
+    // Constant-initialised (the table is allocated at its first use), so
+    // that each access is a plain thread-local access.
+    static SYNC_MEMO: std::cell::RefCell<SyncMemo> = const {
+        std::cell::RefCell::new(SyncMemo {
+            on: true,
+            slots: Vec::new(),
+        })
+    };
 }
 
 /// Whether this thread's `sync` looks up recent results (the baseline
@@ -68,15 +72,15 @@ pub fn set_sync_memo(on: bool) {
 }
 
 fn memo_slot(s: &Scalar) -> usize {
+    // Three multiplies over every field folded into three words: the
+    // table only needs scalars that differ to land apart mostly, and the
+    // lookup runs for nearly every ALU instruction.
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = s.var_off.value.wrapping_mul(K) ^ s.var_off.mask;
-    h = h.rotate_left(17).wrapping_mul(K) ^ s.umin;
-    h = h.rotate_left(17).wrapping_mul(K) ^ s.umax;
-    h = h.rotate_left(17).wrapping_mul(K) ^ s.smin as u64;
-    h = h.rotate_left(17).wrapping_mul(K) ^ s.smax as u64;
-    h = h.rotate_left(17).wrapping_mul(K) ^ (u64::from(s.u32_min) << 32 | u64::from(s.u32_max));
-    h = h.rotate_left(17).wrapping_mul(K)
-        ^ (u64::from(s.s32_min as u32) << 32 | u64::from(s.s32_max as u32));
+    let a = s.var_off.value ^ s.var_off.mask.rotate_left(32) ^ s.umin.rotate_left(16);
+    let b = s.umax ^ (s.smin as u64).rotate_left(32) ^ (s.smax as u64).rotate_left(48);
+    let c = (u64::from(s.u32_min) | u64::from(s.u32_max) << 32)
+        ^ (u64::from(s.s32_min as u32) << 16 | u64::from(s.s32_max as u32).rotate_left(48));
+    let h = (a.wrapping_mul(K) ^ b).wrapping_mul(K) ^ c;
     (h.wrapping_mul(K) >> 52) as usize % SYNC_MEMO_SLOTS
 }
 
@@ -274,6 +278,9 @@ impl Scalar {
             if !m.on {
                 self.sync_uncached();
                 return;
+            }
+            if m.slots.is_empty() {
+                m.slots = vec![(Scalar::unknown(), Scalar::unknown()); SYNC_MEMO_SLOTS];
             }
             let slot = memo_slot(self);
             let (input, output) = &mut m.slots[slot];
