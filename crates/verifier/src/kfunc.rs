@@ -471,9 +471,7 @@ impl Env<'_> {
                 // the context access by the struct's size. (One holding
                 // pointers is refused below as memory, as the kernel does.)
                 PtrArg::Unmodelled("the context passed for another struct")
-            } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc | RegType::MapPtr)
-                || reg.ty.is_sock()
-            {
+            } else if reg.ty.is_btf_id() || reg.ty == RegType::MapPtr || reg.ty.is_sock() {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
                         "kernel function {} args#{i} pointer type {} {} is not supported",
@@ -665,6 +663,12 @@ impl Env<'_> {
                                 return self.err(format!("R{regno} must be a rcu pointer"));
                             }
                         }
+                    }
+                    if reg.ty == RegType::LocalBtfId {
+                        return self.unsupported(format!(
+                            "pointers into program BTF as arguments of kfunc {}",
+                            meta.name
+                        ));
                     }
                     // A released object is passed as it came; other BTF
                     // pointers may point inside (check_func_arg_reg_off).
