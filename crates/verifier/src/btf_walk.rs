@@ -268,16 +268,33 @@ fn field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<Field<'_>, String
 /// load as scalars), Ok(false) for a pointer to anything else, which the
 /// kernel loads as read-only untrusted memory.
 pub fn local_field_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<bool, String> {
+    local_read_at(btf, id, off, size).map(|r| !matches!(r, LocalRead::UntrustedMem))
+}
+
+/// What a read through a pointer into the program's BTF finds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LocalRead {
+    Scalar,
+    /// A pointer to something other than a struct: read-only untrusted
+    /// memory of no size.
+    UntrustedMem,
+    /// A pointer to a struct of the same BTF (its id).
+    Ptr(u32),
+}
+
+/// btf_struct_access on a struct of the program's BTF: the member read.
+pub fn local_read_at(btf: &Btf, id: u32, off: u32, size: u32) -> Result<LocalRead, String> {
     let mut untrusted = false;
     let (mut id, mut off) = (id, off);
     for _ in 0..32 {
         match struct_walk(btf, id, off, size, &mut untrusted)? {
-            Walk::Scalar | Walk::Ptr(..) => return Ok(true),
-            Walk::PtrUntrusted => return Ok(false),
+            Walk::Scalar => return Ok(LocalRead::Scalar),
+            Walk::Ptr(pid, ..) => return Ok(LocalRead::Ptr(pid)),
+            Walk::PtrUntrusted => return Ok(LocalRead::UntrustedMem),
             Walk::Struct(sid) => (id, off) = (sid, 0),
         }
     }
-    Ok(true)
+    Ok(LocalRead::Scalar)
 }
 
 /// btf_nested_type_is_trusted: struct `owner` lists member `field`, a

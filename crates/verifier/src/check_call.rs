@@ -54,6 +54,9 @@ struct ArgMeta {
     size_max: u64,
     /// `bpf_kptr_xchg`: the kptr field its destination points to.
     kptr_field: Option<crate::map_record::Field>,
+    /// bpf_this_cpu_ptr / bpf_per_cpu_ptr of an RCU-protected per-CPU
+    /// kptr: the struct (program BTF) of the allocation returned.
+    percpu_alloc: Option<u32>,
 }
 
 impl Env<'_> {
@@ -662,6 +665,23 @@ impl Env<'_> {
                     meta.map_uid = r.map_uid;
                 }
             }
+            ArgBase::PtrToPercpuBtfId if r.ty == RegType::LocalBtfId => {
+                // A per-CPU kptr loaded in an RCU section: the CPU's
+                // object is an RCU-protected allocation.
+                let percpu_types = [
+                    flag::PERCPU,
+                    flag::PERCPU | flag::RCU,
+                    flag::PERCPU | flag::TRUSTED,
+                ];
+                if !percpu_types.contains(&r.flags) {
+                    return self
+                        .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+                }
+                if r.flags & flag::RCU == 0 {
+                    return self.unsupported("per-CPU pointers into program BTF outside RCU");
+                }
+                meta.percpu_alloc = Some(r.aux);
+            }
             ArgBase::PtrToPercpuBtfId => {
                 // Untrusted or maybe-NULL pointers match none of the
                 // per-CPU types, per-CPU or not.
@@ -676,6 +696,11 @@ impl Env<'_> {
                 if r.flags & flag::PERCPU == 0 {
                     return self
                         .arg_type_err(regno, "percpu_ptr_, percpu_rcu_ptr_, percpu_trusted_ptr_");
+                }
+                if r.flags & flag::RCU != 0 {
+                    // The kernel would make the CPU's kernel object an
+                    // allocation (MEM_ALLOC) of vmlinux BTF.
+                    return self.unsupported("RCU-protected per-CPU pointers to kernel structs");
                 }
             }
             ArgBase::KptrXchgDest => {
@@ -692,10 +717,17 @@ impl Env<'_> {
                 if r.ty == RegType::Alloc {
                     folded &= !flag::PERCPU;
                 }
-                let compatible = matches!(r.ty, RegType::Alloc | RegType::BtfId)
-                    && [0, flag::TRUSTED, flag::RCU].contains(&folded);
+                let compatible =
+                    r.ty.is_btf_id() && [0, flag::TRUSTED, flag::RCU].contains(&folded);
                 if !compatible {
                     return self.arg_type_err(regno, "ptr_, trusted_ptr_, rcu_ptr_");
+                }
+                if r.ty == RegType::LocalBtfId {
+                    // Never made with these flags (kptr loads are per-CPU
+                    // or untrusted).
+                    return self.unsupported(
+                        "a trusted pointer into program BTF as the bpf_kptr_xchg argument",
+                    );
                 }
                 if r.ty == RegType::Alloc {
                     // Only a plain allocated object has a case of its own;
@@ -1113,7 +1145,11 @@ impl Env<'_> {
             self.release_dynptr(regno)?;
         }
         if let Some(rid) = meta.release_ref {
-            self.release_reference(rid)?;
+            if func_id == id::KPTR_XCHG {
+                self.release_kptr_xchg_source(rid)?;
+            } else {
+                self.release_reference(rid)?;
+            }
         }
         // The callback runs in its own frame; the path after the call
         // continues as if the helper returned.
@@ -1202,7 +1238,8 @@ impl Env<'_> {
 
     fn set_return(&mut self, proto: &HelperProto, meta: &ArgMeta, func_id: u32) -> VResult<()> {
         let rt = proto.ret;
-        let maybe_null = rt.flags.contains(TypeFlags::MAYBE_NULL);
+        // The CPU's copy of an RCU-protected per-CPU object is never NULL.
+        let maybe_null = rt.flags.contains(TypeFlags::MAYBE_NULL) && meta.percpu_alloc.is_none();
         let mut r0 = match rt.base {
             RetBase::Integer => {
                 let mut r = Reg::unknown_scalar();
@@ -1260,6 +1297,14 @@ impl Env<'_> {
                     // An object of the program's BTF: owned again.
                     r = Reg::pointer(RegType::Alloc);
                     r.aux = k.btf_id;
+                    if k.kind == crate::map_record::KptrKind::Percpu {
+                        r.flags = flag::PERCPU;
+                    }
+                }
+                if let Some(id) = meta.percpu_alloc {
+                    r = Reg::pointer(RegType::Alloc);
+                    r.aux = id;
+                    r.flags = flag::RCU;
                 }
                 r
             }

@@ -231,8 +231,8 @@ impl Env<'_> {
             && (jop == JmpOp::Eq || jop == JmpOp::Ne)
             && dst.is_pointer()
             && src.is_pointer()
-            && !matches!(dst.ty, RegType::BtfId | RegType::Alloc)
-            && !matches!(src.ty, RegType::BtfId | RegType::Alloc)
+            && !dst.ty.is_btf_id()
+            && !src.ty.is_btf_id()
         {
             let (obj, fields) = (self.obj, &self.map_fields);
             let eq_state = if jop == JmpOp::Eq {

@@ -51,7 +51,7 @@ impl Env<'_> {
         self.check_write(insn.dst)?;
         let size = size_bytes(insn.code);
         let sx = mode(insn.code) == BPF_MEMSX;
-        let src_ty = self.cur.reg(insn.src).ty;
+        let src_ty = self.ptr_type_of(insn.src);
         self.check_mem_access(
             insn.src,
             insn.off as i32,
@@ -67,7 +67,7 @@ impl Env<'_> {
         self.check_read(insn.src)?;
         self.check_read(insn.dst)?;
         let size = size_bytes(insn.code);
-        let dst_ty = self.cur.reg(insn.dst).ty;
+        let dst_ty = self.ptr_type_of(insn.dst);
         self.check_mem_access(
             insn.dst,
             insn.off as i32,
@@ -82,23 +82,28 @@ impl Env<'_> {
     pub fn check_st(&mut self, insn: &Insn) -> VResult<()> {
         self.check_read(insn.dst)?;
         let size = size_bytes(insn.code);
-        let dst_ty = self.cur.reg(insn.dst).ty;
+        let dst_ty = self.ptr_type_of(insn.dst);
         self.check_mem_access(insn.dst, insn.off as i32, size, Access::Write, None, false)?;
         self.save_aux_ptr_type(dst_ty)
     }
 
     /// One instruction may not dereference different pointer kinds on
     /// different paths (the kernel rewrites ctx accesses per insn).
-    fn save_aux_ptr_type(&mut self, ty: RegType) -> VResult<()> {
+    fn save_aux_ptr_type(&mut self, ty: (RegType, u16)) -> VResult<()> {
         self.save_aux_ptr_type_merging(ty, false)
     }
 
-    /// save_aux_ptr_type; a plain load (`merge_mem_btf`) may also go
-    /// through memory on one path and a BTF pointer on another, both
-    /// read by probe loads.
-    fn save_aux_ptr_type_merging(&mut self, ty: RegType, merge_mem_btf: bool) -> VResult<()> {
+    /// save_aux_ptr_type of the pointer's type and flags before the access:
+    /// the kernel compares whole types, flags included; a plain load
+    /// (`merge_mem_btf`) may also go through memory or BTF pointers of
+    /// any flags on different paths, all read by probe loads.
+    fn save_aux_ptr_type_merging(
+        &mut self,
+        ty: (RegType, u16),
+        merge_mem_btf: bool,
+    ) -> VResult<()> {
         let idx = self.insn_idx;
-        self.aux[idx].accesses = self.aux[idx].accesses.union(crate::AccessKinds::of(ty));
+        self.aux[idx].accesses = self.aux[idx].accesses.union(crate::AccessKinds::of(ty.0));
         let ctx_like = |t: RegType| {
             matches!(
                 t,
@@ -106,23 +111,26 @@ impl Env<'_> {
                     | RegType::Sock
                     | RegType::SockCommon
                     | RegType::TcpSock
-                    | RegType::BtfId
                     | RegType::Arena
-                    | RegType::Alloc
-            )
+            ) || t.is_btf_id()
         };
         match self.aux[idx].ptr_type {
             None => self.aux[idx].ptr_type = Some(ty),
-            Some(prev) if prev != ty && (ctx_like(prev) || ctx_like(ty)) => {
-                let mem_or_btf = |t: RegType| matches!(t, RegType::Mem | RegType::BtfId);
-                if !(merge_mem_btf && mem_or_btf(prev) && mem_or_btf(ty)) {
+            Some(prev) if prev != ty && (ctx_like(prev.0) || ctx_like(ty.0)) => {
+                let mem_or_btf = |t: RegType| t == RegType::Mem || t.is_btf_id();
+                if !(merge_mem_btf && mem_or_btf(prev.0) && mem_or_btf(ty.0)) {
                     return self.err("same insn cannot be used with different pointers");
                 }
-                self.aux[idx].ptr_type = Some(RegType::Mem);
+                self.aux[idx].ptr_type = Some((RegType::Mem, 0));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    fn ptr_type_of(&self, regno: u8) -> (RegType, u16) {
+        let r = self.cur.reg(regno);
+        (r.ty, r.flags)
     }
 
     pub fn check_atomic(&mut self, insn: &Insn) -> VResult<()> {
@@ -186,7 +194,7 @@ impl Env<'_> {
         if let Some(r) = load_reg {
             self.check_mem_access(insn.dst, off, size, Access::Read, Some(r), false)?;
         }
-        let dst_ty = self.cur.reg(insn.dst).ty;
+        let dst_ty = self.ptr_type_of(insn.dst);
         self.save_aux_ptr_type(dst_ty)?;
         self.check_atomic_alignment(insn.dst, off, size)?;
         self.check_mem_access(insn.dst, off, size, Access::Write, None, false)
@@ -210,7 +218,7 @@ impl Env<'_> {
             self.check_read(insn.dst)?;
             (insn.dst, insn.src)
         };
-        let ptr_ty = self.cur.reg(ptr).ty;
+        let ptr_ty = self.ptr_type_of(ptr);
         self.check_atomic_alignment(ptr, off, size)?;
         let access = if load { Access::Read } else { Access::Write };
         self.check_mem_access(ptr, off, size, access, Some(value), false)?;
@@ -624,7 +632,7 @@ impl Env<'_> {
                     self.set_unknown(d);
                 }
             }
-            RegType::Alloc | RegType::BtfId if !self.caps.allow_ptr_leaks => {
+            t if t.is_btf_id() && !self.caps.allow_ptr_leaks => {
                 // Kernel structs are named from vmlinux BTF, allocated
                 // objects from the program's.
                 let btf = match reg.ty {
@@ -642,6 +650,12 @@ impl Env<'_> {
                 };
             }
             RegType::Alloc => self.alloc_access(regno, &reg, off, size, access, value)?,
+            RegType::LocalBtfId => {
+                let r = self.local_btf_access(regno, &reg, off, size, access)?;
+                if let (Access::Read, Some(d)) = (access, value) {
+                    *self.cur.reg_mut(d) = r;
+                }
+            }
             RegType::BtfId => {
                 let mut r = self.btf_load(regno, &reg, off, size, access)?;
                 if r.maybe_null() {

@@ -43,8 +43,9 @@ pub struct Pending {
 /// Facts about one instruction gathered across paths.
 #[derive(Clone, Copy, Default)]
 pub struct InsnAux {
-    /// Pointer type a load/store dereferenced first (mixing is an error).
-    pub ptr_type: Option<RegType>,
+    /// Pointer type and flags a load/store dereferenced first (mixing is
+    /// an error).
+    pub ptr_type: Option<(RegType, u16)>,
     /// Every pointer kind the access dereferenced, over all paths.
     pub accesses: crate::AccessKinds,
     pub seen: bool,

@@ -15,8 +15,9 @@
 //! non-owning reference (`flag::NON_OWN_REF`, MEM_RCU too for refcounted
 //! objects) that dies at bpf_spin_unlock, a node taken out is an owning
 //! one, and bpf_rbtree_add's `less` runs as a callback on two non-owning
-//! nodes. Refused by name: per-CPU objects, local kptrs in map values
-//! (kptr.rs), and objects reached without a reference of either kind.
+//! nodes; RCU-protected objects loaded from kptr fields (kptr.rs) or given
+//! by bpf_this_cpu_ptr / bpf_per_cpu_ptr. Refused by name: objects reached
+//! without a reference of either kind and outside RCU protection.
 
 use crate::check_mem::Access;
 use crate::error::VResult;
@@ -419,8 +420,8 @@ impl Env<'_> {
                 "R{regno} is ptr_{tname} access percpu memory: off={off}"
             ));
         }
-        if reg.ref_obj_id == 0 && reg.flags & flag::NON_OWN_REF == 0 {
-            // RCU-protected objects loaded from kptr fields are not modelled.
+        if reg.ref_obj_id == 0 && reg.flags & (flag::NON_OWN_REF | flag::RCU) == 0 {
+            // The kernel reports an object with neither as its own bug.
             return self.unsupported("access to an allocated object without its reference");
         }
         let rec = self.alloc_record(reg.aux)?;

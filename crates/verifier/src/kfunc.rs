@@ -471,9 +471,7 @@ impl Env<'_> {
                 // the context access by the struct's size. (One holding
                 // pointers is refused below as memory, as the kernel does.)
                 PtrArg::Unmodelled("the context passed for another struct")
-            } else if matches!(reg.ty, RegType::BtfId | RegType::Alloc | RegType::MapPtr)
-                || reg.ty.is_sock()
-            {
+            } else if reg.ty.is_btf_id() || reg.ty == RegType::MapPtr || reg.ty.is_sock() {
                 if pointee_void || ref_t.kind != Kind::Struct {
                     return self.err(format!(
                         "kernel function {} args#{i} pointer type {} {} is not supported",
@@ -584,11 +582,16 @@ impl Env<'_> {
                     self.process_spin_lock(regno, &reg, op)?;
                 }
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
-                PtrArg::BtfId if reg.ty == RegType::Alloc => {
-                    return self.unsupported(format!(
-                        "allocated objects as arguments of kfunc {}",
-                        meta.name
-                    ));
+                PtrArg::BtfId if matches!(reg.ty, RegType::Alloc | RegType::LocalBtfId) => {
+                    self.check_prog_btf_kfunc_arg(
+                        btf,
+                        meta,
+                        i,
+                        regno,
+                        &reg,
+                        ref_t,
+                        (trusted, rcu, release),
+                    )?;
                 }
                 PtrArg::AllocBtfId => {
                     if (trusted || rcu) && !is_trusted_reg(&reg) {
@@ -840,6 +843,73 @@ impl Env<'_> {
             Some(need_t) => self.check_kfunc_btf_type(btf, meta, i, reg, need, need_t),
             None => self.unsupported("kfunc map arguments without struct bpf_map in kernel BTF"),
         }
+    }
+
+    /// A pointer into the program's BTF (an allocated object, a loaded
+    /// per-CPU or untrusted kptr) as a kfunc's BTF pointer argument: it
+    /// passes the trust, offset and modifier checks as any BTF pointer,
+    /// then matches no kernel struct (process_kf_arg_ptr_to_btf_id compares
+    /// types of different BTFs).
+    #[allow(clippy::too_many_arguments)]
+    fn check_prog_btf_kfunc_arg(
+        &self,
+        btf: &Btf,
+        meta: &KfuncMeta,
+        i: usize,
+        regno: u8,
+        reg: &Reg,
+        need_t: &BtfType,
+        (trusted, rcu, release): (bool, bool, bool),
+    ) -> VResult<()> {
+        if (trusted || rcu) && !is_trusted_reg(reg) {
+            if !rcu {
+                return self.err(format!("R{regno} must be referenced or trusted"));
+            }
+            if reg.flags & flag::RCU == 0 {
+                return self.err(format!("R{regno} must be a rcu pointer"));
+            }
+        }
+        let at = crate::helpers::ArgType {
+            base: crate::helpers::ArgBase::PtrToBtfId,
+            flags: if release && reg.ref_obj_id != 0 {
+                crate::helpers::TypeFlags::OBJ_RELEASE
+            } else {
+                crate::helpers::TypeFlags::default()
+            },
+        };
+        self.check_func_arg_reg_off(regno, reg, at)?;
+        // Modifiers other than the trusted ones (MEM_ALLOC, PTR_TRUSTED,
+        // NON_OWN_REF) pass only on an RCU pointer.
+        let unsafe_mods = reg.flags & !(flag::TRUSTED | flag::NON_OWN_REF) != 0;
+        if unsafe_mods && reg.flags & flag::RCU == 0 {
+            let expected = if reg.flags & flag::TRUSTED != 0 {
+                "trusted_ptr_"
+            } else {
+                "ptr_"
+            };
+            return self.err(format!(
+                "arg#{i} is {} expected {expected} or socket",
+                reg.type_str()
+            ));
+        }
+        let Some(prog_btf) = self.obj.btf.as_ref() else {
+            return self.unsupported("pointers into program BTF without program BTF");
+        };
+        let reg_t = prog_btf.skip_mods_and_typedefs(reg.aux).map(|(_, t)| t);
+        let reg_name = reg_t.map_or("", |t| prog_btf.name(t));
+        let need_name = btf.name(need_t);
+        if matches!(
+            (need_name, reg_name),
+            ("__sk_buff", "sk_buff") | ("xdp_md", "xdp_buff")
+        ) {
+            return self.unsupported("a program type named as a kernel context struct");
+        }
+        self.err(format!(
+            "kernel function {} args#{i} expected pointer to {} {need_name} but R{regno} has a pointer to {} {reg_name}",
+            meta.name,
+            kind_str(need_t),
+            reg_t.map_or(String::new(), kind_str),
+        ))
     }
 
     /// The struct a BTF pointer argument points to must be the parameter's
@@ -1237,6 +1307,7 @@ fn is_trusted_reg(reg: &Reg) -> bool {
         RegType::BtfId => reg.flags == flag::TRUSTED,
         // MEM_ALLOC and NON_OWN_REF are trusted modifiers.
         RegType::Alloc => reg.flags & !flag::NON_OWN_REF == 0,
+        RegType::LocalBtfId => reg.flags == flag::TRUSTED,
         t => t.is_sock() && reg.flags == 0,
     }
 }

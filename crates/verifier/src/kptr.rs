@@ -5,9 +5,11 @@
 //!
 //! Modelled: kptrs to vmlinux structs (`__kptr`, `__kptr_untrusted`),
 //! loads marked untrusted or RCU-protected as the kernel does, stores of
-//! NULL or of a matching unreferenced pointer, loads of uptrs. Refused by
-//! name: kptrs to types outside vmlinux (program-local or module types),
-//! percpu kptrs.
+//! NULL or of a matching unreferenced pointer, loads of uptrs; kptrs to
+//! objects of the program's BTF (`__kptr` to bpf_obj_new's objects,
+//! `__percpu_kptr` to bpf_percpu_obj_new's): loads and bpf_kptr_xchg.
+//! Refused by name: kptrs to module types, unreferenced kptrs to program
+//! types, per-CPU kptrs to kernel structs.
 
 use crate::check_alu::tnum_str;
 use crate::error::{VResult, VerifyError};
@@ -79,8 +81,8 @@ impl Env<'_> {
         if class == BPF_LDX && *kind == KptrKind::Ref && k.local {
             return self.load_local_kptr(&k, value);
         }
-        if *kind == KptrKind::Percpu {
-            return self.unmodelled(format!("loads of {} fields", f.name));
+        if class == BPF_LDX && *kind == KptrKind::Percpu {
+            return self.load_percpu_kptr(&k, &name, value);
         }
         let Some(target) = target else {
             return self.unmodelled(format!(
@@ -127,26 +129,138 @@ impl Env<'_> {
 
     /// A load of a referenced kptr to an object of the program's BTF
     /// (btf_ld_kptr_type): in an RCU read-side section the object,
-    /// RCU-protected and maybe NULL, and non-owning when it is a graph node.
-    /// Outside one, or without a node, refused.
+    /// RCU-protected and maybe NULL, non-owning when it is a graph node;
+    /// outside one, an untrusted pointer into the program's BTF.
     fn load_local_kptr(&mut self, k: &crate::map_record::Kptr, value: Option<u8>) -> VResult<()> {
         let Some(d) = value else { return Ok(()) };
-        if !self.in_rcu_cs() {
-            return self.unmodelled("untrusted loads of kptrs to program types".into());
-        }
-        let rec = self.alloc_record(k.btf_id)?;
-        if !rec
-            .iter()
-            .any(|f| matches!(f.name, "bpf_list_node" | "bpf_rb_node"))
-        {
-            return self.unmodelled("loads of kptrs to program types without a graph node".into());
-        }
-        let mut r = Reg::pointer(RegType::Alloc);
+        let mut r = if self.in_rcu_cs() {
+            let rec = self.alloc_record(k.btf_id)?;
+            let mut r = Reg::pointer(RegType::Alloc);
+            r.flags = flag::RCU;
+            if rec
+                .iter()
+                .any(|f| matches!(f.name, "bpf_list_node" | "bpf_rb_node"))
+            {
+                r.flags |= flag::NON_OWN_REF;
+            }
+            r
+        } else {
+            let mut r = Reg::pointer(RegType::LocalBtfId);
+            r.flags = flag::UNTRUSTED;
+            r
+        };
         r.aux = k.btf_id;
-        r.flags = flag::MAYBE_NULL | flag::RCU | flag::NON_OWN_REF;
+        r.flags |= flag::MAYBE_NULL;
         r.id = self.new_id();
         *self.cur.reg_mut(d) = r;
         Ok(())
+    }
+
+    /// A load of a per-CPU kptr (btf_ld_kptr_type): in an RCU read-side
+    /// section a per-CPU, RCU-protected pointer into the program's BTF,
+    /// which only bpf_this_cpu_ptr / bpf_per_cpu_ptr may turn into memory;
+    /// outside one, an untrusted pointer. Both maybe NULL.
+    fn load_percpu_kptr(
+        &mut self,
+        k: &crate::map_record::Kptr,
+        name: &str,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        let Some(d) = value else { return Ok(()) };
+        if !k.local {
+            return self.unmodelled(format!("per-CPU kptrs to struct {name}, a kernel type"));
+        }
+        let mut r = Reg::pointer(RegType::LocalBtfId);
+        r.aux = k.btf_id;
+        r.flags = flag::MAYBE_NULL;
+        if self.in_rcu_cs() {
+            // A graph node in the pointee would make it non-owning too.
+            let rec = self.alloc_record(k.btf_id)?;
+            if rec
+                .iter()
+                .any(|f| matches!(f.name, "bpf_list_node" | "bpf_rb_node"))
+            {
+                return self.unmodelled("per-CPU kptrs to types with a graph node".into());
+            }
+            r.flags |= flag::RCU | flag::PERCPU;
+        } else {
+            r.flags |= flag::UNTRUSTED;
+        }
+        r.id = self.new_id();
+        *self.cur.reg_mut(d) = r;
+        Ok(())
+    }
+
+    /// check_ptr_to_btf_access through a pointer into the program's BTF
+    /// that is no allocation of the program's: per-CPU memory is not
+    /// addressable that way, and the rest is read only, as the kernel
+    /// reads it (probe loads). Returns the register a read gives.
+    pub(crate) fn local_btf_access(
+        &mut self,
+        regno: u8,
+        reg: &Reg,
+        off: i32,
+        size: u32,
+        access: crate::check_mem::Access,
+    ) -> VResult<Reg> {
+        use bpfvet_isa::uapi::ProgType as P;
+        let Some(btf) = self.obj.btf.as_ref() else {
+            return self.unmodelled("pointers into program BTF without program BTF".into());
+        };
+        let tname = btf.name_of(reg.aux).to_string();
+        if off < 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} invalid negative access: off={off}"
+            ));
+        }
+        if !reg.v.is_const() || reg.v.const_value() != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} invalid variable offset: off={off}, var_off={}",
+                tnum_str(&reg.v)
+            ));
+        }
+        if reg.flags & flag::PERCPU != 0 {
+            return self.err(format!(
+                "R{regno} is ptr_{tname} access percpu memory: off={off}"
+            ));
+        }
+        if access == crate::check_mem::Access::Write {
+            if self.struct_ops.is_some() {
+                return self.unmodelled(
+                    "stores through pointers into program BTF in struct_ops programs".into(),
+                );
+            }
+            // Program types with a btf_struct_access of their own hand it
+            // the register, which wants a kernel struct.
+            if matches!(self.prog_type, P::SCHED_CLS | P::SCHED_ACT | P::XDP) {
+                return self.err("verifier bug: reg->btf must be kernel btf");
+            }
+            return self.err("only read is supported");
+        }
+        if reg.flags != flag::UNTRUSTED {
+            return self.unmodelled(format!(
+                "loads through a {} pointer into program BTF",
+                reg.type_str()
+            ));
+        }
+        use crate::btf_walk::LocalRead;
+        let r = match crate::btf_walk::local_read_at(btf, reg.aux, off as u32, size) {
+            Ok(LocalRead::Scalar) => Reg::unknown_scalar(),
+            Ok(LocalRead::UntrustedMem) => {
+                let mut r = Reg::pointer(RegType::Mem);
+                r.flags = flag::RDONLY | flag::UNTRUSTED;
+                r
+            }
+            // Walking an untrusted pointer gives untrusted pointers.
+            Ok(LocalRead::Ptr(id)) => {
+                let mut r = Reg::pointer(RegType::LocalBtfId);
+                r.aux = id;
+                r.flags = flag::UNTRUSTED;
+                r
+            }
+            Err(e) => return self.err(e),
+        };
+        Ok(r)
     }
 
     /// Inside an RCU read-side section (in_rcu_cs): a non-sleepable
@@ -163,7 +277,7 @@ impl Env<'_> {
         };
         let kind = &k.kind;
         let name = self.kptr_struct_name(f);
-        if k.local && *kind == KptrKind::Ref {
+        if k.local && matches!(kind, KptrKind::Ref | KptrKind::Percpu) {
             return self.local_kptr_match_type(&k, &name, regno);
         }
         let Some(target) = k.target else {
@@ -235,7 +349,8 @@ impl Env<'_> {
     }
 
     /// map_kptr_match_type for a kptr to an allocated object of the
-    /// program's BTF: an owning reference to that very struct.
+    /// program's BTF: an owning reference to that very struct (per-CPU or
+    /// not for a per-CPU kptr, as the kernel's flag test lets both pass).
     fn local_kptr_match_type(
         &mut self,
         k: &crate::map_record::Kptr,
@@ -247,8 +362,11 @@ impl Env<'_> {
         // printed only once they pass.
         let perm = match r.ty {
             RegType::BtfId => flag::MAYBE_NULL | flag::TRUSTED | flag::RCU,
+            _ if k.kind == KptrKind::Percpu => flag::MAYBE_NULL | flag::PERCPU,
             _ => flag::MAYBE_NULL,
         };
+        // A pointer into the program's BTF without MEM_ALLOC has no
+        // permitted flag set without MEM_ALLOC's company.
         let reg_name = if matches!(r.ty, RegType::BtfId | RegType::Alloc) && r.flags & !perm == 0 {
             let btf = if r.ty == RegType::Alloc {
                 self.obj.btf.as_ref()
@@ -270,6 +388,39 @@ impl Env<'_> {
         if r.ty != RegType::Alloc || r.off != 0 || r.aux != k.btf_id {
             return self.err(bad);
         }
+        Ok(())
+    }
+
+    /// The reference bpf_kptr_xchg moved into the kptr is released; in an
+    /// RCU section a per-CPU object stays readable through the registers
+    /// that held it, as an RCU-protected per-CPU pointer (no longer an
+    /// allocation of the program's), the others become invalid.
+    pub(crate) fn release_kptr_xchg_source(&mut self, ref_id: u32) -> VResult<()> {
+        if !self.in_rcu_cs() {
+            return self.release_reference(ref_id);
+        }
+        let Some(pos) = self
+            .cur
+            .refs
+            .iter()
+            .position(|r| r.kind == crate::state::RefKind::Ptr && r.id == ref_id)
+        else {
+            return self.err("release kernel function has no referenced object");
+        };
+        self.cur.refs.remove(pos);
+        let invalid = self.invalid_reg();
+        self.cur.for_each_reg_mut(|r| {
+            if r.ref_obj_id != ref_id {
+                return;
+            }
+            if r.ty == RegType::Alloc && r.flags & flag::PERCPU != 0 {
+                r.ty = RegType::LocalBtfId;
+                r.ref_obj_id = 0;
+                r.flags |= flag::RCU;
+            } else {
+                *r = invalid;
+            }
+        });
         Ok(())
     }
 
@@ -310,17 +461,17 @@ impl Env<'_> {
             return self.err(format!("off={off} doesn't point to kptr"));
         };
         match field.kptr_kind() {
-            Some(KptrKind::Ref) => {}
-            Some(KptrKind::Percpu) => {
-                return self.unmodelled("bpf_kptr_xchg on percpu_kptr fields".into());
-            }
+            Some(KptrKind::Ref | KptrKind::Percpu) => {}
             _ => return self.err(format!("off={off} kptr isn't referenced kptr")),
         }
         if field
             .kptr
-            .is_some_and(|k| k.local && k.kind != KptrKind::Ref)
+            .is_some_and(|k| k.kind == KptrKind::Percpu && !k.local)
         {
-            return self.unmodelled(format!("{} fields to local types", field.name));
+            return self.unmodelled(format!(
+                "per-CPU kptrs to struct {}, a kernel type",
+                self.kptr_struct_name(&field)
+            ));
         }
         if field.kptr.is_some_and(|k| k.target.is_none() && !k.local) {
             return self.unmodelled(format!(
@@ -356,6 +507,7 @@ impl Env<'_> {
             // the one held comes out (process_kptr_func takes the
             // object's record alike).
             Some(k) if k.kind == KptrKind::Ref && (k.local || k.target.is_some()) => Ok(field),
+            Some(k) if k.kind == KptrKind::Percpu && k.local => Ok(field),
             Some(k) if k.kind == KptrKind::Ref || k.kind == KptrKind::Percpu => {
                 self.unmodelled(format!(
                     "bpf_kptr_xchg into allocated objects' {} fields",

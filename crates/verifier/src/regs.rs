@@ -40,6 +40,12 @@ pub enum RegType {
     /// bpf_obj_new): `aux` is its struct's id in the program's BTF, `id`
     /// names the allocation for its lock (graph.rs).
     Alloc,
+    /// A PTR_TO_BTF_ID into the program's BTF that is no allocation of
+    /// the program's (no MEM_ALLOC): a per-CPU kptr loaded from its field
+    /// (percpu and RCU-protected, or untrusted), or a local kptr loaded
+    /// outside an RCU section (untrusted). `aux` is the struct's id in the
+    /// program's BTF.
+    LocalBtfId,
 }
 
 impl RegType {
@@ -68,7 +74,13 @@ impl RegType {
             RegType::Arena => "arena",
             // MEM_ALLOC has no name of its own in the kernel's messages.
             RegType::Alloc => "ptr_",
+            RegType::LocalBtfId => "ptr_",
         }
+    }
+
+    /// Any PTR_TO_BTF_ID, whichever BTF its id belongs to.
+    pub fn is_btf_id(self) -> bool {
+        matches!(self, RegType::BtfId | RegType::Alloc | RegType::LocalBtfId)
     }
 
     pub fn is_pkt(self) -> bool {
@@ -209,7 +221,7 @@ impl Reg {
         }
         s.push_str(self.ty.name());
         if f & flag::MAYBE_NULL != 0 {
-            s.push_str(if matches!(self.ty, RegType::BtfId | RegType::Alloc) {
+            s.push_str(if self.ty.is_btf_id() {
                 "or_null_"
             } else {
                 "_or_null"

@@ -605,7 +605,11 @@ fn kernel_load(obj: &Object, log_level: u32, privileges: Privileges) -> Option<K
 
 #[test]
 fn cases() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    // BPFVET_CASES_DIR replays another directory (a fuzz run's cases/).
+    let dir = std::env::var_os("BPFVET_CASES_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases"),
+        PathBuf::from,
+    );
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("cases dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
