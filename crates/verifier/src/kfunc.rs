@@ -962,6 +962,17 @@ impl Env<'_> {
                 "kernel func {name} is sleepable within IRQ-disabled region"
             ));
         }
+        // A sleepable program needs bpf_rcu_read_lock (or a held lock)
+        // around kfuncs that walk RCU-protected lists.
+        if meta
+            .flags
+            .contains(crate::helpers::kfuncs::KfuncFlags::RCU_PROTECTED)
+            && !self.in_rcu_cs()
+        {
+            return self.err(format!(
+                "kernel func {name} requires RCU critical section protection"
+            ));
+        }
         Ok(())
     }
 
