@@ -5,8 +5,11 @@
 //! made from every kind of memory and handed to ring buffer helpers;
 //! timer, workqueue and resilient-lock arguments on a map value that only
 //! holds a `bpf_spin_lock`; format strings of `__str` arguments from the
-//! stack or a read-only map.
+//! stack or a read-only map; resilient locks taken twice or restored with
+//! the other kind's irq flags, timers initialised with another map (the
+//! res-lock and timer maps, `btf_objects::RES_LOCK_MAP`/`TIMER_MAP`).
 
+use super::btf_objects::{RES_LOCK_MAP, TIMER_MAP};
 use super::kfunc_blocks::kfunc_id;
 use super::{Gen, Kind, LOCK_MAP, RINGBUF_MAP, RODATA_MAP, WQ_MAP};
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
@@ -17,6 +20,7 @@ const COPY_FROM_USER: i32 = 148;
 const COPY_FROM_USER_TASK: i32 = 191;
 /// Other helper ids the blocks call.
 const TIMER_INIT: i32 = 169;
+const TIMER_CANCEL: i32 = 172;
 const DYNPTR_FROM_MEM: i32 = 197;
 const RINGBUF_RESERVE_DYNPTR: i32 = 198;
 const RINGBUF_SUBMIT_DYNPTR: i32 = 199;
@@ -47,12 +51,14 @@ impl Gen {
     }
 
     pub(super) fn region_feature_block(&mut self) {
-        let ok = match self.rng.below(10) {
+        let ok = match self.rng.below(13) {
             0..=3 => self.sleep_in_region(),
             4 => self.rcu_protected_iter(),
             5..=6 => self.local_dynptr(),
             7 => self.lock_map_fields(),
             8 => self.str_format_arg(),
+            9..=10 => self.res_lock_block(),
+            11 => self.timer_block(),
             _ => self.css_task_iter(),
         };
         if !ok {
@@ -103,6 +109,13 @@ impl Gen {
                 self.clobber();
             }
             _ => {
+                if self.rng.chance(self.mistakes * 4) {
+                    // A task pointer for the `void *` destination.
+                    self.emit(Insn::new(0x85, 0, 0, 0, 158));
+                    self.emit(Insn::new(0xbf, 1, 0, 0, 0));
+                    self.emit(Insn::new(0xb7, 2, 0, 0, len));
+                    self.emit(Insn::new(0xbf, 3, user, 0, 0));
+                }
                 self.emit(Insn::new(0xb7, 4, 0, 0, 0));
                 if !self.kfunc("bpf_copy_from_user_str") {
                     return false;
@@ -336,5 +349,97 @@ impl Gen {
         self.emit(Insn::new(0xb7, 4, 0, 0, 8));
         self.emit(Insn::new(0xb7, 5, 0, 0, 0));
         self.kfunc("bpf_stream_vprintk_impl")
+    }
+
+    /// A resilient lock of the res-lock map: taken (its failure edge,
+    /// r0 != 0, skips the rest), maybe taken again (AA), released; or the
+    /// irq-saving pair, whose flags may be restored by the native kfunc, or
+    /// natively saved flags restored by the lock's.
+    fn res_lock_block(&mut self) -> bool {
+        let skip = self.lookup_into_r9(RES_LOCK_MAP);
+        let irq = self.rng.chance(40);
+        let (flag, native) = (-16, -24);
+        let lock = |g: &mut Gen| -> bool {
+            g.value_arg(1, 0);
+            if irq {
+                g.emit(Insn::new(0xbf, 2, 10, 0, 0));
+                g.emit(Insn::new(0x07, 2, 0, 0, flag));
+                g.kfunc("bpf_res_spin_lock_irqsave")
+            } else {
+                g.kfunc("bpf_res_spin_lock")
+            }
+        };
+        let native_first = irq && self.rng.chance(50);
+        if native_first {
+            self.emit(Insn::new(0xbf, 1, 10, 0, 0));
+            self.emit(Insn::new(0x07, 1, 0, 0, native));
+            if !self.kfunc("bpf_local_irq_save") {
+                return false;
+            }
+        }
+        if !lock(self) {
+            return false;
+        }
+        let failed = self.insns.len();
+        self.emit(Insn::new(0x55, 0, 0, 0, 0));
+        if self.rng.chance(10 + self.mistakes * 5) {
+            // The same lock again (AA: the kernel stops there).
+            lock(self);
+        }
+        // No blocks inside: they may take r9, and calls are not allowed
+        // while the lock is held.
+        if irq {
+            // Restored by the lock's kfunc, with its own or the natively
+            // saved flags, or by the native kfunc.
+            let slot = if native_first && self.rng.chance(60) {
+                native
+            } else {
+                flag
+            };
+            if self.rng.chance(5 + self.mistakes * 3) {
+                // Not a call allowed under the lock.
+                self.emit(Insn::new(0xbf, 1, 10, 0, 0));
+                self.emit(Insn::new(0x07, 1, 0, 0, slot));
+                self.kfunc("bpf_local_irq_restore");
+            }
+            self.value_arg(1, 0);
+            self.emit(Insn::new(0xbf, 2, 10, 0, 0));
+            self.emit(Insn::new(0x07, 2, 0, 0, slot));
+            self.kfunc("bpf_res_spin_unlock_irqrestore");
+        } else {
+            self.value_arg(1, 0);
+            self.kfunc("bpf_res_spin_unlock");
+        }
+        self.skip_to_here(failed);
+        if native_first {
+            self.emit(Insn::new(0xbf, 1, 10, 0, 0));
+            self.emit(Insn::new(0x07, 1, 0, 0, native));
+            self.kfunc("bpf_local_irq_restore");
+        }
+        self.skip_to_here(skip);
+        true
+    }
+
+    /// bpf_timer_init on the timer map's value with its own map or (a
+    /// mistake) another map, then bpf_timer_cancel.
+    fn timer_block(&mut self) -> bool {
+        let skip = self.lookup_into_r9(TIMER_MAP);
+        let map = if self.rng.chance(70) {
+            TIMER_MAP
+        } else {
+            self.rng.pick(&[super::ARRAY_MAP, LOCK_MAP, RES_LOCK_MAP])
+        };
+        self.value_arg(1, 0);
+        self.emit(Insn::new(0x18, 2, BPF_PSEUDO_MAP_IDX, 0, map));
+        self.emit(Insn::new(0, 0, 0, 0, 0));
+        let flags = self.rng.pick(&[0, 1, 0]);
+        self.emit(Insn::new(0xb7, 3, 0, 0, flags));
+        self.emit(Insn::new(0x85, 0, 0, 0, TIMER_INIT));
+        self.clobber();
+        self.value_arg(1, 0);
+        self.emit(Insn::new(0x85, 0, 0, 0, TIMER_CANCEL));
+        self.clobber();
+        self.skip_to_here(skip);
+        true
     }
 }
