@@ -184,6 +184,21 @@ UNREACHABLE_ON_HOST = {
     "Unrecognized arg#%d type %s":
         "every vmlinux kfunc argument is an integer, an enum or a pointer",
     "JIT does not support calling kfunc %s#%d": JIT + "supports exceptions (bpf_throw)",
+    "Helper has invalid btf_id in R%d":
+        "a per-CPU BTF pointer carries its type id: a percpu ksym's variable type (never void) or "
+        "a per-CPU object's struct",
+    "Helper has invalid btf/btf_id in R1":
+        "an RCU per-CPU pointer is a per-CPU kptr or object, and both point to structs only "
+        "(btf_find_kptr, bpf_percpu_obj_new's type check)",
+    "func %s#%d reference has not been acquired before":
+        "an internal invariant: a release argument is referenced or NULL (check_func_arg), and "
+        "releasing a reference invalidates every register holding it, so its state exists",
+    "kfunc %s#%d reference has not been acquired before":
+        "an internal invariant: released arguments carry a ref_obj_id (checked with the "
+        "arguments), and releasing a reference invalidates every register holding it",
+    "kfunc %s#%d conversion of owning ref to non-owning failed":
+        "an internal invariant: the pushed node is referenced (`allocated object must be "
+        "referenced` first) and its reference state exists (a verifier_bug otherwise)",
     "cannot update sockmap in this context":
         "never a last line: check_map_func_compatibility then prints `cannot pass map_type %d into func %s#%d`",
     "failed to retrieve map value address":
