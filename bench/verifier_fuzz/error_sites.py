@@ -147,6 +147,58 @@ UNREACHABLE_ON_HOST = {
     "%s: too many iterations": LEVEL2,
     "processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d":
         "the statistics line every verification ends with; the error line is the one before it",
+    "%s has to be at a constant offset":
+        "never a last line: its callers (the dynptr, iterator and irq flag checks) print their own "
+        "`Dynptr has to be ...`, `expected ... iter_...` or `... irq flag ...` line after it, and "
+        "the marking that follows a passed check finds the same offset valid",
+    "cannot pass in %s at an offset=%d":
+        "never a last line: its callers (the dynptr, iterator and irq flag checks) print their own "
+        "`Dynptr has to be ...`, `expected ... iter_...` or `... irq flag ...` line after it, and "
+        "the marking that follows a passed check finds the same offset valid",
+    "Locking two bpf_spin_locks are not allowed":
+        "bpf_spin_lock is a helper only, and do_check refuses any helper but bpf_spin_unlock while "
+        "a lock is held (`function calls are not allowed while holding a lock`); resilient locks "
+        "take the other branch",
+    "Failed to acquire lock state": "an allocation failure (acquire_reference_state's realloc)",
+    "failed to mark s32 range for retval in forked state for lock":
+        "the range [-MAX_ERRNO, -1] on a fresh unknown scalar is always consistent",
+    "cannot pass pointer to const bpf_dynptr, the helper mutates it":
+        "every dynptr argument that is neither read-only nor uninitialised releases (ring buffer "
+        "submit/discard), and a const dynptr meets `cannot release unowned const bpf_dynptr` "
+        "first; kfuncs and global functions make a const dynptr argument read-only",
+    "Expected a dynptr of type %s as arg #%d":
+        "the typed dynptr arguments are uninitialised ones (from_mem, reserve, from_skb/xdp, "
+        "clone) or ring buffer releases, and only a ring buffer dynptr holds the reference the "
+        "release check (`arg 1 is an unacquired reference`) wants first",
+    "expected valid iter pointer as arg #%d":
+        "every iterator argument of a vmlinux kfunc is a `struct bpf_iter_*` of whole words "
+        "(btf_check_iter_kfuncs at registration); only a module's kfunc could fail it",
+    "Function %s has %d > %d args":
+        "no kfunc the host registers takes more than 5 arguments (vmlinux's one bpf_kfunc with 7, "
+        "bpf_modify_return_test2, is in an fmod_ret set only: `calling kernel function ... is not "
+        "allowed` comes first)",
+    "2 or more rdonly/rdwr_buf_size parameters for kfunc":
+        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
+    "R%d is not a const":
+        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
+    "Unrecognized arg#%d type %s":
+        "every vmlinux kfunc argument is an integer, an enum or a pointer",
+    "JIT does not support calling kfunc %s#%d": JIT + "supports exceptions (bpf_throw)",
+    "Helper has invalid btf_id in R%d":
+        "a per-CPU BTF pointer carries its type id: a percpu ksym's variable type (never void) or "
+        "a per-CPU object's struct",
+    "Helper has invalid btf/btf_id in R1":
+        "an RCU per-CPU pointer is a per-CPU kptr or object, and both point to structs only "
+        "(btf_find_kptr, bpf_percpu_obj_new's type check)",
+    "func %s#%d reference has not been acquired before":
+        "an internal invariant: a release argument is referenced or NULL (check_func_arg), and "
+        "releasing a reference invalidates every register holding it, so its state exists",
+    "kfunc %s#%d reference has not been acquired before":
+        "an internal invariant: released arguments carry a ref_obj_id (checked with the "
+        "arguments), and releasing a reference invalidates every register holding it",
+    "kfunc %s#%d conversion of owning ref to non-owning failed":
+        "an internal invariant: the pushed node is referenced (`allocated object must be "
+        "referenced` first) and its reference state exists (a verifier_bug otherwise)",
     "cannot update sockmap in this context":
         "never a last line: check_map_func_compatibility then prints `cannot pass map_type %d into func %s#%d`",
     "failed to retrieve map value address":

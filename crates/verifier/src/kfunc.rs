@@ -476,12 +476,14 @@ impl Env<'_> {
                     return self.err(format!(
                         "kernel function {} args#{i} pointer type {} {} is not supported",
                         meta.name,
+                        // void is BTF type 0, whose kind the kernel names
+                        // UNKNOWN (and whose name is empty).
                         if pointee_void {
-                            "void".to_string()
+                            "UNKNOWN".to_string()
                         } else {
                             kind_str(ref_t)
                         },
-                        btf.name(ref_t)
+                        if pointee_void { "" } else { btf.name(ref_t) }
                     ));
                 }
                 PtrArg::BtfId
@@ -502,8 +504,10 @@ impl Env<'_> {
                 if !(points_to_scalars || sized_by_next && pointee_void) {
                     return self.err(format!(
                         "arg#{i} pointer type {} {} must point to {}scalar, or struct with scalar",
+                        // void is BTF type 0, whose kind the kernel names
+                        // UNKNOWN (and whose name is empty).
                         if pointee_void {
-                            "void".to_string()
+                            "UNKNOWN".to_string()
                         } else {
                             kind_str(ref_t)
                         },
@@ -698,7 +702,7 @@ impl Env<'_> {
                     if !(reg.is_null_const() && opt) {
                         let checked = self
                             .size_arg(regno + 1, true)
-                            .and_then(|size| self.check_kfunc_mem(regno, size, true));
+                            .and_then(|size| self.check_kfunc_mem_maybe_null(regno, size, true));
                         if let Err(e) = checked {
                             self.log.line(&e.msg);
                             return self.err(format!(
@@ -953,11 +957,17 @@ impl Env<'_> {
 
     /// Memory a kfunc may both read and write (check_mem_reg); NULL passes.
     pub(crate) fn check_kfunc_mem(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
-        let reg = *self.cur.reg(regno);
-        if reg.is_null_const() {
+        if self.cur.reg(regno).is_null_const() {
             return Ok(());
         }
-        // Checked as if not NULL: NULL is fine anyway.
+        self.check_kfunc_mem_maybe_null(regno, size, zero_ok)
+    }
+
+    /// Memory of a memory/size pair (check_kfunc_mem_size_reg): a maybe-NULL
+    /// pointer is checked as if not NULL, but a NULL constant is not let
+    /// through (only a zero size allows it).
+    fn check_kfunc_mem_maybe_null(&mut self, regno: u8, size: u64, zero_ok: bool) -> VResult<()> {
+        let reg = *self.cur.reg(regno);
         self.cur.reg_mut(regno).flags &= !flag::MAYBE_NULL;
         self.in_kfunc_mem_arg = true;
         let res = self
@@ -1030,6 +1040,17 @@ impl Env<'_> {
         if self.cur.active_irq_id != 0 && sleepable {
             return self.err(format!(
                 "kernel func {name} is sleepable within IRQ-disabled region"
+            ));
+        }
+        // A sleepable program needs bpf_rcu_read_lock (or a held lock)
+        // around kfuncs that walk RCU-protected lists.
+        if meta
+            .flags
+            .contains(crate::helpers::kfuncs::KfuncFlags::RCU_PROTECTED)
+            && !self.in_rcu_cs()
+        {
+            return self.err(format!(
+                "kernel func {name} requires RCU critical section protection"
             ));
         }
         Ok(())

@@ -28,6 +28,9 @@ pub struct Config {
     pub swarm: bool,
     /// Candidate programs tried per minimisation.
     pub minimise_tries: usize,
+    /// Feature bits every batch has on top of its own (features outside
+    /// `Features::ALL`, which swarm testing never draws).
+    pub extra_features: u32,
 }
 
 pub fn batch_seed(base: u64, k: u64) -> u64 {
@@ -36,17 +39,22 @@ pub fn batch_seed(base: u64, k: u64) -> u64 {
 
 impl Config {
     pub fn features(&self, k: u64) -> Features {
-        if self.swarm {
+        let own = if self.swarm {
             Features::swarm(batch_seed(self.base_seed, k))
         } else {
             Features::ALL
-        }
+        };
+        Features(own.0 | self.extra_features)
     }
 
     /// What must not change between runs into one directory.
     fn identity(&self) -> String {
+        let extra = match self.extra_features {
+            0 => String::new(),
+            bits => format!("extra_features={bits:#x}\n"),
+        };
         format!(
-            "base_seed={:#x}\nbatch_size={}\nswarm={}\n",
+            "base_seed={:#x}\nbatch_size={}\nswarm={}\n{extra}",
             self.base_seed, self.size, self.swarm
         )
     }

@@ -13,6 +13,7 @@ mod graph_blocks;
 mod kfunc_blocks;
 mod loader_blocks;
 mod mem_blocks;
+mod region_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -133,8 +134,13 @@ impl Features {
     /// list and rbtree operations under a map value's lock, kptr slots
     /// loaded, stored and exchanged, two maps' locks.
     pub const BTF_OBJECTS: u32 = 1 << 16;
+    /// Sleepable syscall programs; regions meeting calls that may sleep,
+    /// RCU-protected and css iterators, local dynptrs, timer/wq/resilient
+    /// lock arguments without the field, `__str` formats
+    /// (`gen/region_blocks.rs`).
+    pub const REGIONS: u32 = 1 << 18;
     pub const ALL: Features = Features((1 << 17) - 1);
-    pub const NAMES: [(u32, &'static str); 17] = [
+    pub const NAMES: [(u32, &'static str); 18] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -152,6 +158,7 @@ impl Features {
         (Self::MEMORY, "memory"),
         (Self::LOADER, "loader"),
         (Self::BTF_OBJECTS, "btf_objects"),
+        (Self::REGIONS, "regions"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -908,6 +915,9 @@ impl Gen {
         if f.has(Features::MEMORY) && self.rng.chance(6) {
             return self.mem_block();
         }
+        if f.has(Features::REGIONS) && self.rng.chance(8) {
+            return self.region_feature_block();
+        }
         match self.rng.below(128) {
             0..=5 => self.extra(),
             6..=21 => self.alu(),
@@ -1653,6 +1663,13 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     } else {
         rng.pick(&[ProgType::SOCKET_FILTER, ProgType::XDP, ProgType::SCHED_CLS])
     };
+    let sleepable_start =
+        !reduced && features.has(Features::REGIONS) && region_blocks::sleepable_start(&mut rng);
+    let prog_type = if sleepable_start {
+        ProgType::SYSCALL
+    } else {
+        prog_type
+    };
     let mut kinds = [Kind::Uninit; 11];
     kinds[1] = Kind::Ctx;
     kinds[10] = Kind::Fp;
@@ -1705,7 +1722,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         }
     }
     let mut prog_type = prog_type;
-    let mut sleepable = false;
+    let mut sleepable = sleepable_start;
     if features.has(Features::LOADER) {
         loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
     }

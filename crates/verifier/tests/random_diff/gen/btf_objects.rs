@@ -56,6 +56,14 @@ pub const KPTRS_MAP: i32 = 14;
 pub const LOCK2_MAP: i32 = 15;
 /// The wq map's value: a struct holding a bpf_wq (after the types above).
 pub const T_WQ_VALUE: i32 = 35;
+/// Maps of the `regions` blocks: a value holding a bpf_res_spin_lock, one
+/// holding a bpf_timer (types after the wq's).
+pub const RES_LOCK_MAP: i32 = 16;
+pub const TIMER_MAP: i32 = 17;
+pub const RES_VALUE_SIZE: i32 = 8;
+pub const TIMER_VALUE_SIZE: i32 = 16;
+pub const T_RES_VALUE: i32 = 37;
+pub const T_TIMER_VALUE: i32 = 39;
 
 /// Kptr slots of a kptr-holding value, by kind: (offset in OBJS value,
 /// offset in KPTRS value, pointee).
@@ -136,6 +144,38 @@ pub fn object_btf() -> Vec<u8> {
         16,
         n_wq,
         T_WQ_VALUE as u32 - 1,
+        0,
+    ]);
+    // [36] STRUCT bpf_res_spin_lock { int val; }; [37] STRUCT fz_res_value
+    // { struct bpf_res_spin_lock lock; }; [38] STRUCT bpf_timer, 16 opaque
+    // bytes; [39] STRUCT fz_timer_value { struct bpf_timer timer; }
+    let (n_res, n_val, n_res_value, n_lock) = (
+        push_name("bpf_res_spin_lock"),
+        push_name("val"),
+        push_name("fz_res_value"),
+        push_name("lock"),
+    );
+    types.extend([n_res, (4 << 24) | 1, 4, n_val, 1, 0]);
+    types.extend([
+        n_res_value,
+        (4 << 24) | 1,
+        RES_VALUE_SIZE as u32,
+        n_lock,
+        T_RES_VALUE as u32 - 1,
+        0,
+    ]);
+    let (n_timer, n_timer_value, n_timer_member) = (
+        push_name("bpf_timer"),
+        push_name("fz_timer_value"),
+        push_name("timer"),
+    );
+    types.extend([n_timer, 4 << 24, 16]);
+    types.extend([
+        n_timer_value,
+        (4 << 24) | 1,
+        TIMER_VALUE_SIZE as u32,
+        n_timer_member,
+        T_TIMER_VALUE as u32 - 1,
         0,
     ]);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
@@ -281,7 +321,7 @@ pub fn maps<'a>(mut progs: impl Iterator<Item = &'a [bpfvet_isa::Insn]>) -> Vec<
         insns.windows(2).any(|w| {
             w[0].is_ld_imm64()
                 && matches!(w[0].src, 1 | 2 | 5 | 6)
-                && (OBJS_MAP..=LOCK2_MAP).contains(&w[0].imm)
+                && (OBJS_MAP..=TIMER_MAP).contains(&w[0].imm)
         })
     });
     if !names_one {
@@ -291,6 +331,8 @@ pub fn maps<'a>(mut progs: impl Iterator<Item = &'a [bpfvet_isa::Insn]>) -> Vec<
         btf_map("objs", OBJS_SIZE, T_OBJS),
         btf_map("kptrs", KPTRS_SIZE, T_KPTRS),
         btf_map("locked2", VALUE2_SIZE, T_VALUE2),
+        btf_map("res_locked", RES_VALUE_SIZE, T_RES_VALUE),
+        btf_map("timers", TIMER_VALUE_SIZE, T_TIMER_VALUE),
     ]
 }
 
@@ -300,6 +342,8 @@ pub fn case_maps() -> Vec<String> {
         (OBJS_SIZE, T_OBJS),
         (KPTRS_SIZE, T_KPTRS),
         (VALUE2_SIZE, T_VALUE2),
+        (RES_VALUE_SIZE, T_RES_VALUE),
+        (TIMER_VALUE_SIZE, T_TIMER_VALUE),
     ]
     .iter()
     .map(|(size, id)| format!("array 4 {size} 16 btf={id}"))
