@@ -36,19 +36,25 @@ pub fn batch_seed(base: u64, k: u64) -> u64 {
 
 impl Config {
     pub fn features(&self, k: u64) -> Features {
+        let set = Features(Features::ALL.0 | Features::extra_from_env().0);
         if self.swarm {
-            Features::swarm(batch_seed(self.base_seed, k))
+            Features::swarm_of(batch_seed(self.base_seed, k), set)
         } else {
-            Features::ALL
+            set
         }
     }
 
     /// What must not change between runs into one directory.
     fn identity(&self) -> String {
-        format!(
+        let mut id = format!(
             "base_seed={:#x}\nbatch_size={}\nswarm={}\n",
             self.base_seed, self.size, self.swarm
-        )
+        );
+        let extra = Features::extra_from_env();
+        if extra.0 != 0 {
+            id += &format!("extra_features={}\n", extra.names());
+        }
+        id
     }
 
     fn tsv(&self, k: u64) -> PathBuf {

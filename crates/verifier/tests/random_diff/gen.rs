@@ -11,6 +11,7 @@ use bpfvet_isa::Insn;
 pub mod btf_objects;
 mod graph_blocks;
 mod kfunc_blocks;
+mod leak_blocks;
 mod loader_blocks;
 mod mem_blocks;
 
@@ -133,8 +134,14 @@ impl Features {
     /// list and rbtree operations under a map value's lock, kptr slots
     /// loaded, stored and exchanged, two maps' locks.
     pub const BTF_OBJECTS: u32 = 1 << 16;
+    /// Pointer leaks and speculation limits met below CAP_PERFMON
+    /// (`gen/leak_blocks.rs`): pointers stored into map values, passed as
+    /// helper scalars, used by atomics from a stack slot; zero-sized map
+    /// keys; loops pushing speculative paths. Not in [`Features::ALL`]:
+    /// `BPFVET_FUZZ_EXTRA_FEATURES` adds it to batches.
+    pub const LEAKS: u32 = 1 << 19;
     pub const ALL: Features = Features((1 << 17) - 1);
-    pub const NAMES: [(u32, &'static str); 17] = [
+    pub const NAMES: [(u32, &'static str); 18] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -152,14 +159,36 @@ impl Features {
         (Self::MEMORY, "memory"),
         (Self::LOADER, "loader"),
         (Self::BTF_OBJECTS, "btf_objects"),
+        (Self::LEAKS, "leaks"),
     ];
 
-    /// The subset a batch seed enables: each feature with probability one
-    /// half, never none.
-    pub fn swarm(seed: u64) -> Features {
+    /// The subset of `set` a batch seed enables: each feature with
+    /// probability one half, never none (over [`Features::ALL`]'s bits the
+    /// same draw whatever else `set` holds).
+    pub fn swarm_of(seed: u64, set: Features) -> Features {
         let mut rng = Rng::new(seed ^ 0x5357_4152_4d21);
-        let bits = (rng.next() as u32) & Self::ALL.0;
-        Features(if bits == 0 { Self::ALL.0 } else { bits })
+        let bits = (rng.next() as u32) & set.0;
+        Features(if bits == 0 { set.0 } else { bits })
+    }
+
+    /// Features outside [`Features::ALL`] a batch run adds
+    /// (`BPFVET_FUZZ_EXTRA_FEATURES`, a bit mask, or names separated by
+    /// commas).
+    pub fn extra_from_env() -> Features {
+        let Ok(v) = std::env::var("BPFVET_FUZZ_EXTRA_FEATURES") else {
+            return Features(0);
+        };
+        let v = v.trim();
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        };
+        let bits = parsed.unwrap_or_else(|| {
+            v.split(',')
+                .filter_map(|n| Self::NAMES.iter().find(|(_, name)| *name == n.trim()))
+                .fold(0, |acc, (b, _)| acc | b)
+        });
+        Features(bits)
     }
 
     pub fn has(self, f: u32) -> bool {
@@ -907,6 +936,9 @@ impl Gen {
         let f = self.features;
         if f.has(Features::MEMORY) && self.rng.chance(6) {
             return self.mem_block();
+        }
+        if f.has(Features::LEAKS) && self.rng.chance(6) {
+            return self.leak_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
