@@ -372,7 +372,16 @@ impl Env<'_> {
     /// caller's lock or preemption state, so it may not be called with a
     /// lock held or preemption disabled (static ones may).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
-        let mismatch = self.global_args_mismatch(subprog);
+        // The entry function's BTF is unreliable unless it takes exactly
+        // the context (do_check_common): a call back to it then fails
+        // without a reason of its own.
+        let main_unreliable = subprog == 0
+            && (self.global_signature_error(0).is_some() || self.global_args(0) != [ArgKind::Ctx]);
+        let mismatch = if main_unreliable {
+            Err(crate::error::VerifyError::new(None, String::new()))
+        } else {
+            self.global_args_mismatch(subprog)
+        };
         if self.cur.active_locks > 0 {
             self.log
                 .line("global function calls are not allowed while holding a lock,");
@@ -397,7 +406,9 @@ impl Env<'_> {
         }
         match mismatch {
             Err(e) if e.limit.is_none() && !e.unsupported => {
-                self.log.line(&e.msg);
+                if !e.msg.is_empty() {
+                    self.log.line(&e.msg);
+                }
                 let name = self.subprog_name(subprog);
                 self.err(format!(
                     "Caller passes invalid args into func#{subprog} ('{name}')"
