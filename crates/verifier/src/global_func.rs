@@ -227,7 +227,7 @@ impl Env<'_> {
                 return invalid();
             }
             if has("ctx") && !self.ctx_tag_pointee_ok(t.size_or_type) {
-                return refuse;
+                return self.ctx_tag_error(i, t.size_or_type).map_or(refuse, bad);
             }
             return ArgKind::Ctx;
         }
@@ -312,6 +312,27 @@ impl Env<'_> {
     /// The pointee types an `arg:ctx` pointer may have for this program
     /// type (the accepting cases of btf_validate_prog_ctx_type; the others
     /// are left unmodelled).
+    /// Why an `arg:ctx` pointee the program type does not take is refused
+    /// (btf_validate_prog_ctx_type): it has no name, or it is not the
+    /// type's canonical context struct (`void *` where that is no struct).
+    /// None where bpfvet does not know the canonical type.
+    fn ctx_tag_error(&self, i: usize, pointee: u32) -> Option<String> {
+        let btf = self.obj.btf.as_ref()?;
+        let (_, t) = btf.skip_mods_and_typedefs(pointee)?;
+        if btf.name(t).is_empty() {
+            return Some(format!("arg#{i} type doesn't have a name"));
+        }
+        if let Some((_, ctx)) = PROG_CTX_STRUCT.iter().find(|(p, _)| *p == self.prog_type) {
+            return Some(format!("arg#{i} should be `struct {ctx} *`"));
+        }
+        // Contexts declared as `void *` (or `__u32 *`).
+        matches!(
+            self.prog_type,
+            ProgType::TRACING | ProgType::LSM | ProgType::STRUCT_OPS | ProgType::LIRC_MODE2
+        )
+        .then(|| format!("arg#{i} should be void pointer"))
+    }
+
     fn ctx_tag_pointee_ok(&self, pointee: u32) -> bool {
         let Some(btf) = self.obj.btf.as_ref() else {
             return false;
