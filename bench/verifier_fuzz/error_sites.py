@@ -170,6 +170,13 @@ UNREACHABLE_ON_HOST = {
     "allocated_stack too small":
         "an internal consistency check: check_stack_access_within_bounds grows the stack "
         "over every byte the range check then reads",
+    "R%d is ptr_%s access user memory: off=%d":
+        "MEM_USER comes from a `user` type tag on a pointer in kernel BTF; the host's vmlinux BTF has "
+        "no such tag (no modules are loaded) and pointer members of a program's own allocated "
+        "objects load as scalars",
+    "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!":
+        "the host refuses LSM programs with EPERM before verification (as it does fentry/fexit: "
+        "no BPF trampolines); bpfvet's check is covered by a case",
     "map_ptr access not supported for map type %d":
         "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
 }

@@ -1103,6 +1103,18 @@ impl Env<'_> {
                 writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
             id::SNPRINTF => self.check_snprintf_format()?,
+            // A cgroup LSM program on a void hook has no return value to
+            // set.
+            id::SET_RETVAL
+                if self.prog_type == bpfvet_isa::uapi::ProgType::LSM
+                    && self.prog.expected_attach_type
+                        == Some(bpfvet_isa::uapi::AttachType::LSM_CGROUP)
+                    && crate::lsm::hook_returns_void(self.prog)? =>
+            {
+                return self.err(
+                    "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!",
+                );
+            }
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
                 if r1.ty != RegType::MapValue {
