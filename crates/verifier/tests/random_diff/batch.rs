@@ -120,6 +120,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         super::diff::prog_type_name(p.prog_type)
     );
     out.push_str(&super::diff::privileges_directive());
+    if let Some((attach_type, section)) = p.attach {
+        let _ = writeln!(out, "# attach_type: {}", attach_type.name().unwrap_or("?"));
+        let _ = writeln!(out, "# section: {section}");
+    }
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }

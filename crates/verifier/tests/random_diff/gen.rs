@@ -271,6 +271,9 @@ pub struct GenProgram {
     /// Loaded with func_info even as a single function, so the kernel
     /// keeps the object's BTF as the program's (bpf_obj_new's types).
     pub prog_btf: bool,
+    /// Expected attach type and ELF section naming the BTF target
+    /// (`tp_btf/NAME`, `iter/NAME`) of a tracing program.
+    pub attach: Option<(bpfvet_isa::uapi::AttachType, &'static str)>,
 }
 
 struct Gen {
@@ -1741,6 +1744,11 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::LOADER) {
         loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
     }
+    let mut attach = None;
+    if features.has(Features::LEAKS) && !reduced && g.rng.chance(4) {
+        let (t, a, body) = leak_blocks::tracing_program(&mut g.rng);
+        (prog_type, attach, insns, sleepable) = (t, Some(a), body, false);
+    }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
@@ -1749,6 +1757,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         insns,
         sleepable,
         prog_btf: g.prog_btf,
+        attach,
     }
 }
 

@@ -178,3 +178,91 @@ impl Gen {
         self.set(counter, Kind::Uninit);
     }
 }
+
+const KTIME_GET_NS: i32 = 5;
+const GET_PRANDOM_U32: i32 = 7;
+const D_PATH: i32 = 147;
+const GET_FUNC_IP: i32 = 173;
+const GET_FUNC_ARG: i32 = 183;
+const GET_FUNC_RET: i32 = 184;
+const GET_FUNC_ARG_CNT: i32 = 185;
+
+/// A whole tracing program without a trampoline (the host refuses
+/// fentry/fexit and LSM programs before verification): a raw tracepoint
+/// (`tp_btf`) calling helpers meant for trampolines or allow-listed
+/// functions and reading its arguments, or a map element iterator reading
+/// and writing its key (read-only) and value buffers at any offset.
+pub(super) fn tracing_program(
+    rng: &mut super::Rng,
+) -> (
+    ProgType,
+    (bpfvet_isa::uapi::AttachType, &'static str),
+    Vec<Insn>,
+) {
+    use bpfvet_isa::uapi::AttachType;
+    let mut insns = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+    let attach = if rng.chance(40) {
+        for _ in 0..1 + rng.below(3) {
+            if rng.chance(30) {
+                // sys_enter's arguments: struct pt_regs *regs, long id.
+                let off = rng.pick(&[0i16, 8, 16, 4, -8]);
+                let (sz, _) = rng.pick(&SIZES);
+                insns.push(Insn::new(0x61 | sz, 7, 6, off, 0));
+                continue;
+            }
+            let func = rng.pick(&[
+                GET_FUNC_IP,
+                D_PATH,
+                GET_FUNC_ARG,
+                GET_FUNC_RET,
+                GET_FUNC_ARG_CNT,
+                KTIME_GET_NS,
+            ]);
+            insns.push(Insn::new(0xbf, 1, 6, 0, 0));
+            insns.push(Insn::new(0xb7, 2, 0, 0, 0));
+            insns.push(Insn::new(0xbf, 3, 10, 0, 0));
+            insns.push(Insn::new(0x07, 3, 0, 0, -8));
+            insns.push(Insn::new(0x85, 0, 0, 0, func));
+        }
+        (AttachType::TRACE_RAW_TP, "tp_btf/sys_enter")
+    } else {
+        // struct bpf_iter__bpf_map_elem: meta, map, key (read-only buffer
+        // or NULL), value (buffer or NULL).
+        insns.push(Insn::new(0x79, 7, 6, 16, 0));
+        insns.push(Insn::new(0x79, 8, 6, 24, 0));
+        for _ in 0..1 + rng.below(3) {
+            let (buf, write) = if rng.chance(50) {
+                (7u8, rng.chance(20))
+            } else {
+                (8u8, rng.chance(50))
+            };
+            let (sz, _) = rng.pick(&SIZES);
+            let off = rng.pick(&[0i16, 0, 4, 8, 100, -1, -8, 4096, 0x7fff]);
+            let variable = rng.chance(20);
+            let mut body = Vec::new();
+            let p = if variable {
+                body.push(Insn::new(0x85, 0, 0, 0, GET_PRANDOM_U32));
+                body.push(Insn::new(0x57, 0, 0, 0, rng.pick(&[7, 0xff, 0x7fff_ffff])));
+                body.push(Insn::new(0xbf, 9, buf, 0, 0));
+                body.push(Insn::new(0x0f, 9, 0, 0, 0));
+                9
+            } else {
+                buf
+            };
+            if write {
+                body.push(Insn::new(0x62 | sz, p, 0, off, 1));
+            } else {
+                body.push(Insn::new(0x61 | sz, 0, p, off, 0));
+            }
+            // The NULL check, forgotten now and then.
+            if !rng.chance(10) {
+                insns.push(Insn::new(0x15, buf, 0, body.len() as i16, 0));
+            }
+            insns.extend(body);
+        }
+        (AttachType::TRACE_ITER, "iter/bpf_map_elem")
+    };
+    insns.push(Insn::new(0xb7, 0, 0, 0, rng.pick(&[0, 0, 0, 1, 2])));
+    insns.push(Insn::new(0x95, 0, 0, 0, 0));
+    (ProgType::TRACING, attach, insns)
+}
