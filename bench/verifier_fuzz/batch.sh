@@ -5,7 +5,7 @@
 # a feature subset drawn from that seed. Finished batches (DIR/batch-KKKK.tsv)
 # are skipped; every distinct disagreement is minimised into DIR/cases/*.case;
 # DIR/REPORT.md sums all batches. Format: bench/verifier_fuzz/README.md.
-# PRIVILEGES=bpf|unprivileged loads every program at that level on both sides
+# PRIVILEGES=bpf|unprivileged|net_admin loads every program at that level on both sides
 # (default root). EXTRA_FEATURES=leaks (names or a bit mask) adds feature
 # blocks outside the default set to the swarm draw.
 set -eu

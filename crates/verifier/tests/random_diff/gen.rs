@@ -1678,8 +1678,17 @@ pub fn program(seed: u64, index: u64) -> GenProgram {
 /// Program `index` of the run with `seed`, using only `features`' blocks.
 pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x0010_0000_01b3));
-    let reduced = super::diff::fuzz_privileges() != bpfvet_verifier::Privileges::Root;
-    let prog_type = if reduced {
+    let level = super::diff::fuzz_privileges();
+    let reduced = level != bpfvet_verifier::Privileges::Root;
+    let prog_type = if level == bpfvet_verifier::Privileges::NetAdmin {
+        // Networking types without CAP_PERFMON (packet writes, flow keys).
+        rng.pick(&[
+            ProgType::SOCKET_FILTER,
+            ProgType::XDP,
+            ProgType::SCHED_CLS,
+            ProgType::CGROUP_SKB,
+        ])
+    } else if reduced {
         // The types a loader without CAP_NET_ADMIN or CAP_PERFMON may load
         // (others fail with EPERM before verification).
         rng.pick(&[ProgType::SOCKET_FILTER, ProgType::CGROUP_SKB])

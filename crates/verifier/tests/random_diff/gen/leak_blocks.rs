@@ -1,5 +1,5 @@
 //! Pointer-leak and speculation blocks (feature `leaks`), whose checks
-//! bite below CAP_PERFMON (`PRIVILEGES=bpf|unprivileged` runs; as root most
+//! bite below CAP_PERFMON (`PRIVILEGES=bpf|unprivileged|net_admin` runs; as root most
 //! of them are accepted): pointers stored into map values, passed where a
 //! helper takes a plain number, or used as numbers by an atomic on the
 //! stack slot they were spilled to; map helpers given a key of a ring
@@ -19,7 +19,8 @@ const SKB_LOAD_BYTES: i32 = 26;
 
 impl Gen {
     pub(super) fn leak_block(&mut self) {
-        match self.rng.below(10) {
+        match self.rng.below(11) {
+            10 => self.pointer_into_packet(),
             0..=2 => self.pointer_into_map_value(),
             3..=4 => self.pointer_as_helper_number(),
             5..=6 => self.atomic_on_spilled_pointer(),
@@ -54,6 +55,30 @@ impl Gen {
             self.emit(Insn::new(0xc3 | sz, p, v, off as i16, 0));
         } else {
             self.emit(Insn::new(0x63 | sz, p, v, off as i16, 0));
+        }
+    }
+
+    /// `*(u64 *)(data + off) = pointer` under a bounds check, in the
+    /// program types with a writable packet.
+    fn pointer_into_packet(&mut self) {
+        let (data, end) = match self.prog_type {
+            ProgType::XDP => (0, 4),
+            ProgType::SCHED_CLS => (76, 80),
+            _ => return self.pointer_into_map_value(),
+        };
+        let Some(ctx) = self.ctx_reg() else {
+            return self.alu();
+        };
+        let v = self.some_pointer();
+        let off = self.rng.pick(&[0i16, 8, 4]);
+        self.emit(Insn::new(0x61, 2, ctx, data, 0));
+        self.emit(Insn::new(0x61, 3, ctx, end, 0));
+        self.emit(Insn::new(0xbf, 4, 2, 0, 0));
+        self.emit(Insn::new(0x07, 4, 0, 0, 16));
+        self.emit(Insn::new(0x2d, 4, 3, 1, 0));
+        self.emit(Insn::new(0x7b, 2, v, off, 0));
+        for r in 2..=4 {
+            self.set(r, Kind::Uninit);
         }
     }
 
