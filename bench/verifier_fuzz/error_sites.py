@@ -177,6 +177,15 @@ UNREACHABLE_ON_HOST = {
     "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!":
         "the host refuses LSM programs with EPERM before verification (as it does fentry/fexit: "
         "no BPF trampolines); bpfvet's check is covered by a case",
+    "invalid bpf_context access off=%d. Reference may already be released":
+        "a context argument carries a reference only in struct_ops programs whose stub names it "
+        "`__ref` (bpf_qdisc, bpf_testmod): the host's vmlinux BTF has none and no modules are loaded",
+    "max struct nesting depth exceeded":
+        "never a last line: both callers then print their own refusal (`arg#%d pointer type %s %s "
+        "must point to ...`, `bpf_percpu_obj_new type ID argument must be of a struct of scalars`)",
+    "unable to resolve the size of type '%s': %ld":
+        "bpf_per_cpu_ptr/this_cpu_ptr resolve the size of a per-CPU ksym that is no struct: every "
+        "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
     "map_ptr access not supported for map type %d":
         "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
 }

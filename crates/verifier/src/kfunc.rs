@@ -585,6 +585,16 @@ impl Env<'_> {
                 }
                 PtrArg::Map => self.check_kfunc_map_arg(btf, meta, i, regno, &reg, trusted, rcu)?,
                 PtrArg::BtfId if reg.ty == RegType::Alloc => {
+                    // The trust check comes first (an RCU-protected object
+                    // loaded from a kptr is neither referenced nor trusted).
+                    if (trusted || rcu) && !is_trusted_reg(&reg) {
+                        if !rcu {
+                            return self.err(format!("R{regno} must be referenced or trusted"));
+                        }
+                        if reg.flags & flag::RCU == 0 {
+                            return self.err(format!("R{regno} must be a rcu pointer"));
+                        }
+                    }
                     return self.unsupported(format!(
                         "allocated objects as arguments of kfunc {}",
                         meta.name
