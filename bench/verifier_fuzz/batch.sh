@@ -5,9 +5,9 @@
 # a feature subset drawn from that seed. Finished batches (DIR/batch-KKKK.tsv)
 # are skipped; every distinct disagreement is minimised into DIR/cases/*.case;
 # DIR/REPORT.md sums all batches. Format: bench/verifier_fuzz/README.md.
-# PRIVILEGES=bpf|unprivileged loads every program at that level on both sides
-# (default root). FEATURES=BITS adds feature bits to every batch (features
-# swarm testing does not draw yet, e.g. 0x40000 for `regions`).
+# PRIVILEGES=bpf|unprivileged|net_admin loads every program at that level on both sides
+# (default root). EXTRA_FEATURES=leaks (names or a bit mask) adds feature
+# blocks outside the default set to the swarm draw.
 set -eu
 cd "$(dirname "$0")/../.."
 : "${DIR:?set DIR to the output directory}"
@@ -18,6 +18,6 @@ BPFVET_FUZZ_SEED=${SEED:-0x62726666757a7a31} \
 BPFVET_FUZZ_SWARM=${SWARM:-1} \
 BPFVET_FUZZ_MINIMISE=${MINIMISE:-300} \
 BPFVET_FUZZ_PRIVILEGES=${PRIVILEGES:-root} \
-BPFVET_FUZZ_EXTRA_FEATURES=${FEATURES:-0} \
+BPFVET_FUZZ_EXTRA_FEATURES=${EXTRA_FEATURES:-} \
     cargo test -p bpfvet-verifier --release --test random_kernel_diff \
     -- --ignored fuzz_batches --nocapture

@@ -90,6 +90,14 @@ JIT = "the x86-64 JIT is on and "
 # __check_mem_access's line is always followed by its caller's: "R%d ..."
 NOT_LAST = "never a last line: its caller then prints `R%d "
 OPCODES = "every opcode is checked against the instruction table at load first (`unknown opcode`)"
+# The three variable-offset stack checks for loaders without CAP_PERFMON:
+# without it bypass_spec_v1 is off too (mitigations are on), so pointer
+# arithmetic already refuses a variable stack offset.
+VAR_STACK_NEEDS_PERFMON = (
+    "a variable-offset stack pointer needs bypass_spec_v1, which is CAP_PERFMON (the host "
+    "runs with mitigations on), and CAP_PERFMON skips this check: sanitize_check_bounds "
+    "refuses the pointer arithmetic first (`R%d variable stack access prohibited for !root`)"
+)
 LEVEL2 = "a trace printed at log level 2 only, on a path that goes on (no failure)"
 UNREACHABLE_ON_HOST = {
     "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
@@ -207,6 +215,31 @@ UNREACHABLE_ON_HOST = {
         "an internal consistency check: helper prototypes name their return BTF ids",
     "unknown return type %u of func %s#%d":
         "an internal consistency check: helper prototypes have known return types",
+    "spilled ptr in range of var-offset stack write; insn %d, ptr off: %d": VAR_STACK_NEEDS_PERFMON,
+    "uninit stack in range of var-offset write prohibited for !root; insn %d, off: %d":
+        VAR_STACK_NEEDS_PERFMON,
+    "R%d variable offset stack access prohibited for !root, var_off=%s": VAR_STACK_NEEDS_PERFMON,
+    "allocated_stack too small":
+        "an internal consistency check: check_stack_access_within_bounds grows the stack "
+        "over every byte the range check then reads",
+    "R%d is ptr_%s access user memory: off=%d":
+        "MEM_USER comes from a `user` type tag on a pointer in kernel BTF; the host's vmlinux BTF has "
+        "no such tag (no modules are loaded) and pointer members of a program's own allocated "
+        "objects load as scalars",
+    "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!":
+        "the host refuses LSM programs with EPERM before verification (as it does fentry/fexit: "
+        "no BPF trampolines); bpfvet's check is covered by a case",
+    "invalid bpf_context access off=%d. Reference may already be released":
+        "a context argument carries a reference only in struct_ops programs whose stub names it "
+        "`__ref` (bpf_qdisc, bpf_testmod): the host's vmlinux BTF has none and no modules are loaded",
+    "max struct nesting depth exceeded":
+        "never a last line: both callers then print their own refusal (`arg#%d pointer type %s %s "
+        "must point to ...`, `bpf_percpu_obj_new type ID argument must be of a struct of scalars`)",
+    "unable to resolve the size of type '%s': %ld":
+        "bpf_per_cpu_ptr/this_cpu_ptr resolve the size of a per-CPU ksym that is no struct: every "
+        "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
+    "map_ptr access not supported for map type %d":
+        "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
 }
 
 

@@ -112,7 +112,8 @@ pub struct Args {
     #[arg(long = "max-memory", value_parser = parse_size)]
     max_memory: Option<usize>,
     /// The loader's capabilities, for both backends: root (all), bpf
-    /// (CAP_BPF alone) or unprivileged (none; the kernel backend lowers
+    /// (CAP_BPF alone), net_admin (CAP_BPF and CAP_NET_ADMIN) or
+    /// unprivileged (none; the kernel backend lowers
     /// kernel.unprivileged_bpf_disabled to 0 while it loads).
     #[arg(long, default_value = "root")]
     privileges: bpfvet_isa::Privileges,

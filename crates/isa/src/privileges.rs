@@ -23,10 +23,19 @@ pub enum Privileges {
     Bpf,
     /// No capability at all (needs kernel.unprivileged_bpf_disabled=0).
     Unprivileged,
+    /// CAP_BPF and CAP_NET_ADMIN: networking program types (XDP, tc, flow
+    /// dissector) without CAP_PERFMON, so pointer leaks and Spectre checks
+    /// apply to them.
+    NetAdmin,
 }
 
 impl Privileges {
-    pub const ALL: [Privileges; 3] = [Privileges::Root, Privileges::Bpf, Privileges::Unprivileged];
+    pub const ALL: [Privileges; 4] = [
+        Privileges::Root,
+        Privileges::Bpf,
+        Privileges::Unprivileged,
+        Privileges::NetAdmin,
+    ];
 
     /// The effective capability set, as a bit mask over capability numbers;
     /// None means "all of them" (the loader's own set is left as it is).
@@ -35,6 +44,7 @@ impl Privileges {
             Privileges::Root => None,
             Privileges::Bpf => Some(1 << cap::BPF),
             Privileges::Unprivileged => Some(0),
+            Privileges::NetAdmin => Some((1 << cap::BPF) | (1 << cap::NET_ADMIN)),
         }
     }
 
@@ -49,6 +59,7 @@ impl Privileges {
             Privileges::Root => "root",
             Privileges::Bpf => "bpf",
             Privileges::Unprivileged => "unprivileged",
+            Privileges::NetAdmin => "net_admin",
         }
     }
 }
@@ -65,7 +76,9 @@ impl FromStr for Privileges {
         Privileges::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown privilege level `{s}` (root, bpf or unprivileged)"))
+            .ok_or_else(|| {
+                format!("unknown privilege level `{s}` (root, bpf, unprivileged or net_admin)")
+            })
     }
 }
 
@@ -80,6 +93,9 @@ mod tests {
         assert!(!Privileges::Bpf.has(cap::PERFMON));
         assert!(!Privileges::Bpf.has(cap::SYS_ADMIN));
         assert!(!Privileges::Unprivileged.has(cap::BPF));
+        assert!(Privileges::NetAdmin.has(cap::NET_ADMIN));
+        assert!(!Privileges::NetAdmin.has(cap::PERFMON));
+        assert_eq!("net_admin".parse(), Ok(Privileges::NetAdmin));
         assert_eq!("bpf".parse(), Ok(Privileges::Bpf));
         assert!("admin".parse::<Privileges>().is_err());
     }

@@ -147,6 +147,11 @@ impl Env<'_> {
         }
         match r.ty {
             RegType::Stack => {
+                // A zero size (a map with 0-byte keys or values) is refused
+                // before the bounds (check_stack_range_initialized).
+                if size == 0 && !zero_ok {
+                    return self.err("invalid zero-sized read");
+                }
                 let off = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smin };
                 let max = r.off as i64 + if r.v.is_const() { r.v.const_value() as i64 } else { r.v.smax };
                 // Helpers name the direction of their access (6.18).
@@ -365,10 +370,9 @@ impl Env<'_> {
 
     /// The bounds of a helper's access of `size` bytes at a packet, map or
     /// memory pointer: those of one load or store of that size.
+    /// An empty span gets here only where the helper refuses one: it
+    /// fails the bounds checks.
     fn check_span(&mut self, regno: u8, size: u32) -> VResult<()> {
-        if size == 0 {
-            return Ok(());
-        }
         let r = *self.cur.reg(regno);
         let limit: i64 = match r.ty {
             RegType::MapValue => self.map_def(r.map).map_or(0, |m| m.value_size) as i64,
@@ -1130,6 +1134,18 @@ impl Env<'_> {
                 writes_skb = matches!(kind, Some(DynptrKind::Skb | DynptrKind::SkbMeta));
             }
             id::SNPRINTF => self.check_snprintf_format()?,
+            // A cgroup LSM program on a void hook has no return value to
+            // set.
+            id::SET_RETVAL
+                if self.prog_type == bpfvet_isa::uapi::ProgType::LSM
+                    && self.prog.expected_attach_type
+                        == Some(bpfvet_isa::uapi::AttachType::LSM_CGROUP)
+                    && crate::lsm::hook_returns_void(self.prog)? =>
+            {
+                return self.err(
+                    "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!",
+                );
+            }
             id::DYNPTR_FROM_MEM => {
                 let r1 = self.cur.reg(1);
                 if r1.ty != RegType::MapValue {

@@ -763,7 +763,9 @@ impl Env<'_> {
     ) -> VResult<()> {
         let v = &reg.v;
         let offl = off as i64;
-        let fits = |o: i64| o >= 0 && o + size as i64 <= region as i64;
+        // No caller allows an empty access here (__check_mem_access with
+        // zero_size_allowed off: a helper's empty span got through before).
+        let fits = |o: i64| o >= 0 && size > 0 && o + size as i64 <= region as i64;
         if v.smin < 0
             && (v.smin == i64::MIN
                 || offl + v.smin != (offl + v.smin) as i32 as i64
@@ -812,7 +814,7 @@ impl Env<'_> {
             ));
         }
         let range = reg.aux as i32;
-        let in_range = off >= 0 && (off as i64 + size as i64) <= range as i64;
+        let in_range = off >= 0 && size > 0 && (off as i64 + size as i64) <= range as i64;
         if range >= 0 && !in_range {
             self.log.before_error(format!(
                 "invalid access to packet, off={off} size={size}, R{regno}(id={},off={off},r={range})",

@@ -227,7 +227,7 @@ impl Env<'_> {
                 return invalid();
             }
             if has("ctx") && !self.ctx_tag_pointee_ok(t.size_or_type) {
-                return refuse;
+                return self.ctx_tag_error(i, t.size_or_type).map_or(refuse, bad);
             }
             return ArgKind::Ctx;
         }
@@ -312,6 +312,27 @@ impl Env<'_> {
     /// The pointee types an `arg:ctx` pointer may have for this program
     /// type (the accepting cases of btf_validate_prog_ctx_type; the others
     /// are left unmodelled).
+    /// Why an `arg:ctx` pointee the program type does not take is refused
+    /// (btf_validate_prog_ctx_type): it has no name, or it is not the
+    /// type's canonical context struct (`void *` where that is no struct).
+    /// None where bpfvet does not know the canonical type.
+    fn ctx_tag_error(&self, i: usize, pointee: u32) -> Option<String> {
+        let btf = self.obj.btf.as_ref()?;
+        let (_, t) = btf.skip_mods_and_typedefs(pointee)?;
+        if btf.name(t).is_empty() {
+            return Some(format!("arg#{i} type doesn't have a name"));
+        }
+        if let Some((_, ctx)) = PROG_CTX_STRUCT.iter().find(|(p, _)| *p == self.prog_type) {
+            return Some(format!("arg#{i} should be `struct {ctx} *`"));
+        }
+        // Contexts declared as `void *` (or `__u32 *`).
+        matches!(
+            self.prog_type,
+            ProgType::TRACING | ProgType::LSM | ProgType::STRUCT_OPS | ProgType::LIRC_MODE2
+        )
+        .then(|| format!("arg#{i} should be void pointer"))
+    }
+
     fn ctx_tag_pointee_ok(&self, pointee: u32) -> bool {
         let Some(btf) = self.obj.btf.as_ref() else {
             return false;
@@ -372,7 +393,16 @@ impl Env<'_> {
     /// caller's lock or preemption state, so it may not be called with a
     /// lock held or preemption disabled (static ones may).
     pub fn check_global_call_args(&mut self, subprog: usize) -> VResult<()> {
-        let mismatch = self.global_args_mismatch(subprog);
+        // The entry function's BTF is unreliable unless it takes exactly
+        // the context (do_check_common): a call back to it then fails
+        // without a reason of its own.
+        let main_unreliable = subprog == 0
+            && (self.global_signature_error(0).is_some() || self.global_args(0) != [ArgKind::Ctx]);
+        let mismatch = if main_unreliable {
+            Err(crate::error::VerifyError::new(None, String::new()))
+        } else {
+            self.global_args_mismatch(subprog)
+        };
         if self.cur.active_locks > 0 {
             self.log
                 .line("global function calls are not allowed while holding a lock,");
@@ -397,7 +427,9 @@ impl Env<'_> {
         }
         match mismatch {
             Err(e) if e.limit.is_none() && !e.unsupported => {
-                self.log.line(&e.msg);
+                if !e.msg.is_empty() {
+                    self.log.line(&e.msg);
+                }
                 let name = self.subprog_name(subprog);
                 self.err(format!(
                     "Caller passes invalid args into func#{subprog} ('{name}')"

@@ -439,6 +439,23 @@ const NORETURN_FUNCS: &[(&str, When)] = &[
     ("make_task_dead", When::Always),
 ];
 
+/// Whether the program's LSM hook returns void, or an error naming what
+/// bpfvet cannot resolve (the hook's prototype in vmlinux BTF).
+pub fn hook_returns_void(prog: &bpfvet_object::Program) -> Result<bool, VerifyError> {
+    let func = format!("bpf_lsm_{}", hook(prog).unwrap_or(""));
+    vmlinux()
+        .and_then(|b| {
+            let f = b.type_by_id(b.find_by_name_kind(&func, Kind::Func)?)?;
+            Some(b.type_by_id(f.size_or_type)?.size_or_type == 0)
+        })
+        .ok_or_else(|| {
+            VerifyError::unsupported(
+                None,
+                format!("LSM hook {func} without its prototype in kernel BTF"),
+            )
+        })
+}
+
 /// What R0 must hold when an LSM program exits.
 pub enum LsmReturn {
     /// Void hook of a plain LSM program: nothing, R0 need not be set.
@@ -451,18 +468,7 @@ pub enum LsmReturn {
 /// cannot resolve (the hook's prototype in vmlinux BTF).
 pub fn return_rule(prog: &bpfvet_object::Program) -> Result<LsmReturn, VerifyError> {
     let hook = hook(prog).unwrap_or("");
-    let func = format!("bpf_lsm_{hook}");
-    let returns_void = vmlinux()
-        .and_then(|b| {
-            let f = b.type_by_id(b.find_by_name_kind(&func, Kind::Func)?)?;
-            Some(b.type_by_id(f.size_or_type)?.size_or_type == 0)
-        })
-        .ok_or_else(|| {
-            VerifyError::unsupported(
-                None,
-                format!("LSM hook {func} without its prototype in kernel BTF"),
-            )
-        })?;
+    let returns_void = hook_returns_void(prog)?;
     Ok(
         if prog.expected_attach_type == Some(AttachType::LSM_CGROUP) {
             // A cgroup LSM program on a void hook must not change the result.

@@ -537,6 +537,11 @@ fn kernel_load_with_maps(
     };
     let report = session.load_program(0, &opts)?;
     if matches!(report.verdict, bpfvet_kernel::Verdict::Refused(_)) {
+        // Shown: such a case is checked against bpfvet alone.
+        println!(
+            "SKIP: {}: host kernel replay: load refused ({:?})",
+            obj.programs[0].name, report.verdict
+        );
         return None;
     }
     Some(KernelSays {
@@ -615,6 +620,14 @@ fn cases() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "case"))
         .collect();
+    // BPFVET_CASES=PREFIX runs only the cases whose name starts with it.
+    if let Ok(prefix) = std::env::var("BPFVET_CASES") {
+        files.retain(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        });
+        println!("BPFVET_CASES={prefix}: {} cases", files.len());
+    }
     files.sort();
     assert!(!files.is_empty());
     let mut failures = Vec::new();

@@ -139,7 +139,6 @@ fn fuzz_batches() {
         size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
         swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
         minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(300) as usize,
-        extra_features: env_u64("BPFVET_FUZZ_EXTRA_FEATURES").unwrap_or(0) as u32,
     };
     random_diff::batch::run_batches(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
     let report = random_diff::batch::report(&cfg).unwrap_or_else(|e| panic!("{e}"));

@@ -28,9 +28,6 @@ pub struct Config {
     pub swarm: bool,
     /// Candidate programs tried per minimisation.
     pub minimise_tries: usize,
-    /// Feature bits every batch has on top of its own (features outside
-    /// `Features::ALL`, which swarm testing never draws).
-    pub extra_features: u32,
 }
 
 pub fn batch_seed(base: u64, k: u64) -> u64 {
@@ -39,24 +36,25 @@ pub fn batch_seed(base: u64, k: u64) -> u64 {
 
 impl Config {
     pub fn features(&self, k: u64) -> Features {
-        let own = if self.swarm {
-            Features::swarm(batch_seed(self.base_seed, k))
+        let set = Features(Features::ALL.0 | Features::extra_from_env().0);
+        if self.swarm {
+            Features::swarm_of(batch_seed(self.base_seed, k), set)
         } else {
-            Features::ALL
-        };
-        Features(own.0 | self.extra_features)
+            set
+        }
     }
 
     /// What must not change between runs into one directory.
     fn identity(&self) -> String {
-        let extra = match self.extra_features {
-            0 => String::new(),
-            bits => format!("extra_features={bits:#x}\n"),
-        };
-        format!(
-            "base_seed={:#x}\nbatch_size={}\nswarm={}\n{extra}",
+        let mut id = format!(
+            "base_seed={:#x}\nbatch_size={}\nswarm={}\n",
             self.base_seed, self.size, self.swarm
-        )
+        );
+        let extra = Features::extra_from_env();
+        if extra.0 != 0 {
+            id += &format!("extra_features={}\n", extra.names());
+        }
+        id
     }
 
     fn tsv(&self, k: u64) -> PathBuf {
@@ -122,6 +120,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         super::diff::prog_type_name(p.prog_type)
     );
     out.push_str(&super::diff::privileges_directive());
+    if let Some((attach_type, section)) = p.attach {
+        let _ = writeln!(out, "# attach_type: {}", attach_type.name().unwrap_or("?"));
+        let _ = writeln!(out, "# section: {section}");
+    }
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }

@@ -220,10 +220,15 @@ pub fn object(progs: &[GenProgram]) -> Object {
         .enumerate()
         .map(|(i, p)| Program {
             name: format!("fuzz{i}"),
-            section: String::new(),
+            section: p
+                .attach
+                .map_or_else(String::new, |(_, sec)| sec.to_string()),
             prog_type: p.prog_type,
-            expected_attach_type: None,
-            attach_target: None,
+            expected_attach_type: p.attach.map(|(a, _)| a),
+            attach_target: p
+                .attach
+                .and_then(|(_, sec)| sec.split_once('/'))
+                .map(|(_, target)| target.to_string()),
             sleepable: p.sleepable,
             prog_flags: 0,
             insns: p.insns.clone(),

@@ -11,6 +11,7 @@ use bpfvet_isa::Insn;
 pub mod btf_objects;
 mod graph_blocks;
 mod kfunc_blocks;
+mod leak_blocks;
 mod loader_blocks;
 mod mem_blocks;
 mod region_blocks;
@@ -139,8 +140,14 @@ impl Features {
     /// lock arguments without the field, `__str` formats
     /// (`gen/region_blocks.rs`).
     pub const REGIONS: u32 = 1 << 18;
+    /// Pointer leaks and speculation limits met below CAP_PERFMON
+    /// (`gen/leak_blocks.rs`): pointers stored into map values, passed as
+    /// helper scalars, used by atomics from a stack slot; zero-sized map
+    /// keys; loops pushing speculative paths. Not in [`Features::ALL`]:
+    /// `BPFVET_FUZZ_EXTRA_FEATURES` adds it to batches.
+    pub const LEAKS: u32 = 1 << 19;
     pub const ALL: Features = Features((1 << 17) - 1);
-    pub const NAMES: [(u32, &'static str); 18] = [
+    pub const NAMES: [(u32, &'static str); 19] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -159,14 +166,36 @@ impl Features {
         (Self::LOADER, "loader"),
         (Self::BTF_OBJECTS, "btf_objects"),
         (Self::REGIONS, "regions"),
+        (Self::LEAKS, "leaks"),
     ];
 
-    /// The subset a batch seed enables: each feature with probability one
-    /// half, never none.
-    pub fn swarm(seed: u64) -> Features {
+    /// The subset of `set` a batch seed enables: each feature with
+    /// probability one half, never none (over [`Features::ALL`]'s bits the
+    /// same draw whatever else `set` holds).
+    pub fn swarm_of(seed: u64, set: Features) -> Features {
         let mut rng = Rng::new(seed ^ 0x5357_4152_4d21);
-        let bits = (rng.next() as u32) & Self::ALL.0;
-        Features(if bits == 0 { Self::ALL.0 } else { bits })
+        let bits = (rng.next() as u32) & set.0;
+        Features(if bits == 0 { set.0 } else { bits })
+    }
+
+    /// Features outside [`Features::ALL`] a batch run adds
+    /// (`BPFVET_FUZZ_EXTRA_FEATURES`, a bit mask, or names separated by
+    /// commas).
+    pub fn extra_from_env() -> Features {
+        let Ok(v) = std::env::var("BPFVET_FUZZ_EXTRA_FEATURES") else {
+            return Features(0);
+        };
+        let v = v.trim();
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        };
+        let bits = parsed.unwrap_or_else(|| {
+            v.split(',')
+                .filter_map(|n| Self::NAMES.iter().find(|(_, name)| *name == n.trim()))
+                .fold(0, |acc, (b, _)| acc | b)
+        });
+        Features(bits)
     }
 
     pub fn has(self, f: u32) -> bool {
@@ -249,6 +278,9 @@ pub struct GenProgram {
     /// Loaded with func_info even as a single function, so the kernel
     /// keeps the object's BTF as the program's (bpf_obj_new's types).
     pub prog_btf: bool,
+    /// Expected attach type and ELF section naming the BTF target
+    /// (`tp_btf/NAME`, `iter/NAME`) of a tracing program.
+    pub attach: Option<(bpfvet_isa::uapi::AttachType, &'static str)>,
 }
 
 struct Gen {
@@ -917,6 +949,9 @@ impl Gen {
         }
         if f.has(Features::REGIONS) && self.rng.chance(8) {
             return self.region_feature_block();
+        }
+        if f.has(Features::LEAKS) && self.rng.chance(6) {
+            return self.leak_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1653,8 +1688,17 @@ pub fn program(seed: u64, index: u64) -> GenProgram {
 /// Program `index` of the run with `seed`, using only `features`' blocks.
 pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x0010_0000_01b3));
-    let reduced = super::diff::fuzz_privileges() != bpfvet_verifier::Privileges::Root;
-    let prog_type = if reduced {
+    let level = super::diff::fuzz_privileges();
+    let reduced = level != bpfvet_verifier::Privileges::Root;
+    let prog_type = if level == bpfvet_verifier::Privileges::NetAdmin {
+        // Networking types without CAP_PERFMON (packet writes, flow keys).
+        rng.pick(&[
+            ProgType::SOCKET_FILTER,
+            ProgType::XDP,
+            ProgType::SCHED_CLS,
+            ProgType::CGROUP_SKB,
+        ])
+    } else if reduced {
         // The types a loader without CAP_NET_ADMIN or CAP_PERFMON may load
         // (others fail with EPERM before verification).
         rng.pick(&[ProgType::SOCKET_FILTER, ProgType::CGROUP_SKB])
@@ -1726,6 +1770,11 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::LOADER) {
         loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
     }
+    let mut attach = None;
+    if features.has(Features::LEAKS) && !reduced && g.rng.chance(4) {
+        let (t, a, body) = leak_blocks::tracing_program(&mut g.rng);
+        (prog_type, attach, insns, sleepable) = (t, Some(a), body, false);
+    }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
@@ -1734,6 +1783,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         insns,
         sleepable,
         prog_btf: g.prog_btf,
+        attach,
     }
 }
 

@@ -90,6 +90,7 @@ pub fn minimise(
                 insns: cand,
                 sleepable: best.sleepable,
                 prog_btf: best.prog_btf,
+                attach: best.attach,
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;
