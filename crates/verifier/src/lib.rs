@@ -19,6 +19,7 @@ mod error;
 mod exception;
 pub mod explain;
 mod explore;
+mod fixups;
 mod global_func;
 mod graph;
 pub mod helpers;
@@ -280,7 +281,11 @@ fn verify_with(
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
-        .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|complete| match complete {
+            true => exception::exception_callback_insn(obj.btf.as_ref(), prog),
+            // The layout check names the subprogram error first.
+            false => Ok(None),
+        })
         .and_then(|ex| {
             cfg::check_layout(&prog.insns, ex)
                 .and_then(|subprogs| {
@@ -329,6 +334,7 @@ fn verify_with(
         .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth())
+        .and_then(|()| env.check_fixups())
         .and_then(|()| env.check_unexplored_callbacks());
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
