@@ -285,3 +285,100 @@ fn show_program() {
         );
     }
 }
+
+/// The func_info type ids `gen/prog_blocks.rs` uses name the functions
+/// and decl tags the object BTF lays out for them.
+#[test]
+fn program_btf_ids_name_their_functions() {
+    use bpfvet_object::btf::{Btf, Kind};
+    use random_diff::gen::btf_objects as b;
+    let btf = Btf::from_bytes(&b::object_btf()).expect("object BTF parses");
+    for (id, name, linkage) in [
+        (b::T_EXC, "fz_exc", 1),
+        (b::T_EXC_STATIC, "fz_exc_static", 0),
+        (b::T_MAIN_EXC, "fz_main", 0),
+        (b::T_MAIN_MISSING, "fz_main_missing", 0),
+        (b::T_MAIN_STATIC, "fz_main_static", 0),
+        (b::T_MAIN_TWO, "fz_main_two", 0),
+        (b::T_SELF, "fz_self", 1),
+        (b::T_VOID, "fz_void", 0),
+        (b::T_GLOBAL, "fz_global", 1),
+    ] {
+        let t = btf.type_by_id(id).expect("type exists");
+        assert_eq!(
+            (t.kind, btf.name(t), t.linkage()),
+            (Kind::Func, name, linkage)
+        );
+    }
+    let tags: Vec<&str> = btf.decl_tags_of(b::T_MAIN_TWO).collect();
+    assert_eq!(
+        tags,
+        [
+            "exception_callback:fz_exc",
+            "exception_callback:fz_exc_static"
+        ]
+    );
+}
+
+/// Load limits checked around the exploration: 256 distinct kfuncs (at
+/// load) and 1024 direct tail calls (after it, the JIT's poke table): both
+/// verifiers give the same verdict and line on each side of the limit.
+#[test]
+fn kfunc_and_tail_call_limits_match_host_kernel() {
+    use random_diff::gen::{prog_blocks, GenProgram};
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let program = |insns| GenProgram {
+        prog_type: bpfvet_isa::uapi::ProgType::SCHED_CLS,
+        insns,
+        sleepable: false,
+        prog_btf: false,
+        funcs: Vec::new(),
+    };
+    let mut shapes = vec![
+        (
+            "1024 tail calls",
+            prog_blocks::tail_calls(1024, false),
+            None,
+        ),
+        (
+            "1025 tail calls",
+            prog_blocks::tail_calls(1025, false),
+            Some("adding tail call poke descriptor failed"),
+        ),
+        // Out-of-range and variable keys take no direct jump.
+        (
+            "1030 tail calls, 11 indirect",
+            prog_blocks::tail_calls(1030, true),
+            None,
+        ),
+    ];
+    match (
+        prog_blocks::kfunc_calls(256, true),
+        prog_blocks::kfunc_calls(257, false),
+    ) {
+        (Some(at), Some(past)) => {
+            shapes.push(("256 kfuncs", at, None));
+            shapes.push((
+                "257 kfuncs",
+                past,
+                Some("too many different kernel function calls"),
+            ));
+        }
+        _ => println!("SKIP: kfunc limit (no vmlinux BTF or kallsyms)"),
+    }
+    for (what, insns, error) in shapes {
+        let r = random_diff::diff::diff_one(&kernel, &program(insns));
+        assert_eq!(r.class, Class::Agree, "{what}: {}", cause(&r));
+        let kernel_error = match &r.theirs {
+            random_diff::diff::Theirs::Rejected(e) => Some(e.as_str()),
+            _ => None,
+        };
+        assert_eq!(kernel_error, error, "{what}: {}", theirs_text(&r.theirs));
+    }
+}

@@ -30,17 +30,29 @@ pub struct Config {
     pub minimise_tries: usize,
 }
 
+/// Feature bits every batch has on top of its draw
+/// (`BPFVET_FUZZ_FORCE_FEATURES`, batch.sh's `FORCE_FEATURES`): blocks not
+/// yet in [`Features::ALL`].
+fn forced_features() -> u32 {
+    let v = std::env::var("BPFVET_FUZZ_FORCE_FEATURES").unwrap_or_default();
+    match v.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).unwrap_or(0),
+        None => v.parse().unwrap_or(0),
+    }
+}
+
 pub fn batch_seed(base: u64, k: u64) -> u64 {
     base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 impl Config {
     pub fn features(&self, k: u64) -> Features {
-        if self.swarm {
+        let drawn = if self.swarm {
             Features::swarm(batch_seed(self.base_seed, k))
         } else {
             Features::ALL
-        }
+        };
+        Features(drawn.0 | forced_features())
     }
 
     /// What must not change between runs into one directory.
@@ -117,16 +129,25 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }
-    let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty();
+    let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
+        || !p.funcs.is_empty();
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
     for m in super::diff::map_directives(fuzz_btf) {
         let _ = writeln!(out, "# map: {m}");
     }
-    let funcs = super::diff::func_info(&p.insns, p.prog_btf);
-    for (k, f) in funcs.iter().enumerate() {
-        let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+    if p.funcs.is_empty() {
+        let funcs = super::diff::func_info(&p.insns, p.prog_btf);
+        for (k, f) in funcs.iter().enumerate() {
+            let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+        }
+    } else {
+        // Named after their FUNC in the fuzz BTF, which `# btf: fuzz`
+        // cases look up by name.
+        for f in super::diff::program_func_info(p) {
+            let _ = writeln!(out, "# func: {} {} static int", f.insn_off, f.name);
+        }
     }
     out.push_str(&super::diff::expectation(r));
     out.push_str(&listing(p));

@@ -13,6 +13,7 @@ mod graph_blocks;
 mod kfunc_blocks;
 mod loader_blocks;
 mod mem_blocks;
+pub mod prog_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -133,8 +134,12 @@ impl Features {
     /// list and rbtree operations under a map value's lock, kptr slots
     /// loaded, stored and exchanged, two maps' locks.
     pub const BTF_OBJECTS: u32 = 1 << 16;
+    /// Whole-program shapes with their own func_info
+    /// (`gen/prog_blocks.rs`): exception callbacks, global and void
+    /// subprograms, arenas, kfunc and tail-call counts.
+    pub const PROGRAM: u32 = 1 << 17;
     pub const ALL: Features = Features((1 << 17) - 1);
-    pub const NAMES: [(u32, &'static str); 17] = [
+    pub const NAMES: [(u32, &'static str); 18] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -152,6 +157,7 @@ impl Features {
         (Self::MEMORY, "memory"),
         (Self::LOADER, "loader"),
         (Self::BTF_OBJECTS, "btf_objects"),
+        (Self::PROGRAM, "program"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -242,6 +248,10 @@ pub struct GenProgram {
     /// Loaded with func_info even as a single function, so the kernel
     /// keeps the object's BTF as the program's (bpf_obj_new's types).
     pub prog_btf: bool,
+    /// func_info records (first insn, FUNC type id of the object BTF)
+    /// given by a block of `gen/prog_blocks.rs`; empty: `f` at every
+    /// function start (`diff::func_info`).
+    pub funcs: Vec<(usize, u32)>,
 }
 
 struct Gen {
@@ -1709,6 +1719,10 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::LOADER) {
         loader_blocks::reshape(&mut g.rng, &mut prog_type, &mut insns, &mut sleepable);
     }
+    let mut funcs = Vec::new();
+    if features.has(Features::PROGRAM) {
+        funcs = prog_blocks::reshape(&mut g.rng, prog_type, &mut insns);
+    }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
@@ -1717,6 +1731,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         insns,
         sleepable,
         prog_btf: g.prog_btf,
+        funcs,
     }
 }
 

@@ -618,6 +618,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         insns: p.insns.clone(),
         sleepable: p.sleepable,
         prog_btf: false,
+        funcs: Vec::new(),
     });
     out.push_str(&listing);
     out
