@@ -601,6 +601,7 @@ fn precheck(
     let first_arena_insn = map_refs::arena_refs(obj, prog).next().map(|(i, _)| i);
     let arena_allowed = caps.allow_ptr_leaks && caps.bpf_capable;
     let mut cgroup_storages = [None; 2];
+    let mut used_maps = Vec::new();
     let mut i = 0;
     while i < insns.len() {
         let ins = insns[i];
@@ -626,7 +627,7 @@ fn precheck(
                 | BPF_PSEUDO_MAP_VALUE
                 | BPF_PSEUDO_MAP_IDX
                 | BPF_PSEUDO_MAP_IDX_VALUE => {
-                    map_refs::check_map_ref(obj, prog, i, &ins, &n)?;
+                    map_refs::check_map_ref(obj, prog, i, &ins, &n, &mut used_maps)?;
                     if map_refs::second_cgroup_storage(obj, &mut cgroup_storages, &ins) {
                         return err(i, "only one cgroup storage of each type is allowed");
                     }

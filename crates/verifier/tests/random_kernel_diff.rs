@@ -320,8 +320,8 @@ fn program_btf_ids_name_their_functions() {
     );
 }
 
-/// Load limits checked around the exploration: 256 distinct kfuncs (at
-/// load) and 1024 direct tail calls (after it, the JIT's poke table): both
+/// Load limits checked around the exploration: 64 distinct maps and 256
+/// distinct kfuncs (at load) and 1024 direct tail calls (after it, the JIT's poke table): both
 /// verifiers give the same verdict and line on each side of the limit.
 #[test]
 fn kfunc_and_tail_call_limits_match_host_kernel() {
@@ -358,6 +358,24 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
             None,
         ),
     ];
+    // Distinct maps: 64 fit, the 65th is refused where it is named.
+    let map_refs = |n: i32| {
+        let mut insns = Vec::new();
+        for k in 0..n {
+            let map = prog_blocks::MANY_MAPS_BASE + k;
+            insns.push(bpfvet_isa::Insn::new(0x18, 1, 5, 0, map));
+            insns.push(bpfvet_isa::Insn::new(0, 0, 0, 0, 0));
+        }
+        insns.push(bpfvet_isa::Insn::new(0xb7, 0, 0, 0, 0));
+        insns.push(bpfvet_isa::Insn::new(0x95, 0, 0, 0, 0));
+        insns
+    };
+    shapes.push(("64 maps", map_refs(64), None));
+    shapes.push((
+        "65 maps",
+        map_refs(65),
+        Some("The total number of maps per program has reached the limit of 64"),
+    ));
     match (
         prog_blocks::kfunc_calls(256, true),
         prog_blocks::kfunc_calls(257, false),

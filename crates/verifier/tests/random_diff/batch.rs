@@ -134,7 +134,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
-    for m in super::diff::map_directives(fuzz_btf) {
+    for m in super::diff::map_directives(fuzz_btf)
+        .into_iter()
+        .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
+    {
         let _ = writeln!(out, "# map: {m}");
     }
     if p.funcs.is_empty() {

@@ -238,6 +238,9 @@ pub fn program_func_info(p: &GenProgram) -> Vec<bpfvet_object::FuncInfo> {
 
 /// An object with the generator's maps and the given programs.
 pub fn object(progs: &[GenProgram]) -> Object {
+    let btf_maps = super::gen::btf_objects::maps(progs.iter().map(|p| p.insns.as_slice()));
+    let many_maps =
+        super::gen::prog_blocks::maps(progs.iter().map(|p| p.insns.as_slice()), btf_maps.len());
     let programs = progs
         .iter()
         .enumerate()
@@ -278,9 +281,8 @@ pub fn object(progs: &[GenProgram]) -> Object {
             wq_map(),
         ]
         .into_iter()
-        .chain(super::gen::btf_objects::maps(
-            progs.iter().map(|p| p.insns.as_slice()),
-        ))
+        .chain(btf_maps)
+        .chain(many_maps)
         .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

@@ -46,6 +46,10 @@ pub fn reshape(rng: &mut Rng, prog_type: ProgType, insns: &mut Vec<Insn>) -> Vec
             *insns = many_tail_calls(rng);
             Vec::new()
         }
+        26 => {
+            *insns = many_maps(rng);
+            Vec::new()
+        }
         _ => Vec::new(),
     }
 }
@@ -367,6 +371,71 @@ pub fn tail_calls(n: usize, odd: bool) -> Vec<Insn> {
             insns.push(Insn::new(0xb7, 3, 0, 0, (k % 16) as i32));
         }
         insns.push(Insn::new(0x85, 0, 0, 0, 12));
+    }
+    insns.extend([Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 0, 0)]);
+    insns
+}
+
+/// The first of the plain arrays [`maps`] adds (after the BTF objects'
+/// maps, `btf_objects::OBJS_MAP..=LOCK2_MAP`).
+pub const MANY_MAPS_BASE: i32 = 16;
+/// More than the 64 maps one program may use.
+const MANY_MAPS: usize = 66;
+
+/// Whether a program names one of [`maps`]' arrays.
+fn names_many_maps(insns: &[Insn]) -> bool {
+    insns
+        .windows(2)
+        .any(|w| w[0].is_ld_imm64() && matches!(w[0].src, 5 | 6) && w[0].imm >= MANY_MAPS_BASE)
+}
+
+/// Maps from index 16 on, when some program of `progs` names one: plain
+/// one-entry arrays (after three more for indexes 13-15 when the BTF
+/// objects' maps, `btf_maps` of them, are not there).
+pub fn maps<'a>(
+    mut progs: impl Iterator<Item = &'a [Insn]>,
+    btf_maps: usize,
+) -> Vec<bpfvet_object::MapDef> {
+    if !progs.any(names_many_maps) {
+        return Vec::new();
+    }
+    let array = |k: usize| {
+        bpfvet_object::MapDef::new(
+            &format!("many{k}"),
+            bpfvet_isa::uapi::MapType::ARRAY,
+            4,
+            8,
+            1,
+        )
+    };
+    (btf_maps..3).chain(3..3 + MANY_MAPS).map(array).collect()
+}
+
+/// `# map:` lines of a case for [`maps`] (after `diff::map_directives`).
+pub fn case_maps(insns: &[Insn], fuzz_btf: bool) -> Vec<String> {
+    if !names_many_maps(insns) {
+        return Vec::new();
+    }
+    let padding = if fuzz_btf { 0 } else { 3 };
+    vec!["array 4 8 1".to_string(); padding + MANY_MAPS]
+}
+
+/// References to `n` distinct maps of [`maps`] (some by value address,
+/// some twice), around the limit of 64.
+fn many_maps(rng: &mut Rng) -> Vec<Insn> {
+    let n = rng.pick(&[63usize, 64, 65, 66]);
+    let mut insns = Vec::new();
+    for k in 0..n {
+        let src = if rng.chance(20) {
+            6
+        } else {
+            BPF_PSEUDO_MAP_IDX
+        };
+        let again = if rng.chance(10) { 2 } else { 1 };
+        for _ in 0..again {
+            insns.push(Insn::new(0x18, 1, src, 0, MANY_MAPS_BASE + k as i32));
+            insns.push(Insn::new(0, 0, 0, 0, 0));
+        }
     }
     insns.extend([Insn::new(0xb7, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 0, 0)]);
     insns
