@@ -26,6 +26,12 @@ const T_F: u32 = 3;
 /// Changes a quarter of the programs; returns their func_info records
 /// (none: the default).
 pub fn reshape(rng: &mut Rng, prog_type: ProgType, insns: &mut Vec<Insn>) -> Vec<(usize, u32)> {
+    // Not on the loader's programs of about 256 functions: one more
+    // function there, with callbacks the kernel never explores, made the
+    // host's JIT step (jit_subprogs) fault on a stale subprogram index.
+    if super::super::diff::func_starts(insns).len() > 64 {
+        return Vec::new();
+    }
     match rng.below(100) {
         0..=7 => exception_callback(rng, insns),
         8..=11 => global_subprog(rng, insns),
