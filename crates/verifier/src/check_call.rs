@@ -1756,6 +1756,18 @@ impl Env<'_> {
                 (sp.start..sp.end).any(|j| self.aux.get(j).is_some_and(|a| a.seen))
             })
         };
+        // Dead-code removal drops a subprogram no path entered but keeps
+        // the exception callback's subprogram index: the kernel's JIT step
+        // then reads its entry at a stale index (on 6.18 x86-64 a fault
+        // in jit_subprogs).
+        if let Some(cb_sub) = self.exception_cb.filter(|_| self.caps.bpf_capable) {
+            if let Some(dead) = (1..cb_sub).find(|&k| !entered(k)) {
+                return Err(crate::error::VerifyError::unsupported(
+                    None,
+                    format!("subprogram {dead} is never explored and lies before the exception callback: the kernel's dead-code removal leaves the callback's subprogram index stale for its JIT step"),
+                ));
+            }
+        }
         let unexplored = self.insns.iter().enumerate().find(|&(i, ins)| {
             let seen = self.aux.get(i).is_some_and(|a| a.seen);
             let t = (i as i64 + ins.imm as i64 + 1) as usize;

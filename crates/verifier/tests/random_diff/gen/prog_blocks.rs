@@ -8,11 +8,11 @@
 //! insn 0 (every jump and call is relative, so the body keeps its
 //! targets) and functions appended at the end.
 //!
-//! Caution: with this feature forced on, batch 2 of the default seed makes
-//! the host kernel oops in jit_subprogs (a stale subprogram index, the
-//! kernel's `No program to jit` path) even with the guard in `reshape`;
-//! the program is not isolated yet, so the feature is off in
-//! `Features::ALL` and batch runs with it are at the host's risk.
+//! Caution: an exception callback after a subprogram no path enters
+//! makes the host kernel oops in jit_subprogs (dead-code removal leaves
+//! env->exception_callback_subprog stale; bpfvet refuses such programs):
+//! the exception callback shape is only applied to single-function
+//! programs.
 
 use super::btf_objects::{
     T_EXC, T_EXC_STATIC, T_GLOBAL, T_MAIN_EXC, T_MAIN_MISSING, T_MAIN_STATIC, T_MAIN_TWO, T_SELF,
@@ -127,6 +127,12 @@ fn live_tail_call() -> Vec<Insn> {
 /// Main names an exception callback: it is appended (not called), main
 /// may throw first.
 fn exception_callback(rng: &mut Rng, insns: &mut Vec<Insn>) -> Vec<(usize, u32)> {
+    // Only beside main alone: a subprogram before the callback that no
+    // path enters is dropped as dead code while the kernel keeps the
+    // callback's stale subprogram index (its JIT step faults).
+    if super::super::diff::func_starts(insns).len() > 1 {
+        return Vec::new();
+    }
     if rng.chance(40) {
         if let Some(throw) = kfunc_id("bpf_throw") {
             // ctx compared with 0 decides nothing: both paths go on.
