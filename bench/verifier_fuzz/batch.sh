@@ -6,8 +6,8 @@
 # are skipped; every distinct disagreement is minimised into DIR/cases/*.case;
 # DIR/REPORT.md sums all batches. Format: bench/verifier_fuzz/README.md.
 # PRIVILEGES=bpf|unprivileged|net_admin loads every program at that level on both sides
-# (default root). EXTRA_FEATURES=leaks (names or a bit mask) adds feature
-# blocks outside the default set to the swarm draw.
+# (default root). FORCE_FEATURES=leaks,regions (names or a bit mask) turns
+# those features on in every batch on top of its draw.
 set -eu
 cd "$(dirname "$0")/../.."
 : "${DIR:?set DIR to the output directory}"
@@ -18,6 +18,6 @@ BPFVET_FUZZ_SEED=${SEED:-0x62726666757a7a31} \
 BPFVET_FUZZ_SWARM=${SWARM:-1} \
 BPFVET_FUZZ_MINIMISE=${MINIMISE:-300} \
 BPFVET_FUZZ_PRIVILEGES=${PRIVILEGES:-root} \
-BPFVET_FUZZ_EXTRA_FEATURES=${EXTRA_FEATURES:-} \
+BPFVET_FUZZ_FORCE_FEATURES=${FORCE_FEATURES:-} \
     cargo test -p bpfvet-verifier --release --test random_kernel_diff \
     -- --ignored fuzz_batches --nocapture

@@ -99,6 +99,7 @@ VAR_STACK_NEEDS_PERFMON = (
     "refuses the pointer arithmetic first (`R%d variable stack access prohibited for !root`)"
 )
 LEVEL2 = "a trace printed at log level 2 only, on a path that goes on (no failure)"
+FRAGMENT = "never a last line: verbose_invalid_scalar always ends the line with ` should have been in [%d, %d]`"
 UNREACHABLE_ON_HOST = {
     "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
         "the host has vmlinux BTF",
@@ -211,6 +212,22 @@ UNREACHABLE_ON_HOST = {
         "never a last line: check_map_func_compatibility then prints `cannot pass map_type %d into func %s#%d`",
     "failed to retrieve map value address":
         "bpf_snprintf's format passed check_reg_const_str, which made the same direct-address call",
+    "invalid BPF_ALU opcode %x": OPCODES + ": the ALU operations past BPF_END (0xe0, 0xf0) are not in it",
+    "invalid BPF_JMP/JMP32 opcode %x":
+        OPCODES + ": past BPF_JCOND (0xf0) and JMP32|JCOND are not in it, and BPF_JA is handled before",
+    "%s the register %s has%s smin=%lld": FRAGMENT,
+    "%s the register %s has%s smax=%lld": FRAGMENT,
+    "%s the register %s has%s unknown scalar value": FRAGMENT,
+    "invalid btf id for main subprog in func_info":
+        "check_btf_info_early rejects a func_info record whose type id is no FUNC (`invalid type id %d in func info`) before add_subprog_and_kfunc looks for the exception callback",
+    "kernel function btf_id %u does not have a valid func_proto":
+        "kfunc BTF is kernel BTF only (`BTF fd %d is not a kernel BTF`): the host has vmlinux BTF alone (no module BTF in /sys/kernel/btf) and each of its 56,327 FUNCs points at a FUNC_PROTO",
+    "stack size of subprog %d is %d. Too large":
+        "a subprogram's stack depth is bounded by every stack access's check (-512 at most), rounding it up to 16 (JIT) or 32 keeps it at 512, and removing fastcall spills only lowers it",
+    "sign extending loads from arena are not supported yet":
+        JIT + "supports sign-extending arena loads (bpf_jit_supports_insn refuses only fetching and/or/xor atomics)",
+    "tracking tail call prog failed":
+        "prog_array_map_poke_track fails only when its allocation fails (-ENOMEM)",
     "invalid return type %u of func %s#%d":
         "an internal consistency check: helper prototypes name their return BTF ids",
     "unknown return type %u of func %s#%d":

@@ -508,9 +508,13 @@ impl<'a> ObjectSession<'a> {
                         .min(cap);
                     log_buf = vec![0u8; want as usize];
                 }
-                Err(Errno::ENOSPC) => break (r, log, Some(attr.log_true_size)),
-                // A refused func_info or line_info is the answer: libbpf
-                // does not load again without them.
+                Err(Errno::ENOSPC) if attr.log_true_size as usize > log_buf.len() => {
+                    break (r, log, Some(attr.log_true_size))
+                }
+                // The log fits: ENOSPC is the verifier's own answer (a full
+                // poke table of tail calls). A refused func_info or
+                // line_info is the answer too: libbpf does not load again
+                // without them.
                 _ => break (r, log, None),
             }
         };

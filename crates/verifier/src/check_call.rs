@@ -1123,8 +1123,25 @@ impl Env<'_> {
                 // A constant in-range index is kept exact (record_func_key).
                 let key = self.cur.reg(3).v;
                 let max = m.map_or(0, created_max_entries) as u64;
-                if key.is_const() && key.const_value() < max {
+                let direct = key.is_const() && key.const_value() < max;
+                if direct {
                     self.mark_chain_precision(3)?;
+                }
+                use crate::explore::TailCallSite;
+                let idx = self.insn_idx;
+                let here = match (direct, meta.map) {
+                    (true, Some(map)) => TailCallSite::Direct {
+                        map,
+                        key: key.const_value(),
+                    },
+                    _ => TailCallSite::Indirect,
+                };
+                if let Some(aux) = self.aux.get_mut(idx) {
+                    aux.tail_call = match aux.tail_call {
+                        TailCallSite::Unseen => here,
+                        seen if seen == here => seen,
+                        _ => TailCallSite::Indirect,
+                    };
                 }
             }
             id::DYNPTR_WRITE => {
@@ -1799,6 +1816,18 @@ impl Env<'_> {
                 (sp.start..sp.end).any(|j| self.aux.get(j).is_some_and(|a| a.seen))
             })
         };
+        // Dead-code removal drops a subprogram no path entered but keeps
+        // the exception callback's subprogram index: the kernel's JIT step
+        // then reads its entry at a stale index (on 6.18 x86-64 a fault
+        // in jit_subprogs).
+        if let Some(cb_sub) = self.exception_cb.filter(|_| self.caps.bpf_capable) {
+            if let Some(dead) = (1..cb_sub).find(|&k| !entered(k)) {
+                return Err(crate::error::VerifyError::unsupported(
+                    None,
+                    format!("subprogram {dead} is never explored and lies before the exception callback: the kernel's dead-code removal leaves the callback's subprogram index stale for its JIT step"),
+                ));
+            }
+        }
         let unexplored = self.insns.iter().enumerate().find(|&(i, ins)| {
             let seen = self.aux.get(i).is_some_and(|a| a.seen);
             let t = (i as i64 + ins.imm as i64 + 1) as usize;
@@ -1913,7 +1942,12 @@ impl Env<'_> {
         let subs = &self.cfg.subprogs;
         // (subprog, stack of the frames before it, calls so far)
         let mut stack: Vec<(usize, u32, u32)> = vec![(root, 0, 1)];
+        // Whether the walk entered a callee holding a tail call: from then
+        // on the kernel marks the frames below every function end it meets,
+        // and the exception callback may not be one of them.
+        let mut tail_call_reachable = false;
         while let Some((k, before, calls)) = stack.pop() {
+            tail_call_reachable |= k != root && subs[k].has_tail_call;
             if calls > MAX_CALL_FRAMES as u32 {
                 return Err(crate::error::VerifyError::new(
                     None,
@@ -1939,6 +1973,19 @@ impl Env<'_> {
                 return Err(crate::error::VerifyError::new(
                     None,
                     format!("combined stack size of {calls} calls is {depth}. Too large"),
+                ));
+            }
+            // A function without calls ends at once: the first end met
+            // (in the kernel's walk, in instruction order) under the
+            // exception callback after a tail call was reached.
+            if tail_call_reachable
+                && k != root
+                && callees[k].is_empty()
+                && self.exception_cb == Some(root)
+            {
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    "cannot tail call within exception cb".into(),
                 ));
             }
             // Reversed so that calls are walked in instruction order.

@@ -228,6 +228,27 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_subprogram_before_the_exception_callback_is_refused() {
+        // cb (insn 5) is called on a path the verifier proves dead: the
+        // kernel drops it and JITs with exc_cb's stale subprogram index
+        // (the host oopses; this program must never go to the kernel).
+        let text = "r0 = 0\nif r0 == 0 goto pc+1\ncall pc+2\nr0 = 0\nexit\n\
+                    r0 = 0\nexit\nr0 = r1\nexit\n";
+        let Some(v) = verify(text, &[(0, 0), (1, 5), (2, 7)]) else {
+            return;
+        };
+        assert!(
+            matches!(&v, crate::Verdict::Unsupported { what, .. } if what.contains("exception callback")),
+            "{v:?}"
+        );
+        // With the call explored, the program is accepted.
+        let text = "r0 = 0\nif r0 != 0 goto pc+1\ncall pc+2\nr0 = 0\nexit\n\
+                    r0 = 0\nexit\nr0 = r1\nexit\n";
+        let v = verify(text, &[(0, 0), (1, 5), (2, 7)]).expect("verified");
+        assert_eq!(v, crate::Verdict::Accepted);
+    }
+
+    #[test]
     fn calling_the_exception_callback_is_rejected() {
         let text = "r1 = 0\ncall pc+2\nr0 = 0\nexit\nr0 = r1\nexit\n";
         let Some(e) = error(verify(text, &[(0, 0), (2, 4)])) else {

@@ -57,6 +57,22 @@ pub struct InsnAux {
     /// Spectre v4: the instruction's result (a stack write) is followed
     /// by a barrier; speculative paths stop after it.
     pub nospec_result: bool,
+    /// At a bpf_tail_call: the map and key every path used.
+    pub tail_call: TailCallSite,
+}
+
+/// The map and key of a bpf_tail_call over all paths (the kernel's
+/// map_ptr_state and map_key_state): one prog array and one constant
+/// in-range key give the JIT a direct jump (a poke descriptor).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum TailCallSite {
+    #[default]
+    Unseen,
+    Direct {
+        map: u32,
+        key: u64,
+    },
+    Indirect,
 }
 
 pub struct Env<'a> {

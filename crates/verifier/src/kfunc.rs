@@ -243,8 +243,10 @@ enum PtrArg {
 
 impl Env<'_> {
     pub fn check_kfunc_call(&mut self, insn: &Insn) -> VResult<()> {
-        if insn.imm == 0 {
-            return self.err("invalid kernel function call not eliminated in verifier pass");
+        if insn.imm == 0 && insn.off == 0 {
+            // Left for dead-code removal: nothing happens here, a call the
+            // exploration reached fails after it (fixups.rs).
+            return Ok(());
         }
         if insn.off != 0 {
             return self.unsupported(format!("kfuncs from module BTF (fd index {})", insn.off));
@@ -1374,18 +1376,22 @@ fn kern_ctx_type(btf: &Btf, prog_type: bpfvet_isa::uapi::ProgType) -> Result<u32
 /// before exploring (add_kfunc_call), so calls on dead paths fail too: a
 /// GPL-compatible license, a vmlinux FUNC with a prototype, an address,
 /// and no device-bound kfunc (programs here are never device-bound). Stops
-/// at the first bpf-to-bpf call or callback with an invalid destination:
-/// the kernel reports that one first (cfg.rs does).
+/// at the first bpf-to-bpf call or callback with an invalid destination
+/// or past the subprogram limit: the kernel reports that one first (cfg.rs
+/// does), before it looks for the exception callback. Whether the pass
+/// went through to the end.
 pub fn check_kfunc_calls(
     obj: &bpfvet_object::Object,
     prog: &bpfvet_object::Program,
-) -> Result<(), VerifyError> {
+) -> Result<bool, VerifyError> {
     use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_KFUNC_CALL};
     let n = prog.insns.len() as i64;
     let mut first = true;
     // Function starts met so far: the one past the limit is reported
     // first too (cfg.rs does), as the kernel collects both in one pass.
     let mut starts = std::collections::BTreeSet::from([0i64]);
+    // BTF ids of the vmlinux kfuncs with a descriptor so far.
+    let mut descs = std::collections::HashSet::new();
     for (i, ins) in prog.insns.iter().enumerate() {
         let is_call = ins.code == 0x85;
         if (is_call && ins.src == BPF_PSEUDO_CALL)
@@ -1393,10 +1399,10 @@ pub fn check_kfunc_calls(
         {
             let t = i as i64 + ins.imm as i64 + 1;
             if t < 0 || t >= n {
-                return Ok(());
+                return Ok(false);
             }
             if !starts.contains(&t) && starts.len() >= crate::cfg::MAX_SUBPROGS {
-                return Ok(());
+                return Ok(false);
             }
             starts.insert(t);
             continue;
@@ -1422,6 +1428,13 @@ pub fn check_kfunc_calls(
                 Some(i),
                 format!("kfuncs from module BTF (fd index {})", ins.off),
             ));
+        }
+        // The kernel keeps one descriptor per distinct kfunc, at most 256.
+        if descs.contains(&ins.imm) {
+            continue;
+        }
+        if descs.len() == MAX_KFUNC_DESCS {
+            return err("too many different kernel function calls".into());
         }
         let Some(btf) = vmlinux() else {
             return Err(VerifyError::unsupported(
@@ -1459,9 +1472,13 @@ pub fn check_kfunc_calls(
         if let Some(msg) = distill_func_proto_error(btf, proto, name) {
             return err(msg);
         }
+        descs.insert(ins.imm);
     }
-    Ok(())
+    Ok(true)
 }
+
+/// Distinct kfuncs one program may call (MAX_KFUNC_DESCS).
+const MAX_KFUNC_DESCS: usize = 256;
 
 /// The most arguments a kernel function may take (MAX_BPF_FUNC_ARGS).
 const MAX_KERNEL_FUNC_ARGS: usize = 12;

@@ -20,6 +20,7 @@ mod error_injection;
 mod exception;
 pub mod explain;
 mod explore;
+mod fixups;
 mod global_func;
 mod graph;
 pub mod helpers;
@@ -282,7 +283,11 @@ fn verify_with(
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
-        .and_then(|()| exception::exception_callback_insn(obj.btf.as_ref(), prog))
+        .and_then(|complete| match complete {
+            true => exception::exception_callback_insn(obj.btf.as_ref(), prog),
+            // The layout check names the subprogram error first.
+            false => Ok(None),
+        })
         .and_then(|ex| {
             cfg::check_layout(&prog.insns, ex)
                 .and_then(|subprogs| {
@@ -331,6 +336,7 @@ fn verify_with(
         .map(|()| env.log.pass_verified())
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth())
+        .and_then(|()| env.check_fixups())
         .and_then(|()| env.check_unexplored_callbacks());
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
@@ -597,6 +603,7 @@ fn precheck(
     let first_arena_insn = map_refs::arena_refs(obj, prog).next().map(|(i, _)| i);
     let arena_allowed = caps.allow_ptr_leaks && caps.bpf_capable;
     let mut cgroup_storages = [None; 2];
+    let mut used_maps = Vec::new();
     let mut i = 0;
     while i < insns.len() {
         let ins = insns[i];
@@ -622,7 +629,7 @@ fn precheck(
                 | BPF_PSEUDO_MAP_VALUE
                 | BPF_PSEUDO_MAP_IDX
                 | BPF_PSEUDO_MAP_IDX_VALUE => {
-                    map_refs::check_map_ref(obj, prog, i, &ins, &n)?;
+                    map_refs::check_map_ref(obj, prog, i, &ins, &n, &mut used_maps)?;
                     if map_refs::second_cgroup_storage(obj, &mut cgroup_storages, &ins) {
                         return err(i, "only one cgroup storage of each type is allowed");
                     }

@@ -95,6 +95,9 @@ fn sleepable_map_type(t: MapType) -> bool {
     )
 }
 
+/// Distinct maps one program may use (MAX_USED_MAPS).
+const MAX_USED_MAPS: usize = 64;
+
 /// Checks the map the `ld_imm64` at `i` references, if any. A reference
 /// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
 /// linked against its maps) names no map the loader created.
@@ -104,6 +107,7 @@ pub fn check_map_ref(
     i: usize,
     ins: &Insn,
     next: &Insn,
+    used: &mut Vec<u32>,
 ) -> Result<(), VerifyError> {
     let err = |msg: String| Err(VerifyError::new(Some(i), msg));
     // Plain map references carry nothing in the second half.
@@ -122,8 +126,19 @@ pub fn check_map_ref(
             None => return Ok(()),
         },
     };
-    if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
-        return err(msg.to_string());
+    // A map the program names for the first time takes a slot of its
+    // used maps, then is checked against the program.
+    let idx = ins.imm as u32;
+    if !used.contains(&idx) {
+        if used.len() >= MAX_USED_MAPS {
+            return err(format!(
+                "The total number of maps per program has reached the limit of {MAX_USED_MAPS}"
+            ));
+        }
+        if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
+            return err(msg.to_string());
+        }
+        used.push(idx);
     }
     if by_value {
         let off = next.imm as u32;

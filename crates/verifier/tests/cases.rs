@@ -56,7 +56,8 @@
 //!                                   random_diff/gen/btf_objects.rs; maps
 //!                                   then name their value type with
 //!                                   `btf=ID` and `# func:` lines give
-//!                                   func_info of its `static int f(void)`)
+//!                                   func_info of its FUNC of that name,
+//!                                   else of its `static int f(void)`)
 //! # any other text                  (a comment)
 //! ```
 //!
@@ -305,22 +306,32 @@ fn object(c: &Case) -> Object {
     obj.maps = c.maps.clone();
     if c.fuzz_btf {
         let raw = fuzz_btf::object_btf();
-        obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("fuzz BTF"));
-        obj.btf_raw = Some(raw);
+        let btf = bpfvet_object::btf::Btf::from_bytes(&raw).expect("fuzz BTF");
+        // A name of a FUNC of the fuzz BTF picks it, any other `f`.
         obj.programs[0].func_info = c
             .funcs
             .iter()
-            .map(|f| bpfvet_object::FuncInfo {
-                insn_off: f
-                    .split_whitespace()
+            .map(|f| {
+                let mut w = f.split_whitespace();
+                let insn_off = w
                     .next()
                     .and_then(|n| n.parse().ok())
-                    .expect("func: <insn> ..."),
-                type_id: 3,
-                name: "f".into(),
-                linkage: 0,
+                    .expect("func: <insn> ...");
+                let type_id = w
+                    .next()
+                    .and_then(|n| btf.find_by_name_kind(n, bpfvet_object::btf::Kind::Func))
+                    .unwrap_or(3);
+                let t = btf.type_by_id(type_id).expect("fuzz BTF FUNC");
+                bpfvet_object::FuncInfo {
+                    insn_off,
+                    type_id,
+                    name: btf.name(t).to_string(),
+                    linkage: t.linkage(),
+                }
             })
             .collect();
+        obj.btf = Some(btf);
+        obj.btf_raw = Some(raw);
     } else if let Some((raw, infos)) = case_btf(&c.funcs, &mut obj.maps) {
         obj.btf = Some(bpfvet_object::btf::Btf::from_bytes(&raw).expect("case BTF"));
         obj.btf_raw = Some(raw);

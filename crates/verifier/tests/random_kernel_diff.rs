@@ -285,3 +285,119 @@ fn show_program() {
         );
     }
 }
+
+/// The func_info type ids `gen/prog_blocks.rs` uses name the functions
+/// and decl tags the object BTF lays out for them.
+#[test]
+fn program_btf_ids_name_their_functions() {
+    use bpfvet_object::btf::{Btf, Kind};
+    use random_diff::gen::btf_objects as b;
+    let btf = Btf::from_bytes(&b::object_btf()).expect("object BTF parses");
+    for (id, name, linkage) in [
+        (b::T_EXC, "fz_exc", 1),
+        (b::T_EXC_STATIC, "fz_exc_static", 0),
+        (b::T_MAIN_EXC, "fz_main", 0),
+        (b::T_MAIN_MISSING, "fz_main_missing", 0),
+        (b::T_MAIN_STATIC, "fz_main_static", 0),
+        (b::T_MAIN_TWO, "fz_main_two", 0),
+        (b::T_SELF, "fz_self", 1),
+        (b::T_VOID, "fz_void", 0),
+        (b::T_GLOBAL, "fz_global", 1),
+    ] {
+        let t = btf.type_by_id(id).expect("type exists");
+        assert_eq!(
+            (t.kind, btf.name(t), t.linkage()),
+            (Kind::Func, name, linkage)
+        );
+    }
+    let tags: Vec<&str> = btf.decl_tags_of(b::T_MAIN_TWO).collect();
+    assert_eq!(
+        tags,
+        [
+            "exception_callback:fz_exc",
+            "exception_callback:fz_exc_static"
+        ]
+    );
+}
+
+/// Load limits checked around the exploration: 64 distinct maps and 256
+/// distinct kfuncs (at load) and 1024 direct tail calls (after it, the JIT's poke table): both
+/// verifiers give the same verdict and line on each side of the limit.
+#[test]
+fn kfunc_and_tail_call_limits_match_host_kernel() {
+    use random_diff::gen::{prog_blocks, GenProgram};
+    let kernel = match Kernel::open() {
+        Ok(k) => k,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    let program = |insns| GenProgram {
+        prog_type: bpfvet_isa::uapi::ProgType::SCHED_CLS,
+        insns,
+        sleepable: false,
+        prog_btf: false,
+        funcs: Vec::new(),
+        attach: None,
+    };
+    let mut shapes = vec![
+        (
+            "1024 tail calls",
+            prog_blocks::tail_calls(1024, false),
+            None,
+        ),
+        (
+            "1025 tail calls",
+            prog_blocks::tail_calls(1025, false),
+            Some("adding tail call poke descriptor failed"),
+        ),
+        // Out-of-range and variable keys take no direct jump.
+        (
+            "1030 tail calls, 11 indirect",
+            prog_blocks::tail_calls(1030, true),
+            None,
+        ),
+    ];
+    // Distinct maps: 64 fit, the 65th is refused where it is named.
+    let map_refs = |n: i32| {
+        let mut insns = Vec::new();
+        for k in 0..n {
+            let map = prog_blocks::MANY_MAPS_BASE + k;
+            insns.push(bpfvet_isa::Insn::new(0x18, 1, 5, 0, map));
+            insns.push(bpfvet_isa::Insn::new(0, 0, 0, 0, 0));
+        }
+        insns.push(bpfvet_isa::Insn::new(0xb7, 0, 0, 0, 0));
+        insns.push(bpfvet_isa::Insn::new(0x95, 0, 0, 0, 0));
+        insns
+    };
+    shapes.push(("64 maps", map_refs(64), None));
+    shapes.push((
+        "65 maps",
+        map_refs(65),
+        Some("The total number of maps per program has reached the limit of 64"),
+    ));
+    match (
+        prog_blocks::kfunc_calls(256, true),
+        prog_blocks::kfunc_calls(257, false),
+    ) {
+        (Some(at), Some(past)) => {
+            shapes.push(("256 kfuncs", at, None));
+            shapes.push((
+                "257 kfuncs",
+                past,
+                Some("too many different kernel function calls"),
+            ));
+        }
+        _ => println!("SKIP: kfunc limit (no vmlinux BTF or kallsyms)"),
+    }
+    for (what, insns, error) in shapes {
+        let r = random_diff::diff::diff_one(&kernel, &program(insns));
+        assert_eq!(r.class, Class::Agree, "{what}: {}", cause(&r));
+        let kernel_error = match &r.theirs {
+            random_diff::diff::Theirs::Rejected(e) => Some(e.as_str()),
+            _ => None,
+        };
+        assert_eq!(kernel_error, error, "{what}: {}", theirs_text(&r.theirs));
+    }
+}

@@ -30,18 +30,35 @@ pub struct Config {
     pub minimise_tries: usize,
 }
 
+/// Features every batch has on top of its draw
+/// (`BPFVET_FUZZ_FORCE_FEATURES`, batch.sh's `FORCE_FEATURES`: a bit mask
+/// or names separated by commas), for runs aimed at some blocks.
+fn forced_features() -> Features {
+    let v = std::env::var("BPFVET_FUZZ_FORCE_FEATURES").unwrap_or_default();
+    let v = v.trim();
+    let parsed = match v.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    };
+    Features(parsed.unwrap_or_else(|| {
+        v.split(',')
+            .filter_map(|n| Features::NAMES.iter().find(|(_, name)| *name == n.trim()))
+            .fold(0, |acc, (b, _)| acc | b)
+    }))
+}
+
 pub fn batch_seed(base: u64, k: u64) -> u64 {
     base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 impl Config {
     pub fn features(&self, k: u64) -> Features {
-        let set = Features(Features::ALL.0 | Features::extra_from_env().0);
-        if self.swarm {
-            Features::swarm_of(batch_seed(self.base_seed, k), set)
+        let drawn = if self.swarm {
+            Features::swarm(batch_seed(self.base_seed, k))
         } else {
-            set
-        }
+            Features::ALL
+        };
+        Features(drawn.0 | forced_features().0)
     }
 
     /// What must not change between runs into one directory.
@@ -50,9 +67,9 @@ impl Config {
             "base_seed={:#x}\nbatch_size={}\nswarm={}\n",
             self.base_seed, self.size, self.swarm
         );
-        let extra = Features::extra_from_env();
-        if extra.0 != 0 {
-            id += &format!("extra_features={}\n", extra.names());
+        let forced = forced_features();
+        if forced.0 != 0 {
+            id += &format!("forced_features={}\n", forced.names());
         }
         id
     }
@@ -127,16 +144,28 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }
-    let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty();
+    let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
+        || !p.funcs.is_empty();
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
-    for m in super::diff::map_directives(fuzz_btf) {
+    for m in super::diff::map_directives(fuzz_btf)
+        .into_iter()
+        .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
+    {
         let _ = writeln!(out, "# map: {m}");
     }
-    let funcs = super::diff::func_info(&p.insns, p.prog_btf);
-    for (k, f) in funcs.iter().enumerate() {
-        let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+    if p.funcs.is_empty() {
+        let funcs = super::diff::func_info(&p.insns, p.prog_btf);
+        for (k, f) in funcs.iter().enumerate() {
+            let _ = writeln!(out, "# func: {} f{k} static int", f.insn_off);
+        }
+    } else {
+        // Named after their FUNC in the fuzz BTF, which `# btf: fuzz`
+        // cases look up by name.
+        for f in super::diff::program_func_info(p) {
+            let _ = writeln!(out, "# func: {} {} static int", f.insn_off, f.name);
+        }
     }
     out.push_str(&super::diff::expectation(r));
     out.push_str(&listing(p));

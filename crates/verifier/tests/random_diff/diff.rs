@@ -213,8 +213,34 @@ pub fn func_info(insns: &[bpfvet_isa::Insn], prog_btf: bool) -> Vec<bpfvet_objec
         .collect()
 }
 
+/// A generated program's func_info: its blocks' records (named after
+/// their FUNC in the object BTF) or [`func_info`].
+pub fn program_func_info(p: &GenProgram) -> Vec<bpfvet_object::FuncInfo> {
+    if p.funcs.is_empty() {
+        return func_info(&p.insns, p.prog_btf);
+    }
+    let btf = bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok();
+    p.funcs
+        .iter()
+        .map(|&(at, type_id)| {
+            let t = btf.as_ref().and_then(|b| b.type_by_id(type_id));
+            bpfvet_object::FuncInfo {
+                insn_off: at as u32,
+                type_id,
+                name: t
+                    .zip(btf.as_ref())
+                    .map_or_else(String::new, |(t, b)| b.name(t).to_string()),
+                linkage: t.map_or(0, |t| t.linkage()),
+            }
+        })
+        .collect()
+}
+
 /// An object with the generator's maps and the given programs.
 pub fn object(progs: &[GenProgram]) -> Object {
+    let btf_maps = super::gen::btf_objects::maps(progs.iter().map(|p| p.insns.as_slice()));
+    let many_maps =
+        super::gen::prog_blocks::maps(progs.iter().map(|p| p.insns.as_slice()), btf_maps.len());
     let programs = progs
         .iter()
         .enumerate()
@@ -232,7 +258,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
             sleepable: p.sleepable,
             prog_flags: 0,
             insns: p.insns.clone(),
-            func_info: func_info(&p.insns, p.prog_btf),
+            func_info: program_func_info(p),
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
@@ -260,9 +286,8 @@ pub fn object(progs: &[GenProgram]) -> Object {
             wq_map(),
         ]
         .into_iter()
-        .chain(super::gen::btf_objects::maps(
-            progs.iter().map(|p| p.insns.as_slice()),
-        ))
+        .chain(btf_maps)
+        .chain(many_maps)
         .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

@@ -14,6 +14,7 @@ mod kfunc_blocks;
 mod leak_blocks;
 mod loader_blocks;
 mod mem_blocks;
+pub mod prog_blocks;
 mod region_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
@@ -135,6 +136,10 @@ impl Features {
     /// list and rbtree operations under a map value's lock, kptr slots
     /// loaded, stored and exchanged, two maps' locks.
     pub const BTF_OBJECTS: u32 = 1 << 16;
+    /// Whole-program shapes with their own func_info
+    /// (`gen/prog_blocks.rs`): exception callbacks, global and void
+    /// subprograms, arenas, kfunc and tail-call counts.
+    pub const PROGRAM: u32 = 1 << 17;
     /// Sleepable syscall programs; regions meeting calls that may sleep,
     /// RCU-protected and css iterators, local dynptrs, timer/wq/resilient
     /// lock arguments without the field, `__str` formats
@@ -143,11 +148,11 @@ impl Features {
     /// Pointer leaks and speculation limits met below CAP_PERFMON
     /// (`gen/leak_blocks.rs`): pointers stored into map values, passed as
     /// helper scalars, used by atomics from a stack slot; zero-sized map
-    /// keys; loops pushing speculative paths. Not in [`Features::ALL`]:
-    /// `BPFVET_FUZZ_EXTRA_FEATURES` adds it to batches.
+    /// keys; loops pushing speculative paths; tracing programs without a
+    /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
-    pub const ALL: Features = Features((1 << 17) - 1);
-    pub const NAMES: [(u32, &'static str); 19] = [
+    pub const ALL: Features = Features((1 << 20) - 1);
+    pub const NAMES: [(u32, &'static str); 20] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -165,37 +170,17 @@ impl Features {
         (Self::MEMORY, "memory"),
         (Self::LOADER, "loader"),
         (Self::BTF_OBJECTS, "btf_objects"),
+        (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
     ];
 
-    /// The subset of `set` a batch seed enables: each feature with
-    /// probability one half, never none (over [`Features::ALL`]'s bits the
-    /// same draw whatever else `set` holds).
-    pub fn swarm_of(seed: u64, set: Features) -> Features {
+    /// The subset a batch seed enables: each feature with probability one
+    /// half, never none.
+    pub fn swarm(seed: u64) -> Features {
         let mut rng = Rng::new(seed ^ 0x5357_4152_4d21);
-        let bits = (rng.next() as u32) & set.0;
-        Features(if bits == 0 { set.0 } else { bits })
-    }
-
-    /// Features outside [`Features::ALL`] a batch run adds
-    /// (`BPFVET_FUZZ_EXTRA_FEATURES`, a bit mask, or names separated by
-    /// commas).
-    pub fn extra_from_env() -> Features {
-        let Ok(v) = std::env::var("BPFVET_FUZZ_EXTRA_FEATURES") else {
-            return Features(0);
-        };
-        let v = v.trim();
-        let parsed = match v.strip_prefix("0x") {
-            Some(hex) => u32::from_str_radix(hex, 16).ok(),
-            None => v.parse().ok(),
-        };
-        let bits = parsed.unwrap_or_else(|| {
-            v.split(',')
-                .filter_map(|n| Self::NAMES.iter().find(|(_, name)| *name == n.trim()))
-                .fold(0, |acc, (b, _)| acc | b)
-        });
-        Features(bits)
+        let bits = (rng.next() as u32) & Self::ALL.0;
+        Features(if bits == 0 { Self::ALL.0 } else { bits })
     }
 
     pub fn has(self, f: u32) -> bool {
@@ -281,6 +266,10 @@ pub struct GenProgram {
     /// Expected attach type and ELF section naming the BTF target
     /// (`tp_btf/NAME`, `iter/NAME`) of a tracing program.
     pub attach: Option<(bpfvet_isa::uapi::AttachType, &'static str)>,
+    /// func_info records (first insn, FUNC type id of the object BTF)
+    /// given by a block of `gen/prog_blocks.rs`; empty: `f` at every
+    /// function start (`diff::func_info`).
+    pub funcs: Vec<(usize, u32)>,
 }
 
 struct Gen {
@@ -1775,6 +1764,10 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         let (t, a, body) = leak_blocks::tracing_program(&mut g.rng);
         (prog_type, attach, insns, sleepable) = (t, Some(a), body, false);
     }
+    let mut funcs = Vec::new();
+    if features.has(Features::PROGRAM) {
+        funcs = prog_blocks::reshape(&mut g.rng, prog_type, &mut insns);
+    }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
@@ -1784,6 +1777,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         sleepable,
         prog_btf: g.prog_btf,
         attach,
+        funcs,
     }
 }
 

@@ -85,12 +85,17 @@ pub fn minimise(
                 continue;
             }
             tries += 1;
+            let Some(funcs) = shift_funcs(&best.funcs, a, b) else {
+                a += 1;
+                continue;
+            };
             let cand = GenProgram {
                 prog_type: best.prog_type,
                 insns: cand,
                 sleepable: best.sleepable,
                 prog_btf: best.prog_btf,
                 attach: best.attach,
+                funcs,
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;
@@ -207,4 +212,18 @@ mod tests {
         assert!(delete_range(&insns, 1, 2).is_none());
         assert_eq!(delete_range(&insns, 0, 2).unwrap().len(), 1);
     }
+}
+
+/// Explicit func_info records after deleting insns `a..b`: later starts
+/// move down; a deleted start (other than one the next insn takes over)
+/// keeps no record, so such a candidate is not tried.
+fn shift_funcs(funcs: &[(usize, u32)], a: usize, b: usize) -> Option<Vec<(usize, u32)>> {
+    funcs
+        .iter()
+        .map(|&(at, ty)| match at {
+            _ if at < a || (at == a && a == 0) => Some((at, ty)),
+            _ if at >= b => Some((at - (b - a), ty)),
+            _ => None,
+        })
+        .collect()
 }

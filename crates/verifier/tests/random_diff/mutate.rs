@@ -619,6 +619,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         sleepable: p.sleepable,
         prog_btf: false,
         attach: None,
+        funcs: Vec::new(),
     });
     out.push_str(&listing);
     out

@@ -57,13 +57,13 @@ pub const LOCK2_MAP: i32 = 15;
 /// The wq map's value: a struct holding a bpf_wq (after the types above).
 pub const T_WQ_VALUE: i32 = 35;
 /// Maps of the `regions` blocks: a value holding a bpf_res_spin_lock, one
-/// holding a bpf_timer (types after the wq's).
+/// holding a bpf_timer (types after the functions of `append_funcs`).
 pub const RES_LOCK_MAP: i32 = 16;
 pub const TIMER_MAP: i32 = 17;
 pub const RES_VALUE_SIZE: i32 = 8;
 pub const TIMER_VALUE_SIZE: i32 = 16;
-pub const T_RES_VALUE: i32 = 37;
-pub const T_TIMER_VALUE: i32 = 39;
+pub const T_RES_VALUE: i32 = 54;
+pub const T_TIMER_VALUE: i32 = 56;
 
 /// Kptr slots of a kptr-holding value, by kind: (offset in OBJS value,
 /// offset in KPTRS value, pointee).
@@ -146,9 +146,17 @@ pub fn object_btf() -> Vec<u8> {
         T_WQ_VALUE as u32 - 1,
         0,
     ]);
-    // [36] STRUCT bpf_res_spin_lock { int val; }; [37] STRUCT fz_res_value
-    // { struct bpf_res_spin_lock lock; }; [38] STRUCT bpf_timer, 16 opaque
-    // bytes; [39] STRUCT fz_timer_value { struct bpf_timer timer; }
+    append_funcs(&mut types, &mut strings);
+    let mut push_name = |n: &str| -> u32 {
+        let off = strings.len() as u32;
+        strings.extend_from_slice(n.as_bytes());
+        strings.push(0);
+        off
+    };
+    // After the functions: [53] STRUCT bpf_res_spin_lock { int val; };
+    // [54] STRUCT fz_res_value { struct bpf_res_spin_lock lock; }; [55]
+    // STRUCT bpf_timer, 16 opaque bytes; [56] STRUCT fz_timer_value
+    // { struct bpf_timer timer; }
     let (n_res, n_val, n_res_value, n_lock) = (
         push_name("bpf_res_spin_lock"),
         push_name("val"),
@@ -180,6 +188,86 @@ pub fn object_btf() -> Vec<u8> {
     ]);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
+}
+
+/// Functions for func_info beyond `f` (`gen/prog_blocks.rs`): an exception
+/// callback `int fz_exc(long)` (global) and a static one of the same
+/// prototype; main functions whose `exception_callback:` decl tag names
+/// that callback, a missing function, the static one, two callbacks, or
+/// itself; a `void` function and a global `int (void)` one.
+pub const T_EXC: u32 = 37;
+pub const T_EXC_STATIC: u32 = 38;
+pub const T_MAIN_EXC: u32 = 39;
+pub const T_MAIN_MISSING: u32 = 41;
+pub const T_MAIN_STATIC: u32 = 43;
+pub const T_MAIN_TWO: u32 = 45;
+pub const T_SELF: u32 = 48;
+pub const T_VOID: u32 = 51;
+pub const T_GLOBAL: u32 = 52;
+
+fn append_funcs(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
+    let mut name = |n: &str| -> u32 {
+        let off = strings.len() as u32;
+        strings.extend_from_slice(n.as_bytes());
+        strings.push(0);
+        off
+    };
+    const FUNC: u32 = 12 << 24;
+    const GLOBAL: u32 = 1;
+    const PROTO: u32 = 13 << 24;
+    const DECL_TAG: u32 = 17 << 24;
+    const NO_MEMBER: u32 = u32::MAX;
+    const INT_VOID: u32 = 2;
+    let cookie = name("cookie");
+    types.extend([0, PROTO | 1, 1, cookie, T_LONG as u32]); // [36] int (long cookie)
+    let (exc, exc_static) = (name("fz_exc"), name("fz_exc_static"));
+    types.extend([exc, FUNC | GLOBAL, 36]); // [37]
+    types.extend([exc_static, FUNC, 36]); // [38]
+    for (main, tag) in [
+        ("fz_main", "exception_callback:fz_exc"), // [39], [40]
+        ("fz_main_missing", "exception_callback:fz_nowhere"), // [41], [42]
+        ("fz_main_static", "exception_callback:fz_exc_static"), // [43], [44]
+    ] {
+        let (m, t) = (name(main), name(tag));
+        let id = types_count(types) + 1;
+        types.extend([m, FUNC, INT_VOID]);
+        types.extend([t, DECL_TAG, id, NO_MEMBER]);
+    }
+    let (two, t1, t2) = (
+        name("fz_main_two"),
+        name("exception_callback:fz_exc"),
+        name("exception_callback:fz_exc_static"),
+    );
+    types.extend([two, FUNC, INT_VOID]); // [45]
+    types.extend([t1, DECL_TAG, T_MAIN_TWO, NO_MEMBER]); // [46]
+    types.extend([t2, DECL_TAG, T_MAIN_TWO, NO_MEMBER]); // [47]
+    let (me, tag) = (name("fz_self"), name("exception_callback:fz_self"));
+    types.extend([me, FUNC | GLOBAL, 36]); // [48]
+    types.extend([tag, DECL_TAG, T_SELF, NO_MEMBER]); // [49]
+    types.extend([0, PROTO, 0]); // [50] void (void)
+    let (void_fn, global_fn) = (name("fz_void"), name("fz_global"));
+    types.extend([void_fn, FUNC, 50]); // [51]
+    types.extend([global_fn, FUNC | GLOBAL, INT_VOID]); // [52]
+}
+
+/// Types in a type section of `u32` words (each type's length read from
+/// its kind).
+fn types_count(types: &[u32]) -> u32 {
+    let (mut i, mut n) = (0, 0);
+    while i < types.len() {
+        let info = types[i + 1];
+        let vlen = (info & 0xffff) as usize;
+        let extra = match (info >> 24) & 0x1f {
+            1 | 14 | 17 => 1,       // INT, VAR, DECL_TAG
+            3 => 3,                 // ARRAY
+            4 | 5 | 15 => 3 * vlen, // STRUCT, UNION, DATASEC
+            6 | 13 => 2 * vlen,     // ENUM, FUNC_PROTO
+            _ => 0,
+        };
+        i += 3 + extra;
+        n += 1;
+    }
+    n
 }
 
 /// Appends the types above (ids from 6 on) and their names.

@@ -10,7 +10,7 @@ use bpfvet_isa::Insn;
 use bpfvet_object::btf::{Btf, Kind as BtfKind};
 use std::sync::OnceLock;
 
-fn vmlinux() -> Option<&'static Btf> {
+pub(super) fn vmlinux() -> Option<&'static Btf> {
     static BTF: OnceLock<Option<Btf>> = OnceLock::new();
     BTF.get_or_init(|| {
         let bytes = std::fs::read(bpfvet_object::HOST_VMLINUX).ok()?;
