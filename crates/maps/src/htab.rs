@@ -318,22 +318,26 @@ impl HashMap {
         jhash(key, self.seed)
     }
 
+    #[inline(always)]
     fn hdr(e: usize) -> &'static ElemHdr {
         // SAFETY: `e` is a live element (slab memory lives as long as the
         // map; on-demand elements outlive every guard that can see them).
         unsafe { &*(e as *const ElemHdr) }
     }
 
+    #[inline(always)]
     fn key_ptr(e: usize) -> *mut u8 {
         (e + HDR) as *mut u8
     }
 
+    #[inline(always)]
     fn value_ptr(&self, e: usize, cpu: u32) -> *mut u8 {
         (e + self.value_off + cpu as usize * self.stride) as *mut u8
     }
 
     /// Walk bucket `b` without locks; restarts when a reused element
     /// carried the walk into another chain.
+    #[inline(always)]
     fn find(&self, b: usize, hash: u32, key: &[u8]) -> Option<usize> {
         'again: loop {
             let mut link = self.buckets[b].head.load(Ordering::Acquire);
@@ -704,6 +708,35 @@ impl HashMap {
         Ok(())
     }
 
+    /// Whether every CPU sees the same value of a key (not a per-CPU
+    /// map): then [`HashMap::lookup_shared`] is a program's lookup.
+    pub fn shared_values(&self) -> bool {
+        !self.percpu
+    }
+
+    /// A program's lookup in a map of [`HashMap::shared_values`]: the
+    /// value's address, or null (also for a key of another size). Inlined,
+    /// so a caller whose key length is a constant gets the hash and the
+    /// key compare for that length.
+    ///
+    /// # Safety
+    /// The caller stays pinned (an epoch guard) while it uses the value.
+    #[inline(always)]
+    pub unsafe fn lookup_shared(&self, key: &[u8]) -> *mut u8 {
+        if key.len() != self.key_size {
+            return std::ptr::null_mut();
+        }
+        let hash = self.hash(key);
+        match self.find(hash as usize & self.mask, hash, key) {
+            Some(e) => {
+                self.touch(e);
+                self.value_ptr(e, 0)
+            }
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    #[inline(always)]
     fn touch(&self, e: usize) {
         if let Pool::Lru { lru, .. } = &self.pool {
             lru.referenced[self.index_of(e) as usize].store(1, Ordering::Relaxed);

@@ -92,21 +92,40 @@ impl<'vm> Jit<'vm> {
     }
 
     fn compile_with(vm: &'vm Vm, use_proofs: bool) -> Jit<'vm> {
-        // Writable, not per-CPU ARRAY maps whose lookups need no more than
-        // their value's region: compiled code looks them up itself.
-        let arrays: Vec<Option<translate::InlineArray>> = vm
+        // Writable maps whose lookups need no more than their value's
+        // region: compiled code looks up a not per-CPU ARRAY itself, and
+        // calls the map's own lookup for a not per-CPU hash map.
+        let lookups: Vec<Option<translate::InlineLookup>> = vm
             .arrays
             .iter()
             .zip(&vm.plain_lookup)
             .zip(&vm.maps)
             .map(|((a, plain), m)| {
-                let a = a.as_ref().filter(|a| a.cpu_stride == 0)?;
-                (*plain == Some(true)).then(|| translate::InlineArray {
-                    base: a.base as u64,
-                    elem_bytes: a.elem_bytes as u64,
-                    entries: a.entries,
-                    value_size: m.attr().value_size,
-                })
+                if *plain != Some(true) {
+                    return None;
+                }
+                let value_size = m.attr().value_size;
+                if let Some(a) = a.as_ref() {
+                    return (a.cpu_stride == 0).then(|| {
+                        translate::InlineLookup::Array(translate::InlineArray {
+                            base: a.base as u64,
+                            elem_bytes: a.elem_bytes as u64,
+                            entries: a.entries,
+                            value_size,
+                        })
+                    });
+                }
+                let h = m
+                    .as_any()
+                    .downcast_ref::<bpfvet_maps::htab::HashMap>()
+                    .filter(|h| h.shared_values())?;
+                let key_size = m.attr().key_size;
+                Some(translate::InlineLookup::Hash(translate::InlineHash {
+                    map: std::ptr::from_ref(h) as u64,
+                    shim: env::hash_lookup_for(key_size),
+                    key_size,
+                    value_size,
+                }))
             })
             .collect();
         Jit {
@@ -116,7 +135,7 @@ impl<'vm> Jit<'vm> {
                 .iter()
                 .map(|p| {
                     let proof = if use_proofs { &p.proof[..] } else { &[] };
-                    compile(&p.ops, &vm.static_regions, proof, &arrays)
+                    compile(&p.ops, &vm.static_regions, proof, &lookups)
                 })
                 .collect(),
         }
@@ -285,7 +304,7 @@ fn compile(
     ops: &[crate::code::Op],
     statics: &[crate::run::Region],
     proof: &[bpfvet_verifier::AccessKinds],
-    arrays: &[Option<translate::InlineArray>],
+    lookups: &[Option<translate::InlineLookup>],
 ) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
@@ -312,7 +331,7 @@ fn compile(
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops, statics, proof, arrays)?;
+        translate::build(&mut b, call_conv, ops, statics, proof, lookups)?;
         b.finalize();
     }
     module
