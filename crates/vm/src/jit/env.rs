@@ -337,6 +337,27 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
     r0
 }
 
+/// bpf_skb_load_bytes(r2 = `off`, r3 = `to`, r4 = `len`): copies between
+/// memory the run already has, so nothing compiled code keeps (context
+/// fields, packet bounds, regions) changes.
+pub(super) extern "C" fn skb_load_bytes(
+    env: *mut Env,
+    off: u64,
+    to: u64,
+    len: u64,
+    pc: u64,
+) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.skb_load_bytes(off, to, len, pc as usize) {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
+}
+
 /// bpf_map_lookup_elem(r1 = `map`, r2 = `key`): runs no callback, moves
 /// no packet and changes no context field, so only the regions (the value
 /// it hands out) come back to the compiled code.

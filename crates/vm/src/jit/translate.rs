@@ -30,6 +30,7 @@ use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
 const MAP_LOOKUP_ELEM: i32 = 1;
+const SKB_LOAD_BYTES: i32 = 26;
 /// Accesses to the `Env` block. Program memory (stack, packet, map values)
 /// is another alias region: the program's stores cannot reach the `Env`,
 /// so Cranelift keeps `Env` fields it loaded across them (calls still
@@ -261,6 +262,8 @@ struct Shims {
     call3: SigRef,
     call2: SigRef,
     void4: SigRef,
+    /// `env` and four arguments, a result.
+    call4: SigRef,
     /// Two arguments without `env`, a result (hash lookups).
     plain2: SigRef,
     /// `env` and three arguments, no result (ctx_store).
@@ -1233,6 +1236,7 @@ pub(super) fn build(
         void_three: b.import_signature(sig(call_conv, 4, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
         call2: b.import_signature(sig(call_conv, 3, true)),
+        call4: b.import_signature(sig(call_conv, 5, true)),
         plain2: b.import_signature(sig(call_conv, 2, true)),
         void2: b.import_signature(sig(call_conv, 2, false)),
         void3: b.import_signature(sig(call_conv, 3, false)),
@@ -1601,6 +1605,20 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
                     }
                     0x85 if op.imm == MAP_LOOKUP_ELEM => {
                         let v = t.map_lookup(pc);
+                        t.set(0, v);
+                    }
+                    0x85 if op.imm == SKB_LOAD_BYTES => {
+                        // Without the general helper path's spill and
+                        // reloads: this helper changes nothing they cover.
+                        let (off, to, len) = (t.reg(2), t.reg(3), t.reg(4));
+                        let p = t.k64(pc as i64);
+                        let join = t.b.create_block();
+                        t.b.append_block_param(join, types::I64);
+                        let sig = t.shims.call4;
+                        let f = env::skb_load_bytes as *const () as usize;
+                        t.call_or_bail(sig, f, &[off, to, len, p], join);
+                        t.b.switch_to_block(join);
+                        let v = t.b.block_params(join)[0];
                         t.set(0, v);
                     }
                     0x85 => {
