@@ -736,6 +736,31 @@ impl HashMap {
         }
     }
 
+    /// [`HashMap::lookup_shared`] for this map's key size, as a function
+    /// taking the key's address (for compiled code and the interpreter's
+    /// lookup helper): the hash and key compare of common key sizes are
+    /// specialised for that size.
+    pub fn shared_lookup(&self) -> Option<SharedLookup> {
+        if !self.shared_values() {
+            return None;
+        }
+        let f: SharedLookup = match self.key_size {
+            4 => lookup_fixed::<4>,
+            8 => lookup_fixed::<8>,
+            12 => lookup_fixed::<12>,
+            16 => lookup_fixed::<16>,
+            20 => lookup_fixed::<20>,
+            24 => lookup_fixed::<24>,
+            32 => lookup_fixed::<32>,
+            36 => lookup_fixed::<36>,
+            40 => lookup_fixed::<40>,
+            48 => lookup_fixed::<48>,
+            64 => lookup_fixed::<64>,
+            _ => lookup_any,
+        };
+        Some(f)
+    }
+
     #[inline(always)]
     fn touch(&self, e: usize) {
         if let Pool::Lru { lru, .. } = &self.pool {
@@ -836,6 +861,28 @@ fn put_spare(spares: &[Spare], cpu: u32, e: usize) {
             }
         }
         spin_wait(&mut spins);
+    }
+}
+
+/// A lookup in a map of [`HashMap::shared_values`]: `(map, key)` to the
+/// value's address or null.
+///
+/// # Safety
+/// `map` is live, `key` is readable for the map's key size, and the
+/// caller stays pinned (an epoch guard) while it uses the value.
+pub type SharedLookup = unsafe extern "C" fn(*const HashMap, *const u8) -> *mut u8;
+
+unsafe extern "C" fn lookup_fixed<const N: usize>(map: *const HashMap, key: *const u8) -> *mut u8 {
+    // SAFETY: per `SharedLookup`, with N the map's key size
+    // (`HashMap::shared_lookup` picks this copy only then).
+    unsafe { (*map).lookup_shared(&*key.cast::<[u8; N]>()) }
+}
+
+unsafe extern "C" fn lookup_any(map: *const HashMap, key: *const u8) -> *mut u8 {
+    // SAFETY: per `SharedLookup`.
+    unsafe {
+        let map = &*map;
+        map.lookup_shared(std::slice::from_raw_parts(key, map.key_size))
     }
 }
 

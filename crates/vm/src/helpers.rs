@@ -242,6 +242,16 @@ impl<'a> Run<'a> {
                     return Ok(addr);
                 }
                 let key = self.mem(a2, attr.key_size as u64, false, pc, name)?;
+                if let Some(&Some((lookup, h))) = vm.hash_lookups.get(i) {
+                    // SAFETY: `h` is this map (the VM owns it), `key` holds
+                    // its key size, and the run's guard is held.
+                    let p = unsafe { lookup(h as *const bpfvet_maps::htab::HashMap, key.as_ptr()) };
+                    if p.is_null() {
+                        return Ok(0);
+                    }
+                    self.add_region(p as u64, attr.value_size as usize, writable);
+                    return Ok(p as u64);
+                }
                 return Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,
                     Some(p) => {

@@ -5,9 +5,6 @@
 
 use std::mem::{offset_of, MaybeUninit};
 
-use bpfvet_maps::htab::HashMap;
-use bpfvet_maps::Map;
-
 use super::{Jit, Outcome};
 use crate::ctx::CtxError;
 use crate::error::VmError;
@@ -373,45 +370,6 @@ pub(super) extern "C" fn map_lookup(env: *mut Env, map: u64, key: u64, pc: u64) 
             0
         }
     }
-}
-
-/// bpf_map_lookup_elem on a hash map of [`HashMap::shared_values`] with
-/// an `N`-byte key: the map's own lookup, the hash and key compare
-/// specialised for the key size. Compiled code calls it only with a key
-/// inside the run's stack, and registers the value's region itself.
-extern "C" fn hash_lookup<const N: usize>(map: *const HashMap, key: *const u8) -> u64 {
-    // SAFETY: `map` is a map of the VM the code was compiled for, which
-    // outlives the run; `key` points to N bytes of the run's stack; the
-    // run holds its epoch guard while the program uses the value.
-    unsafe { (*map).lookup_shared(&*key.cast::<[u8; N]>()) as u64 }
-}
-
-/// [`hash_lookup`] for key sizes without their own copy.
-extern "C" fn hash_lookup_any(map: *const HashMap, key: *const u8) -> u64 {
-    // SAFETY: as in `hash_lookup`, for the map's key size.
-    unsafe {
-        let n = (*map).attr().key_size as usize;
-        (*map).lookup_shared(std::slice::from_raw_parts(key, n)) as u64
-    }
-}
-
-/// The lookup shim for a hash map with `key_size`-byte keys.
-pub(super) fn hash_lookup_for(key_size: u32) -> usize {
-    let f: extern "C" fn(*const HashMap, *const u8) -> u64 = match key_size {
-        4 => hash_lookup::<4>,
-        8 => hash_lookup::<8>,
-        12 => hash_lookup::<12>,
-        16 => hash_lookup::<16>,
-        20 => hash_lookup::<20>,
-        24 => hash_lookup::<24>,
-        32 => hash_lookup::<32>,
-        36 => hash_lookup::<36>,
-        40 => hash_lookup::<40>,
-        48 => hash_lookup::<48>,
-        64 => hash_lookup::<64>,
-        _ => hash_lookup_any,
-    };
-    f as usize
 }
 
 /// Back from a helper or an interpreted function: the shared may_goto

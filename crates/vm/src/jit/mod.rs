@@ -115,15 +115,11 @@ impl<'vm> Jit<'vm> {
                         })
                     });
                 }
-                let h = m
-                    .as_any()
-                    .downcast_ref::<bpfvet_maps::htab::HashMap>()
-                    .filter(|h| h.shared_values())?;
-                let key_size = m.attr().key_size;
+                let h = m.as_any().downcast_ref::<bpfvet_maps::htab::HashMap>()?;
                 Some(translate::InlineLookup::Hash(translate::InlineHash {
                     map: std::ptr::from_ref(h) as u64,
-                    shim: env::hash_lookup_for(key_size),
-                    key_size,
+                    shim: h.shared_lookup()? as usize,
+                    key_size: m.attr().key_size,
                     value_size,
                 }))
             })

@@ -49,7 +49,7 @@ pub(super) struct InlineArray {
 }
 
 /// A writable hash map, not per-CPU, whose lookups compiled code makes by
-/// calling `shim` (`env::hash_lookup_for`) with the map and the key.
+/// calling `shim` (`HashMap::shared_lookup`) with the map and the key.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct InlineHash {
     pub map: u64,
