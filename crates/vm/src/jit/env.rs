@@ -157,8 +157,12 @@ impl Env {
     /// the packet bounds were refreshed after everything that ran outside
     /// compiled code, and the reset leaves the packet alone.
     #[inline]
-    pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
-        self.regs = [0; 16];
+    /// `clear_regs`: the code reads more than r1 from `regs` at its entry
+    /// (verified code does not: the registers shims left there stay).
+    pub fn restart(&mut self, run: &Run<'_>, prog: usize, clear_regs: bool) {
+        if clear_regs {
+            self.regs = [0; 16];
+        }
         self.may_goto_left = run.may_goto_left;
         self.budget = run.insn_budget;
         self.status = RUNNING;

@@ -55,6 +55,9 @@ struct Native {
     /// Owns the executable memory `entry` points into.
     module: Option<JITModule>,
     entry: NativeFn,
+    /// The code reads r0..r9 from `Env::regs` at its entry (unverified
+    /// code); verified code reads only r1 there.
+    reads_entry_regs: bool,
 }
 
 impl Drop for Native {
@@ -281,11 +284,16 @@ impl Engine for Jit<'_> {
         let Some(native) = self.native(run, prog) else {
             return Interpreter.execute_repeated(run, prog, ctx, times);
         };
+        let clear_regs = self
+            .programs
+            .get(prog)
+            .and_then(|p| p.as_ref().ok())
+            .is_none_or(|n| n.reads_entry_regs);
         let mut env = Env::new(run, prog, 0, self);
         let mut ret = 0;
         for _ in 0..times {
             run.reset_dynamic();
-            env.restart(run, prog);
+            env.restart(run, prog, clear_regs);
             env.regs[1] = ctx;
             ret = match self.drive_env(run, &mut env, native)? {
                 Outcome::Returned(r0) => r0,
@@ -344,5 +352,6 @@ fn compile(
     Ok(Native {
         module: Some(module),
         entry,
+        reads_entry_regs: proof.is_empty(),
     })
 }
