@@ -2,7 +2,8 @@
 //! uses), written from the algorithm's published description; a cheap
 //! multiply-fold hash for 8-byte keys (RHASH's specialised path); and
 //! xxh3 (the `xxhash-rust` crate) folded to 32 bits, RHASH's hash for
-//! every other key size.
+//! every other key size and HASH's unless BPF_F_ZERO_SEED asks for the
+//! kernel's buckets.
 
 const JHASH_INITVAL: u32 = 0xdead_beef;
 

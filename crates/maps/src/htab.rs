@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use bpfvet_isa::uapi::{self, MapType};
 
 use crate::attr::{access_ok, round8, ACCESS_MASK, KMALLOC_MAX_SIZE, PCPU_MIN_UNIT_SIZE};
-use crate::hash::{jhash, random_seed};
+use crate::hash::{jhash, random_seed, xxh3_32};
 use crate::sync::spin_wait;
 use crate::value::{bytes_equal, fill_zero, store_bytes, Slab, ValueLayout};
 use crate::{Common, FreeHook, Guard, Map, MapAttr, MapError, Result};
@@ -135,6 +135,9 @@ pub struct HashMap {
     buckets: Box<[Bucket]>,
     mask: usize,
     seed: u32,
+    /// BPF_F_ZERO_SEED: hash as the kernel does (jhash, seed 0), so that
+    /// buckets, and the order keys are walked in, are the kernel's.
+    zero_seed: bool,
     key_size: usize,
     /// round8(value_size): one CPU's value.
     stride: usize,
@@ -225,11 +228,8 @@ impl HashMap {
             } else {
                 stride
             };
-        let seed = if attr.map_flags & uapi::BPF_F_ZERO_SEED != 0 {
-            0
-        } else {
-            random_seed()
-        };
+        let zero_seed = attr.map_flags & uapi::BPF_F_ZERO_SEED != 0;
+        let seed = if zero_seed { 0 } else { random_seed() };
         let max = attr.max_entries as usize;
         let pool = if lru {
             let slab = alloc_slab(max, elem_size)?;
@@ -284,6 +284,7 @@ impl HashMap {
             buckets,
             mask: n_buckets - 1,
             seed,
+            zero_seed,
             key_size,
             stride,
             value_off,
@@ -315,25 +316,36 @@ impl HashMap {
 
     #[inline(always)]
     fn hash(&self, key: &[u8]) -> u32 {
-        jhash(key, self.seed)
+        // With a random seed the kernel's order is random too, so any good
+        // hash will do: xxh3 takes a third to a half of jhash's
+        // instructions (see hash.rs), on every lookup, update and delete.
+        if self.zero_seed {
+            jhash(key, 0)
+        } else {
+            xxh3_32(key, self.seed)
+        }
     }
 
+    #[inline(always)]
     fn hdr(e: usize) -> &'static ElemHdr {
         // SAFETY: `e` is a live element (slab memory lives as long as the
         // map; on-demand elements outlive every guard that can see them).
         unsafe { &*(e as *const ElemHdr) }
     }
 
+    #[inline(always)]
     fn key_ptr(e: usize) -> *mut u8 {
         (e + HDR) as *mut u8
     }
 
+    #[inline(always)]
     fn value_ptr(&self, e: usize, cpu: u32) -> *mut u8 {
         (e + self.value_off + cpu as usize * self.stride) as *mut u8
     }
 
     /// Walk bucket `b` without locks; restarts when a reused element
     /// carried the walk into another chain.
+    #[inline(always)]
     fn find(&self, b: usize, hash: u32, key: &[u8]) -> Option<usize> {
         'again: loop {
             let mut link = self.buckets[b].head.load(Ordering::Acquire);
@@ -704,6 +716,60 @@ impl HashMap {
         Ok(())
     }
 
+    /// Whether every CPU sees the same value of a key (not a per-CPU
+    /// map): then [`HashMap::lookup_shared`] is a program's lookup.
+    pub fn shared_values(&self) -> bool {
+        !self.percpu
+    }
+
+    /// A program's lookup in a map of [`HashMap::shared_values`]: the
+    /// value's address, or null (also for a key of another size). Inlined,
+    /// so a caller whose key length is a constant gets the hash and the
+    /// key compare for that length.
+    ///
+    /// # Safety
+    /// The caller stays pinned (an epoch guard) while it uses the value.
+    #[inline(always)]
+    pub unsafe fn lookup_shared(&self, key: &[u8]) -> *mut u8 {
+        if key.len() != self.key_size {
+            return std::ptr::null_mut();
+        }
+        let hash = self.hash(key);
+        match self.find(hash as usize & self.mask, hash, key) {
+            Some(e) => {
+                self.touch(e);
+                self.value_ptr(e, 0)
+            }
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    /// [`HashMap::lookup_shared`] for this map's key size, as a function
+    /// taking the key's address (for compiled code and the interpreter's
+    /// lookup helper): the hash and key compare of common key sizes are
+    /// specialised for that size.
+    pub fn shared_lookup(&self) -> Option<SharedLookup> {
+        if !self.shared_values() {
+            return None;
+        }
+        let f: SharedLookup = match self.key_size {
+            4 => lookup_fixed::<4>,
+            8 => lookup_fixed::<8>,
+            12 => lookup_fixed::<12>,
+            16 => lookup_fixed::<16>,
+            20 => lookup_fixed::<20>,
+            24 => lookup_fixed::<24>,
+            32 => lookup_fixed::<32>,
+            36 => lookup_fixed::<36>,
+            40 => lookup_fixed::<40>,
+            48 => lookup_fixed::<48>,
+            64 => lookup_fixed::<64>,
+            _ => lookup_any,
+        };
+        Some(f)
+    }
+
+    #[inline(always)]
     fn touch(&self, e: usize) {
         if let Pool::Lru { lru, .. } = &self.pool {
             lru.referenced[self.index_of(e) as usize].store(1, Ordering::Relaxed);
@@ -803,6 +869,28 @@ fn put_spare(spares: &[Spare], cpu: u32, e: usize) {
             }
         }
         spin_wait(&mut spins);
+    }
+}
+
+/// A lookup in a map of [`HashMap::shared_values`]: `(map, key)` to the
+/// value's address or null.
+///
+/// # Safety
+/// `map` is live, `key` is readable for the map's key size, and the
+/// caller stays pinned (an epoch guard) while it uses the value.
+pub type SharedLookup = unsafe extern "C" fn(*const HashMap, *const u8) -> *mut u8;
+
+unsafe extern "C" fn lookup_fixed<const N: usize>(map: *const HashMap, key: *const u8) -> *mut u8 {
+    // SAFETY: per `SharedLookup`, with N the map's key size
+    // (`HashMap::shared_lookup` picks this copy only then).
+    unsafe { (*map).lookup_shared(&*key.cast::<[u8; N]>()) }
+}
+
+unsafe extern "C" fn lookup_any(map: *const HashMap, key: *const u8) -> *mut u8 {
+    // SAFETY: per `SharedLookup`.
+    unsafe {
+        let map = &*map;
+        map.lookup_shared(std::slice::from_raw_parts(key, map.key_size))
     }
 }
 
@@ -983,6 +1071,29 @@ mod tests {
 
     fn k(n: u32) -> [u8; 4] {
         n.to_ne_bytes()
+    }
+
+    #[test]
+    fn zero_seed_walks_keys_in_the_kernels_bucket_order() {
+        // With BPF_F_ZERO_SEED the kernel's buckets are jhash(key, 0):
+        // get_next_key goes through them in order.
+        let m = create(MapAttr::new(MapType::HASH, 4, 8, 64).with_flags(uapi::BPF_F_ZERO_SEED))
+            .unwrap();
+        for n in 0..40 {
+            m.update(&k(n), &[0; 8], 0).unwrap();
+        }
+        let mut buckets = Vec::new();
+        let mut key: Option<[u8; 4]> = None;
+        let mut next = [0u8; 4];
+        while m
+            .get_next_key(key.as_ref().map(|x| &x[..]), &mut next)
+            .is_ok()
+        {
+            buckets.push(jhash(&next, 0) & 63);
+            key = Some(next);
+        }
+        assert_eq!(buckets.len(), 40);
+        assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Runs one program of an object on one frame many times with the
 //! interpreter (or bpfvet's JIT with `jit` last) and prints ns per run:
 //! `cargo run --release -p bpfvet-vm --example run_prog -- OBJ PROG FRAME
-//! [REPEAT [jit|jit-checked]]` (for profiling). `jit` verifies the program
-//! first and uses the proof, as `bpfvet run --jit` does; `jit-checked`
-//! keeps every run-time check.
+//! [REPEAT [jit|jit-checked|interp]]` (for profiling). `jit` verifies the
+//! program first and uses the proof, as `bpfvet run --jit` does;
+//! `jit-checked` keeps every run-time check; `interp` is the interpreter on
+//! the verified program, as `bpfvet run` runs it (no mode: unverified).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -14,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut vm = bpfvet_vm::Vm::load(&obj)?;
     let idx = vm.program_index(&args[2])?;
     let mode = args.get(5).map(String::as_str);
-    if mode == Some("jit") {
+    if matches!(mode, Some("jit" | "interp")) {
         vm.verify_program(&obj, idx)?;
     }
     let vm = vm;

@@ -195,6 +195,24 @@ impl<'a> Run<'a> {
         self.any_helper(id, regs, prog, pc, depth)
     }
 
+    /// bpf_skb_load_bytes(skb, `off`, `to`, `len`).
+    pub(crate) fn skb_load_bytes(&mut self, off: u64, to: u64, len: u64, pc: usize) -> Result<u64> {
+        let name = "bpf_skb_load_bytes";
+        let dst = self.mem(to, len, true, pc, name)?.as_mut_ptr();
+        Ok(match self.skb_bytes(off, len).map(|s| s.as_ptr()) {
+            Some(src) => {
+                // SAFETY: both ranges were checked; `to` may lie in the
+                // packet too, so copy as memmove does.
+                unsafe { std::ptr::copy(src, dst, len as usize) };
+                0
+            }
+            None => {
+                self.mem(to, len, true, pc, name)?.fill(0);
+                EFAULT
+            }
+        })
+    }
+
     /// bpf_map_lookup_elem(a1 map, a2 key).
     pub(crate) fn map_lookup(
         &mut self,
@@ -224,6 +242,16 @@ impl<'a> Run<'a> {
                     return Ok(addr);
                 }
                 let key = self.mem(a2, attr.key_size as u64, false, pc, name)?;
+                if let Some(&Some((lookup, h))) = vm.hash_lookups.get(i) {
+                    // SAFETY: `h` is this map (the VM owns it), `key` holds
+                    // its key size, and the run's guard is held.
+                    let p = unsafe { lookup(h as *const bpfvet_maps::htab::HashMap, key.as_ptr()) };
+                    if p.is_null() {
+                        return Ok(0);
+                    }
+                    self.add_region(p as u64, attr.value_size as usize, writable);
+                    return Ok(p as u64);
+                }
                 return Ok(match m.lookup_elem(key, self.cpu, &self.guard) {
                     None => 0,
                     Some(p) => {
@@ -563,21 +591,7 @@ impl<'a> Run<'a> {
                 let to = self.mem(a3, a4, false, pc, name)?;
                 csum::diff(from, to, a5 as u32) as u64
             }
-            HelperId::SKB_LOAD_BYTES => {
-                let to = self.mem(a3, a4, true, pc, name)?.as_mut_ptr();
-                match self.skb_bytes(a2, a4).map(|s| s.as_ptr()) {
-                    Some(src) => {
-                        // SAFETY: both ranges were checked; `to` may lie in
-                        // the packet too, so copy as memmove does.
-                        unsafe { std::ptr::copy(src, to, a4 as usize) };
-                        0
-                    }
-                    None => {
-                        self.mem(a3, a4, true, pc, name)?.fill(0);
-                        EFAULT
-                    }
-                }
-            }
+            HelperId::SKB_LOAD_BYTES => self.skb_load_bytes(a2, a3, a4, pc)?,
             HelperId::SKB_STORE_BYTES => {
                 if a5 & !3 != 0 {
                     return Ok(EINVAL);

@@ -69,6 +69,9 @@ pub struct Vm {
     /// Per map: for a plain-lookup ARRAY or PERCPU_ARRAY, where its values
     /// are (a lookup is then arithmetic).
     pub(crate) arrays: Vec<Option<bpfvet_maps::array::ArrayLayout>>,
+    /// Per map: for a plain-lookup hash map whose CPUs share its values,
+    /// its lookup specialised for its key size and the map's address.
+    pub(crate) hash_lookups: Vec<Option<(bpfvet_maps::htab::SharedLookup, usize)>>,
     pub(crate) clock: Clock,
 }
 
@@ -227,8 +230,18 @@ impl Vm {
                 plain.map(|_| a.layout())
             })
             .collect();
+        let hash_lookups = maps
+            .iter()
+            .zip(&plain_lookup)
+            .map(|(m, plain)| {
+                plain.as_ref()?;
+                let h = m.as_any().downcast_ref::<bpfvet_maps::htab::HashMap>()?;
+                Some((h.shared_lookup()?, std::ptr::from_ref(h) as usize))
+            })
+            .collect();
         Ok(Vm {
             arrays,
+            hash_lookups,
             plain_lookup,
             kfuncs: resolve_kfuncs(obj),
             cpus,
@@ -262,6 +275,7 @@ impl Vm {
             async_offsets: Vec::new(),
             plain_lookup: Vec::new(),
             arrays: Vec::new(),
+            hash_lookups: Vec::new(),
         })
     }
 

@@ -157,8 +157,12 @@ impl Env {
     /// the packet bounds were refreshed after everything that ran outside
     /// compiled code, and the reset leaves the packet alone.
     #[inline]
-    pub fn restart(&mut self, run: &Run<'_>, prog: usize) {
-        self.regs = [0; 16];
+    /// `clear_regs`: the code reads more than r1 from `regs` at its entry
+    /// (verified code does not: the registers shims left there stay).
+    pub fn restart(&mut self, run: &Run<'_>, prog: usize, clear_regs: bool) {
+        if clear_regs {
+            self.regs = [0; 16];
+        }
         self.may_goto_left = run.may_goto_left;
         self.budget = run.insn_budget;
         self.status = RUNNING;
@@ -332,6 +336,27 @@ pub(super) extern "C" fn helper(env: *mut Env, id: u64, pc: u64, depth: u64) -> 
         env.ctx_valid = cached;
     }
     r0
+}
+
+/// bpf_skb_load_bytes(r2 = `off`, r3 = `to`, r4 = `len`): copies between
+/// memory the run already has, so nothing compiled code keeps (context
+/// fields, packet bounds, regions) changes.
+pub(super) extern "C" fn skb_load_bytes(
+    env: *mut Env,
+    off: u64,
+    to: u64,
+    len: u64,
+    pc: u64,
+) -> u64 {
+    // SAFETY: called only by compiled code, with its own `Env`.
+    let (env, run) = unsafe { parts(env) };
+    match run.skb_load_bytes(off, to, len, pc as usize) {
+        Ok(v) => v,
+        Err(e) => {
+            env.fail(e);
+            0
+        }
+    }
 }
 
 /// bpf_map_lookup_elem(r1 = `map`, r2 = `key`): runs no callback, moves

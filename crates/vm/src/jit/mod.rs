@@ -55,6 +55,9 @@ struct Native {
     /// Owns the executable memory `entry` points into.
     module: Option<JITModule>,
     entry: NativeFn,
+    /// The code reads r0..r9 from `Env::regs` at its entry (unverified
+    /// code); verified code reads only r1 there.
+    reads_entry_regs: bool,
 }
 
 impl Drop for Native {
@@ -92,21 +95,36 @@ impl<'vm> Jit<'vm> {
     }
 
     fn compile_with(vm: &'vm Vm, use_proofs: bool) -> Jit<'vm> {
-        // Writable, not per-CPU ARRAY maps whose lookups need no more than
-        // their value's region: compiled code looks them up itself.
-        let arrays: Vec<Option<translate::InlineArray>> = vm
+        // Writable maps whose lookups need no more than their value's
+        // region: compiled code looks up a not per-CPU ARRAY itself, and
+        // calls the map's own lookup for a not per-CPU hash map.
+        let lookups: Vec<Option<translate::InlineLookup>> = vm
             .arrays
             .iter()
             .zip(&vm.plain_lookup)
             .zip(&vm.maps)
             .map(|((a, plain), m)| {
-                let a = a.as_ref().filter(|a| a.cpu_stride == 0)?;
-                (*plain == Some(true)).then(|| translate::InlineArray {
-                    base: a.base as u64,
-                    elem_bytes: a.elem_bytes as u64,
-                    entries: a.entries,
-                    value_size: m.attr().value_size,
-                })
+                if *plain != Some(true) {
+                    return None;
+                }
+                let value_size = m.attr().value_size;
+                if let Some(a) = a.as_ref() {
+                    return (a.cpu_stride == 0).then(|| {
+                        translate::InlineLookup::Array(translate::InlineArray {
+                            base: a.base as u64,
+                            elem_bytes: a.elem_bytes as u64,
+                            entries: a.entries,
+                            value_size,
+                        })
+                    });
+                }
+                let h = m.as_any().downcast_ref::<bpfvet_maps::htab::HashMap>()?;
+                Some(translate::InlineLookup::Hash(translate::InlineHash {
+                    map: std::ptr::from_ref(h) as u64,
+                    shim: h.shared_lookup()? as usize,
+                    key_size: m.attr().key_size,
+                    value_size,
+                }))
             })
             .collect();
         Jit {
@@ -116,7 +134,7 @@ impl<'vm> Jit<'vm> {
                 .iter()
                 .map(|p| {
                     let proof = if use_proofs { &p.proof[..] } else { &[] };
-                    compile(&p.ops, &vm.static_regions, proof, &arrays)
+                    compile(&p.ops, &vm.static_regions, proof, &lookups)
                 })
                 .collect(),
         }
@@ -266,11 +284,16 @@ impl Engine for Jit<'_> {
         let Some(native) = self.native(run, prog) else {
             return Interpreter.execute_repeated(run, prog, ctx, times);
         };
+        let clear_regs = self
+            .programs
+            .get(prog)
+            .and_then(|p| p.as_ref().ok())
+            .is_none_or(|n| n.reads_entry_regs);
         let mut env = Env::new(run, prog, 0, self);
         let mut ret = 0;
         for _ in 0..times {
             run.reset_dynamic();
-            env.restart(run, prog);
+            env.restart(run, prog, clear_regs);
             env.regs[1] = ctx;
             ret = match self.drive_env(run, &mut env, native)? {
                 Outcome::Returned(r0) => r0,
@@ -285,7 +308,7 @@ fn compile(
     ops: &[crate::code::Op],
     statics: &[crate::run::Region],
     proof: &[bpfvet_verifier::AccessKinds],
-    arrays: &[Option<translate::InlineArray>],
+    lookups: &[Option<translate::InlineLookup>],
 ) -> std::result::Result<Native, Decline> {
     translate::check(ops)?;
     let mut flags = settings::builder();
@@ -312,7 +335,7 @@ fn compile(
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        translate::build(&mut b, call_conv, ops, statics, proof, arrays)?;
+        translate::build(&mut b, call_conv, ops, statics, proof, lookups)?;
         b.finalize();
     }
     module
@@ -329,5 +352,6 @@ fn compile(
     Ok(Native {
         module: Some(module),
         entry,
+        reads_entry_regs: proof.is_empty(),
     })
 }

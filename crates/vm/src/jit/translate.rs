@@ -30,6 +30,7 @@ use crate::run::{Region, MAX_FRAMES, STACK_PER_FRAME};
 
 const TAIL_CALL: i32 = 12;
 const MAP_LOOKUP_ELEM: i32 = 1;
+const SKB_LOAD_BYTES: i32 = 26;
 /// Accesses to the `Env` block. Program memory (stack, packet, map values)
 /// is another alias region: the program's stores cannot reach the `Env`,
 /// so Cranelift keeps `Env` fields it loaded across them (calls still
@@ -45,6 +46,23 @@ pub(super) struct InlineArray {
     pub elem_bytes: u64,
     pub entries: u32,
     pub value_size: u32,
+}
+
+/// A writable hash map, not per-CPU, whose lookups compiled code makes by
+/// calling `shim` (`HashMap::shared_lookup`) with the map and the key.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InlineHash {
+    pub map: u64,
+    pub shim: usize,
+    pub key_size: u32,
+    pub value_size: u32,
+}
+
+/// How compiled code looks up a map without the helper's general path.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum InlineLookup {
+    Array(InlineArray),
+    Hash(InlineHash),
 }
 
 /// Whether `code` is one the interpreter runs (its dispatch `match`).
@@ -244,6 +262,10 @@ struct Shims {
     call3: SigRef,
     call2: SigRef,
     void4: SigRef,
+    /// `env` and four arguments, a result.
+    call4: SigRef,
+    /// Two arguments without `env`, a result (hash lookups).
+    plain2: SigRef,
     /// `env` and three arguments, no result (ctx_store).
     void_three: SigRef,
     void2: SigRef,
@@ -275,8 +297,8 @@ struct Tx<'a, 'b> {
     /// What the verifier proved about each instruction's access (empty
     /// for a program it did not verify).
     proof: &'a [AccessKinds],
-    /// Per map of the VM: its lookups, if compiled code computes them.
-    arrays: &'a [Option<InlineArray>],
+    /// Per map of the VM: its lookups, if compiled code makes them.
+    lookups: &'a [Option<InlineLookup>],
     /// Backward jumps left (`Env::budget`), kept in a register.
     budget: Variable,
     /// The program ends by itself (see [`terminates`]): no budget to count.
@@ -923,11 +945,13 @@ impl Tx<'_, '_> {
 
     /// bpf_map_lookup_elem, r0. The helper without the general dispatch
     /// (its arguments in registers, nothing to reload after), and on a
-    /// writable ARRAY map known here, with a key on the stack, the lookup
-    /// itself: the value's address, its region left for the next shim to
-    /// register (`Env::pending`), and made the newest region the inline
-    /// checks try. While the run holds a read-only region (which could
-    /// cover the value and then decides writes to it) the shim runs.
+    /// writable map known here with a key inside the stack, the lookup
+    /// itself: an ARRAY's value address computed inline, a hash map's
+    /// from the map's own lookup called directly. A value found has its
+    /// region left for the next shim to register (`Env::pending`) and is
+    /// made the newest region the inline checks try. While the run holds
+    /// a read-only region (which could cover the value and then decides
+    /// writes to it) the shim runs.
     fn map_lookup(&mut self, pc: usize) -> Value {
         let (m, k) = (self.reg(1), self.reg(2));
         let join = self.b.create_block();
@@ -936,14 +960,19 @@ impl Tx<'_, '_> {
         let inline = self
             .constant(m)
             .and_then(crate::code::map_index)
-            .and_then(|i| self.arrays.get(i).copied().flatten());
-        if let Some(a) = inline {
+            .and_then(|i| self.lookups.get(i).copied().flatten());
+        if let Some(how) = inline {
+            let key_size = match how {
+                InlineLookup::Array(_) => 4,
+                InlineLookup::Hash(h) => h.key_size as i64,
+            };
             let (fast, hit) = (self.b.create_block(), self.b.create_block());
+            self.b.append_block_param(hit, types::I64);
             let rel = self.b.ins().isub(k, self.stack_lo);
             let in_stack =
                 self.b
                     .ins()
-                    .icmp_imm(IntCC::UnsignedLessThanOrEqual, rel, STACK_TOTAL - 4);
+                    .icmp_imm(IntCC::UnsignedLessThanOrEqual, rel, STACK_TOTAL - key_size);
             let ro = self.env_load(env::OFF_READ_ONLY_REGIONS);
             let no_ro = self.b.ins().icmp_imm(IntCC::Equal, ro, 0);
             let pend = self.env_load(env::OFF_PENDING_LEN);
@@ -955,19 +984,44 @@ impl Tx<'_, '_> {
             let ok = self.b.ins().band(ok, room);
             self.b.ins().brif(ok, fast, &[], slow, &[]);
             self.b.switch_to_block(fast);
-            let idx = self.b.ins().uload32(self.flags, k, 0);
-            let inside = self
-                .b
-                .ins()
-                .icmp_imm(IntCC::UnsignedLessThan, idx, a.entries as i64);
             let null = self.k64(0);
-            self.b
-                .ins()
-                .brif(inside, hit, &[], join, &[BlockArg::Value(null)]);
+            let value_size = match how {
+                InlineLookup::Array(a) => {
+                    let idx = self.b.ins().uload32(self.flags, k, 0);
+                    let inside =
+                        self.b
+                            .ins()
+                            .icmp_imm(IntCC::UnsignedLessThan, idx, a.entries as i64);
+                    let off = self.b.ins().imul_imm(idx, a.elem_bytes as i64);
+                    let addr = self.b.ins().iadd_imm(off, a.base as i64);
+                    self.b.ins().brif(
+                        inside,
+                        hit,
+                        &[BlockArg::Value(addr)],
+                        join,
+                        &[BlockArg::Value(null)],
+                    );
+                    a.value_size
+                }
+                InlineLookup::Hash(h) => {
+                    let callee = self.k64(h.shim as i64);
+                    let map = self.k64(h.map as i64);
+                    let sig = self.shims.plain2;
+                    let call = self.b.ins().call_indirect(sig, callee, &[map, k]);
+                    let addr = self.b.inst_results(call)[0];
+                    self.b.ins().brif(
+                        addr,
+                        hit,
+                        &[BlockArg::Value(addr)],
+                        join,
+                        &[BlockArg::Value(null)],
+                    );
+                    h.value_size
+                }
+            };
             self.b.switch_to_block(hit);
-            let off = self.b.ins().imul_imm(idx, a.elem_bytes as i64);
-            let addr = self.b.ins().iadd_imm(off, a.base as i64);
-            let len = self.k64(a.value_size as i64);
+            let addr = self.b.block_params(hit)[0];
+            let len = self.k64(value_size as i64);
             let at = self.b.ins().ishl_imm(pend, 4);
             let at = self.b.ins().iadd(self.env, at);
             self.b.ins().store(ENV_MEM, addr, at, env::OFF_PENDING);
@@ -1153,7 +1207,7 @@ pub(super) fn build(
     ops: &[Op],
     statics: &[Region],
     proof: &[AccessKinds],
-    arrays: &[Option<InlineArray>],
+    lookups: &[Option<InlineLookup>],
 ) -> Result<(), Decline> {
     check(ops)?;
     let n = ops.len() - 1;
@@ -1182,6 +1236,8 @@ pub(super) fn build(
         void_three: b.import_signature(sig(call_conv, 4, false)),
         call3: b.import_signature(sig(call_conv, 4, true)),
         call2: b.import_signature(sig(call_conv, 3, true)),
+        call4: b.import_signature(sig(call_conv, 5, true)),
+        plain2: b.import_signature(sig(call_conv, 2, true)),
         void2: b.import_signature(sig(call_conv, 2, false)),
         void3: b.import_signature(sig(call_conv, 3, false)),
     };
@@ -1196,7 +1252,7 @@ pub(super) fn build(
         flags: MemFlags::new().with_alias_region(Some(AliasRegion::Heap)),
         statics,
         proof,
-        arrays,
+        lookups,
         budget,
         bounded: terminates(ops, proof),
         depth,
@@ -1549,6 +1605,20 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
                     }
                     0x85 if op.imm == MAP_LOOKUP_ELEM => {
                         let v = t.map_lookup(pc);
+                        t.set(0, v);
+                    }
+                    0x85 if op.imm == SKB_LOAD_BYTES => {
+                        // Without the general helper path's spill and
+                        // reloads: this helper changes nothing they cover.
+                        let (off, to, len) = (t.reg(2), t.reg(3), t.reg(4));
+                        let p = t.k64(pc as i64);
+                        let join = t.b.create_block();
+                        t.b.append_block_param(join, types::I64);
+                        let sig = t.shims.call4;
+                        let f = env::skb_load_bytes as *const () as usize;
+                        t.call_or_bail(sig, f, &[off, to, len, p], join);
+                        t.b.switch_to_block(join);
+                        let v = t.b.block_params(join)[0];
                         t.set(0, v);
                     }
                     0x85 => {
