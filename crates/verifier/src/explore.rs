@@ -463,26 +463,24 @@ impl<'a> Env<'a> {
             self.cur.last_insn_idx = self.prev_insn_idx as usize;
             let idx = self.insn_idx;
             if self.cfg.is(idx, mark::PRUNE_POINT) && self.is_state_visited(idx)? {
-                {
-                    if self.log.level >= 1 {
-                        if do_print_state {
-                            let spec = self.speculative_note();
-                            self.log.line(&format!(
-                                "\nfrom {} to {}{spec}: safe",
-                                self.prev_insn_idx, idx
-                            ));
-                        } else {
-                            self.log.line(&format!("{idx}: safe"));
-                        }
-                        self.log.scratch_all();
+                if self.log.level >= 1 {
+                    if do_print_state {
+                        let spec = self.speculative_note();
+                        self.log.line(&format!(
+                            "\nfrom {} to {}{spec}: safe",
+                            self.prev_insn_idx, idx
+                        ));
+                    } else {
+                        self.log.line(&format!("{idx}: safe"));
                     }
-                    if !self.finish_path()? {
-                        return Ok(());
-                    }
-                    prev_insn_idx = self.prev_insn_idx;
-                    do_print_state = true;
-                    continue;
+                    self.log.scratch_all();
                 }
+                if !self.finish_path()? {
+                    return Ok(());
+                }
+                prev_insn_idx = self.prev_insn_idx;
+                do_print_state = true;
+                continue;
             }
             if self.cfg.is(idx, mark::JMP_POINT) {
                 self.push_history(0, 0);

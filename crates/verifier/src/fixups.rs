@@ -5,10 +5,10 @@
 
 use crate::error::{VResult, VerifyError};
 use crate::explore::{Env, TailCallSite};
+use bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
 
 /// Direct tail calls one program may hold (the JIT's poke_tab_max).
 const MAX_POKE_DESCRIPTORS: usize = 1024;
-use bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL;
 
 impl Env<'_> {
     pub fn check_fixups(&self) -> VResult<()> {
