@@ -603,6 +603,7 @@ impl<'a> Env<'a> {
                             // The program unwinds: this path ends here,
                             // holding nothing.
                             self.check_resource_leak_at("bpf_throw", true, true)?;
+                            self.check_exit_inside_loop()?;
                             self.live_end_insn();
                             return Ok(Step::PathEnd);
                         }

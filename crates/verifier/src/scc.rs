@@ -241,6 +241,26 @@ impl Env<'_> {
         }
     }
 
+    /// A path that ends inside a loop, which only bpf_throw does: 6.18
+    /// closes the loop visit of the ending state too, and when no
+    /// checkpoint of that loop opened one on this call chain it reports a
+    /// verifier bug and rejects the program (maybe_exit_scc).
+    pub fn check_exit_inside_loop(&self) -> VResult<()> {
+        if self.cur.speculative {
+            return Ok(());
+        }
+        let Some(c) = callchain(&self.cfg.scc, &self.cur, self.insn_idx) else {
+            return Ok(());
+        };
+        if self.scc.find(&c).is_none() {
+            return self.err(format!(
+                "verifier bug: scc exit: no visit info for call chain {}",
+                Self::callchain_str(&c)
+            ));
+        }
+        Ok(())
+    }
+
     /// Checkpoint `id` has no pending paths: if it opened a loop visit,
     /// close it and settle precision over its backedges (maybe_exit_scc).
     pub fn maybe_exit_scc(&mut self, id: u32) -> VResult<()> {
