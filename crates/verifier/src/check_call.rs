@@ -1132,7 +1132,7 @@ impl Env<'_> {
                 let here = match (direct, meta.map) {
                     (true, Some(map)) => TailCallSite::Direct {
                         map,
-                        key: key.const_value(),
+                        key: key.const_value() as u32,
                     },
                     _ => TailCallSite::Indirect,
                 };

@@ -68,9 +68,10 @@ pub struct InsnAux {
 pub enum TailCallSite {
     #[default]
     Unseen,
+    /// `key` is below the map's max_entries (a u32).
     Direct {
         map: u32,
-        key: u64,
+        key: u32,
     },
     Indirect,
 }
