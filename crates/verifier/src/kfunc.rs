@@ -600,14 +600,7 @@ impl Env<'_> {
                     )?;
                 }
                 PtrArg::AllocBtfId => {
-                    if (trusted || rcu) && !is_trusted_reg(&reg) {
-                        if !rcu {
-                            return self.err(format!("R{regno} must be referenced or trusted"));
-                        }
-                        if reg.flags & flag::RCU == 0 {
-                            return self.err(format!("R{regno} must be a rcu pointer"));
-                        }
-                    }
+                    self.require_trusted_or_rcu(regno, &reg, is_trusted_reg(&reg), (trusted, rcu))?;
                     self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
                     let mut g = meta.graph;
                     self.check_alloc_obj_arg(i, &reg, meta, &mut g)?;
@@ -660,21 +653,12 @@ impl Env<'_> {
                     }
                 }
                 PtrArg::BtfId => {
-                    if trusted || rcu {
-                        // Map and socket pointers are trusted as the kernel
-                        // structs they stand for (reg2btf_ids).
-                        let is_trusted = reg.ref_obj_id != 0
-                            || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
-                            || (reg.flags == 0 && (reg.ty == RegType::MapPtr || reg.ty.is_sock()));
-                        if !is_trusted {
-                            if !rcu {
-                                return self.err(format!("R{regno} must be referenced or trusted"));
-                            }
-                            if reg.flags & flag::RCU == 0 {
-                                return self.err(format!("R{regno} must be a rcu pointer"));
-                            }
-                        }
-                    }
+                    // Map and socket pointers are trusted as the kernel
+                    // structs they stand for (reg2btf_ids).
+                    let is_trusted = reg.ref_obj_id != 0
+                        || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
+                        || (reg.flags == 0 && (reg.ty == RegType::MapPtr || reg.ty.is_sock()));
+                    self.require_trusted_or_rcu(regno, &reg, is_trusted, (trusted, rcu))?;
                     // A released object is passed as it came; other BTF
                     // pointers may point inside (check_func_arg_reg_off).
                     let whole = release && reg.ref_obj_id != 0;
@@ -825,14 +809,7 @@ impl Env<'_> {
             || (reg.ty == RegType::BtfId
                 && reg.flags & flag::TRUSTED != 0
                 && reg.flags & flag::UNTRUSTED == 0);
-        if (trusted || rcu) && !is_trusted {
-            if !rcu {
-                return self.err(format!("R{regno} must be referenced or trusted"));
-            }
-            if reg.flags & flag::RCU == 0 {
-                return self.err(format!("R{regno} must be a rcu pointer"));
-            }
-        }
+        self.require_trusted_or_rcu(regno, reg, is_trusted, (trusted, rcu))?;
         let at = crate::helpers::ArgType {
             base: crate::helpers::ArgBase::PtrToBtfId,
             flags: crate::helpers::TypeFlags::default(),
@@ -851,6 +828,27 @@ impl Env<'_> {
         }
     }
 
+    /// A KF_TRUSTED_ARGS or KF_RCU kfunc's pointer argument must be
+    /// trusted (`is_trusted`), or for KF_RCU an RCU-protected pointer.
+    fn require_trusted_or_rcu(
+        &self,
+        regno: u8,
+        reg: &Reg,
+        is_trusted: bool,
+        (trusted, rcu): (bool, bool),
+    ) -> VResult<()> {
+        if !(trusted || rcu) || is_trusted {
+            return Ok(());
+        }
+        if !rcu {
+            return self.err(format!("R{regno} must be referenced or trusted"));
+        }
+        if reg.flags & flag::RCU == 0 {
+            return self.err(format!("R{regno} must be a rcu pointer"));
+        }
+        Ok(())
+    }
+
     /// A pointer into the program's BTF (an allocated object, a loaded
     /// per-CPU or untrusted kptr) as a kfunc's BTF pointer argument: it
     /// passes the trust, offset and modifier checks as any BTF pointer,
@@ -867,14 +865,7 @@ impl Env<'_> {
         need_t: &BtfType,
         (trusted, rcu, release): (bool, bool, bool),
     ) -> VResult<()> {
-        if (trusted || rcu) && !is_trusted_reg(reg) {
-            if !rcu {
-                return self.err(format!("R{regno} must be referenced or trusted"));
-            }
-            if reg.flags & flag::RCU == 0 {
-                return self.err(format!("R{regno} must be a rcu pointer"));
-            }
-        }
+        self.require_trusted_or_rcu(regno, reg, is_trusted_reg(reg), (trusted, rcu))?;
         let at = crate::helpers::ArgType {
             base: crate::helpers::ArgBase::PtrToBtfId,
             flags: if release && reg.ref_obj_id != 0 {
