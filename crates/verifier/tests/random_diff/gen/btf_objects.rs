@@ -126,16 +126,10 @@ pub fn object_btf() -> Vec<u8> {
     ]);
     append(&mut types, &mut strings);
     // [34] STRUCT bpf_wq, 16 opaque bytes; [35] STRUCT value { struct bpf_wq wq; }
-    let mut push_name = |n: &str| -> u32 {
-        let off = strings.len() as u32;
-        strings.extend_from_slice(n.as_bytes());
-        strings.push(0);
-        off
-    };
     let (n_bpf_wq, n_wq_value, n_wq) = (
-        push_name("bpf_wq"),
-        push_name("fz_wq_value"),
-        push_name("wq"),
+        push_name(&mut strings, "bpf_wq"),
+        push_name(&mut strings, "fz_wq_value"),
+        push_name(&mut strings, "wq"),
     );
     types.extend([n_bpf_wq, 4 << 24, 16]);
     types.extend([
@@ -147,21 +141,15 @@ pub fn object_btf() -> Vec<u8> {
         0,
     ]);
     append_funcs(&mut types, &mut strings);
-    let mut push_name = |n: &str| -> u32 {
-        let off = strings.len() as u32;
-        strings.extend_from_slice(n.as_bytes());
-        strings.push(0);
-        off
-    };
     // After the functions: [53] STRUCT bpf_res_spin_lock { int val; };
     // [54] STRUCT fz_res_value { struct bpf_res_spin_lock lock; }; [55]
     // STRUCT bpf_timer, 16 opaque bytes; [56] STRUCT fz_timer_value
     // { struct bpf_timer timer; }
     let (n_res, n_val, n_res_value, n_lock) = (
-        push_name("bpf_res_spin_lock"),
-        push_name("val"),
-        push_name("fz_res_value"),
-        push_name("lock"),
+        push_name(&mut strings, "bpf_res_spin_lock"),
+        push_name(&mut strings, "val"),
+        push_name(&mut strings, "fz_res_value"),
+        push_name(&mut strings, "lock"),
     );
     types.extend([n_res, (4 << 24) | 1, 4, n_val, 1, 0]);
     types.extend([
@@ -173,9 +161,9 @@ pub fn object_btf() -> Vec<u8> {
         0,
     ]);
     let (n_timer, n_timer_value, n_timer_member) = (
-        push_name("bpf_timer"),
-        push_name("fz_timer_value"),
-        push_name("timer"),
+        push_name(&mut strings, "bpf_timer"),
+        push_name(&mut strings, "fz_timer_value"),
+        push_name(&mut strings, "timer"),
     );
     types.extend([n_timer, 4 << 24, 16]);
     types.extend([
@@ -205,22 +193,27 @@ pub const T_SELF: u32 = 48;
 pub const T_VOID: u32 = 51;
 pub const T_GLOBAL: u32 = 52;
 
+/// Appends `n` to the string section; its offset.
+fn push_name(strings: &mut Vec<u8>, n: &str) -> u32 {
+    let off = strings.len() as u32;
+    strings.extend_from_slice(n.as_bytes());
+    strings.push(0);
+    off
+}
+
 fn append_funcs(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
-    let mut name = |n: &str| -> u32 {
-        let off = strings.len() as u32;
-        strings.extend_from_slice(n.as_bytes());
-        strings.push(0);
-        off
-    };
     const FUNC: u32 = 12 << 24;
     const GLOBAL: u32 = 1;
     const PROTO: u32 = 13 << 24;
     const DECL_TAG: u32 = 17 << 24;
     const NO_MEMBER: u32 = u32::MAX;
     const INT_VOID: u32 = 2;
-    let cookie = name("cookie");
+    let cookie = push_name(strings, "cookie");
     types.extend([0, PROTO | 1, 1, cookie, T_LONG as u32]); // [36] int (long cookie)
-    let (exc, exc_static) = (name("fz_exc"), name("fz_exc_static"));
+    let (exc, exc_static) = (
+        push_name(strings, "fz_exc"),
+        push_name(strings, "fz_exc_static"),
+    );
     types.extend([exc, FUNC | GLOBAL, 36]); // [37]
     types.extend([exc_static, FUNC, 36]); // [38]
     for (main, tag) in [
@@ -228,24 +221,30 @@ fn append_funcs(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
         ("fz_main_missing", "exception_callback:fz_nowhere"), // [41], [42]
         ("fz_main_static", "exception_callback:fz_exc_static"), // [43], [44]
     ] {
-        let (m, t) = (name(main), name(tag));
+        let (m, t) = (push_name(strings, main), push_name(strings, tag));
         let id = types_count(types) + 1;
         types.extend([m, FUNC, INT_VOID]);
         types.extend([t, DECL_TAG, id, NO_MEMBER]);
     }
     let (two, t1, t2) = (
-        name("fz_main_two"),
-        name("exception_callback:fz_exc"),
-        name("exception_callback:fz_exc_static"),
+        push_name(strings, "fz_main_two"),
+        push_name(strings, "exception_callback:fz_exc"),
+        push_name(strings, "exception_callback:fz_exc_static"),
     );
     types.extend([two, FUNC, INT_VOID]); // [45]
     types.extend([t1, DECL_TAG, T_MAIN_TWO, NO_MEMBER]); // [46]
     types.extend([t2, DECL_TAG, T_MAIN_TWO, NO_MEMBER]); // [47]
-    let (me, tag) = (name("fz_self"), name("exception_callback:fz_self"));
+    let (me, tag) = (
+        push_name(strings, "fz_self"),
+        push_name(strings, "exception_callback:fz_self"),
+    );
     types.extend([me, FUNC | GLOBAL, 36]); // [48]
     types.extend([tag, DECL_TAG, T_SELF, NO_MEMBER]); // [49]
     types.extend([0, PROTO, 0]); // [50] void (void)
-    let (void_fn, global_fn) = (name("fz_void"), name("fz_global"));
+    let (void_fn, global_fn) = (
+        push_name(strings, "fz_void"),
+        push_name(strings, "fz_global"),
+    );
     types.extend([void_fn, FUNC, 50]); // [51]
     types.extend([global_fn, FUNC | GLOBAL, INT_VOID]); // [52]
 }
@@ -272,19 +271,13 @@ fn types_count(types: &[u32]) -> u32 {
 
 /// Appends the types above (ids from 6 on) and their names.
 fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
-    let mut name = |n: &str| -> u32 {
-        let off = strings.len() as u32;
-        strings.extend_from_slice(n.as_bytes());
-        strings.push(0);
-        off
-    };
     const INT: u32 = 1 << 24;
     const PTR: u32 = 2 << 24;
     const ARRAY: u32 = 3 << 24;
     const STRUCT: u32 = 4 << 24;
     const DECL_TAG: u32 = 17 << 24;
     const TYPE_TAG: u32 = 18 << 24;
-    let n_long = name("long");
+    let n_long = push_name(strings, "long");
     types.extend([n_long, INT, 8, (1 << 24) | 64]); // [6] long, signed
     for (n, size) in [
         ("bpf_list_head", 16),
@@ -294,12 +287,12 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
         ("bpf_refcount", 4),
         ("task_struct", 0),
     ] {
-        let n = name(n);
+        let n = push_name(strings, n);
         types.extend([n, STRUCT, size]); // [7..=12]
     }
-    let kptr = name("kptr");
-    let untrusted = name("kptr_untrusted");
-    let percpu = name("percpu_kptr");
+    let kptr = push_name(strings, "kptr");
+    let untrusted = push_name(strings, "kptr_untrusted");
+    let percpu = push_name(strings, "percpu_kptr");
     types.extend([kptr, TYPE_TAG, T_TASK as u32]); // [13]
     types.extend([0, PTR, 13]); // [14] task_struct __kptr *
     types.extend([untrusted, TYPE_TAG, T_TASK as u32]); // [15]
@@ -311,8 +304,14 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
             types.extend(m);
         }
     };
-    let (key, data, l, r, rc) = (name("key"), name("data"), name("l"), name("r"), name("ref"));
-    let n_node = name("fz_node");
+    let (key, data, l, r, rc) = (
+        push_name(strings, "key"),
+        push_name(strings, "data"),
+        push_name(strings, "l"),
+        push_name(strings, "r"),
+        push_name(strings, "ref"),
+    );
+    let n_node = push_name(strings, "fz_node");
     struct_of(
         types,
         n_node,
@@ -325,9 +324,13 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
             member(rc, 11, 72),
         ],
     ); // [17]
-    let (n_plain, a, b) = (name("fz_plain"), name("a"), name("b"));
+    let (n_plain, a, b) = (
+        push_name(strings, "fz_plain"),
+        push_name(strings, "a"),
+        push_name(strings, "b"),
+    );
     struct_of(types, n_plain, 16, &[member(a, 6, 0), member(b, 6, 8)]); // [18]
-    let n_lonely = name("fz_lonely");
+    let n_lonely = push_name(strings, "fz_lonely");
     struct_of(
         types,
         n_lonely,
@@ -338,9 +341,19 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
     types.extend([0, PTR, 20]); // [21] node __kptr *
     types.extend([percpu, TYPE_TAG, T_PLAIN as u32]); // [22]
     types.extend([0, PTR, 22]); // [23] plain __percpu_kptr *
-    let (lock, head, root, head2) = (name("lock"), name("head"), name("root"), name("head2"));
-    let (task, ut, local, pc) = (name("task"), name("ut"), name("local"), name("pc"));
-    let n_objs = name("fz_objs");
+    let (lock, head, root, head2) = (
+        push_name(strings, "lock"),
+        push_name(strings, "head"),
+        push_name(strings, "root"),
+        push_name(strings, "head2"),
+    );
+    let (task, ut, local, pc) = (
+        push_name(strings, "task"),
+        push_name(strings, "ut"),
+        push_name(strings, "local"),
+        push_name(strings, "pc"),
+    );
+    let n_objs = push_name(strings, "fz_objs");
     struct_of(
         types,
         n_objs,
@@ -361,10 +374,10 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
         ("contains:fz_node:r", 2),
         ("contains:fz_lonely:l", 3),
     ] {
-        let t = name(tag);
+        let t = push_name(strings, tag);
         types.extend([t, DECL_TAG, T_OBJS as u32, comp]); // [25..=27]
     }
-    let (n_kptrs, x) = (name("fz_kptrs"), name("x"));
+    let (n_kptrs, x) = (push_name(strings, "fz_kptrs"), push_name(strings, "x"));
     struct_of(
         types,
         n_kptrs,
@@ -377,7 +390,7 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
             member(x, 6, 32),
         ],
     ); // [28]
-    let n_value2 = name("fz_value2");
+    let n_value2 = push_name(strings, "fz_value2");
     struct_of(
         types,
         n_value2,
@@ -385,10 +398,10 @@ fn append(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
         &[member(lock, 4, 0), member(x, 6, 8)],
     ); // [29]
     types.extend([0, ARRAY, 0, 6, 1, 80]); // [30] long[80]
-    let n_big = name("fz_big");
+    let n_big = push_name(strings, "fz_big");
     struct_of(types, n_big, 640, &[member(a, 30, 0)]); // [31]
     types.extend([0, PTR, 6]); // [32] long *
-    let (n_withptr, p) = (name("fz_withptr"), name("p"));
+    let (n_withptr, p) = (push_name(strings, "fz_withptr"), push_name(strings, "p"));
     struct_of(types, n_withptr, 8, &[member(p, 32, 0)]); // [33]
 }
 
