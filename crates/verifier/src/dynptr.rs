@@ -93,6 +93,19 @@ pub struct DynptrSlot {
     pub ref_obj_id: u32,
 }
 
+/// The two slots of a dynptr whose upper slot is `spi`, as a slot mask.
+fn dynptr_slots(spi: usize) -> u64 {
+    slot_bit(spi) | slot_bit(spi.wrapping_sub(1))
+}
+
+/// Bit `spi` of a frame's slot mask (none past the 64 slots).
+pub fn slot_bit(spi: usize) -> u64 {
+    u32::try_from(spi)
+        .ok()
+        .and_then(|s| 1u64.checked_shl(s))
+        .unwrap_or(0)
+}
+
 /// The dynptr a slot belongs to, if it holds one. STACK_DYNPTR is always
 /// set on all 8 bytes, so the first byte decides.
 pub fn slot_dynptr(s: &Slot) -> Option<DynptrSlot> {
@@ -454,7 +467,7 @@ impl Env<'_> {
         self.sanitize_stack_write(p.frameno, top.wrapping_sub(REG_SIZE), REG_SIZE, false);
         self.destroy_if_dynptr_stack_slot(p.frameno, p.spi)?;
         self.destroy_if_dynptr_stack_slot(p.frameno, p.spi - 1)?;
-        self.note_stack_write(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
+        self.note_stack_slots_written(p.frameno, dynptr_slots(p.spi));
         let id = self.new_id();
         let ref_obj_id = if let Some(rid) = clone_ref.filter(|_| kind.refcounted()) {
             rid
@@ -515,7 +528,7 @@ impl Env<'_> {
         let Some(d) = self.dynptr_at(p) else {
             return self.err("verifier internal error: released dynptr has no slot");
         };
-        self.note_stack_write(p.frameno, p.off, p.off + 2 * REG_SIZE as i64);
+        self.note_stack_slots_written(p.frameno, dynptr_slots(p.spi));
         if !d.kind.refcounted() {
             self.invalidate_dynptr(p.frameno, p.spi);
             return Ok(());
@@ -560,8 +573,7 @@ impl Env<'_> {
             return self.err("cannot overwrite referenced dynptr");
         }
         self.invalidate_dynptr(frameno, first);
-        let lo = -((first as i64 + 1) * REG_SIZE as i64);
-        self.note_stack_write(frameno, lo, lo + 2 * REG_SIZE as i64);
+        self.note_stack_slots_written(frameno, dynptr_slots(first));
         let invalid = self.invalid_reg();
         self.cur.for_each_reg_mut(|r| {
             if r.ty == RegType::Mem && r.flags & !flag::MAYBE_NULL == 0 && r.dynptr_id == d.id {

@@ -212,6 +212,7 @@ impl Env<'_> {
             for i in 0..nr_slots {
                 st[spi - i] = Slot::default();
             }
+            self.note_stack_slots_written(frameno, iter_slots(spi, nr_slots));
         }
         Ok(())
     }
@@ -256,6 +257,7 @@ impl Env<'_> {
                 types: [SlotType::Iter; REG_SIZE],
             };
         }
+        self.note_stack_slots_written(frameno, iter_slots(spi, nr_slots));
     }
 
     /// Whether the iterator of an iter_next kfunc is RCU-protected (its
@@ -334,4 +336,9 @@ impl Env<'_> {
         *self.cur.reg_mut(0) = Reg::known(0);
         Ok(())
     }
+}
+
+/// The `nr_slots` slots of an iterator whose upper slot is `spi`, as a slot mask.
+fn iter_slots(spi: usize, nr_slots: usize) -> u64 {
+    (0..nr_slots).fold(0, |m, i| m | crate::dynptr::slot_bit(spi.wrapping_sub(i)))
 }

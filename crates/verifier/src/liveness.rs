@@ -584,14 +584,21 @@ impl Env<'_> {
     }
 
     /// Bytes [lo, hi) of frame `frameno`'s stack are written by the current
-    /// instruction; only a whole aligned slot counts as overwritten.
+    /// instruction; only a whole aligned slot counts as overwritten (a
+    /// partial write must not stop the search for earlier readers).
     pub fn note_stack_write(&mut self, frameno: usize, lo: i64, hi: i64) {
         if lo % 8 == 0 && hi - lo == 8 && (-512..0).contains(&lo) {
-            let spi = (-lo - 1) / 8;
-            if let Some(w) = self.stack_live.written.get_mut(frameno) {
-                *w |= 1 << spi;
-                self.stack_live.written_any = true;
-            }
+            self.note_stack_slots_written(frameno, 1 << ((-lo - 1) / 8));
+        }
+    }
+
+    /// Whole slots (bit `spi` per slot) of frame `frameno` are overwritten
+    /// by the current instruction: dynptr, iterator and irq-flag slots are
+    /// marked and unmarked slot by slot (bpf_mark_stack_write).
+    pub fn note_stack_slots_written(&mut self, frameno: usize, slots: u64) {
+        if let Some(w) = self.stack_live.written.get_mut(frameno) {
+            *w |= slots;
+            self.stack_live.written_any = true;
         }
     }
 
