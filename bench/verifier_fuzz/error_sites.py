@@ -100,33 +100,11 @@ VAR_STACK_NEEDS_PERFMON = (
 )
 LEVEL2 = "a trace printed at log level 2 only, on a path that goes on (no failure)"
 FRAGMENT = "never a last line: verbose_invalid_scalar always ends the line with ` should have been in [%d, %d]`"
-UNREACHABLE_ON_HOST = {
-    "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
-        "the host has vmlinux BTF",
-    "map_ptr access not supported without CONFIG_DEBUG_INFO_BTF": "the host has vmlinux BTF",
-    "kernel is missing BTF, make sure CONFIG_DEBUG_INFO_BTF=y is specified in Kconfig.":
-        "the host has vmlinux BTF",
-    "JIT is required for calling kernel function": JIT + "calls kfuncs",
-    "JIT does not support calling kernel function": JIT + "calls kfuncs",
-    "address of kernel function %s is out of range":
-        "x86-64 kernel and module text lie within 2 GiB of __bpf_call_base",
-    "JIT doesn't support bpf-to-bpf calls": JIT + "supports bpf-to-bpf calls",
-    "mixing of tail_calls and bpf-to-bpf calls is not supported":
-        JIT + "supports tail calls in subprograms",
-    "calling kernel functions are not allowed in non-JITed programs": JIT + "JITs every program",
-    "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls":
-        JIT + "JITs every program",
-    "callbacks are not allowed in non-JITed programs": JIT + "JITs every program",
-    "stack size %d(extra %d) is too large": JIT + "JITs every program (interpreter only)",
-    "Private stack not supported by jit": JIT + "supports private stacks",
-    "JIT is required to use arena": JIT + "supports arenas",
-    "JIT doesn't support arena": JIT + "supports arenas",
-    "64-bit load-acquires are only supported on 64-bit arches": "the host is 64-bit",
-    "64-bit store-releases are only supported on 64-bit arches": "the host is 64-bit",
-    "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
-    "offload device mismatch between prog and map": "the host has no BPF offload device",
-    "destructive kfunc calls require CAP_SYS_BOOT capability":
-        "the fuzzer loads as root, which has CAP_SYS_BOOT",
+# Sites no kernel prints as a program's error, on any machine: internal
+# consistency checks (a kernel bug is the only way there), lines always
+# followed by their caller's, checks made unreachable by an earlier one,
+# log-level-2 traces and the statistics line, and allocation failures.
+NO_KERNEL_PRINTS = {
     "verifier internal error: unexpected ptr_reg":
         "an internal consistency check: pointer ALU is dispatched before",
     "verifier internal error: no src_reg":
@@ -179,26 +157,6 @@ UNREACHABLE_ON_HOST = {
         "the typed dynptr arguments are uninitialised ones (from_mem, reserve, from_skb/xdp, "
         "clone) or ring buffer releases, and only a ring buffer dynptr holds the reference the "
         "release check (`arg 1 is an unacquired reference`) wants first",
-    "expected valid iter pointer as arg #%d":
-        "every iterator argument of a vmlinux kfunc is a `struct bpf_iter_*` of whole words "
-        "(btf_check_iter_kfuncs at registration); only a module's kfunc could fail it",
-    "Function %s has %d > %d args":
-        "no kfunc the host registers takes more than 5 arguments (vmlinux's one bpf_kfunc with 7, "
-        "bpf_modify_return_test2, is in an fmod_ret set only: `calling kernel function ... is not "
-        "allowed` comes first)",
-    "2 or more rdonly/rdwr_buf_size parameters for kfunc":
-        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
-    "R%d is not a const":
-        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
-    "Unrecognized arg#%d type %s":
-        "every vmlinux kfunc argument is an integer, an enum or a pointer",
-    "JIT does not support calling kfunc %s#%d": JIT + "supports exceptions (bpf_throw)",
-    "Helper has invalid btf_id in R%d":
-        "a per-CPU BTF pointer carries its type id: a percpu ksym's variable type (never void) or "
-        "a per-CPU object's struct",
-    "Helper has invalid btf/btf_id in R1":
-        "an RCU per-CPU pointer is a per-CPU kptr or object, and both point to structs only "
-        "(btf_find_kptr, bpf_percpu_obj_new's type check)",
     "func %s#%d reference has not been acquired before":
         "an internal invariant: a release argument is referenced or NULL (check_func_arg), and "
         "releasing a reference invalidates every register holding it, so its state exists",
@@ -220,25 +178,77 @@ UNREACHABLE_ON_HOST = {
     "%s the register %s has%s unknown scalar value": FRAGMENT,
     "invalid btf id for main subprog in func_info":
         "check_btf_info_early rejects a func_info record whose type id is no FUNC (`invalid type id %d in func info`) before add_subprog_and_kfunc looks for the exception callback",
-    "kernel function btf_id %u does not have a valid func_proto":
-        "kfunc BTF is kernel BTF only (`BTF fd %d is not a kernel BTF`): the host has vmlinux BTF alone (no module BTF in /sys/kernel/btf) and each of its 56,327 FUNCs points at a FUNC_PROTO",
     "stack size of subprog %d is %d. Too large":
         "a subprogram's stack depth is bounded by every stack access's check (-512 at most), rounding it up to 16 (JIT) or 32 keeps it at 512, and removing fastcall spills only lowers it",
-    "sign extending loads from arena are not supported yet":
-        JIT + "supports sign-extending arena loads (bpf_jit_supports_insn refuses only fetching and/or/xor atomics)",
     "tracking tail call prog failed":
         "prog_array_map_poke_track fails only when its allocation fails (-ENOMEM)",
     "invalid return type %u of func %s#%d":
         "an internal consistency check: helper prototypes name their return BTF ids",
     "unknown return type %u of func %s#%d":
         "an internal consistency check: helper prototypes have known return types",
+    "allocated_stack too small":
+        "an internal consistency check: check_stack_access_within_bounds grows the stack "
+        "over every byte the range check then reads",
+    "max struct nesting depth exceeded":
+        "never a last line: both callers then print their own refusal (`arg#%d pointer type %s %s "
+        "must point to ...`, `bpf_percpu_obj_new type ID argument must be of a struct of scalars`)",
+}
+
+UNREACHABLE_ON_HOST = {
+    "calling kernel function is not supported without CONFIG_DEBUG_INFO_BTF":
+        "the host has vmlinux BTF",
+    "map_ptr access not supported without CONFIG_DEBUG_INFO_BTF": "the host has vmlinux BTF",
+    "kernel is missing BTF, make sure CONFIG_DEBUG_INFO_BTF=y is specified in Kconfig.":
+        "the host has vmlinux BTF",
+    "JIT is required for calling kernel function": JIT + "calls kfuncs",
+    "JIT does not support calling kernel function": JIT + "calls kfuncs",
+    "address of kernel function %s is out of range":
+        "x86-64 kernel and module text lie within 2 GiB of __bpf_call_base",
+    "JIT doesn't support bpf-to-bpf calls": JIT + "supports bpf-to-bpf calls",
+    "mixing of tail_calls and bpf-to-bpf calls is not supported":
+        JIT + "supports tail calls in subprograms",
+    "calling kernel functions are not allowed in non-JITed programs": JIT + "JITs every program",
+    "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls":
+        JIT + "JITs every program",
+    "callbacks are not allowed in non-JITed programs": JIT + "JITs every program",
+    "stack size %d(extra %d) is too large": JIT + "JITs every program (interpreter only)",
+    "Private stack not supported by jit": JIT + "supports private stacks",
+    "JIT is required to use arena": JIT + "supports arenas",
+    "JIT doesn't support arena": JIT + "supports arenas",
+    "64-bit load-acquires are only supported on 64-bit arches": "the host is 64-bit",
+    "64-bit store-releases are only supported on 64-bit arches": "the host is 64-bit",
+    "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
+    "offload device mismatch between prog and map": "the host has no BPF offload device",
+    "destructive kfunc calls require CAP_SYS_BOOT capability":
+        "the fuzzer loads as root, which has CAP_SYS_BOOT",
+    "expected valid iter pointer as arg #%d":
+        "every iterator argument of a vmlinux kfunc is a `struct bpf_iter_*` of whole words "
+        "(btf_check_iter_kfuncs at registration); only a module's kfunc could fail it",
+    "Function %s has %d > %d args":
+        "no kfunc the host registers takes more than 5 arguments (vmlinux's one bpf_kfunc with 7, "
+        "bpf_modify_return_test2, is in an fmod_ret set only: `calling kernel function ... is not "
+        "allowed` comes first)",
+    "2 or more rdonly/rdwr_buf_size parameters for kfunc":
+        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
+    "R%d is not a const":
+        "no vmlinux kfunc has a `rdonly_buf_size`/`rdwr_buf_size` argument (bpf_testmod's only)",
+    "Unrecognized arg#%d type %s":
+        "every vmlinux kfunc argument is an integer, an enum or a pointer",
+    "JIT does not support calling kfunc %s#%d": JIT + "supports exceptions (bpf_throw)",
+    "Helper has invalid btf_id in R%d":
+        "a per-CPU BTF pointer carries its type id: a percpu ksym's variable type (never void) or "
+        "a per-CPU object's struct",
+    "Helper has invalid btf/btf_id in R1":
+        "an RCU per-CPU pointer is a per-CPU kptr or object, and both point to structs only "
+        "(btf_find_kptr, bpf_percpu_obj_new's type check)",
+    "kernel function btf_id %u does not have a valid func_proto":
+        "kfunc BTF is kernel BTF only (`BTF fd %d is not a kernel BTF`): the host has vmlinux BTF alone (no module BTF in /sys/kernel/btf) and each of its 56,327 FUNCs points at a FUNC_PROTO",
+    "sign extending loads from arena are not supported yet":
+        JIT + "supports sign-extending arena loads (bpf_jit_supports_insn refuses only fetching and/or/xor atomics)",
     "spilled ptr in range of var-offset stack write; insn %d, ptr off: %d": VAR_STACK_NEEDS_PERFMON,
     "uninit stack in range of var-offset write prohibited for !root; insn %d, off: %d":
         VAR_STACK_NEEDS_PERFMON,
     "R%d variable offset stack access prohibited for !root, var_off=%s": VAR_STACK_NEEDS_PERFMON,
-    "allocated_stack too small":
-        "an internal consistency check: check_stack_access_within_bounds grows the stack "
-        "over every byte the range check then reads",
     "R%d is ptr_%s access user memory: off=%d":
         "MEM_USER comes from a `user` type tag on a pointer in kernel BTF; the host's vmlinux BTF has "
         "no such tag (no modules are loaded) and pointer members of a program's own allocated "
@@ -249,9 +259,6 @@ UNREACHABLE_ON_HOST = {
     "invalid bpf_context access off=%d. Reference may already be released":
         "a context argument carries a reference only in struct_ops programs whose stub names it "
         "`__ref` (bpf_qdisc, bpf_testmod): the host's vmlinux BTF has none and no modules are loaded",
-    "max struct nesting depth exceeded":
-        "never a last line: both callers then print their own refusal (`arg#%d pointer type %s %s "
-        "must point to ...`, `bpf_percpu_obj_new type ID argument must be of a struct of scalars`)",
     "unable to resolve the size of type '%s': %ld":
         "bpf_per_cpu_ptr/this_cpu_ptr resolve the size of a per-CPU ksym that is no struct: every "
         "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
@@ -464,11 +471,13 @@ def main():
     agree = [f for f in reached if fuzz[f][1] == fuzz[f][0]]
     pct = lambda a: f"{100 * a / max(1, len(sites)):.1f}%"
     by_format = {display(f): f for f in sites}
-    for fmt in UNREACHABLE_ON_HOST:
+    for fmt in [*NO_KERNEL_PRINTS, *UNREACHABLE_ON_HOST]:
         if fmt not in by_format:
             print(f"error_sites.py: no site has the unreachable format {fmt!r}", file=sys.stderr)
-    unreachable = [by_format[fmt] for fmt in UNREACHABLE_ON_HOST if fmt in by_format]
-    reachable = len(sites) - sum(1 for f in unreachable if not fuzz[f][0])
+    never = [by_format[fmt] for fmt in NO_KERNEL_PRINTS if fmt in by_format]
+    not_here = [by_format[fmt] for fmt in UNREACHABLE_ON_HOST if fmt in by_format]
+    printable = len(sites) - sum(1 for f in never if not fuzz[f][0])
+    reachable = printable - sum(1 for f in not_here if not fuzz[f][0])
     out = sys.stdout if args.out == "-" else open(args.out, "w")
     w = lambda s="": print(s, file=out)
     w("# Error sites of the kernel verifier reached by generated programs")
@@ -479,7 +488,11 @@ def main():
       f"read from `{os.path.basename(os.path.normpath(args.kernel_src))}` at run time "
       "(multi-line messages counted by their last line). Reached: some program's kernel "
       "error line matches the site's format. Agrees: bpfvet rejected every such program with "
-      "the identical line. `verifier_bug()` reports are listed apart.")
+      "the identical line. `verifier_bug()` reports are listed apart. Sites no kernel prints "
+      "as a program's error (internal consistency checks, lines always followed by another, "
+      "checks an earlier one makes unreachable, traces, allocation failures) are listed with "
+      "the reason and left out of the messages a program can cause; sites only another "
+      "machine or kernel build can reach are listed apart.")
     w()
     w(f"Generated programs: {len(fuzz_rows)} from the generator's batches, "
       f"{len(mutant_rows)} mutants of real programs (mutate.sh).")
@@ -489,8 +502,10 @@ def main():
     w(f"| error sites in verifier.c | {len(sites)} |")
     w(f"| reached by generated programs | {len(reached)} ({pct(len(reached))}) |")
     w(f"| reached, bpfvet agrees on every program | {len(agree)} |")
-    w(f"| reachable on this host (all but the {len(sites) - reachable} listed as unreachable) | {reachable} |")
-    w(f"| reached / reachable | {len(reached)} / {reachable} ({100 * len(reached) / max(1, reachable):.1f}%) |")
+    w(f"| error messages a program can cause (all but the {len(sites) - printable} no kernel prints as an error) | {printable} |")
+    w(f"| **reached / messages a program can cause** | **{len(reached)} / {printable} ({100 * len(reached) / max(1, printable):.1f}%)** |")
+    w(f"| reachable on this host (all but {printable - reachable} more listed) | {reachable} |")
+    w(f"| reached / reachable on this host | {len(reached)} / {reachable} ({100 * len(reached) / max(1, reachable):.1f}%) |")
     if self_rows:
         sreached = [f for f in sites if selft[f][0]]
         sagree = [f for f in sreached if selft[f][1] == selft[f][0]]
@@ -518,14 +533,18 @@ def main():
             w()
             for line, n in unmatched.most_common(40):
                 w(f"- {n} × `{line}`")
-    w()
-    w("## Sites no program can reach on this host")
-    w()
-    w("| verifier.c line | format | why | reached anyway |")
-    w("|---:|---|---|---:|")
-    for f in unreachable:
-        w(f"| {','.join(map(str, sites[f]))} | `{cell(f)}` | {UNREACHABLE_ON_HOST[display(f)]} | "
-          f"{fuzz[f][0] + selft[f][0] or ''} |")
+    for title, listed, why in (
+        ("Sites no kernel prints as a program's error", never, NO_KERNEL_PRINTS),
+        ("Sites no program can reach on this host", not_here, UNREACHABLE_ON_HOST),
+    ):
+        w()
+        w(f"## {title}")
+        w()
+        w("| verifier.c line | format | why | reached anyway |")
+        w("|---:|---|---|---:|")
+        for f in listed:
+            w(f"| {','.join(map(str, sites[f]))} | `{cell(f)}` | {why[display(f)]} | "
+              f"{fuzz[f][0] + selft[f][0] or ''} |")
     w()
     w("## Every site")
     w()
