@@ -364,7 +364,13 @@ impl Env<'_> {
             return !btf.name(t).is_empty();
         }
         let is_struct = |name: &str| t.kind == Kind::Struct && btf.name(t) == name;
-        if t.kind == Kind::Struct && is_prog_ctx_struct(pt, btf.name(t)) {
+        // The tag wants the program type's own struct by name
+        // (btf_validate_prog_ctx_type): the kernel struct it projects, which
+        // an untagged argument may name, is refused here.
+        if PROG_CTX_STRUCT
+            .iter()
+            .any(|&(p, ctx)| p == pt && is_struct(ctx))
+        {
             return true;
         }
         let u64_array = t.kind == Kind::Int && t.size_or_type == 8;
