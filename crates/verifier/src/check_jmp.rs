@@ -73,6 +73,18 @@ impl Env<'_> {
         } else if s != 0 {
             return self.err("BPF_JMP/JMP32 uses reserved fields");
         }
+        // Stack pointers compared are kept in the history: backtracking
+        // asks no precision of them.
+        let mut jmp_stack = 0;
+        if source(insn.code) == BPF_X && self.cur.reg(s).ty == RegType::Stack {
+            jmp_stack |= crate::state::JMP_SRC_STACK;
+        }
+        if self.cur.reg(d).ty == RegType::Stack {
+            jmp_stack |= crate::state::JMP_DST_STACK;
+        }
+        if jmp_stack != 0 {
+            self.push_history_entry(0, 0, jmp_stack);
+        }
         let dst = *self.cur.reg(d);
         let src = if source(insn.code) == BPF_X {
             *self.cur.reg(s)

@@ -400,11 +400,18 @@ impl<'a> Env<'a> {
     }
 
     pub fn push_history(&mut self, stack: u16, linked: u64) {
+        self.push_history_entry(stack, linked, 0);
+    }
+
+    /// A history entry with every kind of flag (push_jmp_history): flags
+    /// of one instruction go into one entry.
+    pub fn push_history_entry(&mut self, stack: u16, linked: u64, jmp_stack: u8) {
         let idx = self.insn_idx as u32;
         let prev = self.prev_insn_idx as u32;
         if let Some(last) = self.cur.jmp_history.last_mut() {
-            if last.idx == idx && (stack != 0 || linked != 0) {
+            if last.idx == idx && (stack != 0 || linked != 0 || jmp_stack != 0) {
                 last.stack |= stack;
+                last.jmp_stack |= jmp_stack;
                 if linked != 0 {
                     last.linked = linked;
                 }
@@ -416,6 +423,7 @@ impl<'a> Env<'a> {
             prev_idx: prev,
             stack,
             linked,
+            jmp_stack,
         });
     }
 

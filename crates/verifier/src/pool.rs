@@ -137,6 +137,7 @@ mod tests {
                 prev_idx: 0,
                 stack: 0,
                 linked: 0,
+                jmp_stack: 0,
             },
         );
         big.insn_idx = 99;

@@ -25,8 +25,21 @@ pub struct Backtrack {
 
 const ARGS: u16 = 0b11_1110;
 
-/// Why a walk gave up: the kernel then marks every scalar precise.
-struct Unsupported;
+/// Why a walk stopped short.
+enum WalkStop {
+    /// The history cannot explain a value (-ENOTSUPP): the kernel then
+    /// marks every scalar precise and goes on.
+    Unsupported,
+    /// The walk met a mask the path cannot have left (the kernel's
+    /// verifier_bug, -EFAULT): verification fails with this line.
+    Bug(String),
+}
+use WalkStop::Unsupported;
+
+/// The kernel's failing frame moves of the walk (bt_subprog_enter/exit).
+fn bug(what: std::fmt::Arguments) -> WalkStop {
+    WalkStop::Bug(format!("verifier bug: {what}"))
+}
 
 impl Backtrack {
     #[inline]
@@ -44,6 +57,22 @@ impl Backtrack {
     fn clear_reg(&mut self, r: u8) {
         self.regs[self.frame] &= !(1 << r);
     }
+    /// Into a callee's frame, walking back over its exit.
+    fn subprog_enter(&mut self) -> Result<(), WalkStop> {
+        if self.frame + 1 >= MAX_CALL_FRAMES {
+            return Err(bug(format_args!("subprog enter from frame {}", self.frame)));
+        }
+        self.frame += 1;
+        Ok(())
+    }
+    /// Into the caller's frame, walking back over the call.
+    fn subprog_exit(&mut self) -> Result<(), WalkStop> {
+        if self.frame == 0 {
+            return Err(bug(format_args!("subprog exit from frame 0")));
+        }
+        self.frame -= 1;
+        Ok(())
+    }
 
     fn step(
         &mut self,
@@ -51,7 +80,7 @@ impl Backtrack {
         idx: usize,
         subseq: i64,
         hist: Option<&HistEntry>,
-    ) -> Result<(), Unsupported> {
+    ) -> Result<(), WalkStop> {
         let insn = env.insns[idx];
         if insn.code == 0 {
             return Ok(());
@@ -124,35 +153,59 @@ impl Backtrack {
                     // goes straight from the call to the next instruction.
                     // It sets R0 and clobbers R1-R5, so none of those can
                     // still be asked for.
-                    if idx as i64 + 1 != subseq || self.regs[self.frame] & ARGS != 0 {
-                        return Err(Unsupported);
+                    if self.regs[self.frame] & ARGS != 0 {
+                        return Err(bug(format_args!(
+                            "global subprog unexpected regs {:x}",
+                            self.regs[self.frame]
+                        )));
                     }
                     self.clear_reg(0);
                 } else if cfg::is_pseudo_call(&insn) {
-                    // Walking back out of the callee into the caller.
-                    self.regs[self.frame] &= ARGS;
+                    // Walking back out of the callee into the caller: only
+                    // its arguments can still be asked for there.
+                    if self.regs[self.frame] & !ARGS != 0 {
+                        return Err(bug(format_args!(
+                            "static subprog unexpected regs {:x}",
+                            self.regs[self.frame]
+                        )));
+                    }
+                    if self.slots[self.frame] != 0 {
+                        return Err(bug(format_args!(
+                            "static subprog leftover stack slots {:x}",
+                            self.slots[self.frame]
+                        )));
+                    }
                     let moved = self.regs[self.frame];
                     self.regs[self.frame] = 0;
-                    self.slots[self.frame] = 0;
-                    if self.frame == 0 {
-                        return Err(Unsupported);
-                    }
-                    self.frame -= 1;
+                    self.subprog_exit()?;
                     self.regs[self.frame] |= moved;
                 } else if cfg::is_sync_callback_insn(&insn) && idx as i64 != subseq - 1 {
-                    self.regs[self.frame] = 0;
-                    self.slots[self.frame] = 0;
-                    if self.frame == 0 {
-                        return Err(Unsupported);
+                    // Out of a callback into the call that ran it: R1-R5
+                    // were the call's to set, not asked of the caller.
+                    if self.regs[self.frame] & !ARGS != 0 {
+                        return Err(bug(format_args!(
+                            "callback unexpected regs {:x}",
+                            self.regs[self.frame]
+                        )));
                     }
-                    self.frame -= 1;
+                    if self.slots[self.frame] != 0 {
+                        return Err(bug(format_args!(
+                            "callback leftover stack slots {:x}",
+                            self.slots[self.frame]
+                        )));
+                    }
+                    self.regs[self.frame] = 0;
+                    self.subprog_exit()?;
                 } else if o == BPF_CALL {
                     if insn.src == BPF_PSEUDO_KFUNC_CALL && insn.imm == 0 {
                         return Err(Unsupported);
                     }
                     self.clear_reg(0);
                     if self.regs[self.frame] & ARGS != 0 {
-                        return Err(Unsupported);
+                        return Err(bug(format_args!(
+                            "backtracking call unexpected regs {:x}",
+                            self.regs[self.frame]
+                        )));
                     }
                     // Reached from the caller through a tail call's hidden
                     // exit: back into the subprogram's frame.
@@ -160,10 +213,7 @@ impl Backtrack {
                         && insn.imm == crate::helpers::id::TAIL_CALL as i32
                         && idx as i64 != subseq - 1;
                     if tail_call_exit {
-                        if self.frame + 1 >= MAX_CALL_FRAMES {
-                            return Err(Unsupported);
-                        }
-                        self.frame += 1;
+                        self.subprog_enter()?;
                     }
                 } else if o == BPF_EXIT {
                     // Back out of a callback into the call that ran it: its
@@ -171,14 +221,17 @@ impl Backtrack {
                     if subseq >= 0 && env.cfg.is(subseq as usize, cfg::mark::CALLS_CALLBACK) {
                         self.regs[self.frame] &= !ARGS;
                     }
+                    if self.regs[self.frame] & ARGS != 0 {
+                        return Err(bug(format_args!(
+                            "backtracking exit unexpected regs {:x}",
+                            self.regs[self.frame]
+                        )));
+                    }
                     let from_call =
                         subseq >= 1 && cfg::is_pseudo_call(&env.insns[(subseq - 1) as usize]);
                     let r0 = from_call && self.is_reg(0);
                     self.clear_reg(0);
-                    if self.frame + 1 >= MAX_CALL_FRAMES {
-                        return Err(Unsupported);
-                    }
-                    self.frame += 1;
+                    self.subprog_enter()?;
                     if r0 {
                         self.set_reg(0);
                     }
@@ -186,8 +239,13 @@ impl Backtrack {
                     if !self.is_reg(d) && !self.is_reg(s) {
                         return Ok(());
                     }
-                    self.set_reg(s);
-                    self.set_reg(d);
+                    let jmp_stack = hist.map_or(0, |h| h.jmp_stack);
+                    if jmp_stack & crate::state::JMP_SRC_STACK == 0 {
+                        self.set_reg(s);
+                    }
+                    if jmp_stack & crate::state::JMP_DST_STACK == 0 {
+                        self.set_reg(d);
+                    }
                 }
             }
             BPF_LD => {
@@ -388,13 +446,17 @@ impl Env<'_> {
         } else {
             self.walk::<false>(&mut bt)
         };
-        if walked.is_err() {
-            self.mark_all_scalars_precise();
+        match walked {
+            Ok(()) => Ok(()),
+            Err(Unsupported) => {
+                self.mark_all_scalars_precise();
+                Ok(())
+            }
+            Err(WalkStop::Bug(line)) => self.err(line),
         }
-        Ok(())
     }
 
-    fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), Unsupported> {
+    fn walk<const LOG: bool>(&mut self, bt: &mut Backtrack) -> Result<(), WalkStop> {
         if self.walk_masks.is_empty() {
             self.walk_masks = walk_masks(self.insns);
         }
@@ -618,6 +680,7 @@ mod tests {
                     prev_idx: 0,
                     stack: 0,
                     linked: 0,
+                    jmp_stack: 0,
                 };
                 let hist = (next() % 2 == 0).then_some(&path_only);
                 assert!(bt.step(&env, 0, 1, hist).is_ok(), "{insn:?}");

@@ -187,7 +187,15 @@ pub struct HistEntry {
     /// Registers and slots refined together at a jump (linked_regs.rs
     /// packing), 0 if none.
     pub linked: u64,
+    /// A conditional jump's operands that were stack pointers
+    /// (`JMP_SRC_STACK`, `JMP_DST_STACK`): precision is not asked of them.
+    pub jmp_stack: u8,
 }
+
+/// `HistEntry::jmp_stack`: the jump's source register was a stack pointer.
+pub const JMP_SRC_STACK: u8 = 1;
+/// `HistEntry::jmp_stack`: the jump's destination register was a stack pointer.
+pub const JMP_DST_STACK: u8 = 2;
 
 #[derive(Debug)]
 pub struct State {
