@@ -289,18 +289,34 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
-        if name == "bpf_rbtree_add_impl" {
-            self.push_rbtree_less(&meta.graph)?;
-        }
-        if let Some(sub) = meta.async_callback {
+        // A callback that cannot be queued (a frame too many, or too many
+        // pending paths for an async one) fails the kfunc call, which
+        // says so after the reason.
+        let pushed = if name == "bpf_rbtree_add_impl" {
+            self.push_rbtree_less(&meta.graph)
+        } else if let Some(sub) = meta.async_callback {
             // Workqueue and task work callbacks run later, and may sleep. A
             // workqueue's gets the map of its first argument and returns
             // 0; task work's, that of the `__map` argument (R3), any int.
             if is_task_work_kfunc(name) {
-                self.push_async_cb(sub, true, 3, (i32::MIN as i64, i32::MAX as i64))?;
+                self.push_async_cb(sub, true, 3, (i32::MIN as i64, i32::MAX as i64))
             } else {
-                self.push_async_cb(sub, true, 1, (0, 0))?;
+                self.push_async_cb(sub, true, 1, (0, 0))
             }
+        } else {
+            Ok(())
+        };
+        if let Err(e) = pushed {
+            if e.unsupported {
+                return Err(e);
+            }
+            // A limit logged its line already.
+            if e.limit.is_none() {
+                self.log.line(&e.msg);
+            }
+            return self.err(format!(
+                "kfunc {name}#{func_id} failed callback verification"
+            ));
         }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
