@@ -19,6 +19,7 @@
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, mmapable,
+//!                                   no_prealloc,
 //!                                   `frozen` (frozen after creation),
 //!                                   `fill=N` (the value's bytes all N),
 //!                                   `data=HEX` (its first bytes, the rest
@@ -246,6 +247,7 @@ fn map_def(index: usize, spec: &str) -> MapDef {
             "rdonly_prog" => bpfvet_isa::uapi::BPF_F_RDONLY_PROG,
             "wronly_prog" => bpfvet_isa::uapi::BPF_F_WRONLY_PROG,
             "mmapable" => bpfvet_isa::uapi::BPF_F_MMAPABLE,
+            "no_prealloc" => bpfvet_isa::uapi::BPF_F_NO_PREALLOC,
             other => panic!("unknown map flag {other:?}"),
         };
     }
