@@ -125,8 +125,9 @@ pub fn reshape(rng: &mut Rng) -> Option<Shape> {
     if !rng.chance(35) {
         return None;
     }
+    // tc, where every kfunc of these shapes may be called.
     let plain = |insns| Shape {
-        prog_type: rng_type(),
+        prog_type: ProgType::SCHED_CLS,
         insns,
         sleepable: false,
     };
@@ -147,11 +148,6 @@ pub fn reshape(rng: &mut Rng) -> Option<Shape> {
             sleepable: true,
         }),
     }
-}
-
-/// The shapes' program type: tc, where every kfunc here may be called.
-fn rng_type() -> ProgType {
-    ProgType::SCHED_CLS
 }
 
 /// bpf_spin_lock, bpf_res_spin_lock, bpf_kptr_xchg's slot or a graph root
@@ -333,7 +329,7 @@ fn less_body(b: &mut B, rng: &mut Rng) -> Option<()> {
             return Some(());
         }
     }
-    b.exit(rng.pick(&[0, 1, 1, 2]) as i32);
+    b.exit(rng.pick(&[0, 1, 1, 2]));
     Some(())
 }
 
