@@ -72,6 +72,8 @@ const FATAL_MESSAGES: &[&str] = &[
     "Helper has invalid btf/btf_id in R1",
     "unexpected __bpf_trap() due to uninitialized variable?",
     "allocated_stack too small",
+    // E2BIG (a frame too many) or EFAULT (too many pending paths)
+    "failed callback verification",
     "invalid insn idx",
     "kernel subsystem misconfigured",
     "bad parent state for iter next call",

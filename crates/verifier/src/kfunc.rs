@@ -289,18 +289,34 @@ impl Env<'_> {
             ));
         }
         self.check_kfunc_args(btf, proto, &mut meta)?;
-        if name == "bpf_rbtree_add_impl" {
-            self.push_rbtree_less(&meta.graph)?;
-        }
-        if let Some(sub) = meta.async_callback {
+        // A callback that cannot be queued (a frame too many, or too many
+        // pending paths for an async one) fails the kfunc call, which
+        // says so after the reason.
+        let pushed = if name == "bpf_rbtree_add_impl" {
+            self.push_rbtree_less(&meta.graph)
+        } else if let Some(sub) = meta.async_callback {
             // Workqueue and task work callbacks run later, and may sleep. A
             // workqueue's gets the map of its first argument and returns
             // 0; task work's, that of the `__map` argument (R3), any int.
             if is_task_work_kfunc(name) {
-                self.push_async_cb(sub, true, 3, (i32::MIN as i64, i32::MAX as i64))?;
+                self.push_async_cb(sub, true, 3, (i32::MIN as i64, i32::MAX as i64))
             } else {
-                self.push_async_cb(sub, true, 1, (0, 0))?;
+                self.push_async_cb(sub, true, 1, (0, 0))
             }
+        } else {
+            Ok(())
+        };
+        if let Err(e) = pushed {
+            if e.unsupported {
+                return Err(e);
+            }
+            // A limit logged its line already.
+            if e.limit.is_none() {
+                self.log.line(&e.msg);
+            }
+            return self.err(format!(
+                "kfunc {name}#{func_id} failed callback verification"
+            ));
         }
         if name == "bpf_session_cookie" {
             // The session's cookie: eight writable bytes.
@@ -528,11 +544,7 @@ impl Env<'_> {
             // have their trust checked first.
             let offset_first = !matches!(
                 kind,
-                PtrArg::Null
-                    | PtrArg::Map
-                    | PtrArg::AllocBtfId
-                    | PtrArg::BtfId
-                    | PtrArg::Unmodelled(_)
+                PtrArg::Null | PtrArg::Map | PtrArg::AllocBtfId | PtrArg::BtfId
             );
             if offset_first {
                 self.check_func_arg_reg_off(regno, &reg, graph_arg_type(release, &reg))?;
@@ -655,10 +667,7 @@ impl Env<'_> {
                 PtrArg::BtfId => {
                     // Map and socket pointers are trusted as the kernel
                     // structs they stand for (reg2btf_ids).
-                    let is_trusted = reg.ref_obj_id != 0
-                        || (reg.flags & flag::TRUSTED != 0 && reg.flags & flag::UNTRUSTED == 0)
-                        || (reg.flags == 0 && (reg.ty == RegType::MapPtr || reg.ty.is_sock()));
-                    self.require_trusted_or_rcu(regno, &reg, is_trusted, (trusted, rcu))?;
+                    self.require_trusted_or_rcu(regno, &reg, is_trusted_reg(&reg), (trusted, rcu))?;
                     // A released object is passed as it came; other BTF
                     // pointers may point inside (check_func_arg_reg_off).
                     let whole = release && reg.ref_obj_id != 0;
@@ -671,6 +680,7 @@ impl Env<'_> {
                         },
                     };
                     self.check_func_arg_reg_off(regno, &reg, at)?;
+                    self.check_btf_arg_modifiers(i, &reg)?;
                     self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {
@@ -804,12 +814,7 @@ impl Env<'_> {
         }
         // Map values and keys belong to a map but are no BTF pointer: they
         // are untrusted, and then not a struct bpf_map.
-        let is_trusted = reg.ty == RegType::MapPtr
-            || reg.ref_obj_id != 0
-            || (reg.ty == RegType::BtfId
-                && reg.flags & flag::TRUSTED != 0
-                && reg.flags & flag::UNTRUSTED == 0);
-        self.require_trusted_or_rcu(regno, reg, is_trusted, (trusted, rcu))?;
+        self.require_trusted_or_rcu(regno, reg, is_trusted_reg(reg), (trusted, rcu))?;
         let at = crate::helpers::ArgType {
             base: crate::helpers::ArgBase::PtrToBtfId,
             flags: crate::helpers::TypeFlags::default(),
@@ -875,20 +880,7 @@ impl Env<'_> {
             },
         };
         self.check_func_arg_reg_off(regno, reg, at)?;
-        // Modifiers other than the trusted ones (MEM_ALLOC, PTR_TRUSTED,
-        // NON_OWN_REF) pass only on an RCU pointer.
-        let unsafe_mods = reg.flags & !(flag::TRUSTED | flag::NON_OWN_REF) != 0;
-        if unsafe_mods && reg.flags & flag::RCU == 0 {
-            let expected = if reg.flags & flag::TRUSTED != 0 {
-                "trusted_ptr_"
-            } else {
-                "ptr_"
-            };
-            return self.err(format!(
-                "arg#{i} is {} expected {expected} or socket",
-                reg.type_str()
-            ));
-        }
+        self.check_btf_arg_modifiers(i, reg)?;
         let Some(prog_btf) = self.obj.btf.as_ref() else {
             return self.unsupported("pointers into program BTF without program BTF");
         };
@@ -906,6 +898,24 @@ impl Env<'_> {
             meta.name,
             kind_str(need_t),
             reg_t.map_or(String::new(), kind_str),
+        ))
+    }
+
+    /// A BTF pointer argument (KF_ARG_PTR_TO_BTF_ID) with a modifier other
+    /// than the trusted ones passes only when RCU-protected; map and socket
+    /// pointers stand for their kernel structs and always pass.
+    fn check_btf_arg_modifiers(&self, i: usize, reg: &Reg) -> VResult<()> {
+        if !reg.ty.is_btf_id() || !has_unsafe_modifiers(reg) || reg.flags & flag::RCU != 0 {
+            return Ok(());
+        }
+        let expected = if reg.flags & flag::TRUSTED != 0 {
+            "trusted_ptr_"
+        } else {
+            "ptr_"
+        };
+        self.err(format!(
+            "arg#{i} is {} expected {expected} or socket",
+            reg.type_str()
         ))
     }
 
@@ -1311,19 +1321,28 @@ fn nocast_alias(a: &str, b: &str) -> bool {
     long.len() == short.len() + SUFFIX.len() && long.starts_with(short) && long.ends_with(SUFFIX)
 }
 
-/// is_trusted_reg: referenced, or a BTF pointer, socket or allocated
-/// object whose flags make it trusted.
+/// is_trusted_reg: referenced; or without a modifier other than the trusted
+/// ones (PTR_TRUSTED, NON_OWN_REF) and either a map or socket pointer (the
+/// kernel structs of reg2btf_ids), an allocated object (MEM_ALLOC, itself
+/// trusted) or a BTF pointer marked trusted.
 fn is_trusted_reg(reg: &Reg) -> bool {
     if reg.ref_obj_id != 0 {
         return true;
     }
-    match reg.ty {
-        RegType::BtfId => reg.flags == flag::TRUSTED,
-        // MEM_ALLOC and NON_OWN_REF are trusted modifiers.
-        RegType::Alloc => reg.flags & !flag::NON_OWN_REF == 0,
-        RegType::LocalBtfId => reg.flags == flag::TRUSTED,
-        t => t.is_sock() && reg.flags == 0,
+    if has_unsafe_modifiers(reg) {
+        return false;
     }
+    match reg.ty {
+        RegType::MapPtr | RegType::Alloc => true,
+        RegType::BtfId | RegType::LocalBtfId => reg.flags != 0,
+        t => t.is_sock(),
+    }
+}
+
+/// bpf_type_has_unsafe_modifiers: a flag other than PTR_TRUSTED and
+/// NON_OWN_REF (MEM_ALLOC is a register type here).
+fn has_unsafe_modifiers(reg: &Reg) -> bool {
+    reg.flags & !(flag::TRUSTED | flag::NON_OWN_REF) != 0
 }
 
 /// The argument type check_func_arg_reg_off sees for an allocated-object

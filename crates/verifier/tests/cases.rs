@@ -19,6 +19,7 @@
 //!                                   libbpf's type name, key, value, entries
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, mmapable,
+//!                                   no_prealloc,
 //!                                   `frozen` (frozen after creation),
 //!                                   `fill=N` (the value's bytes all N),
 //!                                   `data=HEX` (its first bytes, the rest
@@ -58,6 +59,9 @@
 //!                                   `btf=ID` and `# func:` lines give
 //!                                   func_info of its FUNC of that name,
 //!                                   else of its `static int f(void)`)
+//!                                   (an expected error may name a kernel
+//!                                   function's id as `btf_func[name]`)
+//! .rept N / .endr                   (around instruction lines: them N times)
 //! # any other text                  (a comment)
 //! ```
 //!
@@ -132,7 +136,7 @@ fn parse(name: &str, src: &str) -> Case {
                         c.accept = v == "accept";
                         c.refuse = v == "refuse";
                     }
-                    "error" => c.error = Some(v.to_string()),
+                    "error" => c.error = Some(resolve_func_ids(v)),
                     "processed" => c.processed = Some(v.parse().expect("number")),
                     "states" => c.states = Some(v.parse().expect("number")),
                     "map" => c.maps.push(map_def(c.maps.len(), v)),
@@ -243,6 +247,7 @@ fn map_def(index: usize, spec: &str) -> MapDef {
             "rdonly_prog" => bpfvet_isa::uapi::BPF_F_RDONLY_PROG,
             "wronly_prog" => bpfvet_isa::uapi::BPF_F_WRONLY_PROG,
             "mmapable" => bpfvet_isa::uapi::BPF_F_MMAPABLE,
+            "no_prealloc" => bpfvet_isa::uapi::BPF_F_NO_PREALLOC,
             other => panic!("unknown map flag {other:?}"),
         };
     }
@@ -292,8 +297,49 @@ fn resolve_kfunc_ids(text: &str) -> String {
     out
 }
 
+/// `.rept N` ... `.endr` (not nested): the lines between, N times.
+fn expand_repeats(text: &str) -> String {
+    let mut out = String::new();
+    let mut block: Option<(usize, String)> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(n) = t.strip_prefix(".rept ") {
+            block = Some((n.trim().parse().expect(".rept count"), String::new()));
+        } else if t == ".endr" {
+            let (n, body) = block.take().expect(".endr without .rept");
+            out.push_str(&body.repeat(n));
+        } else if let Some((_, body)) = block.as_mut() {
+            body.push_str(line);
+            body.push('\n');
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `btf_func[name]` in an expected error is the host's BTF id of that
+/// kernel function (messages naming a kfunc give its id).
+fn resolve_func_ids(text: &str) -> String {
+    let Some((head, rest)) = text.split_once("btf_func[") else {
+        return text.to_string();
+    };
+    let Some((name, tail)) = rest.split_once(']') else {
+        return text.to_string();
+    };
+    let id = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+        .and_then(|btf| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func));
+    match id {
+        Some(id) => format!("{head}{id}{}", resolve_func_ids(tail)),
+        None => text.to_string(),
+    }
+}
+
 fn object(c: &Case) -> Object {
-    let text = resolve_kfunc_ids(&c.text);
+    let text = resolve_kfunc_ids(&expand_repeats(&c.text));
     let insns =
         bpfvet_isa::asm::assemble_insns(&text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);

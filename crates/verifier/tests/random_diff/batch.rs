@@ -145,14 +145,17 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         let _ = writeln!(out, "# sleepable: yes");
     }
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
-        || !p.funcs.is_empty();
+        || !p.funcs.is_empty()
+        || super::gen::graph5_blocks::needs_fuzz_btf(&p.insns);
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
-    for m in super::diff::map_directives(fuzz_btf)
+    let mut maps: Vec<String> = super::diff::map_directives(fuzz_btf)
         .into_iter()
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
-    {
+        .collect();
+    maps.extend(super::gen::graph5_blocks::case_maps(&p.insns, maps.len()));
+    for m in maps {
         let _ = writeln!(out, "# map: {m}");
     }
     if p.funcs.is_empty() {

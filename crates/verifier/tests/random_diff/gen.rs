@@ -9,6 +9,7 @@ use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
 pub mod btf_objects;
+pub mod graph5_blocks;
 mod graph_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
@@ -151,8 +152,14 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
+    /// Whole-program graph, kptr and callback shapes
+    /// (`gen/graph5_blocks.rs`): locks, kptr slots and graph roots at a
+    /// variable offset, graph kfuncs in rbtree callbacks, bpf_rbtree_add in
+    /// the deepest frames, calls queueing a path past 8,192 pending ones,
+    /// `__uptr` fields.
+    pub const GRAPH5: u32 = 1 << 22;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 20] = [
+    pub const NAMES: [(u32, &'static str); 21] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -173,6 +180,7 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
+        (Self::GRAPH5, "graph5"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1767,6 +1775,12 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     let mut funcs = Vec::new();
     if features.has(Features::PROGRAM) {
         funcs = prog_blocks::reshape(&mut g.rng, prog_type, &mut insns);
+    }
+    if features.has(Features::GRAPH5) && !reduced {
+        if let Some(shape) = graph5_blocks::reshape(&mut g.rng) {
+            (prog_type, insns, sleepable) = (shape.prog_type, shape.insns, shape.sleepable);
+            (attach, funcs, g.prog_btf) = (None, Vec::new(), true);
+        }
     }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
