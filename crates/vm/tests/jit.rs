@@ -1279,3 +1279,91 @@ fn verified_code_runs_without_the_budget_and_unverified_code_keeps_it() {
     let e = run_with_budget(&Jit::compile_checked(&vm)).unwrap_err();
     assert!(matches!(e, VmError::InsnLimit(_)), "{e}");
 }
+
+/// One item of a program of instruction pairs the interpreter runs as one
+/// step (`Op::xcode`): (first, second) with random registers r0..r4 and
+/// immediates, or a conditional jump over the next slot, which lands on
+/// the second instruction of a pair (run alone).
+fn pair_item() -> impl Strategy<Value = Vec<Insn>> {
+    (
+        0usize..9,
+        0u8..5,
+        0u8..5,
+        imm_operand(),
+        imm_operand(),
+        0i16..3,
+    )
+        .prop_map(|(kind, dst, src, k1, k2, ja)| {
+            let i = Insn::new;
+            match kind {
+                0 => vec![i(0xbf, dst, src, 0, 0), i(0x07, dst, 0, 0, k2)],
+                1 => vec![i(0xbc, dst, src, 0, 0), i(0x04, dst, 0, 0, k2)],
+                2 => vec![i(0xbc, dst, src, 0, 0), i(0x54, dst, 0, 0, k2)],
+                3 => vec![i(0xbf, dst, src, 0, 0), i(0x57, dst, 0, 0, k2)],
+                4 => vec![i(0x24, dst, 0, 0, k1), i(0x04, dst, 0, 0, k2)],
+                // A jump of `ja` slots over what follows it (at most the
+                // pair after it): forward only, so the program ends.
+                5 => vec![i(0xbc, dst, src, 0, 0), i(0x05, 0, 0, ja, 0)],
+                6 => vec![i(0xbf, dst, src, 0, 0), i(0x05, 0, 0, ja, 0)],
+                // A movsx is not a plain move: never fused.
+                7 => vec![i(0xbf, dst, src, 8, 0), i(0x07, dst, 0, 0, k2)],
+                _ => vec![i(0x25, src, 0, 1, k1)],
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Programs of fusable pairs: the interpreter (fused pairs as one
+    /// step) gives the JIT's r0 (which compiles each instruction), and
+    /// runs out of budget at the same instruction either way.
+    #[test]
+    fn fused_pairs_match_the_jit(init in prop::collection::vec(operand(), 5),
+                                 items in prop::collection::vec(pair_item(), 1..12)) {
+        let mut insns = Vec::new();
+        for (r, v) in init.iter().enumerate() {
+            insns.extend(ld64(r as u8, *v));
+        }
+        for item in items {
+            insns.extend(item);
+        }
+        // Landing slots of the last jumps.
+        insns.extend([Insn::new(0xb7, 5, 0, 0, 0), Insn::new(0xb7, 5, 0, 0, 0)]);
+        for r in 1..5 {
+            insns.push(Insn { code: 0xaf, dst: 0, src: r, off: 0, imm: 0 });
+        }
+        insns.push(exit());
+        prop_assert_eq!(interp_r0(&insns, &mut []).unwrap(), jit_r0(&insns, &mut []).unwrap());
+    }
+}
+
+#[test]
+fn a_budget_ending_inside_a_fused_pair_counts_both_of_its_instructions() {
+    // r3 = 5; r4 = r3; r4 += 7 (a fused pair); *(u64 *)(r1 +0) = r4;
+    // r0 = 0; exit. The store is the 4th instruction: a budget of 3 stops
+    // before it, one of 4 after it.
+    let insns = [
+        Insn::new(0xb7, 3, 0, 0, 5),
+        Insn::new(0xbf, 4, 3, 0, 0),
+        Insn::new(0x07, 4, 0, 0, 7),
+        Insn::new(0x7b, 1, 4, 0, 0),
+        Insn::new(0xb7, 0, 0, 0, 0),
+        exit(),
+    ];
+    let vm = Vm::from_insns(&insns, ProgType::SOCKET_FILTER).expect("decodes");
+    for (budget, stored, limited) in [(3u64, 0u64, true), (4, 12, true), (6, 12, false)] {
+        let mut mem = [0u8; 8];
+        let mut run = Run::new(&vm, Ctx::Bytes);
+        run.insn_budget = budget;
+        let addr = mem.as_mut_ptr() as u64;
+        run.set_bytes_ctx(addr, mem.len(), true);
+        let r = Interpreter.execute(&mut run, 0, 0, [addr, 8, 0, 0, 0], 0);
+        assert_eq!(
+            matches!(r, Err(VmError::InsnLimit(_))),
+            limited,
+            "budget {budget}: {r:?}"
+        );
+        assert_eq!(u64::from_le_bytes(mem), stored, "budget {budget}");
+    }
+}
