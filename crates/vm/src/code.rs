@@ -98,6 +98,11 @@ pub const PROVEN_PLAIN: u8 = 1;
 /// holds atomics to their size's alignment).
 pub const PROVEN_ATOMIC: u8 = 2;
 
+/// The load reads only the context (a field the program type may read, at
+/// a fixed offset): the interpreter asks the context for it without first
+/// looking for the address in the stack and the packet.
+pub const PROVEN_CTX: u8 = 4;
+
 /// [`Op::proven`] for an instruction whose accesses the verifier recorded
 /// as `kinds`.
 pub fn proven_flags(kinds: bpfvet_verifier::AccessKinds) -> u8 {
@@ -108,6 +113,9 @@ pub fn proven_flags(kinds: bpfvet_verifier::AccessKinds) -> u8 {
     }
     if kinds.only(K::STACK.union(K::MAP_VALUE)) {
         f |= PROVEN_ATOMIC;
+    }
+    if kinds.only(K::CTX) {
+        f |= PROVEN_CTX;
     }
     f
 }

@@ -8,7 +8,7 @@ use bpfvet_isa::opcode::{BPF_LOAD_ACQ, BPF_STORE_REL};
 
 use crate::code::{
     func_pc, Op, FUSED_MOV32_ADD_K, FUSED_MOV32_AND_K, FUSED_MOV32_JA, FUSED_MOV64_ADD_K,
-    FUSED_MOV64_AND_K, FUSED_MOV64_JA, FUSED_MUL32_ADD_K, PROVEN_ATOMIC, PROVEN_PLAIN,
+    FUSED_MOV64_AND_K, FUSED_MOV64_JA, FUSED_MUL32_ADD_K, PROVEN_ATOMIC, PROVEN_CTX, PROVEN_PLAIN,
 };
 use crate::error::{Result, VmError};
 use crate::run::{atomic_at, read_shared, write_shared, Run, MAX_FRAMES};
@@ -354,6 +354,8 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 // values may be shared with other threads, hence the
                 // atomic-per-access read.
                 unsafe { read_shared(a as *const u8, $size) }
+            } else if $op.proven & PROVEN_CTX != 0 {
+                run.load_ctx(a, $size, pc!() - 1)?
             } else {
                 run.load(a, $size, pc!() - 1)?
             }
