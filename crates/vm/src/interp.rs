@@ -830,6 +830,9 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 jump!(next.off);
                 enter!();
             }
+            // Also an unknown code that is one of the fused values (see
+            // `Op::xcode`): the error names the instruction's own code.
+            0xff => return Err(unknown_opcode(pc!() - 1, op.code)),
             _ => return Err(unknown_opcode(pc!() - 1, op.code)),
         }
     }

@@ -1367,3 +1367,29 @@ fn a_budget_ending_inside_a_fused_pair_counts_both_of_its_instructions() {
         assert_eq!(u64::from_le_bytes(mem), stored, "budget {budget}");
     }
 }
+
+#[test]
+fn an_unknown_opcode_with_a_fused_value_is_reported_as_itself() {
+    // 0xe1 and 0xe9 are the interpreter's own codes for fused pairs; as
+    // instructions of a program they are unknown opcodes, in the charging
+    // mode and in the exact one (a budget of 2 is below the straight
+    // stretch r0 = 0; CODE; exit, so the exact mode runs CODE).
+    for code in [0xe1u8, 0xe9] {
+        let insns = [
+            Insn::new(0xb7, 0, 0, 0, 0),
+            Insn::new(code, 0, 0, 0, 0),
+            exit(),
+        ];
+        let vm = Vm::from_insns(&insns, ProgType::SOCKET_FILTER).expect("decodes");
+        for budget in [1u64 << 20, 2] {
+            let mut run = Run::new(&vm, Ctx::Bytes);
+            run.insn_budget = budget;
+            let r = Interpreter.execute(&mut run, 0, 0, [0; 5], 0);
+            let want = format!("unknown opcode {code:02x}");
+            assert!(
+                matches!(&r, Err(VmError::BadInsn { pc: 1, what }) if *what == want),
+                "budget {budget}: {r:?}"
+            );
+        }
+    }
+}
