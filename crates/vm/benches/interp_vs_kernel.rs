@@ -87,7 +87,15 @@ fn main() {
         "| program | frame | interpreter ns/run | bpfvet JIT ns/run | kernel JIT ns/run | interpreter / kernel | bpfvet JIT / kernel | JIT compile µs (whole object) |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    // `cargo bench ... -- WORD` measures only the programs named with WORD.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     for &(file, prog, frame, what) in CASES {
+        if !only.is_empty() && !only.iter().any(|w| prog.contains(w.as_str())) {
+            continue;
+        }
         let obj = Object::from_file(dir.join(file), &Default::default()).expect("object");
         let idx = obj
             .programs
@@ -105,15 +113,6 @@ fn main() {
             repeat: REPEAT,
             cpu: 0,
         };
-        let ours = median(
-            (0..BATCHES)
-                .map(|_| {
-                    per_run_cpu_ns(|| {
-                        test_run(&vm, idx, &input).expect("vm run");
-                    })
-                })
-                .collect(),
-        );
         // As `bpfvet run --jit` runs it: verified, the JIT using the proof.
         let mut jit_vm = Vm::load(&obj).expect("vm load");
         jit_vm
@@ -124,34 +123,41 @@ fn main() {
         let jit = Jit::compile(&jit_vm);
         let compile_us = t0.elapsed().as_secs_f64() * 1e6;
         assert_eq!(jit.declined(idx), None, "{prog} compiles");
-        let native = median(
-            (0..BATCHES)
-                .map(|_| {
-                    per_run_cpu_ns(|| {
-                        test_run_with(&jit, &jit_vm, idx, &input).expect("jit run");
-                    })
-                })
-                .collect(),
-        );
-        let theirs = kernel.as_ref().ok().and_then(|k| {
+        let loaded = kernel.as_ref().ok().and_then(|k| {
             let session = k.open_object(&obj);
-            let loaded = session.load_program(idx, &LoadOptions::default())?.loaded?;
-            let v: Vec<f64> = (0..BATCHES)
-                .filter_map(|_| {
-                    loaded
-                        .test_run(&KInput {
-                            data: &data,
-                            repeat: REPEAT,
-                            ..Default::default()
-                        })
-                        .ok()
-                        .map(|o| o.duration_ns as f64)
-                })
-                .collect();
-            (!v.is_empty()).then(|| median(v))
+            session.load_program(idx, &LoadOptions::default())?.loaded
         });
+        // The engines take turns batch by batch (order rotated), so a
+        // change of the machine's load falls on all three alike.
+        let (mut ours, mut native, mut kernel_ns) = (Vec::new(), Vec::new(), Vec::new());
+        for batch in 0..BATCHES {
+            for turn in 0..3 {
+                match (batch + turn) % 3 {
+                    0 => ours.push(per_run_cpu_ns(|| {
+                        test_run(&vm, idx, &input).expect("vm run");
+                    })),
+                    1 => native.push(per_run_cpu_ns(|| {
+                        test_run_with(&jit, &jit_vm, idx, &input).expect("jit run");
+                    })),
+                    _ => {
+                        if let Some(o) = loaded.as_ref().and_then(|l| {
+                            l.test_run(&KInput {
+                                data: &data,
+                                repeat: REPEAT,
+                                ..Default::default()
+                            })
+                            .ok()
+                        }) {
+                            kernel_ns.push(o.duration_ns as f64);
+                        }
+                    }
+                }
+            }
+        }
+        let (ours, native) = (median(ours), median(native));
+        let theirs = (!kernel_ns.is_empty()).then(|| median(kernel_ns));
         let ratio = |x: f64| match theirs {
-            Some(k) => format!("{:.1}x", x / k.max(1.0)),
+            Some(k) => format!("{:.2}x", x / k.max(1.0)),
             None => "n/a".into(),
         };
         let k = theirs.map_or("n/a".into(), |k| format!("{k:.0}"));

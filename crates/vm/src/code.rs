@@ -25,6 +25,69 @@ pub struct Op {
     /// What the verifier proved about this load, store or atomic
     /// ([`PROVEN_PLAIN`], [`PROVEN_ATOMIC`]); 0 without a proof.
     pub proven: u8,
+    /// What the interpreter's charging mode dispatches on: `code`, or one
+    /// of the `FUSED_*` codes when this instruction and the next one run
+    /// as one step (see [`fuse_pairs`]), or 0xff for an unknown `code`
+    /// that is one of those values.
+    pub xcode: u8,
+}
+
+// Two instructions run as one dispatch of the interpreter's charging mode.
+// The values are not BPF opcodes (LD/LDX/ST/STX classes with the undefined
+// mode 0xe0). The second instruction keeps its slot: a jump to it runs it
+// alone.
+/// `rD = rS; rD += K`
+pub const FUSED_MOV64_ADD_K: u8 = 0xe0;
+/// `wD = wS; wD += K`
+pub const FUSED_MOV32_ADD_K: u8 = 0xe1;
+/// `wD = wS; wD &= K`
+pub const FUSED_MOV32_AND_K: u8 = 0xe2;
+/// `rD = rS; rD &= K`
+pub const FUSED_MOV64_AND_K: u8 = 0xe3;
+/// `wD *= K; wD += K2`
+pub const FUSED_MUL32_ADD_K: u8 = 0xe8;
+/// `wD = wS; goto +off`
+pub const FUSED_MOV32_JA: u8 = 0xe9;
+/// `rD = rS; goto +off`
+pub const FUSED_MOV64_JA: u8 = 0xea;
+
+fn is_fused_code(code: u8) -> bool {
+    matches!(code, 0xe0..=0xe3 | 0xe8..=0xea)
+}
+
+/// The fused code for the instruction pair `a`, `b` (consecutive slots),
+/// if there is one.
+fn fused(a: &Op, b: &Op) -> Option<u8> {
+    let plain_mov = a.off == 0 && b.dst == a.dst;
+    match (a.code, b.code) {
+        (0xbf, 0x07) if plain_mov => Some(FUSED_MOV64_ADD_K),
+        (0xbc, 0x04) if plain_mov => Some(FUSED_MOV32_ADD_K),
+        (0xbc, 0x54) if plain_mov => Some(FUSED_MOV32_AND_K),
+        (0xbf, 0x57) if plain_mov => Some(FUSED_MOV64_AND_K),
+        (0x24, 0x04) if b.dst == a.dst => Some(FUSED_MUL32_ADD_K),
+        (0xbc, 0x05) if a.off == 0 => Some(FUSED_MOV32_JA),
+        (0xbf, 0x05) if a.off == 0 => Some(FUSED_MOV64_JA),
+        _ => None,
+    }
+}
+
+/// Fills [`Op::xcode`] of every slot: pairs of instructions that run as
+/// one step of the interpreter get their fused code at the first one's
+/// slot. An LD_IMM64's second slot (code 0) never fuses, and neither does
+/// the sentinel.
+fn fuse_pairs(ops: &mut [Op]) {
+    let mut pc = 0;
+    while pc < ops.len() {
+        let code = ops[pc].code;
+        let next = pc + if code == 0x18 { 2 } else { 1 };
+        ops[pc].xcode = if is_fused_code(code) { 0xff } else { code };
+        if next == pc + 1 {
+            if let Some(f) = ops.get(next).and_then(|b| fused(&ops[pc], b)) {
+                ops[pc].xcode = f;
+            }
+        }
+        pc = next;
+    }
 }
 
 /// The access touches only the stack, the packet or a map value (on every
@@ -34,6 +97,11 @@ pub const PROVEN_PLAIN: u8 = 1;
 /// The atomic touches only the stack or a map value, aligned (the verifier
 /// holds atomics to their size's alignment).
 pub const PROVEN_ATOMIC: u8 = 2;
+
+/// The load reads only the context (a field the program type may read, at
+/// a fixed offset): the interpreter asks the context for it without first
+/// looking for the address in the stack and the packet.
+pub const PROVEN_CTX: u8 = 4;
 
 /// [`Op::proven`] for an instruction whose accesses the verifier recorded
 /// as `kinds`.
@@ -45,6 +113,9 @@ pub fn proven_flags(kinds: bpfvet_verifier::AccessKinds) -> u8 {
     }
     if kinds.only(K::STACK.union(K::MAP_VALUE)) {
         f |= PROVEN_ATOMIC;
+    }
+    if kinds.only(K::CTX) {
+        f |= PROVEN_CTX;
     }
     f
 }
@@ -125,6 +196,7 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
             imm64: 0,
             straight: 0,
             proven: 0,
+            xcode: 0,
         };
         match i.class() {
             BPF_LD if i.is_ld_imm64() => {
@@ -182,6 +254,7 @@ pub fn predecode(insns: &[Insn], maps: &dyn ValueAddr) -> Result<Vec<Op>> {
     // the vector (code 0x00 alone is not an instruction).
     ops.push(Op::default());
     count_straight_runs(&mut ops);
+    fuse_pairs(&mut ops);
     Ok(ops)
 }
 

@@ -6,7 +6,10 @@ use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
 
 use bpfvet_isa::opcode::{BPF_LOAD_ACQ, BPF_STORE_REL};
 
-use crate::code::{func_pc, Op, PROVEN_ATOMIC, PROVEN_PLAIN};
+use crate::code::{
+    func_pc, Op, FUSED_MOV32_ADD_K, FUSED_MOV32_AND_K, FUSED_MOV32_JA, FUSED_MOV64_ADD_K,
+    FUSED_MOV64_AND_K, FUSED_MOV64_JA, FUSED_MUL32_ADD_K, PROVEN_ATOMIC, PROVEN_CTX, PROVEN_PLAIN,
+};
 use crate::error::{Result, VmError};
 use crate::run::{atomic_at, read_shared, write_shared, Run, MAX_FRAMES};
 
@@ -15,34 +18,71 @@ const TAIL_CALL: i32 = 12;
 /// MAX_TAIL_CALL_CNT.
 pub const MAX_TAIL_CALLS: u32 = 33;
 
+#[derive(Clone, Copy, Default)]
 struct Frame {
     prog: usize,
     ret_pc: usize,
     saved: [u64; 4],
 }
 
+/// The frames of the bpf-to-bpf calls a run is inside, in place: a run
+/// never goes deeper than [`MAX_FRAMES`] (checked before each push), and
+/// a run of a program with calls allocates nothing.
+struct Frames {
+    frames: [Frame; MAX_FRAMES],
+    len: usize,
+}
+
+impl Frames {
+    fn new() -> Frames {
+        Frames {
+            frames: [Frame::default(); MAX_FRAMES],
+            len: 0,
+        }
+    }
+
+    /// False when the array is full (the depth check comes first, so
+    /// only a run started below its base depth could get here).
+    #[inline]
+    fn push(&mut self, f: Frame) -> bool {
+        let Some(slot) = self.frames.get_mut(self.len) else {
+            return false;
+        };
+        *slot = f;
+        self.len += 1;
+        true
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Frame> {
+        self.len = self.len.checked_sub(1)?;
+        Some(self.frames[self.len])
+    }
+}
+
 /// A bpf-to-bpf call from the instruction before `ret_pc`: the callee-saved
 /// registers are kept for the return and r10 moves to the new frame.
 #[inline]
 fn enter_frame(
-    frames: &mut Vec<Frame>,
+    frames: &mut Frames,
     depth: &mut usize,
     regs: &mut [u64; 16],
     run: &Run,
     prog: usize,
     ret_pc: usize,
 ) -> Result<()> {
-    if *depth + 1 >= MAX_FRAMES {
+    if *depth + 1 >= MAX_FRAMES
+        || !frames.push(Frame {
+            prog,
+            ret_pc,
+            saved: [regs[6], regs[7], regs[8], regs[9]],
+        })
+    {
         return Err(VmError::CallDepth {
             pc: ret_pc - 1,
             max: MAX_FRAMES,
         });
     }
-    frames.push(Frame {
-        prog,
-        ret_pc,
-        saved: [regs[6], regs[7], regs[8], regs[9]],
-    });
     *depth += 1;
     regs[10] = run.frame_pointer(*depth);
     Ok(())
@@ -210,7 +250,7 @@ pub fn execute(
         depth,
         base_depth: depth,
         regs,
-        frames: Vec::new(),
+        frames: Frames::new(),
         budget: run.insn_budget,
     };
     match run_ops::<false>(run, &mut st)? {
@@ -227,14 +267,16 @@ struct State {
     depth: usize,
     base_depth: usize,
     regs: [u64; 16],
-    frames: Vec<Frame>,
+    frames: Frames,
     budget: u64,
 }
 
 /// Runs from `st` to the end of the run (Some(r0)), or, charging whole
 /// stretches (`EXACT` false), until a stretch exceeds the budget left
 /// (None, `st` then holds where to go on).
-#[inline(always)]
+// Each mode its own function: inlined into `execute`, the two loops were
+// merged into one that tested the mode at every instruction.
+#[inline(never)]
 fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Option<u64>> {
     let vm = run.vm;
     let mut prog = st.prog;
@@ -312,6 +354,8 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 // values may be shared with other threads, hence the
                 // atomic-per-access read.
                 unsafe { read_shared(a as *const u8, $size) }
+            } else if $op.proven & PROVEN_CTX != 0 {
+                run.load_ctx(a, $size, pc!() - 1)?
             } else {
                 run.load(a, $size, pc!() - 1)?
             }
@@ -326,6 +370,18 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             } else {
                 run.store(a, $size, v, pc!() - 1)?
             }
+        }};
+    }
+
+    // The second instruction of a fused pair (skipped over) and the first
+    // one's source register value.
+    macro_rules! second {
+        ($op:expr) => {{
+            // SAFETY: `fuse_pairs` gives a fused code only to a slot
+            // followed by the pair's second instruction.
+            let next: &Op = unsafe { &*ip };
+            ip = unsafe { ip.add(1) };
+            (next, regs[($op.src & 15) as usize])
         }};
     }
 
@@ -348,7 +404,9 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
         let op: &Op = unsafe { &*ip };
         ip = unsafe { ip.add(1) };
         let d = (op.dst & 15) as usize;
-        match op.code {
+        // The charging mode runs fused pairs as one step; the exact mode
+        // counts each instruction, so it runs them one by one.
+        match if EXACT { op.code } else { op.xcode } {
             // ---- ALU64 ----
             0x07 => regs[d] = regs[d].wrapping_add(op.imm as i64 as u64),
             0x0f => regs[d] = regs[d].wrapping_add(regs[(op.src & 15) as usize]),
@@ -737,8 +795,45 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                     what,
                 });
             }
-            0xff => return Err(unknown_opcode(pc!() - 1, 0xff)),
-            c => return Err(unknown_opcode(pc!() - 1, c)),
+            // ---- fused pairs (charging mode only) ----
+            FUSED_MOV64_ADD_K if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = s.wrapping_add(next.imm as i64 as u64);
+            }
+            FUSED_MOV32_ADD_K if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = (s as u32).wrapping_add(next.imm as u32) as u64;
+            }
+            FUSED_MOV32_AND_K if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = (s as u32 & next.imm as u32) as u64;
+            }
+            FUSED_MOV64_AND_K if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = s & next.imm as i64 as u64;
+            }
+            FUSED_MUL32_ADD_K if !EXACT => {
+                let (next, _) = second!(op);
+                regs[d] = (regs[d] as u32)
+                    .wrapping_mul(op.imm as u32)
+                    .wrapping_add(next.imm as u32) as u64;
+            }
+            FUSED_MOV32_JA if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = s as u32 as u64;
+                jump!(next.off);
+                enter!();
+            }
+            FUSED_MOV64_JA if !EXACT => {
+                let (next, s) = second!(op);
+                regs[d] = s;
+                jump!(next.off);
+                enter!();
+            }
+            // Also an unknown code that is one of the fused values (see
+            // `Op::xcode`): the error names the instruction's own code.
+            0xff => return Err(unknown_opcode(pc!() - 1, op.code)),
+            _ => return Err(unknown_opcode(pc!() - 1, op.code)),
         }
     }
 }

@@ -15,6 +15,8 @@ use crate::vm::Vm;
 pub const STACK_PER_FRAME: usize = 512;
 pub const MAX_FRAMES: usize = 8;
 const STACK_TOTAL: u64 = (STACK_PER_FRAME * MAX_FRAMES) as u64;
+/// The bytes of `Run::ctx_shadow`, the address range the context has.
+const CTX_SHADOW_BYTES: u64 = 256;
 /// BPF_MAX_LOOPS: the may_goto budget of one run.
 pub const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
 /// Default instruction budget of one run.
@@ -212,7 +214,7 @@ impl<'a> Run<'a> {
             Ctx::Bytes => None,
             _ => {
                 let lo = self.ctx_shadow.as_ptr() as u64;
-                Some((lo, lo + 256))
+                Some((lo, lo + CTX_SHADOW_BYTES))
             }
         }
     }
@@ -288,6 +290,22 @@ impl<'a> Run<'a> {
             return Ok(unsafe { read(addr as *const u8, size) });
         }
         self.load_slow(addr, size, pc)
+    }
+
+    /// [`Run::load`] of an address the verifier proved is a context
+    /// field: the same result, the context asked first (its buffer is
+    /// neither the stack nor the packet).
+    #[inline]
+    pub fn load_ctx(&self, addr: u64, size: u32, pc: usize) -> Result<u64> {
+        let off = addr.wrapping_sub(self.ctx_shadow.as_ptr() as u64);
+        if off < CTX_SHADOW_BYTES && !matches!(self.ctx, Ctx::Bytes) {
+            let off = off as u32;
+            return self
+                .ctx
+                .load(off, size)
+                .map_err(|CtxError::Denied| VmError::CtxAccess { pc, off, size });
+        }
+        self.load(addr, size, pc)
     }
 
     #[cold]

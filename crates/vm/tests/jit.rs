@@ -178,6 +178,12 @@ fn operand() -> impl Strategy<Value = u64> {
     ]
 }
 
+/// Immediates with the multipliers compiled code turns into shifts and
+/// adds (x * 3, 5, 9) among arbitrary ones.
+fn imm_operand() -> impl Strategy<Value = i32> {
+    prop_oneof![Just(3), Just(5), Just(9), Just(-3), any::<i32>()]
+}
+
 const ALU_OPS: &[u8] = &[
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0,
 ];
@@ -220,7 +226,7 @@ proptest! {
     /// r0 = a; r1 = b; r0 OP= (r1 or imm); exit, in both widths, with the
     /// signed (off=1) and sign-extending (MOVSX off=8/16/32) variants.
     #[test]
-    fn alu_matches_interpreter(a in operand(), b in operand(), imm in any::<i32>(),
+    fn alu_matches_interpreter(a in operand(), b in operand(), imm in imm_operand(),
                                op in prop::sample::select(ALU_OPS), wide in any::<bool>(),
                                use_reg in any::<bool>(), variant in 0usize..4) {
         let class = if wide { 0x07 } else { 0x04 };
@@ -320,7 +326,7 @@ fn alu_insn() -> impl Strategy<Value = Insn> {
         any::<bool>(),
         0u8..5,
         0u8..5,
-        any::<i32>(),
+        imm_operand(),
         0usize..4,
     )
         .prop_map(|(op, wide, use_reg, dst, src, imm, variant)| {
@@ -831,6 +837,11 @@ fn a_tail_call_into_the_interpreter_leaves_the_next_run_fresh_bounds() {
 /// check, JIT and interpreter using the verifier's proof), each run's retval and output
 /// frame over `frames` and the map's values afterwards.
 fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &[Vec<u8>]) {
+    engines_agree_with_entries(src, prog_type, frames, 2);
+}
+
+/// [`engines_agree_on_a_verified_program`] with a map of `entries` values.
+fn engines_agree_with_entries(src: &str, prog_type: ProgType, frames: &[Vec<u8>], entries: u32) {
     let insns = assemble_insns(src).unwrap_or_else(|e| panic!("{src}: {e}"));
     let mut obj = bpfvet_object::Object::single_program("prog", prog_type, insns);
     obj.maps = vec![bpfvet_object::MapDef::new(
@@ -838,7 +849,7 @@ fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &
         bpfvet_isa::uapi::MapType::ARRAY,
         4,
         16,
-        2,
+        entries,
     )];
     let mut results = Vec::new();
     for engine in ["interpreter", "checked", "proven", "proven interpreter"] {
@@ -872,7 +883,7 @@ fn engines_agree_on_a_verified_program(src: &str, prog_type: ProgType, frames: &
                 r.map(|o| (o.retval, o.data_out, o.ctx_out))
             ));
         }
-        for k in 0u32..2 {
+        for k in 0..entries {
             let mut v = [0u8; 16];
             vm.maps[0]
                 .lookup(&k.to_le_bytes(), &mut v, 0)
@@ -1002,6 +1013,59 @@ fn compiled_array_lookups_hand_helpers_a_registered_value() {
          exit",
         ProgType::XDP,
         &frames(),
+    );
+}
+
+#[test]
+fn lookups_in_a_one_entry_array_find_its_static_value() {
+    // The only value (key 0, memory of every run) looked up, written
+    // and handed to bpf_map_update_elem; keys 1 and 0x80000000 find
+    // nothing. Compiled code computes these lookups without the helper.
+    engines_agree_with_entries(
+        "*(u32 *)(r10 -4) = 0
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -4
+         call bpf_map_lookup_elem#1
+         r6 = r0
+         r0 = 7
+         if r6 == 0x0 goto pc+35
+         r1 = *(u64 *)(r6 +0)
+         r1 += 40
+         *(u64 *)(r6 +0) = r1
+         *(u64 *)(r6 +8) = 43
+         *(u32 *)(r10 -8) = 0
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -8
+         r3 = r6
+         r4 = 0
+         call bpf_map_update_elem#2
+         r7 = r0
+         *(u32 *)(r10 -4) = 1
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -4
+         call bpf_map_lookup_elem#1
+         r1 = 5
+         if r0 == 0x0 goto pc+1
+         r1 = 6
+         r7 += r1
+         *(u32 *)(r10 -4) = -2147483648
+         r1 = map_idx[0]
+         r2 = r10
+         r2 += -4
+         call bpf_map_lookup_elem#1
+         r1 = 50
+         if r0 == 0x0 goto pc+1
+         r1 = 60
+         r7 += r1
+         r0 = *(u32 *)(r6 +0)
+         r0 += r7
+         exit",
+        ProgType::XDP,
+        &frames(),
+        1,
     );
 }
 
@@ -1214,4 +1278,118 @@ fn verified_code_runs_without_the_budget_and_unverified_code_keeps_it() {
     assert_eq!(run_with_budget(&Jit::compile(&vm)).unwrap(), 4950);
     let e = run_with_budget(&Jit::compile_checked(&vm)).unwrap_err();
     assert!(matches!(e, VmError::InsnLimit(_)), "{e}");
+}
+
+/// One item of a program of instruction pairs the interpreter runs as one
+/// step (`Op::xcode`): (first, second) with random registers r0..r4 and
+/// immediates, or a conditional jump over the next slot, which lands on
+/// the second instruction of a pair (run alone).
+fn pair_item() -> impl Strategy<Value = Vec<Insn>> {
+    (
+        0usize..9,
+        0u8..5,
+        0u8..5,
+        imm_operand(),
+        imm_operand(),
+        0i16..3,
+    )
+        .prop_map(|(kind, dst, src, k1, k2, ja)| {
+            let i = Insn::new;
+            match kind {
+                0 => vec![i(0xbf, dst, src, 0, 0), i(0x07, dst, 0, 0, k2)],
+                1 => vec![i(0xbc, dst, src, 0, 0), i(0x04, dst, 0, 0, k2)],
+                2 => vec![i(0xbc, dst, src, 0, 0), i(0x54, dst, 0, 0, k2)],
+                3 => vec![i(0xbf, dst, src, 0, 0), i(0x57, dst, 0, 0, k2)],
+                4 => vec![i(0x24, dst, 0, 0, k1), i(0x04, dst, 0, 0, k2)],
+                // A jump of `ja` slots over what follows it (at most the
+                // pair after it): forward only, so the program ends.
+                5 => vec![i(0xbc, dst, src, 0, 0), i(0x05, 0, 0, ja, 0)],
+                6 => vec![i(0xbf, dst, src, 0, 0), i(0x05, 0, 0, ja, 0)],
+                // A movsx is not a plain move: never fused.
+                7 => vec![i(0xbf, dst, src, 8, 0), i(0x07, dst, 0, 0, k2)],
+                _ => vec![i(0x25, src, 0, 1, k1)],
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Programs of fusable pairs: the interpreter (fused pairs as one
+    /// step) gives the JIT's r0 (which compiles each instruction), and
+    /// runs out of budget at the same instruction either way.
+    #[test]
+    fn fused_pairs_match_the_jit(init in prop::collection::vec(operand(), 5),
+                                 items in prop::collection::vec(pair_item(), 1..12)) {
+        let mut insns = Vec::new();
+        for (r, v) in init.iter().enumerate() {
+            insns.extend(ld64(r as u8, *v));
+        }
+        for item in items {
+            insns.extend(item);
+        }
+        // Landing slots of the last jumps.
+        insns.extend([Insn::new(0xb7, 5, 0, 0, 0), Insn::new(0xb7, 5, 0, 0, 0)]);
+        for r in 1..5 {
+            insns.push(Insn { code: 0xaf, dst: 0, src: r, off: 0, imm: 0 });
+        }
+        insns.push(exit());
+        prop_assert_eq!(interp_r0(&insns, &mut []).unwrap(), jit_r0(&insns, &mut []).unwrap());
+    }
+}
+
+#[test]
+fn a_budget_ending_inside_a_fused_pair_counts_both_of_its_instructions() {
+    // r3 = 5; r4 = r3; r4 += 7 (a fused pair); *(u64 *)(r1 +0) = r4;
+    // r0 = 0; exit. The store is the 4th instruction: a budget of 3 stops
+    // before it, one of 4 after it.
+    let insns = [
+        Insn::new(0xb7, 3, 0, 0, 5),
+        Insn::new(0xbf, 4, 3, 0, 0),
+        Insn::new(0x07, 4, 0, 0, 7),
+        Insn::new(0x7b, 1, 4, 0, 0),
+        Insn::new(0xb7, 0, 0, 0, 0),
+        exit(),
+    ];
+    let vm = Vm::from_insns(&insns, ProgType::SOCKET_FILTER).expect("decodes");
+    for (budget, stored, limited) in [(3u64, 0u64, true), (4, 12, true), (6, 12, false)] {
+        let mut mem = [0u8; 8];
+        let mut run = Run::new(&vm, Ctx::Bytes);
+        run.insn_budget = budget;
+        let addr = mem.as_mut_ptr() as u64;
+        run.set_bytes_ctx(addr, mem.len(), true);
+        let r = Interpreter.execute(&mut run, 0, 0, [addr, 8, 0, 0, 0], 0);
+        assert_eq!(
+            matches!(r, Err(VmError::InsnLimit(_))),
+            limited,
+            "budget {budget}: {r:?}"
+        );
+        assert_eq!(u64::from_le_bytes(mem), stored, "budget {budget}");
+    }
+}
+
+#[test]
+fn an_unknown_opcode_with_a_fused_value_is_reported_as_itself() {
+    // 0xe1 and 0xe9 are the interpreter's own codes for fused pairs; as
+    // instructions of a program they are unknown opcodes, in the charging
+    // mode and in the exact one (a budget of 2 is below the straight
+    // stretch r0 = 0; CODE; exit, so the exact mode runs CODE).
+    for code in [0xe1u8, 0xe9] {
+        let insns = [
+            Insn::new(0xb7, 0, 0, 0, 0),
+            Insn::new(code, 0, 0, 0, 0),
+            exit(),
+        ];
+        let vm = Vm::from_insns(&insns, ProgType::SOCKET_FILTER).expect("decodes");
+        for budget in [1u64 << 20, 2] {
+            let mut run = Run::new(&vm, Ctx::Bytes);
+            run.insn_budget = budget;
+            let r = Interpreter.execute(&mut run, 0, 0, [0; 5], 0);
+            let want = format!("unknown opcode {code:02x}");
+            assert!(
+                matches!(&r, Err(VmError::BadInsn { pc: 1, what }) if *what == want),
+                "budget {budget}: {r:?}"
+            );
+        }
+    }
 }

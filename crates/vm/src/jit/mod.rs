@@ -115,6 +115,12 @@ impl<'vm> Jit<'vm> {
                             elem_bytes: a.elem_bytes as u64,
                             entries: a.entries,
                             value_size,
+                            static_values: a.entries == 1
+                                && vm.static_regions.iter().any(|r| {
+                                    r.writable
+                                        && r.start == a.base as u64
+                                        && r.end >= a.base as u64 + value_size as u64
+                                }),
                         })
                     });
                 }
@@ -318,6 +324,18 @@ fn compile(
     };
     set(&mut flags, "opt_level", "speed")?;
     set(&mut flags, "is_pic", "false")?;
+    // Cranelift checks its IR after every pass by default, a cost at each
+    // compilation that finds only bugs of the translation: debug builds
+    // keep the check.
+    set(
+        &mut flags,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    )?;
     let isa = cranelift_native::builder()
         .map_err(|e| Decline::Host(e.to_string()))?
         .finish(settings::Flags::new(flags))
@@ -338,6 +356,7 @@ fn compile(
         translate::build(&mut b, call_conv, ops, statics, proof, lookups)?;
         b.finalize();
     }
+    drop_unused_loads(&mut ctx.func);
     module
         .define_function(id, &mut ctx)
         .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
@@ -354,4 +373,38 @@ fn compile(
         entry,
         reads_entry_regs: proof.is_empty(),
     })
+}
+
+/// Removes the loads that cannot trap whose value nothing uses: the `Env`
+/// fields read at the entry for paths a program turns out not to have
+/// (run-time checks its proof made unneeded). Cranelift keeps every load
+/// until lowering, where each still costs an instruction.
+fn drop_unused_loads(func: &mut cranelift_codegen::ir::Function) {
+    use cranelift_codegen::ir::{InstructionData, Opcode};
+    let mut used = std::collections::HashSet::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            for v in func.dfg.inst_values(inst) {
+                used.insert(func.dfg.resolve_aliases(v));
+            }
+        }
+    }
+    let dead: Vec<_> = func
+        .layout
+        .blocks()
+        .flat_map(|block| func.layout.block_insts(block))
+        .filter(|&inst| {
+            matches!(
+                func.dfg.insts[inst],
+                InstructionData::Load { opcode: Opcode::Load, flags, .. } if flags.notrap()
+            ) && func
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .all(|r| !used.contains(r))
+        })
+        .collect();
+    for inst in dead {
+        func.layout.remove_inst(inst);
+    }
 }
