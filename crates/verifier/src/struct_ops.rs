@@ -111,29 +111,57 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
             ))
         }
     };
-    let Some(ops) = OPS_TYPES.iter().find(|o| o.name == member.type_name) else {
-        return refuse(format!("struct_ops type {}", member.type_name));
+    // bpf_prog_load turns these ids away before verifying (ENOTSUPP,
+    // EINVAL), with nothing in the log.
+    if k.type_id == 0 || k.type_id > BTF_MAX_TYPE {
+        return refuse(format!(
+            "struct_ops attach_btf_id {} (the kernel refuses the load)",
+            k.type_id
+        ));
+    }
+    let Some(type_name) = registered_type(btf, k.type_id) else {
+        return reject(format!(
+            "attach_btf_id {} is not a supported struct",
+            k.type_id
+        ));
+    };
+    let Some(ops) = OPS_TYPES.iter().find(|o| o.name == type_name) else {
+        return refuse(format!("struct_ops type {type_name}"));
+    };
+    let members = btf
+        .type_by_id(k.type_id)
+        .map_or(&[][..], |t| btf.members(t));
+    let Some(m) = members.get(k.member_idx as usize) else {
+        return reject(format!(
+            "attach to invalid member idx {} of struct {type_name}",
+            k.member_idx
+        ));
+    };
+    let mname = btf.str_at(m.name_off).unwrap_or("");
+    let Some(func_proto) = func_proto_of_ptr(btf, m.type_id) else {
+        return reject(format!(
+            "attach to invalid member {mname}(@idx {}) of struct {type_name}",
+            k.member_idx
+        ));
+    };
+    // Helpers and stubs are looked up by these names: ids given as they
+    // are must name the same member.
+    if member.type_name != type_name || member.member != mname {
+        return refuse(format!(
+            "struct_ops member {}.{} given with the ids of {type_name}.{mname}",
+            member.type_name, member.member
+        ));
+    }
+    let stub = ops.members.iter().find(|(m, _)| *m == mname);
+    let sleepable_ok = !prog.sleepable || ops.sleepable_member == Some(mname);
+    let Some((_, nullable_args)) = stub.filter(|_| sleepable_ok) else {
+        return reject(format!(
+            "attach to unsupported member {mname} of struct {type_name}"
+        ));
     };
     if prog.sleepable && ops.sleepable_member.is_none() {
         return refuse(format!("sleepable {} programs", ops.name));
     }
-    let t = btf.type_by_id(k.type_id);
-    let m = t.and_then(|t| btf.members(t).get(k.member_idx as usize));
-    let proto = m.and_then(|m| func_proto_of_ptr(btf, m.type_id));
-    let Some(func_proto) = proto else {
-        return reject(format!(
-            "attach to invalid member {}(@idx {}) of struct {}",
-            member.member, k.member_idx, member.type_name
-        ));
-    };
-    let stub = ops.members.iter().find(|(m, _)| *m == member.member);
-    let sleepable_ok = !prog.sleepable || ops.sleepable_member == Some(member.member.as_str());
-    let Some((_, nullable_args)) = stub.filter(|_| sleepable_ok) else {
-        return reject(format!(
-            "attach to unsupported member {} of struct {}",
-            member.member, member.type_name
-        ));
-    };
     // A member returning a pointer may return a referenced kptr, which
     // bpfvet does not model.
     let ret = btf.type_by_id(func_proto).map_or(0, |p| p.size_or_type);
@@ -173,6 +201,21 @@ pub fn helpers(prog: &Program) -> StructOpsHelpers {
         },
         _ => StructOpsHelpers::None,
     }
+}
+
+/// The largest BTF type id bpf_prog_load takes as attach_btf_id.
+const BTF_MAX_TYPE: u32 = 0x000f_ffff;
+
+/// bpf_struct_ops_find: the name of the struct_ops type `id` is, if the
+/// kernel registered one there. Each registered type has its
+/// `bpf_struct_ops_<name>` value wrapper in vmlinux BTF, and the kernel
+/// keeps the first struct of that name.
+fn registered_type(btf: &Btf, id: u32) -> Option<&str> {
+    let t = btf.type_by_id(id).filter(|t| t.kind == Kind::Struct)?;
+    let name = btf.name(t);
+    let wrapper = format!("bpf_struct_ops_{name}");
+    let first = btf.find_by_name_kind(name, Kind::Struct)?;
+    (first == id && btf.find_by_name_kind(&wrapper, Kind::Struct).is_some()).then_some(name)
 }
 
 /// The FUNC_PROTO a member of type `id` points to, if it is a function
