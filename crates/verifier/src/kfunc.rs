@@ -671,6 +671,21 @@ impl Env<'_> {
                         },
                     };
                     self.check_func_arg_reg_off(regno, &reg, at)?;
+                    // A BTF pointer with modifiers other than the trusted
+                    // ones (maybe NULL, untrusted, ...) passes only when
+                    // RCU-protected; sockets and maps pass as their structs.
+                    let unsafe_mods = reg.flags & !(flag::TRUSTED | flag::NON_OWN_REF) != 0;
+                    if reg.ty == RegType::BtfId && unsafe_mods && reg.flags & flag::RCU == 0 {
+                        let expected = if reg.flags & flag::TRUSTED != 0 {
+                            "trusted_ptr_"
+                        } else {
+                            "ptr_"
+                        };
+                        return self.err(format!(
+                            "arg#{i} is {} expected {expected} or socket",
+                            reg.type_str()
+                        ));
+                    }
                     self.check_kfunc_btf_type(btf, meta, i, &reg, ref_id, ref_t)?;
                 }
                 PtrArg::Mem => {

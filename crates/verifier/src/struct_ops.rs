@@ -18,13 +18,21 @@ pub struct OpsType {
     /// The members a program may implement (those the type's stub table
     /// fills), with the arguments the stubs mark `__nullable`.
     members: &'static [(&'static str, &'static [u32])],
-    /// The only member that may be sleepable (`check_member`); None: no
-    /// sleepable programs (bpfvet does not model them there).
-    sleepable_member: Option<&'static str>,
+    /// Which members may be sleepable.
+    sleepable: Sleepable,
     /// The helpers it gets.
     helpers: StructOpsHelpers,
     /// The kernel memory its programs may write.
     writes: Writes,
+}
+
+/// The type's `check_member` on sleepable programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sleepable {
+    /// No check_member: any member may be sleepable.
+    Any,
+    /// Only this member may be sleepable.
+    Only(&'static str),
 }
 
 /// The type's `btf_struct_access`.
@@ -54,7 +62,7 @@ const OPS_TYPES: &[OpsType] = &[
             ("init", &[]),
             ("release", &[]),
         ],
-        sleepable_member: None,
+        sleepable: Sleepable::Any,
         helpers: StructOpsHelpers::TcpCa { release: false },
         writes: Writes::TcpSock,
     },
@@ -62,7 +70,7 @@ const OPS_TYPES: &[OpsType] = &[
     OpsType {
         name: "bpf_dummy_ops",
         members: &[("test_1", &[0]), ("test_2", &[]), ("test_sleepable", &[])],
-        sleepable_member: Some("test_sleepable"),
+        sleepable: Sleepable::Only("test_sleepable"),
         helpers: StructOpsHelpers::None,
         writes: Writes::DummyState,
     },
@@ -153,15 +161,15 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
         ));
     }
     let stub = ops.members.iter().find(|(m, _)| *m == mname);
-    let sleepable_ok = !prog.sleepable || ops.sleepable_member == Some(mname);
+    let sleepable_ok = match ops.sleepable {
+        Sleepable::Any => true,
+        Sleepable::Only(m) => !prog.sleepable || m == mname,
+    };
     let Some((_, nullable_args)) = stub.filter(|_| sleepable_ok) else {
         return reject(format!(
             "attach to unsupported member {mname} of struct {type_name}"
         ));
     };
-    if prog.sleepable && ops.sleepable_member.is_none() {
-        return refuse(format!("sleepable {} programs", ops.name));
-    }
     // A member returning a pointer may return a referenced kptr, which
     // bpfvet does not model.
     let ret = btf.type_by_id(func_proto).map_or(0, |p| p.size_or_type);
