@@ -340,6 +340,7 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
         prog_btf: false,
         funcs: Vec::new(),
         attach: None,
+        struct_ops: None,
     };
     let mut shapes = vec![
         (

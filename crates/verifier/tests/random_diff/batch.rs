@@ -145,14 +145,32 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         let _ = writeln!(out, "# sleepable: yes");
     }
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
-        || !p.funcs.is_empty();
+        || !p.funcs.is_empty()
+        || super::gen::structops_blocks::names_struct_ops_map(&p.insns);
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
-    for m in super::diff::map_directives(fuzz_btf)
+    let mut maps: Vec<String> = super::diff::map_directives(fuzz_btf)
         .into_iter()
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
-    {
+        .collect();
+    maps.extend(super::gen::structops_blocks::case_maps(
+        &p.insns,
+        maps.len(),
+    ));
+    if let Some(m) = &p.struct_ops {
+        // By name where the id has one, so the case survives a rebuilt
+        // vmlinux; the member by index (it may have none).
+        let (t, i) = m.raw.map_or((0, 0), |k| (k.type_id, k.member_idx));
+        let named = !m.type_name.is_empty() && m.type_name.parse::<u32>().is_err();
+        let t = if named {
+            m.type_name.clone()
+        } else {
+            t.to_string()
+        };
+        let _ = writeln!(out, "# struct_ops: {t} {i}");
+    }
+    for m in maps {
         let _ = writeln!(out, "# map: {m}");
     }
     if p.funcs.is_empty() {
