@@ -320,6 +320,24 @@ fn program_btf_ids_name_their_functions() {
     );
 }
 
+/// The struct_ops range of the fuzz BTF (ids 81-90) holds the struct_ops
+/// maps' value types where `gen/structops_blocks.rs` expects them, and the
+/// BTF reaches its last id, whichever helpers' types precede it.
+#[test]
+fn struct_ops_btf_ids_name_their_types() {
+    use bpfvet_object::btf::{Btf, Kind};
+    use random_diff::gen::btf_objects as b;
+    let btf = Btf::from_bytes(&b::object_btf()).expect("object BTF parses");
+    for (id, name) in [
+        (b::T_DUMMY_OPS, "bpf_dummy_ops"),
+        (b::T_TCP_CA_OPS, "tcp_congestion_ops"),
+    ] {
+        let t = btf.type_by_id(id).expect("type exists");
+        assert_eq!((t.kind, btf.name(t)), (Kind::Struct, name));
+    }
+    assert!(btf.type_by_id(b::T_STRUCT_OPS_LAST).is_some());
+}
+
 /// Load limits checked around the exploration: 64 distinct maps and 256
 /// distinct kfuncs (at load) and 1024 direct tail calls (after it, the JIT's poke table): both
 /// verifiers give the same verdict and line on each side of the limit.
