@@ -247,6 +247,13 @@ impl StructOpsTarget {
         }
     }
 
+    /// Whether the type's btf_struct_access lets programs write into
+    /// tcp_sock alone (refusing other structs with `only read is
+    /// supported`).
+    pub fn writes_only_tcp_sock(&self) -> bool {
+        self.ops.writes == Writes::TcpSock
+    }
+
     /// The type's btf_struct_access for a write of `size` bytes at `off`
     /// into struct `btf_id`: the kernel's line when it refuses.
     pub fn write(&self, btf: &Btf, btf_id: u32, off: u32, size: u32) -> Result<(), String> {

@@ -100,7 +100,7 @@ pub(super) fn pick(rng: &mut super::Rng) -> Option<Target> {
     let sleepable = if may_sleep {
         rng.chance(70)
     } else {
-        rng.chance(4)
+        rng.chance(8)
     };
     let raw = member.raw?;
     let args = btf
