@@ -338,6 +338,32 @@ fn struct_ops_btf_ids_name_their_types() {
     assert!(btf.type_by_id(b::T_STRUCT_OPS_LAST).is_some());
 }
 
+/// A generated struct_ops program's `# struct_ops:` line names the same
+/// attach ids when a case is read back (the types by name, the members by
+/// index), for valid and wrong targets alike.
+#[test]
+fn struct_ops_case_directive_gives_the_same_ids() {
+    use random_diff::gen::{program_with, structops_blocks, Features};
+    let Some(vmlinux) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        println!("SKIP: no vmlinux BTF");
+        return;
+    };
+    let mut seen = 0;
+    for i in 0..300 {
+        let p = program_with(SEED, i, Features(Features::STRUCT_OPS));
+        let Some(m) = p.struct_ops else { continue };
+        seen += 1;
+        let line = structops_blocks::case_directive(&m);
+        let (t, member) = line.split_once(' ').expect("type and member");
+        let back = bpfvet_object::StructOpsMember::by_ids(&vmlinux, t, member);
+        assert_eq!(back.and_then(|b| b.raw), m.raw, "program {i}: {line}");
+    }
+    assert!(seen > 50, "only {seen} struct_ops programs in 300");
+}
+
 /// Load limits checked around the exploration: 64 distinct maps and 256
 /// distinct kfuncs (at load) and 1024 direct tail calls (after it, the JIT's poke table): both
 /// verifiers give the same verdict and line on each side of the limit.

@@ -159,16 +159,11 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         maps.len(),
     ));
     if let Some(m) = &p.struct_ops {
-        // By name where the id has one, so the case survives a rebuilt
-        // vmlinux; the member by index (it may have none).
-        let (t, i) = m.raw.map_or((0, 0), |k| (k.type_id, k.member_idx));
-        let named = !m.type_name.is_empty() && m.type_name.parse::<u32>().is_err();
-        let t = if named {
-            m.type_name.clone()
-        } else {
-            t.to_string()
-        };
-        let _ = writeln!(out, "# struct_ops: {t} {i}");
+        let _ = writeln!(
+            out,
+            "# struct_ops: {}",
+            super::gen::structops_blocks::case_directive(m)
+        );
     }
     for m in maps {
         let _ = writeln!(out, "# map: {m}");

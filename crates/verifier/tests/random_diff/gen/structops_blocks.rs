@@ -189,6 +189,21 @@ pub fn case_maps(insns: &[Insn], have: usize) -> Vec<String> {
     lines
 }
 
+/// A case's `# struct_ops:` value for `m`: the type by name where that
+/// name finds its id as a struct (so the case survives a rebuilt vmlinux),
+/// else the id; the member by index (it may have none).
+pub fn case_directive(m: &StructOpsMember) -> String {
+    let (t, i) = m.raw.map_or((0, 0), |k| (k.type_id, k.member_idx));
+    let by_name = super::kfunc_blocks::vmlinux()
+        .and_then(|b| b.find_by_name_kind(&m.type_name, BtfKind::Struct));
+    let t = if by_name == Some(t) {
+        m.type_name.clone()
+    } else {
+        t.to_string()
+    };
+    format!("{t} {i}")
+}
+
 /// Writable places of bpf_tcp_ca_btf_struct_access and neighbours:
 /// (struct, member path).
 const TCP_FIELDS: &[(&str, &[&str])] = &[
