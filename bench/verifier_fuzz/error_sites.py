@@ -296,6 +296,15 @@ UNREACHABLE_ON_HOST = {
         "the host's vmlinux kfuncs return pointers to structs, void, or scalars "
         "(bpf_iter_num_next, bpf_iter_bits_next, bpf_session_cookie), whose size "
         "btf_resolve_size finds (bpf_testmod's are not loaded)",
+    # structops helper
+    "struct_ops module %s is not found":
+        "needs a struct_ops program whose attach BTF is a module's (attach_btf_obj_fd): the host "
+        "has no module BTF (/sys/kernel/btf holds vmlinux only), and even then btf_try_get_module "
+        "fails only for a module being unloaded during the load",
+    "program with __ref argument cannot tail call":
+        "needs a struct_ops member whose stub names an argument `__ref` (arg_info refcounted): "
+        "the host's struct_ops types are tcp_congestion_ops and bpf_dummy_ops, whose stubs have "
+        "none (only bpf_qdisc and bpf_testmod, absent, do)",
 }
 
 

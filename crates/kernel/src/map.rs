@@ -231,6 +231,43 @@ impl KernelMap {
         })
     }
 
+    /// Creates a struct_ops map as libbpf does: its value is the kernel's
+    /// `bpf_struct_ops_<type>` wrapper (`vmlinux_value`: that type's id and
+    /// size in vmlinux BTF), with one entry of a 4-byte key; the kernel
+    /// wants the object's BTF fd even though no type id of it is passed.
+    pub fn create_struct_ops(
+        def: &MapDef,
+        btf_fd: Option<&Fd>,
+        vmlinux_value: (u32, u32),
+    ) -> Result<KernelMap, MapCreateError> {
+        let (value_type_id, value_size) = vmlinux_value;
+        let mut attr = MapCreateAttr {
+            map_type: MapType::STRUCT_OPS.0,
+            key_size: 4,
+            value_size,
+            max_entries: 1,
+            map_flags: def.map_flags,
+            map_name: sys::obj_name(&def.name),
+            btf_fd: btf_fd.map_or(0, |f| f.raw() as u32),
+            btf_vmlinux_value_type_id: value_type_id,
+            ..Default::default()
+        };
+        let fd = bpf_fd(Cmd::MapCreate, &mut attr).map_err(|errno| MapCreateError::Syscall {
+            map: def.name.clone(),
+            what: "BPF_MAP_CREATE",
+            errno,
+        })?;
+        Ok(KernelMap {
+            _arena: None,
+            fd,
+            name: def.name.clone(),
+            map_type: MapType::STRUCT_OPS,
+            key_size: 4,
+            value_size,
+            max_entries: 1,
+        })
+    }
+
     pub fn fd(&self) -> &Fd {
         &self.fd
     }

@@ -15,8 +15,8 @@ use crate::LoadedProgram;
 use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY, BPF_F_SLEEPABLE};
 use bpfvet_isa::{insns_to_bytes, Privileges};
-use bpfvet_object::btf::Btf;
-use bpfvet_object::{MapInit, Object, Program};
+use bpfvet_object::btf::{Btf, Kind};
+use bpfvet_object::{MapDef, MapInit, Object, Program};
 use std::cell::OnceCell;
 use std::time::Instant;
 
@@ -102,6 +102,29 @@ impl Kernel {
         Ok(())
     }
 
+    /// The vmlinux id and size of a struct_ops map's value, found as libbpf
+    /// finds it: the map's value type in the object BTF names the kernel
+    /// struct, whose `bpf_struct_ops_` wrapper is the value.
+    fn struct_ops_value(&self, obj: &Object, def: &MapDef) -> Result<(u32, u32), MapCreateError> {
+        let unsupported = || MapCreateError::Unsupported(def.map_type);
+        let name = obj
+            .btf
+            .as_ref()
+            .and_then(|b| b.type_by_id(def.btf_value_type_id).map(|t| b.name(t)))
+            .map(bpfvet_object::btf::essential_name)
+            .ok_or_else(unsupported)?;
+        let vmlinux = self.vmlinux().map_err(|_| unsupported())?;
+        let id = vmlinux
+            .find_by_name_kind(&format!("bpf_struct_ops_{name}"), Kind::Struct)
+            .ok_or_else(unsupported)?;
+        let size = vmlinux
+            .resolve_size(id)
+            .ok()
+            .and_then(|s| u32::try_from(s).ok())
+            .ok_or_else(unsupported)?;
+        Ok((id, size))
+    }
+
     fn vmlinux(&self) -> Result<&Btf, &str> {
         self.vmlinux
             .get_or_init(|| {
@@ -135,6 +158,13 @@ impl Kernel {
                 },
                 None => None,
             };
+            if def.map_type == MapType::STRUCT_OPS {
+                let created = self
+                    .struct_ops_value(obj, def)
+                    .and_then(|v| KernelMap::create_struct_ops(def, btf.as_ref(), v));
+                maps.push(created);
+                continue;
+            }
             maps.push(KernelMap::create(def, btf.as_ref(), inner.as_ref()));
         }
         let mut session = ObjectSession {

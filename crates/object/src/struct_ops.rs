@@ -85,6 +85,7 @@ pub(crate) fn members(elf: &ElfFile, btf: Option<&Btf>) -> Vec<(String, StructOp
                     map: btf.name(var_t).to_string(),
                     type_name: crate::btf::essential_name(btf.name(st)).to_string(),
                     member: btf.str_at(m.name_off).unwrap_or("").to_string(),
+                    raw: None,
                 },
             ));
         }
@@ -103,9 +104,43 @@ pub struct KernelMember {
 }
 
 impl StructOpsMember {
+    /// A member given by kernel ids as they are, as a program loaded
+    /// through bpf(2) without libbpf may name any: `type_name` a struct of
+    /// `vmlinux` (or a type id in decimal), `member` a member's name or
+    /// index, valid or not. None: no struct of that name.
+    pub fn by_ids(vmlinux: &Btf, type_name: &str, member: &str) -> Option<StructOpsMember> {
+        let type_id = match type_name.parse::<u32>() {
+            Ok(id) => id,
+            Err(_) => vmlinux.find_by_name_kind(type_name, Kind::Struct)?,
+        };
+        let members = vmlinux
+            .type_by_id(type_id)
+            .map_or(&[][..], |t| vmlinux.members(t));
+        let name_at = |i: usize| members.get(i).and_then(|m| vmlinux.str_at(m.name_off));
+        let member_idx = match member.parse::<u32>() {
+            Ok(i) => i,
+            Err(_) => (0..members.len()).find(|&i| name_at(i) == Some(member))? as u32,
+        };
+        let type_name = vmlinux
+            .type_by_id(type_id)
+            .map_or(type_name, |t| vmlinux.name(t));
+        Some(StructOpsMember {
+            map: String::new(),
+            type_name: type_name.to_string(),
+            member: name_at(member_idx as usize).unwrap_or(member).to_string(),
+            raw: Some(KernelMember {
+                type_id,
+                member_idx,
+            }),
+        })
+    }
+
     /// Resolves the member in `vmlinux`; the error is libbpf's reason for
     /// not loading the program.
     pub fn resolve(&self, vmlinux: &Btf) -> Result<KernelMember, String> {
+        if let Some(raw) = self.raw {
+            return Ok(raw);
+        }
         let wrapper = format!("bpf_struct_ops_{}", self.type_name);
         if vmlinux.find_by_name_kind(&wrapper, Kind::Struct).is_none() {
             return Err(format!("struct {wrapper} is not found in kernel BTF"));

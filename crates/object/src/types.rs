@@ -260,6 +260,11 @@ pub struct StructOpsMember {
     pub type_name: String,
     /// The function-pointer member the program is stored in.
     pub member: String,
+    /// attach_btf_id and member index given as they are, for a program
+    /// loaded through bpf(2) without libbpf (the differential fuzzer's,
+    /// which also tries ids no struct_ops map could name); None: resolved
+    /// from the names as libbpf does.
+    pub raw: Option<crate::struct_ops::KernelMember>,
 }
 
 /// A function of a program's final stream and its place in the object.

@@ -225,10 +225,16 @@ impl Env<'_> {
             ));
         }
         if access == crate::check_mem::Access::Write {
-            if self.struct_ops.is_some() {
+            // Congestion control's btf_struct_access refuses any struct
+            // but tcp_sock with the verifier's own line; bpf_dummy_ops'
+            // would name its state struct.
+            if self.struct_ops.is_some_and(|so| !so.writes_only_tcp_sock()) {
                 return self.unmodelled(
                     "stores through pointers into program BTF in struct_ops programs".into(),
                 );
+            }
+            if self.struct_ops.is_some() {
+                return self.err("only read is supported");
             }
             // Program types with a btf_struct_access of their own hand it
             // the register, which wants a kernel struct.

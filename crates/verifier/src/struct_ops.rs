@@ -18,13 +18,21 @@ pub struct OpsType {
     /// The members a program may implement (those the type's stub table
     /// fills), with the arguments the stubs mark `__nullable`.
     members: &'static [(&'static str, &'static [u32])],
-    /// The only member that may be sleepable (`check_member`); None: no
-    /// sleepable programs (bpfvet does not model them there).
-    sleepable_member: Option<&'static str>,
+    /// Which members may be sleepable.
+    sleepable: Sleepable,
     /// The helpers it gets.
     helpers: StructOpsHelpers,
     /// The kernel memory its programs may write.
     writes: Writes,
+}
+
+/// The type's `check_member` on sleepable programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sleepable {
+    /// No check_member: any member may be sleepable.
+    Any,
+    /// Only this member may be sleepable.
+    Only(&'static str),
 }
 
 /// The type's `btf_struct_access`.
@@ -54,7 +62,7 @@ const OPS_TYPES: &[OpsType] = &[
             ("init", &[]),
             ("release", &[]),
         ],
-        sleepable_member: None,
+        sleepable: Sleepable::Any,
         helpers: StructOpsHelpers::TcpCa { release: false },
         writes: Writes::TcpSock,
     },
@@ -62,7 +70,7 @@ const OPS_TYPES: &[OpsType] = &[
     OpsType {
         name: "bpf_dummy_ops",
         members: &[("test_1", &[0]), ("test_2", &[]), ("test_sleepable", &[])],
-        sleepable_member: Some("test_sleepable"),
+        sleepable: Sleepable::Only("test_sleepable"),
         helpers: StructOpsHelpers::None,
         writes: Writes::DummyState,
     },
@@ -111,27 +119,55 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
             ))
         }
     };
-    let Some(ops) = OPS_TYPES.iter().find(|o| o.name == member.type_name) else {
-        return refuse(format!("struct_ops type {}", member.type_name));
-    };
-    if prog.sleepable && ops.sleepable_member.is_none() {
-        return refuse(format!("sleepable {} programs", ops.name));
+    // bpf_prog_load turns these ids away before verifying (ENOTSUPP,
+    // EINVAL), with nothing in the log.
+    if k.type_id == 0 || k.type_id > BTF_MAX_TYPE {
+        return refuse(format!(
+            "struct_ops attach_btf_id {} (the kernel refuses the load)",
+            k.type_id
+        ));
     }
-    let t = btf.type_by_id(k.type_id);
-    let m = t.and_then(|t| btf.members(t).get(k.member_idx as usize));
-    let proto = m.and_then(|m| func_proto_of_ptr(btf, m.type_id));
-    let Some(func_proto) = proto else {
+    let Some(type_name) = registered_type(btf, k.type_id) else {
         return reject(format!(
-            "attach to invalid member {}(@idx {}) of struct {}",
-            member.member, k.member_idx, member.type_name
+            "attach_btf_id {} is not a supported struct",
+            k.type_id
         ));
     };
-    let stub = ops.members.iter().find(|(m, _)| *m == member.member);
-    let sleepable_ok = !prog.sleepable || ops.sleepable_member == Some(member.member.as_str());
+    let Some(ops) = OPS_TYPES.iter().find(|o| o.name == type_name) else {
+        return refuse(format!("struct_ops type {type_name}"));
+    };
+    let members = btf
+        .type_by_id(k.type_id)
+        .map_or(&[][..], |t| btf.members(t));
+    let Some(m) = members.get(k.member_idx as usize) else {
+        return reject(format!(
+            "attach to invalid member idx {} of struct {type_name}",
+            k.member_idx
+        ));
+    };
+    let mname = btf.str_at(m.name_off).unwrap_or("");
+    let Some(func_proto) = func_proto_of_ptr(btf, m.type_id) else {
+        return reject(format!(
+            "attach to invalid member {mname}(@idx {}) of struct {type_name}",
+            k.member_idx
+        ));
+    };
+    // Helpers and stubs are looked up by these names: ids given as they
+    // are must name the same member.
+    if member.type_name != type_name || member.member != mname {
+        return refuse(format!(
+            "struct_ops member {}.{} given with the ids of {type_name}.{mname}",
+            member.type_name, member.member
+        ));
+    }
+    let stub = ops.members.iter().find(|(m, _)| *m == mname);
+    let sleepable_ok = match ops.sleepable {
+        Sleepable::Any => true,
+        Sleepable::Only(m) => !prog.sleepable || m == mname,
+    };
     let Some((_, nullable_args)) = stub.filter(|_| sleepable_ok) else {
         return reject(format!(
-            "attach to unsupported member {} of struct {}",
-            member.member, member.type_name
+            "attach to unsupported member {mname} of struct {type_name}"
         ));
     };
     // A member returning a pointer may return a referenced kptr, which
@@ -175,6 +211,21 @@ pub fn helpers(prog: &Program) -> StructOpsHelpers {
     }
 }
 
+/// The largest BTF type id bpf_prog_load takes as attach_btf_id.
+const BTF_MAX_TYPE: u32 = 0x000f_ffff;
+
+/// bpf_struct_ops_find: the name of the struct_ops type `id` is, if the
+/// kernel registered one there. Each registered type has its
+/// `bpf_struct_ops_<name>` value wrapper in vmlinux BTF, and the kernel
+/// keeps the first struct of that name.
+fn registered_type(btf: &Btf, id: u32) -> Option<&str> {
+    let t = btf.type_by_id(id).filter(|t| t.kind == Kind::Struct)?;
+    let name = btf.name(t);
+    let wrapper = format!("bpf_struct_ops_{name}");
+    let first = btf.find_by_name_kind(name, Kind::Struct)?;
+    (first == id && btf.find_by_name_kind(&wrapper, Kind::Struct).is_some()).then_some(name)
+}
+
 /// The FUNC_PROTO a member of type `id` points to, if it is a function
 /// pointer.
 fn func_proto_of_ptr(btf: &Btf, id: u32) -> Option<u32> {
@@ -194,6 +245,13 @@ impl StructOpsTarget {
             Some((sock, tcp_sock)) if sock == btf_id => tcp_sock,
             _ => btf_id,
         }
+    }
+
+    /// Whether the type's btf_struct_access lets programs write into
+    /// tcp_sock alone (refusing other structs with `only read is
+    /// supported`).
+    pub fn writes_only_tcp_sock(&self) -> bool {
+        self.ops.writes == Writes::TcpSock
     }
 
     /// The type's btf_struct_access for a write of `size` bytes at `off`

@@ -52,6 +52,12 @@
 //!                                   a line_info record at an insn, with
 //!                                   its line and file name string offsets,
 //!                                   default 1, the string "int")
+//! # struct_ops: tcp_congestion_ops ssthresh (optional: the struct_ops
+//!                                   member a struct_ops program implements,
+//!                                   a vmlinux struct and a member name or
+//!                                   index, passed as attach_btf_id and
+//!                                   expected_attach_type as they are, valid
+//!                                   or not)
 //! # btf: fuzz                      (optional: the program BTF of the
 //!                                   differential fuzzer's objects,
 //!                                   random_diff/gen/btf_objects.rs; maps
@@ -96,6 +102,7 @@ struct Case {
     funcs: Vec<String>,
     lines: Vec<String>,
     sleepable: bool,
+    struct_ops: Option<String>,
     fuzz_btf: bool,
     privileges: Privileges,
     text: String,
@@ -117,6 +124,7 @@ fn parse(name: &str, src: &str) -> Case {
         funcs: Vec::new(),
         lines: Vec::new(),
         sleepable: false,
+        struct_ops: None,
         fuzz_btf: false,
         privileges: Privileges::Root,
         text: String::new(),
@@ -144,6 +152,7 @@ fn parse(name: &str, src: &str) -> Case {
                     "func" => c.funcs.push(v.to_string()),
                     "line" => c.lines.push(v.to_string()),
                     "sleepable" => c.sleepable = v == "yes",
+                    "struct_ops" => c.struct_ops = Some(v.to_string()),
                     "btf" => c.fuzz_btf = v == "fuzz",
                     "privileges" => c.privileges = v.parse().expect("privilege level"),
                     _ => {}
@@ -345,6 +354,13 @@ fn object(c: &Case) -> Object {
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.programs[0].expected_attach_type = c.attach_type;
     obj.programs[0].sleepable = c.sleepable;
+    if let Some(spec) = &c.struct_ops {
+        let (type_name, member) = spec.split_once(' ').expect("struct_ops: <type> <member>");
+        obj.programs[0].struct_ops = std::fs::read(bpfvet_object::HOST_VMLINUX)
+            .ok()
+            .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+            .and_then(|btf| bpfvet_object::StructOpsMember::by_ids(&btf, type_name, member.trim()));
+    }
     if let Some(sec) = &c.section {
         obj.programs[0].section = sec.clone();
         obj.programs[0].attach_target = sec.split_once('/').map(|(_, t)| t.to_string());
@@ -764,7 +780,11 @@ fn cases() {
         };
         let kernel = if level_missing {
             None
-        } else if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
+        } else if c.maps.is_empty()
+            && c.funcs.is_empty()
+            && c.section.is_none()
+            && c.struct_ops.is_none()
+        {
             kernel_load(&obj, log_level, c.privileges)
         } else {
             kernel_load_with_maps(&obj, log_level, c.privileges)

@@ -320,6 +320,50 @@ fn program_btf_ids_name_their_functions() {
     );
 }
 
+/// The struct_ops range of the fuzz BTF (ids 81-90) holds the struct_ops
+/// maps' value types where `gen/structops_blocks.rs` expects them, and the
+/// BTF reaches its last id, whichever helpers' types precede it.
+#[test]
+fn struct_ops_btf_ids_name_their_types() {
+    use bpfvet_object::btf::{Btf, Kind};
+    use random_diff::gen::btf_objects as b;
+    let btf = Btf::from_bytes(&b::object_btf()).expect("object BTF parses");
+    for (id, name) in [
+        (b::T_DUMMY_OPS, "bpf_dummy_ops"),
+        (b::T_TCP_CA_OPS, "tcp_congestion_ops"),
+    ] {
+        let t = btf.type_by_id(id).expect("type exists");
+        assert_eq!((t.kind, btf.name(t)), (Kind::Struct, name));
+    }
+    assert!(btf.type_by_id(b::T_STRUCT_OPS_LAST).is_some());
+}
+
+/// A generated struct_ops program's `# struct_ops:` line names the same
+/// attach ids when a case is read back (the types by name, the members by
+/// index), for valid and wrong targets alike.
+#[test]
+fn struct_ops_case_directive_gives_the_same_ids() {
+    use random_diff::gen::{program_with, structops_blocks, Features};
+    let Some(vmlinux) = std::fs::read(bpfvet_object::HOST_VMLINUX)
+        .ok()
+        .and_then(|b| bpfvet_object::btf::Btf::from_bytes(&b).ok())
+    else {
+        println!("SKIP: no vmlinux BTF");
+        return;
+    };
+    let mut seen = 0;
+    for i in 0..300 {
+        let p = program_with(SEED, i, Features(Features::STRUCT_OPS));
+        let Some(m) = p.struct_ops else { continue };
+        seen += 1;
+        let line = structops_blocks::case_directive(&m);
+        let (t, member) = line.split_once(' ').expect("type and member");
+        let back = bpfvet_object::StructOpsMember::by_ids(&vmlinux, t, member);
+        assert_eq!(back.and_then(|b| b.raw), m.raw, "program {i}: {line}");
+    }
+    assert!(seen > 50, "only {seen} struct_ops programs in 300");
+}
+
 /// Load limits checked around the exploration: 64 distinct maps and 256
 /// distinct kfuncs (at load) and 1024 direct tail calls (after it, the JIT's poke table): both
 /// verifiers give the same verdict and line on each side of the limit.
@@ -340,6 +384,7 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
         prog_btf: false,
         funcs: Vec::new(),
         attach: None,
+        struct_ops: None,
     };
     let mut shapes = vec![
         (

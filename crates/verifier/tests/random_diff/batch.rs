@@ -146,7 +146,8 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     }
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
         || !p.funcs.is_empty()
-        || super::gen::graph5_blocks::needs_fuzz_btf(&p.insns);
+        || super::gen::graph5_blocks::needs_fuzz_btf(&p.insns)
+        || super::gen::structops_blocks::names_struct_ops_map(&p.insns);
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
@@ -155,6 +156,17 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
         .collect();
     maps.extend(super::gen::graph5_blocks::case_maps(&p.insns, maps.len()));
+    maps.extend(super::gen::structops_blocks::case_maps(
+        &p.insns,
+        maps.len(),
+    ));
+    if let Some(m) = &p.struct_ops {
+        let _ = writeln!(
+            out,
+            "# struct_ops: {}",
+            super::gen::structops_blocks::case_directive(m)
+        );
+    }
     for m in maps {
         let _ = writeln!(out, "# map: {m}");
     }

@@ -241,10 +241,6 @@ pub fn object(progs: &[GenProgram]) -> Object {
     let btf_maps = super::gen::btf_objects::maps(progs.iter().map(|p| p.insns.as_slice()));
     let many_maps =
         super::gen::prog_blocks::maps(progs.iter().map(|p| p.insns.as_slice()), btf_maps.len());
-    let graph5_maps = super::gen::graph5_blocks::maps(
-        progs.iter().map(|p| p.insns.as_slice()),
-        13 + btf_maps.len() + many_maps.len(),
-    );
     let programs = progs
         .iter()
         .enumerate()
@@ -266,34 +262,39 @@ pub fn object(progs: &[GenProgram]) -> Object {
             line_info: Vec::new(),
             placement: Vec::new(),
             core_unresolved: Vec::new(),
-            struct_ops: None,
+            struct_ops: p.struct_ops.clone(),
             refused: None,
         })
         .collect::<Vec<_>>();
+    let mut maps: Vec<MapDef> = vec![
+        map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
+        map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
+        map("progs", MapType::PROG_ARRAY, 4, 4),
+        lock_map(),
+        MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
+        rodata_map("rodata", 1),
+        rodata_map("rodata2", 2),
+        map("sockmap", MapType::SOCKMAP, 4, 4),
+        MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
+        MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
+        arena_map("arena"),
+        arena_map("arena2"),
+        wq_map(),
+    ]
+    .into_iter()
+    .chain(btf_maps)
+    .chain(many_maps)
+    .collect();
+    // Each block's maps sit at its fixed indices, padded from the maps
+    // before it.
+    let insns = || progs.iter().map(|p| p.insns.as_slice());
+    maps.extend(super::gen::graph5_blocks::maps(insns(), maps.len()));
+    maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
     Object {
         path: PathBuf::from("random_kernel_diff"),
         license: "GPL".into(),
         kern_version: None,
-        maps: vec![
-            map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
-            map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
-            map("progs", MapType::PROG_ARRAY, 4, 4),
-            lock_map(),
-            MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
-            rodata_map("rodata", 1),
-            rodata_map("rodata2", 2),
-            map("sockmap", MapType::SOCKMAP, 4, 4),
-            MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
-            MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
-            arena_map("arena"),
-            arena_map("arena2"),
-            wq_map(),
-        ]
-        .into_iter()
-        .chain(btf_maps)
-        .chain(many_maps)
-        .chain(graph5_maps)
-        .collect(),
+        maps,
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),
         programs,

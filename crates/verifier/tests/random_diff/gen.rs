@@ -17,6 +17,7 @@ mod loader_blocks;
 mod mem_blocks;
 pub mod prog_blocks;
 mod region_blocks;
+pub mod structops_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -152,6 +153,11 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
+    /// struct_ops programs by the host's struct_ops types and members, and
+    /// wrong attach ids (`gen/structops_blocks.rs`): argument pointers
+    /// read and written, congestion-control helpers and kfuncs, struct_ops
+    /// maps named in programs.
+    pub const STRUCT_OPS: u32 = 1 << 20;
     /// Whole-program graph, kptr and callback shapes
     /// (`gen/graph5_blocks.rs`): locks, kptr slots and graph roots at a
     /// variable offset, graph kfuncs in rbtree callbacks, bpf_rbtree_add in
@@ -159,7 +165,7 @@ impl Features {
     /// `__uptr` fields.
     pub const GRAPH5: u32 = 1 << 22;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 21] = [
+    pub const NAMES: [(u32, &'static str); 22] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -181,6 +187,7 @@ impl Features {
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
         (Self::GRAPH5, "graph5"),
+        (Self::STRUCT_OPS, "struct_ops"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -278,6 +285,9 @@ pub struct GenProgram {
     /// given by a block of `gen/prog_blocks.rs`; empty: `f` at every
     /// function start (`diff::func_info`).
     pub funcs: Vec<(usize, u32)>,
+    /// The struct_ops member a struct_ops program implements (ids as they
+    /// are, `gen/structops_blocks.rs`).
+    pub struct_ops: Option<bpfvet_object::StructOpsMember>,
 }
 
 struct Gen {
@@ -301,6 +311,8 @@ struct Gen {
     in_callback: bool,
     /// A block used the program BTF's types (`GenProgram::prog_btf`).
     prog_btf: bool,
+    /// The member a struct_ops program implements.
+    struct_ops: Option<structops_blocks::Target>,
 }
 
 impl Gen {
@@ -467,6 +479,7 @@ impl Gen {
                 let (sz, b) = self.rng.pick(&SIZES);
                 return (8 + b as i16 * self.rng.below(8) as i16, sz, Kind::Scalar);
             }
+            ProgType::STRUCT_OPS => return self.struct_ops_ctx_field(),
             ProgType::CGROUP_SKB => (
                 &[
                     (0, Kind::Scalar),
@@ -949,6 +962,9 @@ impl Gen {
         }
         if f.has(Features::LEAKS) && self.rng.chance(6) {
             return self.leak_block();
+        }
+        if f.has(Features::STRUCT_OPS) && self.rng.chance(12) {
+            return self.struct_ops_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1711,6 +1727,20 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     } else {
         prog_type
     };
+    let struct_ops = if features.has(Features::STRUCT_OPS) && !reduced && rng.chance(40) {
+        structops_blocks::pick(&mut rng)
+    } else {
+        None
+    };
+    let prog_type = if struct_ops.is_some() {
+        ProgType::STRUCT_OPS
+    } else {
+        prog_type
+    };
+    let sleepable_start = match &struct_ops {
+        Some(t) => t.sleepable,
+        None => sleepable_start,
+    };
     let mut kinds = [Kind::Uninit; 11];
     kinds[1] = Kind::Ctx;
     kinds[10] = Kind::Fp;
@@ -1730,6 +1760,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         level: 0,
         in_callback: false,
         prog_btf: false,
+        struct_ops,
     };
     if g.rng.chance(90) {
         g.emit(Insn::new(0xbf, 6, 1, 0, 0));
@@ -1785,6 +1816,12 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
+    // A reshape may have changed the program type.
+    let struct_ops = g
+        .struct_ops
+        .take()
+        .filter(|_| prog_type == ProgType::STRUCT_OPS)
+        .map(|t| t.member);
     GenProgram {
         prog_type,
         insns,
@@ -1792,6 +1829,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         prog_btf: g.prog_btf,
         attach,
         funcs,
+        struct_ops,
     }
 }
 

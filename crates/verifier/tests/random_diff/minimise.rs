@@ -96,6 +96,7 @@ pub fn minimise(
                 prog_btf: best.prog_btf,
                 attach: best.attach,
                 funcs,
+                struct_ops: best.struct_ops.clone(),
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;

@@ -620,6 +620,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         prog_btf: false,
         attach: None,
         funcs: Vec::new(),
+        struct_ops: None,
     });
     out.push_str(&listing);
     out

@@ -175,6 +175,7 @@ pub fn object_btf() -> Vec<u8> {
         0,
     ]);
     append_graph5(&mut types, &mut strings);
+    append_struct_ops_types(&mut types, &mut strings);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
 }
@@ -508,5 +509,31 @@ fn append_graph5(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
     ]);
     for _ in T_TW_VALUE..GRAPH5_LAST_TYPE {
         types.extend([filler, INT, 4, 32]);
+    }
+}
+
+/// The struct_ops helper's range, ids 81-90 (`gen/structops_blocks.rs`):
+/// the value types of the struct_ops maps, named as the kernel types they
+/// implement (the kernel backend finds the vmlinux wrapper by that name, as
+/// libbpf does), then `int` fillers. Ids below 81 that no other block has
+/// appended yet are filled with `int` first, so these ids stay fixed.
+pub const T_STRUCT_OPS_FIRST: u32 = 81;
+pub const T_DUMMY_OPS: u32 = 81;
+pub const T_TCP_CA_OPS: u32 = 82;
+pub const T_STRUCT_OPS_LAST: u32 = 90;
+
+fn append_struct_ops_types(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
+    const INT: u32 = 1 << 24;
+    const STRUCT: u32 = 4 << 24;
+    let int = push_name(strings, "int");
+    while types_count(types) + 1 < T_STRUCT_OPS_FIRST {
+        types.extend([int, INT, 4, (1 << 24) | 32]);
+    }
+    let dummy = push_name(strings, "bpf_dummy_ops");
+    types.extend([dummy, STRUCT, 0]); // T_DUMMY_OPS
+    let tcp_ca = push_name(strings, "tcp_congestion_ops");
+    types.extend([tcp_ca, STRUCT, 0]); // T_TCP_CA_OPS
+    while types_count(types) < T_STRUCT_OPS_LAST {
+        types.extend([int, INT, 4, (1 << 24) | 32]);
     }
 }
