@@ -16,7 +16,7 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY, BPF_F_SLEEPABLE};
 use bpfvet_isa::{insns_to_bytes, Privileges};
 use bpfvet_object::btf::Btf;
-use bpfvet_object::{MapInit, Object, Program};
+use bpfvet_object::{FdEntry, MapInit, Object, Program};
 use std::cell::OnceCell;
 use std::time::Instant;
 
@@ -350,6 +350,19 @@ impl<'a> ObjectSession<'a> {
             });
         }
         for idx in referenced_maps(prog) {
+            // An explicit fd_array decides what the index names.
+            let idx = match prog.load.fd_array.as_deref().map(|a| a.get(idx)) {
+                None => idx,
+                Some(Some(FdEntry::Map(i))) => *i,
+                // No fd_array, or an entry that is no map: the kernel says.
+                Some(Some(_)) => continue,
+                Some(None) if prog.load.fd_array.as_ref().is_some_and(Vec::is_empty) => continue,
+                Some(None) => {
+                    return Err(Refusal::MapCreation(format!(
+                        "instruction refers to fd_array index {idx} past its end"
+                    )))
+                }
+            };
             match self.maps.get(idx) {
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(Refusal::MapCreation(e.to_string())),
@@ -417,16 +430,52 @@ impl<'a> ObjectSession<'a> {
     ) {
         let insns = insns_to_bytes(&prog.insns);
         let license =
-            std::ffi::CString::new(self.obj.license.replace('\0', "")).unwrap_or_default();
-        let fd_array: Vec<i32> = self
-            .maps
-            .iter()
-            .map(|m| m.as_ref().map_or(-1, |m| m.fd().raw()))
-            .collect();
+            std::ffi::CString::new(self.obj.license_of(prog).replace('\0', "")).unwrap_or_default();
+        let map_fd = |i: usize| {
+            self.maps
+                .get(i)
+                .and_then(|m| m.as_ref().ok())
+                .map_or(-1, |m| m.fd().raw())
+        };
+        // BTF objects of their own an explicit fd_array names: held until
+        // the load returns.
+        let mut btf_copies = Vec::new();
+        let fd_array: Vec<i32> = match &prog.load.fd_array {
+            None => (0..self.maps.len()).map(map_fd).collect(),
+            Some(entries) => entries
+                .iter()
+                .map(|e| match *e {
+                    FdEntry::Map(i) => map_fd(i),
+                    FdEntry::Invalid(n) => n,
+                    FdEntry::Btf => match self.obj.btf_raw.as_deref().map(load_btf) {
+                        Some(Ok(fd)) => {
+                            let raw = fd.raw();
+                            btf_copies.push(fd);
+                            raw
+                        }
+                        _ => -1,
+                    },
+                })
+                .collect(),
+        };
+        // Records at the stride asked for, zero-padded past their 8 bytes.
+        let func_info_rec_size = prog.load.func_info_rec_size.unwrap_or(8);
+        let stride_words = (func_info_rec_size as usize / 4).max(2);
         let func_info: Vec<u32> = prog
             .func_info
             .iter()
-            .flat_map(|f| [f.insn_off, f.type_id])
+            .flat_map(|f| {
+                let mut rec = vec![0u32; stride_words];
+                rec[0] = f.insn_off;
+                rec[1] = f.type_id;
+                rec
+            })
+            .collect();
+        let core_relos: Vec<u32> = prog
+            .load
+            .core_relos
+            .iter()
+            .flat_map(|r| [r.insn_off, r.type_id, r.access_str_off, r.kind])
             .collect();
         let line_info: Vec<u32> = prog
             .line_info
@@ -464,14 +513,20 @@ impl<'a> ObjectSession<'a> {
                 } else {
                     sys::ptr(fd_array.as_ptr())
                 },
+                fd_array_cnt: prog.load.fd_array_cnt,
                 ..Default::default()
             };
             if with_ext_info {
                 let btf = self.btf.as_ref().map_or(0, |b| b.raw() as u32);
                 attr.prog_btf_fd = btf;
-                attr.func_info_rec_size = 8;
+                attr.func_info_rec_size = func_info_rec_size;
                 attr.func_info = sys::ptr(func_info.as_ptr());
                 attr.func_info_cnt = prog.func_info.len() as u32;
+                if !core_relos.is_empty() {
+                    attr.core_relo_rec_size = 16;
+                    attr.core_relos = sys::ptr(core_relos.as_ptr());
+                    attr.core_relo_cnt = prog.load.core_relos.len() as u32;
+                }
                 if !line_info.is_empty() {
                     attr.line_info_rec_size = 16;
                     attr.line_info = sys::ptr(line_info.as_ptr());

@@ -261,7 +261,8 @@ pub struct ProgLoadAttr {
     /// Output: the log size the whole log would need, NUL included.
     pub log_true_size: u32,
     pub prog_token_fd: i32,
-    pub _pad: u32,
+    /// 6.13+: how many leading fd_array entries bind maps and BTFs up front.
+    pub fd_array_cnt: u32,
 }
 impl Attr for ProgLoadAttr {}
 
@@ -375,6 +376,7 @@ const _: () = {
     assert!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type) == 68);
     assert!(std::mem::offset_of!(ProgLoadAttr, fd_array) == 120);
     assert!(std::mem::offset_of!(ProgLoadAttr, log_true_size) == 140);
+    assert!(std::mem::offset_of!(ProgLoadAttr, fd_array_cnt) == 148);
     assert!(std::mem::size_of::<BtfLoadAttr>() == 40);
     assert!(std::mem::offset_of!(TestRunAttr, ctx_out) == 56);
     assert!(std::mem::offset_of!(TestRunAttr, batch_size) == 72);

@@ -96,7 +96,11 @@ fn sleepable_map_type(t: MapType) -> bool {
 }
 
 /// Distinct maps one program may use (MAX_USED_MAPS).
-const MAX_USED_MAPS: usize = 64;
+pub const MAX_USED_MAPS: usize = 64;
+
+pub fn too_many_maps() -> String {
+    format!("The total number of maps per program has reached the limit of {MAX_USED_MAPS}")
+}
 
 /// Checks the map the `ld_imm64` at `i` references, if any. A reference
 /// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
@@ -119,9 +123,7 @@ pub fn check_map_ref(
         BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
             return err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
         }
-        _ if obj.maps.is_empty() => return err("fd_idx without fd_array is invalid".into()),
-        // A missing index is reported where the load is explored.
-        _ => match obj.maps.get(ins.imm as u32 as usize) {
+        _ => match crate::load_attrs::map_at_index(obj, prog, i, ins.imm as u32)? {
             Some(map) => map,
             None => return Ok(()),
         },
@@ -131,9 +133,7 @@ pub fn check_map_ref(
     let idx = ins.imm as u32;
     if !used.contains(&idx) {
         if used.len() >= MAX_USED_MAPS {
-            return err(format!(
-                "The total number of maps per program has reached the limit of {MAX_USED_MAPS}"
-            ));
+            return err(too_many_maps());
         }
         if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
             return err(msg.to_string());

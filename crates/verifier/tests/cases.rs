@@ -58,6 +58,15 @@
 //!                                   `btf=ID` and `# func:` lines give
 //!                                   func_info of its FUNC of that name,
 //!                                   else of its `static int f(void)`)
+//! # license: MIT                    (optional: the object's license, default GPL)
+//! # fd_array: map0 btf fd=-1        (optional: an explicit fd_array, `none`
+//!                                   for none: the map of that index, a BTF
+//!                                   object of its own, a raw number)
+//! # fd_array_cnt: 3                 (optional: BPF_PROG_LOAD's fd_array_cnt)
+//! # func_info_rec_size: 12          (optional, with `# func:`)
+//! # core_relo: 9 1 0 0              (optional, repeatable, with `# func:`: a
+//!                                   CO-RE record: insn_off type_id
+//!                                   access_str_off kind)
 //! # any other text                  (a comment)
 //! ```
 //!
@@ -94,6 +103,8 @@ struct Case {
     sleepable: bool,
     fuzz_btf: bool,
     privileges: Privileges,
+    license: Option<String>,
+    load: bpfvet_object::LoadAttrs,
     text: String,
 }
 
@@ -115,6 +126,8 @@ fn parse(name: &str, src: &str) -> Case {
         sleepable: false,
         fuzz_btf: false,
         privileges: Privileges::Root,
+        license: None,
+        load: Default::default(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -142,6 +155,29 @@ fn parse(name: &str, src: &str) -> Case {
                     "sleepable" => c.sleepable = v == "yes",
                     "btf" => c.fuzz_btf = v == "fuzz",
                     "privileges" => c.privileges = v.parse().expect("privilege level"),
+                    "license" => c.license = Some(v.to_string()),
+                    "fd_array" => c.load.fd_array = Some(fd_array(v)),
+                    "fd_array_cnt" => c.load.fd_array_cnt = v.parse().expect("number"),
+                    "func_info_rec_size" => {
+                        c.load.func_info_rec_size = Some(v.parse().expect("number"))
+                    }
+                    "core_relo" => {
+                        let w: Vec<u32> = v
+                            .split_whitespace()
+                            .map(|n| n.parse().expect("core_relo: 4 numbers"))
+                            .collect();
+                        assert_eq!(
+                            w.len(),
+                            4,
+                            "core_relo: insn_off type_id access_str_off kind"
+                        );
+                        c.load.core_relos.push(bpfvet_object::CoreRelo {
+                            insn_off: w[0],
+                            type_id: w[1],
+                            access_str_off: w[2],
+                            kind: w[3],
+                        });
+                    }
                     _ => {}
                 }
             }
@@ -151,6 +187,27 @@ fn parse(name: &str, src: &str) -> Case {
         c.text.push('\n');
     }
     c
+}
+
+/// The entries of a `# fd_array:` directive.
+fn fd_array(spec: &str) -> Vec<bpfvet_object::FdEntry> {
+    use bpfvet_object::FdEntry;
+    if spec == "none" {
+        return Vec::new();
+    }
+    spec.split_whitespace()
+        .map(|w| {
+            if w == "btf" {
+                FdEntry::Btf
+            } else if let Some(i) = w.strip_prefix("map") {
+                FdEntry::Map(i.parse().expect("mapN"))
+            } else if let Some(fd) = w.strip_prefix("fd=") {
+                FdEntry::Invalid(fd.parse().expect("fd=N"))
+            } else {
+                panic!("fd_array: mapN | btf | fd=N, got {w:?}")
+            }
+        })
+        .collect()
 }
 
 /// `<type> <key size> <value size> [<max entries> [<flag> | lock@OFF]...]`
@@ -338,6 +395,8 @@ fn object(c: &Case) -> Object {
         obj.programs[0].func_info = infos;
     }
     obj.programs[0].line_info = c.lines.iter().map(|l| line_info(l)).collect();
+    obj.programs[0].load = c.load.clone();
+    obj.programs[0].load.license = c.license.clone();
     obj
 }
 
@@ -718,7 +777,12 @@ fn cases() {
         };
         let kernel = if level_missing {
             None
-        } else if c.maps.is_empty() && c.funcs.is_empty() && c.section.is_none() {
+        } else if c.maps.is_empty()
+            && c.funcs.is_empty()
+            && c.section.is_none()
+            && c.license.is_none()
+            && c.load == bpfvet_object::LoadAttrs::default()
+        {
             kernel_load(&obj, log_level, c.privileges)
         } else {
             kernel_load_with_maps(&obj, log_level, c.privileges)

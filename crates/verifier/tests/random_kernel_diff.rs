@@ -340,6 +340,8 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
         prog_btf: false,
         funcs: Vec::new(),
         attach: None,
+        load: Default::default(),
+        license: "GPL",
     };
     let mut shapes = vec![
         (

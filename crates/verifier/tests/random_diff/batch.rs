@@ -144,6 +144,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }
+    out.push_str(&super::diff::load_directives(p));
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
         || !p.funcs.is_empty();
     if fuzz_btf {

@@ -12,6 +12,7 @@ pub mod btf_objects;
 mod graph_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
+mod load_blocks;
 mod loader_blocks;
 mod mem_blocks;
 pub mod prog_blocks;
@@ -151,8 +152,11 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
+    /// BPF_PROG_LOAD attributes (`gen/load_blocks.rs`): license,
+    /// fd_array and fd_array_cnt, func_info_rec_size, CO-RE records.
+    pub const LOADATTR: u32 = 1 << 21;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 20] = [
+    pub const NAMES: [(u32, &'static str); 21] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -173,6 +177,7 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
+        (Self::LOADATTR, "loadattr"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -270,6 +275,10 @@ pub struct GenProgram {
     /// given by a block of `gen/prog_blocks.rs`; empty: `f` at every
     /// function start (`diff::func_info`).
     pub funcs: Vec<(usize, u32)>,
+    /// BPF_PROG_LOAD attributes of its own (`gen/load_blocks.rs`).
+    pub load: bpfvet_object::LoadAttrs,
+    /// The object's license.
+    pub license: &'static str,
 }
 
 struct Gen {
@@ -1771,14 +1780,20 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
-    GenProgram {
+    let mut p = GenProgram {
         prog_type,
         insns,
         sleepable,
         prog_btf: g.prog_btf,
         attach,
         funcs,
+        load: Default::default(),
+        license: "GPL",
+    };
+    if features.has(Features::LOADATTR) && !reduced {
+        load_blocks::choose(&mut g.rng, &mut p);
     }
+    p
 }
 
 impl Gen {

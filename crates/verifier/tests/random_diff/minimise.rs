@@ -94,8 +94,8 @@ pub fn minimise(
                 insns: cand,
                 sleepable: best.sleepable,
                 prog_btf: best.prog_btf,
-                attach: best.attach,
                 funcs,
+                ..best.clone()
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;

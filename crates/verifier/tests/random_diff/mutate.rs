@@ -620,6 +620,8 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         prog_btf: false,
         attach: None,
         funcs: Vec::new(),
+        load: Default::default(),
+        license: "GPL",
     });
     out.push_str(&listing);
     out
