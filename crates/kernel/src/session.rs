@@ -168,6 +168,18 @@ impl std::fmt::Display for BtfError {
 
 /// BPF_BTF_LOAD of an object's raw BTF; on failure a second load with the
 /// BTF log on names the reason.
+/// A BTF of one type, `int`: what an fd_array's BTF entry loads when the
+/// object has none.
+const ONE_INT_BTF: [u8; 45] = [
+    0x9f, 0xeb, 1, 0, // magic, version, flags
+    24, 0, 0, 0, // hdr_len
+    0, 0, 0, 0, 16, 0, 0, 0, // type_off, type_len
+    16, 0, 0, 0, 5, 0, 0, 0, // str_off, str_len
+    1, 0, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0, // [1] INT "int" size 4
+    32, 0, 0, 1, // signed, 32 bits
+    0, b'i', b'n', b't', 0,
+];
+
 fn load_btf(raw: &[u8]) -> Result<Fd, BtfError> {
     let size = u32::try_from(raw.len()).map_err(|_| BtfError {
         errno: Errno::E2BIG,
@@ -447,14 +459,16 @@ impl<'a> ObjectSession<'a> {
                 .map(|e| match *e {
                     FdEntry::Map(i) => map_fd(i),
                     FdEntry::Invalid(n) => n,
-                    FdEntry::Btf => match self.obj.btf_raw.as_deref().map(load_btf) {
-                        Some(Ok(fd)) => {
-                            let raw = fd.raw();
-                            btf_copies.push(fd);
-                            raw
+                    FdEntry::Btf => {
+                        match load_btf(self.obj.btf_raw.as_deref().unwrap_or(&ONE_INT_BTF)) {
+                            Ok(fd) => {
+                                let raw = fd.raw();
+                                btf_copies.push(fd);
+                                raw
+                            }
+                            _ => -1,
                         }
-                        _ => -1,
-                    },
+                    }
                 })
                 .collect(),
         };

@@ -18,8 +18,8 @@
 //! `__str` constant strings are checked as the helpers' (check_reg_const_str).
 //! Not modelled (refused with a message naming the gap): callbacks other
 //! than bpf_rbtree_add's, bpf_wq's and task work's, per-CPU
-//! allocated objects, and
-//! kfuncs from module BTF (insn.off != 0).
+//! allocated objects. A kfunc from module BTF (insn.off != 0) fails at
+//! load (check_kfunc_calls).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;

@@ -329,11 +329,13 @@ fn resolve_kfunc_ids(text: &str) -> String {
                 btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
                     .map(|id| format!("call {name}#{id}"))
             });
-        // `btf_id[name]` names a variable of vmlinux BTF.
+        // `btf_id[name]` names a variable (or else a function) of vmlinux BTF.
         let resolved = resolved.or_else(|| {
             let (head, rest) = line.split_once("btf_id[")?;
             let (name, tail) = rest.split_once(']')?;
-            let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Var)?;
+            let id = btf
+                .find_by_name_kind(name, bpfvet_object::btf::Kind::Var)
+                .or_else(|| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func))?;
             Some(format!("{head}btf_id[{id}]{tail}"))
         });
         // `btf_struct[name]` is the type id of a vmlinux struct, as a number.
