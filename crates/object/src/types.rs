@@ -147,6 +147,12 @@ pub struct MapDef {
     /// `.rodata` and `.kconfig` are frozen after creation (read-only for
     /// programs: the verifier may treat loads from them as constants).
     pub frozen: bool,
+    /// 6.18's excl_prog_hash: only the program of this digest may use the
+    /// map.
+    pub excl_prog_hash: Option<[u8; 32]>,
+    /// An arena the loader leaves unmapped (libbpf maps every arena right
+    /// after creating it, which sets its user address).
+    pub arena_unmapped: bool,
 }
 
 impl MapDef {
@@ -198,6 +204,8 @@ impl MapDef {
             inner: None,
             init: MapInit::None,
             frozen: false,
+            excl_prog_hash: None,
+            arena_unmapped: false,
         }
     }
 }

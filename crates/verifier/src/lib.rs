@@ -671,6 +671,18 @@ fn precheck(
             if first_arena_insn == Some(i) && !arena_allowed {
                 return err(i, "CAP_BPF and CAP_PERFMON are required to use arena");
             }
+            // Its user address comes from map_extra or the loader's mmap.
+            let unmapped = |m: &bpfvet_object::MapDef| m.arena_unmapped && m.map_extra == 0;
+            if first_arena_insn == Some(i)
+                && first_arena
+                    .and_then(|m| obj.maps.get(m))
+                    .is_some_and(unmapped)
+            {
+                return err(
+                    i,
+                    "arena's user address must be set via map_extra or mmap()",
+                );
+            }
             i += 2;
             continue;
         }

@@ -69,7 +69,9 @@ pub fn process_fd_array(obj: &Object, prog: &Program) -> Result<Bound, VerifyErr
                 if bound.maps.len() >= MAX_USED_MAPS {
                     return err(map_refs::too_many_maps());
                 }
-                if let Some(msg) = map_refs::map_prog_incompatibility(obj, map, prog) {
+                if let Some(msg) =
+                    map_refs::map_prog_incompatibility(obj, map, prog, map_refs::Digest::NotYet)
+                {
                     return err(msg.to_string());
                 }
                 if let Some(kind) = cgroup_storage_kind(map) {

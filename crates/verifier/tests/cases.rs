@@ -20,6 +20,9 @@
 //!                                   (default 16), then optional words: map
 //!                                   flags rdonly_prog, wronly_prog, mmapable,
 //!                                   `frozen` (frozen after creation),
+//!                                   `unmapped` (an arena left unmapped),
+//!                                   `extra=0xN` (map_extra), `excl=HEX`
+//!                                   (excl_prog_hash),
 //!                                   `fill=N` (the value's bytes all N),
 //!                                   `data=HEX` (its first bytes, the rest
 //!                                   zero), and
@@ -280,6 +283,23 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         if word == "frozen" {
             // Frozen after creation, as libbpf does `.rodata`.
             m.frozen = true;
+            continue;
+        }
+        if let Some(n) = word.strip_prefix("extra=0x") {
+            m.map_extra = u64::from_str_radix(n, 16).expect("extra=0xHEX");
+            continue;
+        }
+        if word == "unmapped" {
+            // An arena the loader does not mmap.
+            m.arena_unmapped = true;
+            continue;
+        }
+        if let Some(hex) = word.strip_prefix("excl=") {
+            // excl_prog_hash: 64 hex digits.
+            let bytes: Vec<u8> = (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
+                .collect();
+            m.excl_prog_hash = Some(bytes.try_into().expect("excl=<32 bytes in hex>"));
             continue;
         }
         if let Some(hex) = word.strip_prefix("data=") {

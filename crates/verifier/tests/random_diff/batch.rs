@@ -150,10 +150,12 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
     }
-    for m in super::diff::map_directives(fuzz_btf)
+    let mut maps: Vec<String> = super::diff::map_directives(fuzz_btf)
         .into_iter()
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
-    {
+        .collect();
+    maps.extend(super::gen::load_blocks::case_maps(&p.insns, maps.len()));
+    for m in maps {
         let _ = writeln!(out, "# map: {m}");
     }
     if p.funcs.is_empty() {

@@ -283,6 +283,10 @@ pub fn object(progs: &[GenProgram]) -> Object {
     let btf_maps = super::gen::btf_objects::maps(progs.iter().map(|p| p.insns.as_slice()));
     let many_maps =
         super::gen::prog_blocks::maps(progs.iter().map(|p| p.insns.as_slice()), btf_maps.len());
+    let own_maps = super::gen::load_blocks::maps(
+        progs.iter().map(|p| p.insns.as_slice()),
+        super::gen::WQ_MAP as usize + 1 + btf_maps.len() + many_maps.len(),
+    );
     let programs = progs
         .iter()
         .enumerate()
@@ -334,6 +338,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
         .into_iter()
         .chain(btf_maps)
         .chain(many_maps)
+        .chain(own_maps)
         .collect(),
         btf_raw: Some(func_btf()),
         btf: bpfvet_object::btf::Btf::from_bytes(&func_btf()).ok(),

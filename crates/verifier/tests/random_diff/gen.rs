@@ -12,7 +12,7 @@ pub mod btf_objects;
 mod graph_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
-mod load_blocks;
+pub mod load_blocks;
 mod loader_blocks;
 mod mem_blocks;
 pub mod prog_blocks;

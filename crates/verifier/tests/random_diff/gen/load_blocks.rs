@@ -26,7 +26,8 @@ const LICENSES: [&str; 7] = [
 fn object_maps(insns: &[Insn]) -> usize {
     let btf_maps = super::btf_objects::maps(std::iter::once(insns)).len();
     let many = super::prog_blocks::maps(std::iter::once(insns), btf_maps).len();
-    super::WQ_MAP as usize + 1 + btf_maps + many
+    let have = super::WQ_MAP as usize + 1 + btf_maps + many;
+    have + maps(std::iter::once(insns), have).len()
 }
 
 /// fd_array indexes the program's map references read.
@@ -62,16 +63,17 @@ pub fn choose(rng: &mut Rng, p: &mut GenProgram) {
             p.load.fd_array = Some(list);
         }
         35..=59 => fd_array_cnt(rng, p),
-        60..=74 => {
+        60..=69 => {
             // Only sent with func_info: give a single function one.
             p.prog_btf = true;
             p.load.func_info_rec_size =
                 Some(rng.pick(&[0, 4, 6, 7, 9, 10, 12, 16, 252, 253, 256, 1024]));
         }
-        75..=89 => {
+        75..=84 => {
             p.prog_btf = true;
             core_relos(rng, p);
         }
+        85..=92 => own_map_user(rng, p),
         _ => {}
     }
 }
@@ -88,6 +90,7 @@ fn fd_list(rng: &mut Rng, insns: &[Insn]) -> (Vec<FdEntry>, bool) {
         super::CGROUP_STORAGE2_MAP,
         super::ARENA_MAP,
         super::ARENA2_MAP,
+        UNMAPPED_ARENA_MAP,
     ];
     for (i, e) in list.iter_mut().enumerate() {
         if used.contains(&i) {
@@ -108,7 +111,7 @@ fn fd_list(rng: &mut Rng, insns: &[Insn]) -> (Vec<FdEntry>, bool) {
         list[k] = invalid_fd(rng);
     }
     let arena_kept = list.iter().any(|e| {
-        matches!(e, FdEntry::Map(i) if *i as i32 == super::ARENA_MAP || *i as i32 == super::ARENA2_MAP)
+        matches!(e, FdEntry::Map(i) if [super::ARENA_MAP, super::ARENA2_MAP, UNMAPPED_ARENA_MAP].contains(&(*i as i32)))
     });
     (list, arena_kept)
 }
@@ -221,4 +224,100 @@ fn kernel_struct_reader(rng: &mut Rng, p: &mut GenProgram) {
     p.insns = insns;
     p.sleepable = false;
     p.funcs.clear();
+}
+
+/// An array only [`EXCL_PROG`] may use (its excl_prog_hash), and an arena
+/// the loader leaves unmapped: harness maps 84 and 85.
+pub const EXCL_MAP: i32 = 84;
+pub const UNMAPPED_ARENA_MAP: i32 = 85;
+
+/// The one program whose digest [`EXCL_MAP`]'s hash names.
+pub fn excl_prog() -> Vec<Insn> {
+    vec![
+        Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, EXCL_MAP),
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xb7, 0, 0, 0, 0),
+        Insn::new(0x95, 0, 0, 0, 0),
+    ]
+}
+
+fn names_own_map(insns: &[Insn]) -> bool {
+    referenced(insns)
+        .iter()
+        .any(|&m| m == EXCL_MAP as usize || m == UNMAPPED_ARENA_MAP as usize)
+}
+
+/// Maps [`EXCL_MAP`] and [`UNMAPPED_ARENA_MAP`] when some program names
+/// one, after `have` maps (indexes below 84 the others do not fill are
+/// padded with the one-entry arrays `prog_blocks::maps` uses).
+pub fn maps<'a>(
+    mut progs: impl Iterator<Item = &'a [Insn]>,
+    have: usize,
+) -> Vec<bpfvet_object::MapDef> {
+    use bpfvet_isa::uapi::MapType;
+    use bpfvet_object::MapDef;
+    if !progs.any(names_own_map) {
+        return Vec::new();
+    }
+    let mut out: Vec<MapDef> = (have..EXCL_MAP as usize)
+        .map(|k| MapDef::new(&format!("many{k}"), MapType::ARRAY, 4, 8, 1))
+        .collect();
+    let mut excl = MapDef::new("excl", MapType::ARRAY, 4, 8, 1);
+    excl.excl_prog_hash = Some(bpfvet_isa::digest::prog_digest(&excl_prog()));
+    let mut arena = MapDef::new("arena_unmapped", MapType::ARENA, 0, 0, 1);
+    arena.map_flags = bpfvet_isa::uapi::BPF_F_MMAPABLE;
+    arena.arena_unmapped = true;
+    out.push(excl);
+    out.push(arena);
+    out
+}
+
+/// `# map:` lines of a case for [`maps`], after `have` lines.
+pub fn case_maps(insns: &[Insn], have: usize) -> Vec<String> {
+    if !names_own_map(insns) {
+        return Vec::new();
+    }
+    let hex: String = bpfvet_isa::digest::prog_digest(&excl_prog())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut out = vec!["array 4 8 1".to_string(); (EXCL_MAP as usize).saturating_sub(have)];
+    out.push(format!("array 4 8 1 excl={hex}"));
+    out.push("arena 0 0 1 mmapable unmapped".into());
+    out
+}
+
+/// A program using the exclusive array (itself, or another), or the
+/// unmapped arena.
+fn own_map_user(rng: &mut Rng, p: &mut GenProgram) {
+    let mut insns = excl_prog();
+    match rng.below(4) {
+        0 => {}
+        1 => insns[2].imm = 1 + rng.below(5) as i32,
+        2 => {
+            // The arena, cast to a user pointer or not.
+            insns[0].imm = UNMAPPED_ARENA_MAP;
+            if rng.chance(50) {
+                insns.insert(2, Insn::new(0xbf, 2, 1, 1, 1));
+            }
+        }
+        _ => {
+            // A lookup in the exclusive array.
+            insns.splice(
+                2..2,
+                [
+                    Insn::new(0x62, 10, 0, -4, 0),
+                    Insn::new(0xbf, 2, 10, 0, 0),
+                    Insn::new(0x07, 2, 0, 0, -4),
+                    Insn::new(0x85, 0, 0, 0, 1),
+                ],
+            );
+        }
+    }
+    p.insns = insns;
+    p.funcs.clear();
+    p.attach = None;
+    if p.prog_type == ProgType::TRACING {
+        p.prog_type = ProgType::SOCKET_FILTER;
+    }
 }
