@@ -257,6 +257,12 @@ UNREACHABLE_ON_HOST = {
         "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
     "map_ptr access not supported for map type %d":
         "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
+    # loadattr helper
+    "ldimm64 unable to resolve the size of type '%s': %ld":
+        "__check_pseudo_btf_id resolves the size of a non-struct, non-per-CPU VAR only: every VAR "
+        "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
+        "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
+        "the loader also holds no module BTF fd",
 }
 
 
