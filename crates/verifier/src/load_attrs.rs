@@ -161,7 +161,8 @@ pub fn check_func_info_rec_size(prog: &Program) -> Result<(), VerifyError> {
         .load
         .func_info_rec_size
         .unwrap_or(MIN_FUNC_INFO_REC_SIZE);
-    if !(MIN_FUNC_INFO_REC_SIZE..=MAX_FUNC_INFO_REC_SIZE).contains(&size) || size % 4 != 0 {
+    if !(MIN_FUNC_INFO_REC_SIZE..=MAX_FUNC_INFO_REC_SIZE).contains(&size) || !size.is_multiple_of(4)
+    {
         return Err(VerifyError::new(
             None,
             format!("invalid func info rec size {size}"),
@@ -170,25 +171,26 @@ pub fn check_func_info_rec_size(prog: &Program) -> Result<(), VerifyError> {
     Ok(())
 }
 
-/// check_core_relo (sent with func_info only): each record's instruction
-/// offset must be a whole instruction inside the program; one that is
-/// would be relocated, which bpfvet does not model.
+/// check_core_relo (sent with func_info only): records are taken in
+/// order, each instruction offset must be a whole instruction inside the
+/// program; a first record that is would be relocated, which bpfvet does
+/// not model, so only the first record can decide.
 pub fn check_core_relos(prog: &Program) -> Result<(), VerifyError> {
+    let Some(first) = prog.load.core_relos.first() else {
+        return Ok(());
+    };
     let len = prog.insns.len();
-    for (i, r) in prog.load.core_relos.iter().enumerate() {
-        if r.insn_off % 8 != 0 || (r.insn_off / 8) as usize >= len {
-            return Err(VerifyError::new(
-                None,
-                format!(
-                    "Invalid core_relo[{i}].insn_off:{} prog->len:{len}",
-                    r.insn_off
-                ),
-            ));
-        }
-        return Err(VerifyError::unsupported(
-            Some((r.insn_off / 8) as usize),
-            "CO-RE relocation records applied by the kernel".into(),
+    if !first.insn_off.is_multiple_of(8) || (first.insn_off / 8) as usize >= len {
+        return Err(VerifyError::new(
+            None,
+            format!(
+                "Invalid core_relo[0].insn_off:{} prog->len:{len}",
+                first.insn_off
+            ),
         ));
     }
-    Ok(())
+    Err(VerifyError::unsupported(
+        Some((first.insn_off / 8) as usize),
+        "CO-RE relocation records applied by the kernel".into(),
+    ))
 }
