@@ -386,6 +386,20 @@ impl<'a> ObjectSession<'a> {
                 }
             }
         }
+        // fd_array_cnt binds its leading maps whether referenced or not:
+        // each must have been created.
+        let entries: Vec<FdEntry> = match &prog.load.fd_array {
+            None => (0..self.maps.len()).map(FdEntry::Map).collect(),
+            Some(list) => list.clone(),
+        };
+        let cnt = (prog.load.fd_array_cnt as usize).min(entries.len());
+        for e in &entries[..cnt] {
+            if let FdEntry::Map(i) = e {
+                if let Some(Err(e)) = self.maps.get(*i) {
+                    return Err(Refusal::MapCreation(e.to_string()));
+                }
+            }
+        }
         if prog.prog_type == ProgType::EXT {
             return Err(Refusal::NeedsTarget(
                 "freplace programs need a target program to replace".into(),
