@@ -305,6 +305,12 @@ UNREACHABLE_ON_HOST = {
         "needs a struct_ops member whose stub names an argument `__ref` (arg_info refcounted): "
         "the host's struct_ops types are tcp_congestion_ops and bpf_dummy_ops, whose stubs have "
         "none (only bpf_qdisc and bpf_testmod, absent, do)",
+    # loadattr helper
+    "ldimm64 unable to resolve the size of type '%s': %ld":
+        "__check_pseudo_btf_id resolves the size of a non-struct, non-per-CPU VAR only: every VAR "
+        "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
+        "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
+        "the loader also holds no module BTF fd",
 }
 
 

@@ -35,6 +35,7 @@
 
 pub mod asm;
 pub mod decode;
+pub mod digest;
 pub mod disasm;
 pub mod insn;
 pub mod instruction;

@@ -188,6 +188,10 @@ impl KernelMap {
             map_extra: def.map_extra,
             ..Default::default()
         };
+        if let Some(hash) = &def.excl_prog_hash {
+            attr.excl_prog_hash = sys::ptr(hash.as_ptr());
+            attr.excl_prog_hash_size = hash.len() as u32;
+        }
         let with_btf = btf_fd
             .filter(|_| def.btf_value_type_id != 0 || def.btf_key_type_id != 0)
             .filter(|_| !btf_types_dropped(def.map_type));
@@ -209,15 +213,13 @@ impl KernelMap {
             errno,
         })?;
         let arena = match def.map_type {
-            MapType::ARENA => {
-                Some(
-                    ArenaMapping::map(def, &fd).map_err(|errno| MapCreateError::Syscall {
-                        map: def.name.clone(),
-                        what: "mmap of the arena",
-                        errno,
-                    })?,
-                )
-            }
+            MapType::ARENA if !def.arena_unmapped => Some(ArenaMapping::map(def, &fd).map_err(
+                |errno| MapCreateError::Syscall {
+                    map: def.name.clone(),
+                    what: "mmap of the arena",
+                    errno,
+                },
+            )?),
             _ => None,
         };
         Ok(KernelMap {

@@ -16,7 +16,7 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
 use bpfvet_isa::uapi::{AttachType, MapType, ProgType, BPF_ANY, BPF_F_SLEEPABLE};
 use bpfvet_isa::{insns_to_bytes, Privileges};
 use bpfvet_object::btf::{Btf, Kind};
-use bpfvet_object::{MapDef, MapInit, Object, Program};
+use bpfvet_object::{FdEntry, MapDef, MapInit, Object, Program};
 use std::cell::OnceCell;
 use std::time::Instant;
 
@@ -198,6 +198,18 @@ impl std::fmt::Display for BtfError {
 
 /// BPF_BTF_LOAD of an object's raw BTF; on failure a second load with the
 /// BTF log on names the reason.
+/// A BTF of one type, `int`: what an fd_array's BTF entry loads when the
+/// object has none.
+const ONE_INT_BTF: [u8; 45] = [
+    0x9f, 0xeb, 1, 0, // magic, version, flags
+    24, 0, 0, 0, // hdr_len
+    0, 0, 0, 0, 16, 0, 0, 0, // type_off, type_len
+    16, 0, 0, 0, 5, 0, 0, 0, // str_off, str_len
+    1, 0, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0, // [1] INT "int" size 4
+    32, 0, 0, 1, // signed, 32 bits
+    0, b'i', b'n', b't', 0,
+];
+
 fn load_btf(raw: &[u8]) -> Result<Fd, BtfError> {
     let size = u32::try_from(raw.len()).map_err(|_| BtfError {
         errno: Errno::E2BIG,
@@ -380,6 +392,19 @@ impl<'a> ObjectSession<'a> {
             });
         }
         for idx in referenced_maps(prog) {
+            // An explicit fd_array decides what the index names.
+            let idx = match prog.load.fd_array.as_deref().map(|a| a.get(idx)) {
+                None => idx,
+                Some(Some(FdEntry::Map(i))) => *i,
+                // No fd_array, or an entry that is no map: the kernel says.
+                Some(Some(_)) => continue,
+                Some(None) if prog.load.fd_array.as_ref().is_some_and(Vec::is_empty) => continue,
+                Some(None) => {
+                    return Err(Refusal::MapCreation(format!(
+                        "instruction refers to fd_array index {idx} past its end"
+                    )))
+                }
+            };
             match self.maps.get(idx) {
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(Refusal::MapCreation(e.to_string())),
@@ -388,6 +413,20 @@ impl<'a> ObjectSession<'a> {
                         "instruction refers to map index {idx}, the object has {} maps",
                         self.maps.len()
                     )))
+                }
+            }
+        }
+        // fd_array_cnt binds its leading maps whether referenced or not:
+        // each must have been created.
+        let entries: Vec<FdEntry> = match &prog.load.fd_array {
+            None => (0..self.maps.len()).map(FdEntry::Map).collect(),
+            Some(list) => list.clone(),
+        };
+        let cnt = (prog.load.fd_array_cnt as usize).min(entries.len());
+        for e in &entries[..cnt] {
+            if let FdEntry::Map(i) = e {
+                if let Some(Err(e)) = self.maps.get(*i) {
+                    return Err(Refusal::MapCreation(e.to_string()));
                 }
             }
         }
@@ -447,16 +486,54 @@ impl<'a> ObjectSession<'a> {
     ) {
         let insns = insns_to_bytes(&prog.insns);
         let license =
-            std::ffi::CString::new(self.obj.license.replace('\0', "")).unwrap_or_default();
-        let fd_array: Vec<i32> = self
-            .maps
-            .iter()
-            .map(|m| m.as_ref().map_or(-1, |m| m.fd().raw()))
-            .collect();
+            std::ffi::CString::new(self.obj.license_of(prog).replace('\0', "")).unwrap_or_default();
+        let map_fd = |i: usize| {
+            self.maps
+                .get(i)
+                .and_then(|m| m.as_ref().ok())
+                .map_or(-1, |m| m.fd().raw())
+        };
+        // BTF objects of their own an explicit fd_array names: held until
+        // the load returns.
+        let mut btf_copies = Vec::new();
+        let fd_array: Vec<i32> = match &prog.load.fd_array {
+            None => (0..self.maps.len()).map(map_fd).collect(),
+            Some(entries) => entries
+                .iter()
+                .map(|e| match *e {
+                    FdEntry::Map(i) => map_fd(i),
+                    FdEntry::Invalid(n) => n,
+                    FdEntry::Btf => {
+                        match load_btf(self.obj.btf_raw.as_deref().unwrap_or(&ONE_INT_BTF)) {
+                            Ok(fd) => {
+                                let raw = fd.raw();
+                                btf_copies.push(fd);
+                                raw
+                            }
+                            _ => -1,
+                        }
+                    }
+                })
+                .collect(),
+        };
+        // Records at the stride asked for, zero-padded past their 8 bytes.
+        let func_info_rec_size = prog.load.func_info_rec_size.unwrap_or(8);
+        let stride_words = (func_info_rec_size as usize / 4).max(2);
         let func_info: Vec<u32> = prog
             .func_info
             .iter()
-            .flat_map(|f| [f.insn_off, f.type_id])
+            .flat_map(|f| {
+                let mut rec = vec![0u32; stride_words];
+                rec[0] = f.insn_off;
+                rec[1] = f.type_id;
+                rec
+            })
+            .collect();
+        let core_relos: Vec<u32> = prog
+            .load
+            .core_relos
+            .iter()
+            .flat_map(|r| [r.insn_off, r.type_id, r.access_str_off, r.kind])
             .collect();
         let line_info: Vec<u32> = prog
             .line_info
@@ -494,14 +571,20 @@ impl<'a> ObjectSession<'a> {
                 } else {
                     sys::ptr(fd_array.as_ptr())
                 },
+                fd_array_cnt: prog.load.fd_array_cnt,
                 ..Default::default()
             };
             if with_ext_info {
                 let btf = self.btf.as_ref().map_or(0, |b| b.raw() as u32);
                 attr.prog_btf_fd = btf;
-                attr.func_info_rec_size = 8;
+                attr.func_info_rec_size = func_info_rec_size;
                 attr.func_info = sys::ptr(func_info.as_ptr());
                 attr.func_info_cnt = prog.func_info.len() as u32;
+                if !core_relos.is_empty() {
+                    attr.core_relo_rec_size = 16;
+                    attr.core_relos = sys::ptr(core_relos.as_ptr());
+                    attr.core_relo_cnt = prog.load.core_relos.len() as u32;
+                }
                 if !line_info.is_empty() {
                     attr.line_info_rec_size = 16;
                     attr.line_info = sys::ptr(line_info.as_ptr());

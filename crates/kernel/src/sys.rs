@@ -192,6 +192,11 @@ pub struct MapCreateAttr {
     pub map_extra: u64,
     pub value_type_btf_obj_fd: i32,
     pub map_token_fd: i32,
+    /// 6.18: pointer to the SHA-256 digest of the one program allowed to
+    /// use the map, and its size (32).
+    pub excl_prog_hash: u64,
+    pub excl_prog_hash_size: u32,
+    pub _pad: u32,
 }
 impl Attr for MapCreateAttr {}
 
@@ -261,7 +266,8 @@ pub struct ProgLoadAttr {
     /// Output: the log size the whole log would need, NUL included.
     pub log_true_size: u32,
     pub prog_token_fd: i32,
-    pub _pad: u32,
+    /// 6.13+: how many leading fd_array entries bind maps and BTFs up front.
+    pub fd_array_cnt: u32,
 }
 impl Attr for ProgLoadAttr {}
 
@@ -369,12 +375,14 @@ pub fn prog_info(fd: &Fd) -> Result<ProgInfo, Errno> {
 
 // The offsets the kernel's UAPI fixes; a wrong field order fails the build.
 const _: () = {
-    assert!(std::mem::size_of::<MapCreateAttr>() == 80);
+    assert!(std::mem::size_of::<MapCreateAttr>() == 96);
+    assert!(std::mem::offset_of!(MapCreateAttr, excl_prog_hash) == 80);
     assert!(std::mem::offset_of!(MapCreateAttr, map_extra) == 64);
     assert!(std::mem::size_of::<MapElemAttr>() == 32);
     assert!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type) == 68);
     assert!(std::mem::offset_of!(ProgLoadAttr, fd_array) == 120);
     assert!(std::mem::offset_of!(ProgLoadAttr, log_true_size) == 140);
+    assert!(std::mem::offset_of!(ProgLoadAttr, fd_array_cnt) == 148);
     assert!(std::mem::size_of::<BtfLoadAttr>() == 40);
     assert!(std::mem::offset_of!(TestRunAttr, ctx_out) == 56);
     assert!(std::mem::offset_of!(TestRunAttr, batch_size) == 72);

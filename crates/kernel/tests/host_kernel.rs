@@ -53,6 +53,7 @@ fn program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Program {
         core_unresolved: vec![],
         struct_ops: None,
         refused: None,
+        load: Default::default(),
     }
 }
 

@@ -342,6 +342,7 @@ fn load(bytes: &[u8], path: &Path, opts: &LoadOptions) -> LResult<Object> {
                 core_unresolved: linked.core_unresolved,
                 struct_ops: member,
                 refused,
+                load: crate::types::LoadAttrs::default(),
             });
         }
     }

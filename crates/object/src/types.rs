@@ -61,6 +61,11 @@ impl Object {
         obj
     }
 
+    /// The license BPF_PROG_LOAD sends for `prog`: its own or the object's.
+    pub fn license_of<'a>(&'a self, prog: &'a Program) -> &'a str {
+        prog.load.license.as_deref().unwrap_or(&self.license)
+    }
+
     /// An object holding one GPL program and no maps, BTF or line info: what
     /// tests, fuzzers and embedders need to verify or run bare instructions.
     pub fn single_program(name: &str, prog_type: ProgType, insns: Vec<Insn>) -> Object {
@@ -84,6 +89,7 @@ impl Object {
                 core_unresolved: Vec::new(),
                 struct_ops: None,
                 refused: None,
+                load: LoadAttrs::default(),
             }],
             btf_raw: None,
             btf: None,
@@ -141,6 +147,12 @@ pub struct MapDef {
     /// `.rodata` and `.kconfig` are frozen after creation (read-only for
     /// programs: the verifier may treat loads from them as constants).
     pub frozen: bool,
+    /// 6.18's excl_prog_hash: only the program of this digest may use the
+    /// map.
+    pub excl_prog_hash: Option<[u8; 32]>,
+    /// An arena the loader leaves unmapped (libbpf maps every arena right
+    /// after creating it, which sets its user address).
+    pub arena_unmapped: bool,
 }
 
 impl MapDef {
@@ -192,6 +204,8 @@ impl MapDef {
             inner: None,
             init: MapInit::None,
             frozen: false,
+            excl_prog_hash: None,
+            arena_unmapped: false,
         }
     }
 }
@@ -247,6 +261,50 @@ pub struct Program {
     /// program has no instructions; verifiers must refuse it with this
     /// reason instead of verifying it.
     pub refused: Option<String>,
+    /// BPF_PROG_LOAD attributes that differ from libbpf's choice.
+    pub load: LoadAttrs,
+}
+
+/// BPF_PROG_LOAD attributes a loader may set other than libbpf does (the
+/// differential fuzzer tries them); the default is libbpf's load.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadAttrs {
+    /// fd_array as sent. None: libbpf's, every map of the object at its
+    /// index. Some: this list (empty: no fd_array at all); a map
+    /// reference `BPF_PSEUDO_MAP_IDX` k reads entry k.
+    pub fd_array: Option<Vec<FdEntry>>,
+    /// fd_array_cnt (6.13+): this many leading fd_array entries are taken
+    /// as the program's maps and BTFs before verification.
+    pub fd_array_cnt: u32,
+    /// func_info_rec_size when not sizeof(struct bpf_func_info) (8); records
+    /// are laid out at this stride, zero-padded.
+    pub func_info_rec_size: Option<u32>,
+    /// CO-RE relocation records handed to the kernel to apply (libbpf
+    /// applies its own and sends none); sent with func_info only.
+    pub core_relos: Vec<CoreRelo>,
+    /// The license sent for this program when not the object's.
+    pub license: Option<String>,
+}
+
+/// One entry of an explicit fd_array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdEntry {
+    /// The fd of `Object::maps[i]`.
+    Map(usize),
+    /// A BTF object of its own (a fresh load of the object's BTF).
+    Btf,
+    /// A raw number that is no open fd (negative or huge).
+    Invalid(i32),
+}
+
+/// A `struct bpf_core_relo` as BPF_PROG_LOAD takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoreRelo {
+    /// Byte offset of the instruction.
+    pub insn_off: u32,
+    pub type_id: u32,
+    pub access_str_off: u32,
+    pub kind: u32,
 }
 
 /// The struct_ops member a program implements, as its struct_ops map

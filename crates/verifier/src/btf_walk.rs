@@ -509,7 +509,7 @@ impl Env<'_> {
         };
         let tname = btf.name_of(reg.aux);
         // Kernel memory is the GPL's: checked before anything else.
-        if !crate::check_call::license_is_gpl(&self.obj.license) {
+        if !crate::check_call::license_is_gpl(self.obj.license_of(self.prog)) {
             return self.err(format!(
                 "Cannot access kernel 'struct {tname}' from non-GPL compatible program"
             ));

@@ -1066,7 +1066,7 @@ impl Env<'_> {
             }
             Err(e) => return self.err(e.to_string()),
         };
-        if proto.gpl_only && !license_is_gpl(&self.obj.license) {
+        if proto.gpl_only && !license_is_gpl(self.obj.license_of(self.prog)) {
             return self.err("cannot call GPL-restricted function from non-GPL compatible program");
         }
         if let Some(rule) = proto.allowed {

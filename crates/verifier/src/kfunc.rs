@@ -18,8 +18,8 @@
 //! `__str` constant strings are checked as the helpers' (check_reg_const_str).
 //! Not modelled (refused with a message naming the gap): callbacks other
 //! than bpf_rbtree_add's, bpf_wq's and task work's, per-CPU
-//! allocated objects, and
-//! kfuncs from module BTF (insn.off != 0).
+//! allocated objects. A kfunc from module BTF (insn.off != 0) fails at
+//! load (check_kfunc_calls).
 
 use crate::btf_walk::vmlinux;
 use crate::check_mem::Access;
@@ -1421,23 +1421,19 @@ pub fn check_kfunc_calls(
             continue;
         }
         let err = |msg: String| Err(VerifyError::new(Some(i), msg));
-        if std::mem::take(&mut first) && !crate::check_call::license_is_gpl(&obj.license) {
+        if std::mem::take(&mut first) && !crate::check_call::license_is_gpl(obj.license_of(prog)) {
             return err("cannot call kernel function from non-GPL compatible program".into());
         }
         if ins.imm == 0 && ins.off == 0 {
             // Left for dead-code elimination (an explored one fails).
             continue;
         }
-        // fd_array holds only the object's map fds: an index into it names
-        // no module BTF (past its end the kernel reads what follows).
-        if ins.off < 0 || (ins.off > 0 && (ins.off as usize) < obj.maps.len().max(1)) {
+        // A module kfunc names its BTF by fd_array index. The loaders here
+        // put maps, program BTF copies or invalid fds there, never a
+        // module's BTF (they hold none open): whatever the index reads,
+        // even past the array's end, the kernel finds no module BTF.
+        if ins.off != 0 {
             return err("failed to find BTF for kernel function".into());
-        }
-        if ins.off > 0 {
-            return Err(VerifyError::unsupported(
-                Some(i),
-                format!("kfuncs from module BTF (fd index {})", ins.off),
-            ));
         }
         // The kernel keeps one descriptor per distinct kfunc, at most 256.
         if descs.contains(&ins.imm) {

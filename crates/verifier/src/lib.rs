@@ -32,6 +32,7 @@ mod kptr;
 mod ksym;
 mod linked_regs;
 mod liveness;
+mod load_attrs;
 mod log;
 mod log_state;
 mod lsm;
@@ -269,6 +270,8 @@ fn verify_with(
     let caps = Caps::of(opts.privileges);
     // Why bpf_prog_load refuses the program, which its errno does not say.
     let mut load_refusal = None;
+    // What fd_array_cnt bound before verification.
+    let mut bound = load_attrs::Bound::default();
     let result = unmodelled::loader_refusal(prog)
         .and_then(|()| unmodelled::prog_type(prog))
         .and_then(|()| {
@@ -279,6 +282,7 @@ fn verify_with(
         })
         .and_then(|()| unmodelled::prog_flags(prog))
         .and_then(|()| lsm::check_attach_target(prog))
+        .and_then(|()| load_attrs::process_fd_array(obj, prog).map(|b| bound = b))
         .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
@@ -293,11 +297,15 @@ fn verify_with(
                 .and_then(|subprogs| {
                     check_btf_func(obj, prog, &subprogs)?;
                     let starts: Vec<usize> = subprogs.iter().map(|s| s.start).collect();
-                    check_line_info(obj, prog, &starts)
+                    check_line_info(obj, prog, &starts)?;
+                    if func_info_sent(obj, prog) {
+                        load_attrs::check_core_relos(prog)?;
+                    }
+                    Ok(())
                 })
                 .map(|()| ex)
         })
-        .and_then(|ex| precheck(obj, prog, &caps).map(|()| ex))
+        .and_then(|ex| precheck(obj, prog, &caps, &bound).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex, caps.bpf_capable))
         // check_attach_btf_id runs after the CFG is checked.
         .and_then(|c| lsm::check_sleepable(prog).map(|()| c))
@@ -445,6 +453,7 @@ fn check_func_info_records(
     let Some(btf) = obj.btf.as_ref().filter(|_| func_info_sent(obj, prog)) else {
         return Ok(());
     };
+    load_attrs::check_func_info_rec_size(prog)?;
     let fail = |msg: String| Err(error::VerifyError::new(None, msg));
     let mut prev = 0;
     for (i, f) in prog.func_info.iter().enumerate() {
@@ -589,6 +598,7 @@ fn precheck(
     obj: &bpfvet_object::Object,
     prog: &bpfvet_object::Program,
     caps: &Caps,
+    bound: &load_attrs::Bound,
 ) -> Result<(), error::VerifyError> {
     use bpfvet_isa::opcode::*;
     let insns = &prog.insns;
@@ -602,8 +612,21 @@ fn precheck(
         .map(|(i, _)| i);
     let first_arena_insn = map_refs::arena_refs(obj, prog).next().map(|(i, _)| i);
     let arena_allowed = caps.allow_ptr_leaks && caps.bpf_capable;
+    // Maps fd_array_cnt bound count as used (and hold their cgroup
+    // storage slot); so do its BTFs, vmlinux's joins them at a ksym.
     let mut cgroup_storages = [None; 2];
-    let mut used_maps = Vec::new();
+    for &m in &bound.maps {
+        let kind = obj
+            .maps
+            .get(m as usize)
+            .and_then(load_attrs::cgroup_storage_kind);
+        if let Some(kind) = kind {
+            cgroup_storages[kind] = Some(m as usize);
+        }
+    }
+    let mut used_maps = bound.maps.clone();
+    let mut used_btfs = bound.btfs;
+    let mut vmlinux_btf_used = false;
     let mut i = 0;
     while i < insns.len() {
         let ins = insns[i];
@@ -624,6 +647,12 @@ fn precheck(
                 0 | BPF_PSEUDO_FUNC => {}
                 BPF_PSEUDO_BTF_ID => {
                     ksym::pseudo_btf_id(i, ins.imm as u32, n.imm)?;
+                    if !std::mem::replace(&mut vmlinux_btf_used, true) {
+                        if used_btfs >= load_attrs::MAX_USED_BTFS {
+                            return err(i, &load_attrs::too_many_btfs());
+                        }
+                        used_btfs += 1;
+                    }
                 }
                 BPF_PSEUDO_MAP_FD
                 | BPF_PSEUDO_MAP_VALUE
@@ -641,6 +670,18 @@ fn precheck(
             }
             if first_arena_insn == Some(i) && !arena_allowed {
                 return err(i, "CAP_BPF and CAP_PERFMON are required to use arena");
+            }
+            // Its user address comes from map_extra or the loader's mmap.
+            let unmapped = |m: &bpfvet_object::MapDef| m.arena_unmapped && m.map_extra == 0;
+            if first_arena_insn == Some(i)
+                && first_arena
+                    .and_then(|m| obj.maps.get(m))
+                    .is_some_and(unmapped)
+            {
+                return err(
+                    i,
+                    "arena's user address must be set via map_extra or mmap()",
+                );
             }
             i += 2;
             continue;

@@ -176,7 +176,7 @@ pub fn check_attach(
     let Some(hook) = hook(prog) else {
         return Ok(());
     };
-    if !crate::check_call::license_is_gpl(&obj.license) {
+    if !crate::check_call::license_is_gpl(obj.license_of(prog)) {
         return Err(VerifyError::new(
             None,
             "LSM programs must have a GPL compatible license".into(),

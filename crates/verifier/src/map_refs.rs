@@ -12,12 +12,30 @@ use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_isa::Insn;
 use bpfvet_object::{MapDef, Object, Program};
 
+/// Whether the kernel has computed the program's digest when it checks a
+/// map: not yet for maps fd_array_cnt binds (the digest is still zeros).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Digest {
+    NotYet,
+    Computed,
+}
+
 /// The kernel's refusal of `map` in a program of `prog`'s type, if any.
 pub fn map_prog_incompatibility(
     obj: &Object,
     map: &MapDef,
     prog: &Program,
+    digest: Digest,
 ) -> Option<&'static str> {
+    if let Some(hash) = &map.excl_prog_hash {
+        let ours = match digest {
+            Digest::NotYet => [0; 32],
+            Digest::Computed => bpfvet_isa::digest::prog_digest(&prog.insns),
+        };
+        if *hash != ours {
+            return Some("program's hash doesn't match map's excl_prog_hash");
+        }
+    }
     let fields = map_record::map_fields(obj.btf.as_ref(), map);
     if let Some(msg) = fields_incompatibility(&fields, prog.prog_type) {
         return Some(msg);
@@ -96,7 +114,11 @@ fn sleepable_map_type(t: MapType) -> bool {
 }
 
 /// Distinct maps one program may use (MAX_USED_MAPS).
-const MAX_USED_MAPS: usize = 64;
+pub const MAX_USED_MAPS: usize = 64;
+
+pub fn too_many_maps() -> String {
+    format!("The total number of maps per program has reached the limit of {MAX_USED_MAPS}")
+}
 
 /// Checks the map the `ld_imm64` at `i` references, if any. A reference
 /// by fd (`BPF_PSEUDO_MAP_FD`/`_VALUE`, left by a program that was not
@@ -119,9 +141,7 @@ pub fn check_map_ref(
         BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE => {
             return err(format!("fd {} is not pointing to valid bpf_map", ins.imm))
         }
-        _ if obj.maps.is_empty() => return err("fd_idx without fd_array is invalid".into()),
-        // A missing index is reported where the load is explored.
-        _ => match obj.maps.get(ins.imm as u32 as usize) {
+        _ => match crate::load_attrs::map_at_index(obj, prog, i, ins.imm as u32)? {
             Some(map) => map,
             None => return Ok(()),
         },
@@ -131,11 +151,9 @@ pub fn check_map_ref(
     let idx = ins.imm as u32;
     if !used.contains(&idx) {
         if used.len() >= MAX_USED_MAPS {
-            return err(format!(
-                "The total number of maps per program has reached the limit of {MAX_USED_MAPS}"
-            ));
+            return err(too_many_maps());
         }
-        if let Some(msg) = map_prog_incompatibility(obj, map, prog) {
+        if let Some(msg) = map_prog_incompatibility(obj, map, prog, Digest::Computed) {
             return err(msg.to_string());
         }
         used.push(idx);
@@ -274,19 +292,25 @@ mod tests {
         obj.btf = Some(btf_with_nested_timer());
         let mut map = MapDef::new(".bss", MapType::ARRAY, 4, 16, 1);
         let prog = obj.programs[0].clone();
-        assert_eq!(map_prog_incompatibility(&obj, &map, &prog), None);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &map, &prog, Digest::Computed),
+            None
+        );
         map.btf_value_type_id = 6;
         let fields = map_record::map_fields(obj.btf.as_ref(), &map);
         assert_eq!(fields.len(), 1);
         assert_eq!(fields[0].name, "bpf_timer");
         let prog = obj.programs[0].clone();
         assert_eq!(
-            map_prog_incompatibility(&obj, &map, &prog),
+            map_prog_incompatibility(&obj, &map, &prog, Digest::Computed),
             Some("tracing progs cannot use bpf_timer yet")
         );
         let mut tc = prog.clone();
         tc.prog_type = ProgType::SCHED_CLS;
-        assert_eq!(map_prog_incompatibility(&obj, &map, &tc), None);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &map, &tc, Digest::Computed),
+            None
+        );
     }
 
     #[test]
@@ -295,13 +319,19 @@ mod tests {
         let mut prog = obj.programs[0].clone();
         prog.sleepable = true;
         let hash = MapDef::new("h", MapType::HASH, 4, 8, 4);
-        assert_eq!(map_prog_incompatibility(&obj, &hash, &prog), None);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &hash, &prog, Digest::Computed),
+            None
+        );
         let perf = MapDef::new("p", MapType::PERF_EVENT_ARRAY, 4, 4, 4);
         assert_eq!(
-            map_prog_incompatibility(&obj, &perf, &prog),
+            map_prog_incompatibility(&obj, &perf, &prog, Digest::Computed),
             Some("Sleepable programs can only use array, hash, ringbuf and local storage maps")
         );
         prog.sleepable = false;
-        assert_eq!(map_prog_incompatibility(&obj, &perf, &prog), None);
+        assert_eq!(
+            map_prog_incompatibility(&obj, &perf, &prog, Digest::Computed),
+            None
+        );
     }
 }

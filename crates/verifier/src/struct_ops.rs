@@ -105,7 +105,7 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
             "a struct_ops program that no struct_ops map holds (libbpf does not load it)".into(),
         );
     };
-    if !crate::check_call::license_is_gpl(&obj.license) {
+    if !crate::check_call::license_is_gpl(obj.license_of(prog)) {
         return reject("struct ops programs must have a GPL compatible license".into());
     }
     let Some(btf) = vmlinux() else {

@@ -21,6 +21,9 @@
 //!                                   flags rdonly_prog, wronly_prog, mmapable,
 //!                                   no_prealloc,
 //!                                   `frozen` (frozen after creation),
+//!                                   `unmapped` (an arena left unmapped),
+//!                                   `extra=0xN` (map_extra), `excl=HEX`
+//!                                   (excl_prog_hash),
 //!                                   `fill=N` (the value's bytes all N),
 //!                                   `data=HEX` (its first bytes, the rest
 //!                                   zero), and
@@ -68,6 +71,15 @@
 //!                                   (an expected error may name a kernel
 //!                                   function's id as `btf_func[name]`)
 //! .rept N / .endr                   (around instruction lines: them N times)
+//! # license: MIT                    (optional: the object's license, default GPL)
+//! # fd_array: map0 btf fd=-1        (optional: an explicit fd_array, `none`
+//!                                   for none: the map of that index, a BTF
+//!                                   object of its own, a raw number)
+//! # fd_array_cnt: 3                 (optional: BPF_PROG_LOAD's fd_array_cnt)
+//! # func_info_rec_size: 12          (optional, with `# func:`)
+//! # core_relo: 9 1 0 0              (optional, repeatable, with `# func:`: a
+//!                                   CO-RE record: insn_off type_id
+//!                                   access_str_off kind)
 //! # any other text                  (a comment)
 //! ```
 //!
@@ -105,6 +117,8 @@ struct Case {
     struct_ops: Option<String>,
     fuzz_btf: bool,
     privileges: Privileges,
+    license: Option<String>,
+    load: bpfvet_object::LoadAttrs,
     text: String,
 }
 
@@ -127,6 +141,8 @@ fn parse(name: &str, src: &str) -> Case {
         struct_ops: None,
         fuzz_btf: false,
         privileges: Privileges::Root,
+        license: None,
+        load: Default::default(),
         text: String::new(),
     };
     for line in src.lines() {
@@ -155,6 +171,29 @@ fn parse(name: &str, src: &str) -> Case {
                     "struct_ops" => c.struct_ops = Some(v.to_string()),
                     "btf" => c.fuzz_btf = v == "fuzz",
                     "privileges" => c.privileges = v.parse().expect("privilege level"),
+                    "license" => c.license = Some(v.to_string()),
+                    "fd_array" => c.load.fd_array = Some(fd_array(v)),
+                    "fd_array_cnt" => c.load.fd_array_cnt = v.parse().expect("number"),
+                    "func_info_rec_size" => {
+                        c.load.func_info_rec_size = Some(v.parse().expect("number"))
+                    }
+                    "core_relo" => {
+                        let w: Vec<u32> = v
+                            .split_whitespace()
+                            .map(|n| n.parse().expect("core_relo: 4 numbers"))
+                            .collect();
+                        assert_eq!(
+                            w.len(),
+                            4,
+                            "core_relo: insn_off type_id access_str_off kind"
+                        );
+                        c.load.core_relos.push(bpfvet_object::CoreRelo {
+                            insn_off: w[0],
+                            type_id: w[1],
+                            access_str_off: w[2],
+                            kind: w[3],
+                        });
+                    }
                     _ => {}
                 }
             }
@@ -164,6 +203,27 @@ fn parse(name: &str, src: &str) -> Case {
         c.text.push('\n');
     }
     c
+}
+
+/// The entries of a `# fd_array:` directive.
+fn fd_array(spec: &str) -> Vec<bpfvet_object::FdEntry> {
+    use bpfvet_object::FdEntry;
+    if spec == "none" {
+        return Vec::new();
+    }
+    spec.split_whitespace()
+        .map(|w| {
+            if w == "btf" {
+                FdEntry::Btf
+            } else if let Some(i) = w.strip_prefix("map") {
+                FdEntry::Map(i.parse().expect("mapN"))
+            } else if let Some(fd) = w.strip_prefix("fd=") {
+                FdEntry::Invalid(fd.parse().expect("fd=N"))
+            } else {
+                panic!("fd_array: mapN | btf | fd=N, got {w:?}")
+            }
+        })
+        .collect()
 }
 
 /// `<type> <key size> <value size> [<max entries> [<flag> | lock@OFF]...]`
@@ -238,6 +298,23 @@ fn map_def(index: usize, spec: &str) -> MapDef {
             m.frozen = true;
             continue;
         }
+        if let Some(n) = word.strip_prefix("extra=0x") {
+            m.map_extra = u64::from_str_radix(n, 16).expect("extra=0xHEX");
+            continue;
+        }
+        if word == "unmapped" {
+            // An arena the loader does not mmap.
+            m.arena_unmapped = true;
+            continue;
+        }
+        if let Some(hex) = word.strip_prefix("excl=") {
+            // excl_prog_hash: 64 hex digits.
+            let bytes: Vec<u8> = (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
+                .collect();
+            m.excl_prog_hash = Some(bytes.try_into().expect("excl=<32 bytes in hex>"));
+            continue;
+        }
         if let Some(hex) = word.strip_prefix("data=") {
             // The single value's initial bytes in hex, zero-padded.
             let mut bytes: Vec<u8> = (0..hex.len() / 2)
@@ -286,11 +363,13 @@ fn resolve_kfunc_ids(text: &str) -> String {
                 btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func)
                     .map(|id| format!("call {name}#{id}"))
             });
-        // `btf_id[name]` names a variable of vmlinux BTF.
+        // `btf_id[name]` names a variable (or else a function) of vmlinux BTF.
         let resolved = resolved.or_else(|| {
             let (head, rest) = line.split_once("btf_id[")?;
             let (name, tail) = rest.split_once(']')?;
-            let id = btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Var)?;
+            let id = btf
+                .find_by_name_kind(name, bpfvet_object::btf::Kind::Var)
+                .or_else(|| btf.find_by_name_kind(name, bpfvet_object::btf::Kind::Func))?;
             Some(format!("{head}btf_id[{id}]{tail}"))
         });
         // `btf_struct[name]` is the type id of a vmlinux struct, as a number.
@@ -400,6 +479,8 @@ fn object(c: &Case) -> Object {
         obj.programs[0].func_info = infos;
     }
     obj.programs[0].line_info = c.lines.iter().map(|l| line_info(l)).collect();
+    obj.programs[0].load = c.load.clone();
+    obj.programs[0].load.license = c.license.clone();
     obj
 }
 
@@ -784,6 +865,8 @@ fn cases() {
             && c.funcs.is_empty()
             && c.section.is_none()
             && c.struct_ops.is_none()
+            && c.license.is_none()
+            && c.load == bpfvet_object::LoadAttrs::default()
         {
             kernel_load(&obj, log_level, c.privileges)
         } else {

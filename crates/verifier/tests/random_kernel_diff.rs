@@ -385,6 +385,8 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
         funcs: Vec::new(),
         attach: None,
         struct_ops: None,
+        load: Default::default(),
+        license: "GPL",
     };
     let mut shapes = vec![
         (

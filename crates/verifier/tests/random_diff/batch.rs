@@ -144,6 +144,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     if p.sleepable {
         let _ = writeln!(out, "# sleepable: yes");
     }
+    out.push_str(&super::diff::load_directives(p));
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
         || !p.funcs.is_empty()
         || super::gen::graph5_blocks::needs_fuzz_btf(&p.insns)
@@ -155,6 +156,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         .into_iter()
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
         .collect();
+    maps.extend(super::gen::load_blocks::case_maps(&p.insns, maps.len()));
     maps.extend(super::gen::graph5_blocks::case_maps(&p.insns, maps.len()));
     maps.extend(super::gen::structops_blocks::case_maps(
         &p.insns,

@@ -194,6 +194,48 @@ pub fn map_directives(fuzz_btf: bool) -> Vec<String> {
     maps
 }
 
+/// The `# license:`, `# fd_array:`, `# fd_array_cnt:`,
+/// `# func_info_rec_size:` and `# core_relo:` lines of a program's own
+/// load attributes (none for libbpf's load).
+pub fn load_directives(p: &GenProgram) -> String {
+    use bpfvet_object::FdEntry;
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if p.license != "GPL" {
+        let _ = writeln!(out, "# license: {}", p.license);
+    }
+    if let Some(list) = &p.load.fd_array {
+        let words: Vec<String> = list
+            .iter()
+            .map(|e| match e {
+                FdEntry::Map(i) => format!("map{i}"),
+                FdEntry::Btf => "btf".into(),
+                FdEntry::Invalid(fd) => format!("fd={fd}"),
+            })
+            .collect();
+        let words = if words.is_empty() {
+            "none".to_string()
+        } else {
+            words.join(" ")
+        };
+        let _ = writeln!(out, "# fd_array: {words}");
+    }
+    if p.load.fd_array_cnt != 0 {
+        let _ = writeln!(out, "# fd_array_cnt: {}", p.load.fd_array_cnt);
+    }
+    if let Some(size) = p.load.func_info_rec_size {
+        let _ = writeln!(out, "# func_info_rec_size: {size}");
+    }
+    for r in &p.load.core_relos {
+        let _ = writeln!(
+            out,
+            "# core_relo: {} {} {} {}",
+            r.insn_off, r.type_id, r.access_str_off, r.kind
+        );
+    }
+    out
+}
+
 /// func_info for a program with subprograms or one using the program
 /// BTF's types (none for other single functions, so plain programs load as
 /// before).
@@ -264,6 +306,10 @@ pub fn object(progs: &[GenProgram]) -> Object {
             core_unresolved: Vec::new(),
             struct_ops: p.struct_ops.clone(),
             refused: None,
+            load: bpfvet_object::LoadAttrs {
+                license: (p.license != "GPL").then(|| p.license.to_string()),
+                ..p.load.clone()
+            },
         })
         .collect::<Vec<_>>();
     let mut maps: Vec<MapDef> = vec![
@@ -288,6 +334,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
     // Each block's maps sit at its fixed indices, padded from the maps
     // before it.
     let insns = || progs.iter().map(|p| p.insns.as_slice());
+    maps.extend(super::gen::load_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::graph5_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
     Object {

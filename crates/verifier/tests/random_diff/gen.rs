@@ -13,6 +13,7 @@ pub mod graph5_blocks;
 mod graph_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
+pub mod load_blocks;
 mod loader_blocks;
 mod mem_blocks;
 pub mod prog_blocks;
@@ -164,8 +165,11 @@ impl Features {
     /// the deepest frames, calls queueing a path past 8,192 pending ones,
     /// `__uptr` fields.
     pub const GRAPH5: u32 = 1 << 22;
+    /// BPF_PROG_LOAD attributes (`gen/load_blocks.rs`): license,
+    /// fd_array and fd_array_cnt, func_info_rec_size, CO-RE records.
+    pub const LOADATTR: u32 = 1 << 21;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 22] = [
+    pub const NAMES: [(u32, &'static str); 23] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -188,6 +192,7 @@ impl Features {
         (Self::LEAKS, "leaks"),
         (Self::GRAPH5, "graph5"),
         (Self::STRUCT_OPS, "struct_ops"),
+        (Self::LOADATTR, "loadattr"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -288,6 +293,10 @@ pub struct GenProgram {
     /// The struct_ops member a struct_ops program implements (ids as they
     /// are, `gen/structops_blocks.rs`).
     pub struct_ops: Option<bpfvet_object::StructOpsMember>,
+    /// BPF_PROG_LOAD attributes of its own (`gen/load_blocks.rs`).
+    pub load: bpfvet_object::LoadAttrs,
+    /// The object's license.
+    pub license: &'static str,
 }
 
 struct Gen {
@@ -1822,7 +1831,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         .take()
         .filter(|_| prog_type == ProgType::STRUCT_OPS)
         .map(|t| t.member);
-    GenProgram {
+    let mut p = GenProgram {
         prog_type,
         insns,
         sleepable,
@@ -1830,7 +1839,13 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         attach,
         funcs,
         struct_ops,
+        load: Default::default(),
+        license: "GPL",
+    };
+    if features.has(Features::LOADATTR) && !reduced {
+        load_blocks::choose(&mut g.rng, &mut p);
     }
+    p
 }
 
 impl Gen {

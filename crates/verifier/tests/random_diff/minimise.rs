@@ -94,9 +94,8 @@ pub fn minimise(
                 insns: cand,
                 sleepable: best.sleepable,
                 prog_btf: best.prog_btf,
-                attach: best.attach,
                 funcs,
-                struct_ops: best.struct_ops.clone(),
+                ..best.clone()
             };
             if keeps(kernel, &cand, class, key) {
                 best = cand;

@@ -621,6 +621,8 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
         attach: None,
         funcs: Vec::new(),
         struct_ops: None,
+        load: Default::default(),
+        license: "GPL",
     });
     out.push_str(&listing);
     out
