@@ -16,6 +16,7 @@ mod loader_blocks;
 mod mem_blocks;
 pub mod prog_blocks;
 mod region_blocks;
+mod return_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -151,8 +152,11 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
+    /// Callbacks returning r0 of any kind (`gen/return_blocks.rs`):
+    /// pointers, stack pointers, scalars out of range.
+    pub const CALLBACK_RETURNS: u32 = 1 << 23;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 20] = [
+    pub const NAMES: [(u32, &'static str); 21] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -173,6 +177,7 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
+        (Self::CALLBACK_RETURNS, "callback_returns"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1829,7 +1834,10 @@ impl Gen {
                 self.block();
             }
         }
-        if self.in_callback {
+        if self.in_callback && self.features.has(Features::CALLBACK_RETURNS) && self.rng.chance(30)
+        {
+            self.callback_return_any();
+        } else if self.in_callback {
             let imm = if self.rng.chance(self.mistakes * 3) {
                 self.rng.pick(&[2, -1, 0x100])
             } else {
