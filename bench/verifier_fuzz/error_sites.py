@@ -126,7 +126,9 @@ UNREACHABLE_ON_HOST = {
     "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
     "offload device mismatch between prog and map": "the host has no BPF offload device",
     "destructive kfunc calls require CAP_SYS_BOOT capability":
-        "the fuzzer loads as root, which has CAP_SYS_BOOT",
+        "KF_DESTRUCTIVE marks only crash_kexec (helpers.c), registered under CONFIG_CRASH_DUMP, "
+        "which the host kernel lacks (no crash_kexec in its BTF or kallsyms); the test module's "
+        "destructive kfunc is not loaded. Reduced privileges (no CAP_SYS_BOOT) cannot reach it either",
     "verifier internal error: unexpected ptr_reg":
         "an internal consistency check: pointer ALU is dispatched before",
     "verifier internal error: no src_reg":
@@ -257,6 +259,12 @@ UNREACHABLE_ON_HOST = {
         "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
     "map_ptr access not supported for map type %d":
         "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
+    # misc5
+    "tail_call abusing map_ptr":
+        "do_misc_fixups checks a tail call's poisoned map (two prog arrays at one call) only when "
+        "the map is `unpriv`: its bypass_spec_v1 is false, which array_map_alloc sets from the "
+        "creating process's CAP_PERFMON; the harness creates every map as root (privilege levels "
+        "lower only the program load), so the poisoned call is patched as a plain indirect call",
 }
 
 
