@@ -14,9 +14,9 @@ mod kfunc_blocks;
 mod leak_blocks;
 mod loader_blocks;
 mod mem_blocks;
+mod path_blocks;
 pub mod prog_blocks;
 mod region_blocks;
-mod return_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -152,9 +152,10 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
-    /// Callbacks returning r0 of any kind (`gen/return_blocks.rs`):
-    /// pointers, stack pointers, scalars out of range.
-    pub const CALLBACK_RETURNS: u32 = 1 << 23;
+    /// Paths the other blocks keep apart (`gen/path_blocks.rs`):
+    /// callbacks returning r0 of any kind, one pointer add reached from
+    /// two paths with different Spectre masks.
+    pub const PATHS: u32 = 1 << 23;
     pub const ALL: Features = Features((1 << 20) - 1);
     pub const NAMES: [(u32, &'static str); 21] = [
         (Self::CALLS, "calls"),
@@ -177,7 +178,7 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
-        (Self::CALLBACK_RETURNS, "callback_returns"),
+        (Self::PATHS, "paths"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -946,6 +947,9 @@ impl Gen {
         }
         if f.has(Features::LEAKS) && self.rng.chance(6) {
             return self.leak_block();
+        }
+        if f.has(Features::PATHS) && self.rng.chance(8) {
+            return self.masks_from_two_paths();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1834,8 +1838,7 @@ impl Gen {
                 self.block();
             }
         }
-        if self.in_callback && self.features.has(Features::CALLBACK_RETURNS) && self.rng.chance(30)
-        {
+        if self.in_callback && self.features.has(Features::PATHS) && self.rng.chance(30) {
             self.callback_return_any();
         } else if self.in_callback {
             let imm = if self.rng.chance(self.mistakes * 3) {
