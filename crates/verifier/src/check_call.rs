@@ -237,6 +237,17 @@ impl Env<'_> {
                         }
                     }
                 }
+                if access == Access::Write && raw && !self.caps.allow_ptr_leaks {
+                    // The kernel fills a raw buffer with byte stores once
+                    // the arguments are checked: a byte into a spilled
+                    // pointer corrupts it.
+                    let corrupts = fr.stack[lo_spi..=hi_spi]
+                        .iter()
+                        .any(|s| s.is_spill() && s.spilled.ty != RegType::Scalar);
+                    if corrupts {
+                        return self.err("attempt to corrupt spilled pointer on stack");
+                    }
+                }
                 if access == Access::Write && raw && !self.caps.bypass_spec_v4 {
                     // The kernel writes the buffer byte by byte, each a
                     // store that Spectre v4 sanitation looks at.
