@@ -220,7 +220,9 @@ UNREACHABLE_ON_HOST = {
     "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
     "offload device mismatch between prog and map": "the host has no BPF offload device",
     "destructive kfunc calls require CAP_SYS_BOOT capability":
-        "the fuzzer loads as root, which has CAP_SYS_BOOT",
+        "KF_DESTRUCTIVE marks only crash_kexec (helpers.c), registered under CONFIG_CRASH_DUMP, "
+        "which the host kernel lacks (no crash_kexec in its BTF or kallsyms); the test module's "
+        "destructive kfunc is not loaded. Reduced privileges (no CAP_SYS_BOOT) cannot reach it either",
     "expected valid iter pointer as arg #%d":
         "every iterator argument of a vmlinux kfunc is a `struct bpf_iter_*` of whole words "
         "(btf_check_iter_kfuncs at registration); only a module's kfunc could fail it",
@@ -311,6 +313,12 @@ UNREACHABLE_ON_HOST = {
         "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
         "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
         "the loader also holds no module BTF fd",
+    # misc5
+    "tail_call abusing map_ptr":
+        "do_misc_fixups checks a tail call's poisoned map (two prog arrays at one call) only when "
+        "the map is `unpriv`: its bypass_spec_v1 is false, which array_map_alloc sets from the "
+        "creating process's CAP_PERFMON; the harness creates every map as root (privilege levels "
+        "lower only the program load), so the poisoned call is patched as a plain indirect call",
 }
 
 

@@ -192,15 +192,72 @@ pub fn last_error_line(log: &str) -> Option<&str> {
             && !l.starts_with("old state:")
     })?;
     // A message printed without a newline runs into the stats line.
-    Some(match last.find("verification time") {
+    let last = match last.find("verification time") {
         Some(i) => &last[..i],
         None => last,
-    })
+    };
+    Some(after_joined_insn(last))
+}
+
+/// What do_check prints for a state before the state's first instruction:
+/// its complexity limit and is_state_visited's checks. When the state
+/// was popped from the branch stack, the log was cut back to just after
+/// the instruction that pushed it, its newline gone, so such a message
+/// lands on that instruction's line (`31: (a5) if r8 < 0x8 goto pc-2
+/// infinite loop detected at insn 30`).
+const PRE_INSN_MESSAGES: [&str; 4] = [
+    "infinite loop detected at insn ",
+    "BPF program is too large. Processed ",
+    "invalid insn idx ",
+    "verifier bug: ",
+];
+
+/// The message of an instruction line a pre-instruction message ran
+/// into; any other line as it is.
+fn after_joined_insn(line: &str) -> &str {
+    let is_insn_line = line
+        .split_once(": (")
+        .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !is_insn_line {
+        return line;
+    }
+    PRE_INSN_MESSAGES
+        .iter()
+        .filter_map(|m| line.find(&format!(" {m}")))
+        .min()
+        .map_or(line, |i| &line[i + 1..])
 }
 
 #[cfg(test)]
 mod tests {
     use super::{error_detail, failing_site, last_error_line};
+
+    #[test]
+    fn message_joined_to_an_instruction_line_is_the_error() {
+        // Level 1 at reduced privileges: a speculative state popped back
+        // to the jump that pushed it finds an infinite loop.
+        let log = "30: (07) r8 += 1\n\
+                   31: (a5) if r8 < 0x8 goto pc-2 infinite loop detected at insn 30\n\
+                   cur state: R8=scalar() R10=fp0\n\
+                   old state: R8=Pscalar() R10=fp0\n\
+                   verification time 67336 usec\n\
+                   stack depth 8\n\
+                   processed 10316 insns (limit 1000000) max_states_per_insn 4 total_states 108 peak_states 108 mark_read 0\n";
+        assert_eq!(
+            last_error_line(log),
+            Some("infinite loop detected at insn 30")
+        );
+        // An instruction line alone stays one (a log ending in the
+        // last instruction verified), as does a message naming an insn.
+        assert_eq!(
+            last_error_line("5: (95) exit\nprocessed 6 insns (limit 1000000)\n"),
+            Some("5: (95) exit")
+        );
+        assert_eq!(
+            last_error_line("infinite loop detected at insn 3\n"),
+            Some("infinite loop detected at insn 3")
+        );
+    }
 
     #[test]
     fn error_line_skips_stats_and_source_lines() {

@@ -770,6 +770,25 @@ mod tests {
     }
 
     #[test]
+    fn error_on_an_instruction_line_is_a_rejection() {
+        // A net_admin loader's level-1 log: the infinite-loop check of a
+        // popped speculative state prints onto the jump's line, and the
+        // kernel returns EINVAL. That is the verifier's rejection, not a
+        // refusal after a verification that passed.
+        let log = "28: (a5) if r9 < 0x800 goto pc-5\n\
+                   31: (a5) if r8 < 0x8 goto pc-2 infinite loop detected at insn 30\n\
+                   cur state: R8=scalar() R10=fp0\n\
+                   old state: R8=Pscalar() R10=fp0\n\
+                   verification time 67336 usec\n\
+                   stack depth 8\n\
+                   processed 10316 insns (limit 1000000) max_states_per_insn 4 total_states 108 peak_states 108 mark_read 0\n";
+        assert_eq!(
+            classify_failure(Errno::EINVAL, log, None, 1 << 20),
+            Verdict::Rejected
+        );
+    }
+
+    #[test]
     fn log_text_stops_at_nul() {
         assert_eq!(log_text(b"abc\0def"), "abc");
         assert_eq!(log_text(b"abc"), "abc");

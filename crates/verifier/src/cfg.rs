@@ -175,14 +175,16 @@ fn check_subprogs(
     Ok(())
 }
 
-/// A caller changes packet data when a function it calls does (the
-/// kernel merges the marks along its CFG walk; a fixpoint gives the same).
+/// A caller changes packet data (or may sleep) when a function it calls
+/// does, or a callback whose address it loads (the kernel merges the
+/// marks along its CFG walk, where a function's address is an edge to it
+/// as a call is; a fixpoint gives the same).
 fn merge_callee_effects(insns: &[Insn], subs: &mut [Subprog]) {
-    // (caller, callee) for every bpf-to-bpf call.
+    // (caller, callee) for every bpf-to-bpf call and callback address.
     let mut edges = Vec::new();
     for (k, sp) in subs.iter().enumerate() {
         for (i, ins) in insns.iter().enumerate().take(sp.end).skip(sp.start) {
-            if !is_pseudo_call(ins) {
+            if !is_pseudo_call(ins) && !is_pseudo_func(ins) {
                 continue;
             }
             let t = i as i64 + ins.imm as i64 + 1;

@@ -84,13 +84,25 @@ impl Env<'_> {
                 _ => s.is_spill() && (s.spilled.ty == RegType::Scalar || self.caps.allow_ptr_leaks),
             };
             if !ok {
-                return self.err(format!(
-                    "invalid read from stack R{regno} off {lo}+{} size {size}",
-                    b - lo
-                ));
+                return self.err_helper_stack_unreadable(regno, lo, b, size);
             }
         }
         Ok(())
+    }
+
+    /// The byte at `b` of a helper's stack range starting at `lo` may not
+    /// be read: the kernel names a constant start, or the variable offset.
+    fn err_helper_stack_unreadable<T>(&self, regno: u8, lo: i64, b: i64, size: u64) -> VResult<T> {
+        let r = self.cur.reg(regno);
+        let at = if r.v.is_const() {
+            format!("off {lo}")
+        } else {
+            format!("var_off {}", crate::check_alu::tnum_str(&r.v))
+        };
+        self.err(format!(
+            "invalid read from stack R{regno} {at}+{} size {size}",
+            b - lo
+        ))
     }
 
     fn arg_type_err<T>(&self, regno: u8, expected: &str) -> VResult<T> {
@@ -204,26 +216,36 @@ impl Env<'_> {
                 let fr = &mut self.cur.frames[frameno];
                 fr.grow_stack((-off) as usize);
                 // Iterator state and saved irq flags are not memory a helper
-                // may read. Most ranges hold neither: look at whole slots
-                // first, and byte by byte (for the first bad one) only then.
+                // may read, nor write unless in raw mode (a variable offset
+                // turns a write into a check of initialised bytes). Most
+                // ranges hold neither: look at whole slots first, and byte
+                // by byte (for the first bad one) only then.
                 let (lo_spi, hi_spi) = ((-(max + size as i64)) as usize / 8, (-off - 1) as usize / 8);
                 let unreadable = |s: &crate::state::Slot| {
                     s.types
                         .iter()
                         .any(|t| matches!(t, crate::state::SlotType::Iter | crate::state::SlotType::IrqFlag))
                 };
-                if access == Access::Read && fr.stack[lo_spi..=hi_spi].iter().any(unreadable) {
+                if !raw && fr.stack[lo_spi..=hi_spi].iter().any(unreadable) {
                     for b in off..max + size as i64 {
                         let slot = (-b - 1) as usize;
                         if matches!(
                             fr.stack[slot / 8].types[slot % 8],
                             crate::state::SlotType::Iter | crate::state::SlotType::IrqFlag
                         ) {
-                            return self.err(format!(
-                                "invalid read from stack R{regno} off {off}+{} size {size}",
-                                b - off
-                            ));
+                            return self.err_helper_stack_unreadable(regno, off, b, size);
                         }
+                    }
+                }
+                if access == Access::Write && raw && !self.caps.allow_ptr_leaks {
+                    // The kernel fills a raw buffer with byte stores once
+                    // the arguments are checked: a byte into a spilled
+                    // pointer corrupts it.
+                    let corrupts = fr.stack[lo_spi..=hi_spi]
+                        .iter()
+                        .any(|s| s.is_spill() && s.spilled.ty != RegType::Scalar);
+                    if corrupts {
+                        return self.err("attempt to corrupt spilled pointer on stack");
                     }
                 }
                 if access == Access::Write && raw && !self.caps.bypass_spec_v4 {

@@ -128,9 +128,13 @@ pub fn corrupt(rng: &mut Rng, insns: &mut Vec<Insn>, maps: usize) -> Edit {
 
 /// Map-index LD_IMM64s stay within the object's maps: past them the
 /// kernel reads whatever follows `fd_array` in the loader's memory, which
-/// no verdict can be compared on.
+/// no verdict can be compared on. Likewise a map fd (an index turned into
+/// an fd reference by another edit) never names one of the loader's own
+/// descriptors: which fds are open there is no property of the program.
 pub fn keep_map_indexes_in_range(insns: &mut [Insn], maps: usize) {
-    use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+    use bpfvet_isa::opcode::{
+        BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE, BPF_PSEUDO_MAP_VALUE,
+    };
     let mut j = 0;
     while j < insns.len() {
         let ins = &mut insns[j];
@@ -139,11 +143,19 @@ pub fn keep_map_indexes_in_range(insns: &mut [Insn], maps: usize) {
             if by_idx && (ins.imm < 0 || ins.imm as usize >= maps) {
                 ins.imm = 0;
             }
+            let by_fd = ins.src == BPF_PSEUDO_MAP_FD || ins.src == BPF_PSEUDO_MAP_VALUE;
+            if by_fd && ins.imm >= 3 && ins.imm < UNOPENED_FD {
+                ins.imm = UNOPENED_FD;
+            }
             j += 1;
         }
         j += 1;
     }
 }
+
+/// A descriptor number no loader process has open (0..2 are stdio, the
+/// harness's maps and programs lie between).
+const UNOPENED_FD: i32 = 9999;
 
 fn corrupt_once(rng: &mut Rng, insns: &mut Vec<Insn>, maps: usize) -> Edit {
     if insns.is_empty() {

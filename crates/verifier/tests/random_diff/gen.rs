@@ -16,6 +16,7 @@ mod leak_blocks;
 pub mod load_blocks;
 mod loader_blocks;
 mod mem_blocks;
+mod path_blocks;
 pub mod prog_blocks;
 mod region_blocks;
 pub mod structops_blocks;
@@ -168,8 +169,12 @@ impl Features {
     /// BPF_PROG_LOAD attributes (`gen/load_blocks.rs`): license,
     /// fd_array and fd_array_cnt, func_info_rec_size, CO-RE records.
     pub const LOADATTR: u32 = 1 << 21;
+    /// Paths the other blocks keep apart (`gen/path_blocks.rs`):
+    /// callbacks returning r0 of any kind, one pointer add reached from
+    /// two paths with different Spectre masks.
+    pub const PATHS: u32 = 1 << 23;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 23] = [
+    pub const NAMES: [(u32, &'static str); 24] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -193,6 +198,7 @@ impl Features {
         (Self::GRAPH5, "graph5"),
         (Self::STRUCT_OPS, "struct_ops"),
         (Self::LOADATTR, "loadattr"),
+        (Self::PATHS, "paths"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -974,6 +980,9 @@ impl Gen {
         }
         if f.has(Features::STRUCT_OPS) && self.rng.chance(12) {
             return self.struct_ops_block();
+        }
+        if f.has(Features::PATHS) && self.rng.chance(8) {
+            return self.masks_from_two_paths();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1896,7 +1905,9 @@ impl Gen {
                 self.block();
             }
         }
-        if self.in_callback {
+        if self.in_callback && self.features.has(Features::PATHS) && self.rng.chance(30) {
+            self.callback_return_any();
+        } else if self.in_callback {
             let imm = if self.rng.chance(self.mistakes * 3) {
                 self.rng.pick(&[2, -1, 0x100])
             } else {
