@@ -49,14 +49,21 @@ pub struct InsnAux {
     /// Every pointer kind the access dereferenced, over all paths.
     pub accesses: crate::AccessKinds,
     pub seen: bool,
-    /// At a bpf_loop call: whether the kernel will inline it.
-    pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
     /// Spectre v1: a speculative path failed here; speculative paths stop
     /// before it (a barrier is patched in).
     pub nospec: bool,
     /// Spectre v4: the instruction's result (a stack write) is followed
     /// by a barrier; speculative paths stop after it.
     pub nospec_result: bool,
+}
+
+/// Facts about one helper call site gathered across paths. Few
+/// instructions are such calls, so these live apart from `InsnAux`
+/// (`Env::call_sites`), which every instruction pays for.
+#[derive(Clone, Copy, Default)]
+pub struct CallSiteAux {
+    /// At a bpf_loop call: whether the kernel will inline it.
+    pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
     /// At a bpf_tail_call: the map and key every path used.
     pub tail_call: TailCallSite,
 }
@@ -101,6 +108,8 @@ pub struct Env<'a> {
     pub id_gen: u32,
     pub idmap: IdMap,
     pub aux: Vec<InsnAux>,
+    /// Helper call sites' facts, by instruction (bpf_loop, bpf_tail_call).
+    pub call_sites: std::collections::HashMap<usize, CallSiteAux>,
     /// Spectre v1 masking of ALU instructions with a register operand, by
     /// instruction: the kind of operation (`crate::check_alu::alu_state`)
     /// and its limit, which must agree across paths. Few instructions have
@@ -197,6 +206,7 @@ impl<'a> Env<'a> {
                 m
             },
             aux: vec![InsnAux::default(); n],
+            call_sites: std::collections::HashMap::new(),
             alu_sanitation: std::collections::HashMap::new(),
             subprog_stack: vec![0; nsub],
             explored_count: 0,

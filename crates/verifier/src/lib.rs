@@ -348,6 +348,7 @@ fn verify_with(
             &env.cfg.subprogs,
             env.insns,
             &env.aux,
+            &env.call_sites,
         );
     }
     stats.idmap_resets = env.idmap.resets;
