@@ -378,7 +378,15 @@ impl<'a> Env<'a> {
                 if self.opts.log_level < 2 {
                     self.log.truncate(p.log_pos);
                 }
-                let done = std::mem::replace(&mut self.cur, p.st);
+                let mut done = std::mem::replace(&mut self.cur, p.st);
+                // The popped state's history was copied at its exact length
+                // and would be reallocated at its next jump; the finished
+                // path's buffer has grown to a path's length already.
+                if done.jmp_history.capacity() > self.cur.jmp_history.capacity() {
+                    std::mem::swap(&mut done.jmp_history, &mut self.cur.jmp_history);
+                    self.cur.jmp_history.clear();
+                    self.cur.jmp_history.extend_from_slice(&done.jmp_history);
+                }
                 self.pool.recycle(done);
                 self.insn_idx = p.insn_idx;
                 self.prev_insn_idx = p.prev_insn_idx;
