@@ -271,46 +271,41 @@ impl Env<'_> {
         let o = op(insn.code);
         let alu64 = insn.class() == BPF_ALU64;
         let (d, s) = (insn.dst, insn.src);
-        let dst = *self.cur.reg(d);
-        let src = if source(insn.code) == BPF_X {
-            *self.cur.reg(s)
+        let src_is_reg = source(insn.code) == BPF_X;
+        // The scalar path, by far the most common, needs only these: the
+        // registers themselves are copied for the pointer paths alone.
+        let (dst_ty, dst_precise) = {
+            let r = self.cur.reg(d);
+            (r.ty, r.precise)
+        };
+        let (src_ty, src_v) = if src_is_reg {
+            let r = self.cur.reg(s);
+            (r.ty, r.v)
         } else {
-            Reg::known(insn.imm as i64 as u64)
+            (RegType::Scalar, Scalar::constant(insn.imm as i64 as u64))
         };
         // Any arithmetic with an arena pointer gives an arena pointer, whatever
         // the other operand (the host kernel, 6.18.44): every access through
         // it is guarded at run time.
-        if dst.ty == RegType::Arena {
+        if dst_ty == RegType::Arena {
             return Ok(());
         }
-        if src.ty == RegType::Arena {
+        if src_ty == RegType::Arena {
             self.set_unknown(d);
             self.cur.reg_mut(d).ty = RegType::Arena;
             return Ok(());
         }
-        if dst.is_pointer() && src.is_pointer() {
-            if o == BPF_SUB && self.caps.allow_ptr_leaks {
-                self.set_unknown(d);
-                return Ok(());
-            }
-            return self.err(format!("R{d} pointer {} pointer prohibited", op_name(o)));
-        }
-        if dst.is_pointer() {
-            if source(insn.code) == BPF_X && src.is_scalar() {
-                // The offset decides where the pointer points.
-                self.mark_chain_precision(s)?;
-            }
-            return self.adjust_ptr(insn, d, &dst, &src, false);
-        }
-        if src.is_pointer() {
-            // scalar OP pointer: the kernel treats the scalar as the offset
-            // of the pointer for every operator, so the pointer rules
-            // (offset sanity, then the operator) decide, as for ptr OP scalar.
-            self.mark_chain_precision(d)?;
-            return self.adjust_ptr(insn, d, &src, &dst, true);
+        if dst_ty.is_pointer() || src_ty.is_pointer() {
+            let dst = *self.cur.reg(d);
+            let src = if src_is_reg {
+                *self.cur.reg(s)
+            } else {
+                Reg::known(insn.imm as i64 as u64)
+            };
+            return self.adjust_ptr_operands(insn, d, s, &dst, &src);
         }
         // scalar op scalar: a precise result needs a precise operand.
-        if dst.precise && source(insn.code) == BPF_X {
+        if dst_precise && src_is_reg {
             self.mark_chain_precision(s)?;
         }
         if o == BPF_ADD || o == BPF_SUB {
@@ -319,8 +314,7 @@ impl Env<'_> {
         let Some(aop) = AluOp::from_insn(insn.code, insn.off) else {
             return self.err(format!("invalid BPF_ALU opcode {:x}", o));
         };
-        let src_v = src.v;
-        let src_is_dst = source(insn.code) == BPF_X && s == d;
+        let src_is_dst = src_is_reg && s == d;
         let tracks_deltas = self.caps.bpf_capable;
         let r = self.cur.reg_mut(d);
         let umax_before = r.v.umax;
@@ -346,6 +340,39 @@ impl Env<'_> {
             fr.regs[d as usize].off = 0;
         }
         Ok(())
+    }
+
+    /// adjust_reg_min_max_vals with a pointer operand: two pointers only
+    /// subtract (with pointer leaks allowed); otherwise the pointer rules
+    /// decide.
+    fn adjust_ptr_operands(
+        &mut self,
+        insn: &Insn,
+        d: u8,
+        s: u8,
+        dst: &Reg,
+        src: &Reg,
+    ) -> VResult<()> {
+        let o = op(insn.code);
+        if dst.is_pointer() && src.is_pointer() {
+            if o == BPF_SUB && self.caps.allow_ptr_leaks {
+                self.set_unknown(d);
+                return Ok(());
+            }
+            return self.err(format!("R{d} pointer {} pointer prohibited", op_name(o)));
+        }
+        if dst.is_pointer() {
+            if source(insn.code) == BPF_X && src.is_scalar() {
+                // The offset decides where the pointer points.
+                self.mark_chain_precision(s)?;
+            }
+            return self.adjust_ptr(insn, d, dst, src, false);
+        }
+        // scalar OP pointer: the kernel treats the scalar as the offset
+        // of the pointer for every operator, so the pointer rules
+        // (offset sanity, then the operator) decide, as for ptr OP scalar.
+        self.mark_chain_precision(d)?;
+        self.adjust_ptr(insn, d, src, dst, true)
     }
 
     /// Pointer OP scalar (adjust_ptr_min_max_vals). `off_is_dst` is the

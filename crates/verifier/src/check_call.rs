@@ -1158,7 +1158,8 @@ impl Env<'_> {
                     },
                     _ => TailCallSite::Indirect,
                 };
-                if let Some(aux) = self.aux.get_mut(idx) {
+                {
+                    let aux = self.call_sites.entry(idx).or_default();
                     aux.tail_call = match aux.tail_call {
                         TailCallSite::Unseen => here,
                         seen if seen == here => seen,
@@ -1807,7 +1808,10 @@ impl Env<'_> {
     /// inlined. Zero flags are only looked at while the site still fits,
     /// and then become precise (the inlining depends on them).
     fn update_loop_inline(&mut self, callback: u32) -> VResult<()> {
-        let site = self.aux[self.insn_idx].loop_inline;
+        let site = self
+            .call_sites
+            .get(&self.insn_idx)
+            .and_then(|c| c.loop_inline);
         if site.is_some_and(|s| !s.fit) {
             return Ok(());
         }
@@ -1816,7 +1820,10 @@ impl Env<'_> {
         if flags_zero {
             self.mark_chain_precision(4)?;
         }
-        self.aux[self.insn_idx].loop_inline = Some(crate::rewrite_stack::LoopInline::visit(
+        self.call_sites
+            .entry(self.insn_idx)
+            .or_default()
+            .loop_inline = Some(crate::rewrite_stack::LoopInline::visit(
             site, flags_zero, callback,
         ));
         Ok(())

@@ -49,14 +49,21 @@ pub struct InsnAux {
     /// Every pointer kind the access dereferenced, over all paths.
     pub accesses: crate::AccessKinds,
     pub seen: bool,
-    /// At a bpf_loop call: whether the kernel will inline it.
-    pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
     /// Spectre v1: a speculative path failed here; speculative paths stop
     /// before it (a barrier is patched in).
     pub nospec: bool,
     /// Spectre v4: the instruction's result (a stack write) is followed
     /// by a barrier; speculative paths stop after it.
     pub nospec_result: bool,
+}
+
+/// Facts about one helper call site gathered across paths. Few
+/// instructions are such calls, so these live apart from `InsnAux`
+/// (`Env::call_sites`), which every instruction pays for.
+#[derive(Clone, Copy, Default)]
+pub struct CallSiteAux {
+    /// At a bpf_loop call: whether the kernel will inline it.
+    pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
     /// At a bpf_tail_call: the map and key every path used.
     pub tail_call: TailCallSite,
 }
@@ -101,6 +108,8 @@ pub struct Env<'a> {
     pub id_gen: u32,
     pub idmap: IdMap,
     pub aux: Vec<InsnAux>,
+    /// Helper call sites' facts, by instruction (bpf_loop, bpf_tail_call).
+    pub call_sites: std::collections::HashMap<usize, CallSiteAux>,
     /// Spectre v1 masking of ALU instructions with a register operand, by
     /// instruction: the kind of operation (`crate::check_alu::alu_state`)
     /// and its limit, which must agree across paths. Few instructions have
@@ -197,6 +206,7 @@ impl<'a> Env<'a> {
                 m
             },
             aux: vec![InsnAux::default(); n],
+            call_sites: std::collections::HashMap::new(),
             alu_sanitation: std::collections::HashMap::new(),
             subprog_stack: vec![0; nsub],
             explored_count: 0,
@@ -368,7 +378,15 @@ impl<'a> Env<'a> {
                 if self.opts.log_level < 2 {
                     self.log.truncate(p.log_pos);
                 }
-                let done = std::mem::replace(&mut self.cur, p.st);
+                let mut done = std::mem::replace(&mut self.cur, p.st);
+                // The popped state's history was copied at its exact length
+                // and would be reallocated at its next jump; the finished
+                // path's buffer has grown to a path's length already.
+                if done.jmp_history.capacity() > self.cur.jmp_history.capacity() {
+                    std::mem::swap(&mut done.jmp_history, &mut self.cur.jmp_history);
+                    self.cur.jmp_history.clear();
+                    self.cur.jmp_history.extend_from_slice(&done.jmp_history);
+                }
                 self.pool.recycle(done);
                 self.insn_idx = p.insn_idx;
                 self.prev_insn_idx = p.prev_insn_idx;

@@ -18,7 +18,11 @@ impl Env<'_> {
             // blinding (bpf_jit_harden at its default, 0) and the maps
             // were made by a loader that may bypass Spectre v1.
             let jit_pokes = self.caps.bpf_capable && self.aux.get(i).is_some_and(|a| a.seen);
-            if jit_pokes && matches!(self.aux[i].tail_call, TailCallSite::Direct { .. }) {
+            let direct_tail_call = self
+                .call_sites
+                .get(&i)
+                .is_some_and(|c| matches!(c.tail_call, TailCallSite::Direct { .. }));
+            if jit_pokes && direct_tail_call {
                 pokes += 1;
                 if pokes > MAX_POKE_DESCRIPTORS {
                     return Err(VerifyError::new(

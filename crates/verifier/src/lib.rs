@@ -80,8 +80,8 @@ pub struct Baselines {
     pub backtrack_no_skip: bool,
     /// §1c: allocate every explored-state node fresh instead of from the pool.
     pub state_nodes_plain_alloc: bool,
-    /// Compute every scalar bounds sync instead of looking up the result of
-    /// a recent sync of the same scalar.
+    /// Compute every scalar bounds sync and ALU operation instead of
+    /// looking up the result of a recent one on the same scalars.
     pub sync_no_memo: bool,
     /// Compare every explored state in full, without first comparing the
     /// register that made the last comparison against it fail.
@@ -356,6 +356,7 @@ fn verify_with(
             &env.cfg.subprogs,
             env.insns,
             &env.aux,
+            &env.call_sites,
         );
     }
     stats.idmap_resets = env.idmap.resets;

@@ -245,21 +245,27 @@ const UNKNOWN_CONFIG: &str = "its kernel configuration: set BPFVET_KERNEL_CONFIG
 
 /// Whether `func` is in the kernel set `set` on the target kernel; None
 /// when that depends on a config bpfvet cannot read.
-fn in_kernel_set(set: &[(&str, When)], func: &str, config: Option<&KernelConfig>) -> Option<bool> {
+/// `config` is asked for only when the answer depends on it (reading the
+/// host's config costs milliseconds).
+fn in_kernel_set<'c>(
+    set: &[(&str, When)],
+    func: &str,
+    config: impl FnOnce() -> Option<&'c KernelConfig>,
+) -> Option<bool> {
     match set.iter().find(|(f, _)| *f == func) {
         None => Some(false),
         Some((_, When::Always)) => Some(true),
-        Some(&(_, when)) => config.map(|c| c.holds(when)),
+        Some(&(_, when)) => config().map(|c| c.holds(when)),
     }
 }
 
 /// Whether a sleepable fentry, fexit or fmod_ret program may attach to
 /// `target`: an error-injection function not denied, or one the
 /// modify-return set marks sleepable. Err names what bpfvet cannot see.
-fn may_sleep_at(
+fn may_sleep_at<'c>(
     target: &str,
     list: &ErrorInjection,
-    config: Option<&KernelConfig>,
+    config: impl FnOnce() -> Option<&'c KernelConfig>,
 ) -> Result<bool, String> {
     if fmodret_entry(target) == Some(true) {
         return Ok(true);
@@ -289,17 +295,15 @@ fn may_modify(target: &str, list: &ErrorInjection) -> Option<bool> {
 /// of its sleepable modify-return set; a plain fmod_ret program only to
 /// what it may modify. Where the list is unknown: refused.
 pub fn check_attach_target(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
-    check_attach_target_with(
-        prog,
-        error_injection::target_list(),
-        kernel_config::target(),
-    )
+    check_attach_target_with(prog, error_injection::target_list, kernel_config::target)
 }
 
-fn check_attach_target_with(
+/// `list` and `config` are read only by the rules that need them: most
+/// programs never pay for the host files behind them.
+fn check_attach_target_with<'c>(
     prog: &bpfvet_object::Program,
-    list: &ErrorInjection,
-    config: Option<&KernelConfig>,
+    list: impl FnOnce() -> &'c ErrorInjection,
+    config: impl Fn() -> Option<&'c KernelConfig>,
 ) -> Result<(), VerifyError> {
     if prog.prog_type != ProgType::TRACING && prog.prog_type != ProgType::LSM {
         return Ok(());
@@ -326,7 +330,7 @@ fn check_attach_target_with(
         _ => return Ok(()),
     };
     if prog.prog_type == ProgType::TRACING && prog.sleepable {
-        match may_sleep_at(target, list, config) {
+        match may_sleep_at(target, list(), &config) {
             Ok(true) => {}
             Ok(false) => {
                 return Err(VerifyError::new(None, format!("{target} is not sleepable")));
@@ -339,7 +343,7 @@ fn check_attach_target_with(
             }
         }
     } else if kind == "fmod_ret" {
-        match may_modify(target, list) {
+        match may_modify(target, list()) {
             Some(true) => {}
             Some(false) => {
                 return Err(VerifyError::new(
@@ -365,7 +369,7 @@ fn check_attach_target_with(
         ))
     };
     if prog.prog_type == ProgType::TRACING {
-        match in_kernel_set(TRACING_DENIED, target, config) {
+        match in_kernel_set(TRACING_DENIED, target, &config) {
             Some(false) => {}
             Some(true) => {
                 return Err(VerifyError::new(
@@ -379,7 +383,7 @@ fn check_attach_target_with(
         }
     }
     if kind != "fentry" {
-        match in_kernel_set(NORETURN_FUNCS, target, config) {
+        match in_kernel_set(NORETURN_FUNCS, target, &config) {
             Some(false) => {}
             Some(true) => {
                 return Err(VerifyError::new(
@@ -585,7 +589,7 @@ mod attach_target_tests {
         let list = listing(&["__x64_sys_nanosleep"]);
         let check = |target, list: &ErrorInjection| {
             let obj = tracing("fmod_ret/x", AttachType::MODIFY_RETURN, Some(target), false);
-            check_attach_target_with(&obj.programs[0], list, None)
+            check_attach_target_with(&obj.programs[0], || list, || None)
         };
         let unknown = ErrorInjection::Unknown;
         assert!(check("security_file_open", &unknown).is_ok());
@@ -606,7 +610,7 @@ mod attach_target_tests {
         let plain = KernelConfig::parse("CONFIG_SMP=y\n");
         let check = |attach, target, config: Option<&KernelConfig>| {
             let obj = tracing("x", attach, Some(target), false);
-            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, config)
+            check_attach_target_with(&obj.programs[0], || &ErrorInjection::Unknown, || config)
         };
         let (fentry, fexit) = (AttachType::TRACE_FENTRY, AttachType::TRACE_FEXIT);
         let e = check(fexit, "do_exit", None).unwrap_err();
@@ -651,7 +655,7 @@ mod attach_target_tests {
         ]);
         let check = |attach, target, list: &ErrorInjection| {
             let obj = tracing("x.s/f", attach, Some(target), true);
-            check_attach_target_with(&obj.programs[0], list, None)
+            check_attach_target_with(&obj.programs[0], || list, || None)
         };
         for attach in [
             AttachType::TRACE_FENTRY,
@@ -691,7 +695,10 @@ mod attach_target_tests {
             Some("bpf_iter_task"),
             true,
         );
-        assert!(check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, None).is_ok());
+        assert!(
+            check_attach_target_with(&obj.programs[0], || &ErrorInjection::Unknown, || None)
+                .is_ok()
+        );
     }
 
     #[test]
@@ -702,7 +709,7 @@ mod attach_target_tests {
             p.expected_attach_type = Some(AttachType::LSM_MAC);
             p.attach_target = Some(hook.into());
             p.sleepable = sleepable;
-            check_attach_target_with(&obj.programs[0], &ErrorInjection::Unknown, None)
+            check_attach_target_with(&obj.programs[0], || &ErrorInjection::Unknown, || None)
         };
         assert!(lsm("file_open", true).is_ok());
         assert!(lsm("bpf_lsm_bprm_committed_creds", true).is_ok());

@@ -49,6 +49,11 @@ pub enum RegType {
 }
 
 impl RegType {
+    /// Any pointer type (neither a scalar nor uninitialised).
+    pub fn is_pointer(self) -> bool {
+        !matches!(self, RegType::Scalar | RegType::NotInit)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RegType::NotInit => "?",
@@ -193,7 +198,7 @@ impl Reg {
         self.ty == RegType::Scalar
     }
     pub fn is_pointer(&self) -> bool {
-        !matches!(self.ty, RegType::Scalar | RegType::NotInit)
+        self.ty.is_pointer()
     }
     pub fn maybe_null(&self) -> bool {
         self.flags & flag::MAYBE_NULL != 0

@@ -5,8 +5,9 @@
 //! (do_misc_fixups, on JITs with timed may_goto such as x86-64).
 
 use crate::cfg::{is_may_goto, Subprog};
-use crate::explore::InsnAux;
+use crate::explore::{CallSiteAux, InsnAux};
 use bpfvet_isa::Insn;
+use std::collections::HashMap;
 
 /// Whether a bpf_loop call site can be inlined: every visit had flags 0
 /// and the same callback (update_loop_inline_state).
@@ -43,13 +44,16 @@ pub fn add_rewrite_stack(
     subprogs: &[Subprog],
     insns: &[Insn],
     aux: &[InsnAux],
+    call_sites: &HashMap<usize, CallSiteAux>,
 ) {
     for (depth, sp) in depths.iter_mut().zip(subprogs) {
         let reached = (sp.start..sp.end.min(insns.len())).filter(|&i| aux[i].seen);
-        if reached
-            .clone()
-            .any(|i| aux[i].loop_inline.is_some_and(|l| l.fit))
-        {
+        if reached.clone().any(|i| {
+            call_sites
+                .get(&i)
+                .and_then(|c| c.loop_inline)
+                .is_some_and(|l| l.fit)
+        }) {
             *depth += LOOP_INLINE_STACK + (depth.next_multiple_of(8) - *depth);
         }
         if reached.clone().any(|i| is_may_goto(&insns[i])) {

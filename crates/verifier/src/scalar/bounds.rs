@@ -52,7 +52,25 @@ const SYNC_MEMO_SLOTS: usize = 4096;
 struct SyncMemo {
     on: bool,
     slots: Vec<(Scalar, Scalar)>,
+    /// The same for whole ALU operations (`Scalar::alu`, a function of
+    /// its operation and operands alone): see `alu_memo`.
+    alu: Vec<AluMemoEntry>,
 }
+
+const ALU_MEMO_SLOTS: usize = 4096;
+
+/// One remembered `Scalar::alu`: `tag` names the operation and width
+/// (`ALU_MEMO_EMPTY` for a slot never filled), `out` the destination after
+/// it. Operations that fork the state are not remembered.
+#[derive(Clone, Copy)]
+struct AluMemoEntry {
+    tag: u8,
+    dst: Scalar,
+    src: Scalar,
+    out: Scalar,
+}
+
+const ALU_MEMO_EMPTY: u8 = u8::MAX;
 
 thread_local! {
     // Constant-initialised (the table is allocated at its first use), so
@@ -61,6 +79,7 @@ thread_local! {
         std::cell::RefCell::new(SyncMemo {
             on: true,
             slots: Vec::new(),
+            alu: Vec::new(),
         })
     };
 }
@@ -82,6 +101,79 @@ fn memo_slot(s: &Scalar) -> usize {
         ^ (u64::from(s.s32_min as u32) << 16 | u64::from(s.s32_max as u32).rotate_left(48));
     let h = (a.wrapping_mul(K) ^ b).wrapping_mul(K) ^ c;
     (h.wrapping_mul(K) >> 52) as usize % SYNC_MEMO_SLOTS
+}
+
+fn alu_memo_slot(tag: u8, dst: &Scalar, src: &Scalar) -> usize {
+    // The fields that tell scalars apart most often; a collision only
+    // costs a recomputation.
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let a = dst.var_off.value
+        ^ dst.var_off.mask.rotate_left(32)
+        ^ dst.umin.rotate_left(16)
+        ^ dst.umax.rotate_left(48);
+    let b = src.var_off.value
+        ^ src.var_off.mask.rotate_left(32)
+        ^ src.umin.rotate_left(16)
+        ^ src.umax.rotate_left(48);
+    let c = (dst.smin as u64) ^ (dst.smax as u64).rotate_left(32) ^ u64::from(tag);
+    let h = ((a.wrapping_mul(K) ^ b).wrapping_mul(K) ^ c).wrapping_mul(K);
+    (h >> 52) as usize % ALU_MEMO_SLOTS
+}
+
+/// `compute` (the operation `tag` of `Scalar::alu` with source `src`)
+/// applied to `dst`, or its remembered result: the ALU instructions of
+/// each path through the same code see the same operands again and again.
+/// The memo is not borrowed while `compute` runs (it syncs through the
+/// sync memo).
+pub(super) fn alu_memo(
+    dst: &mut Scalar,
+    tag: u8,
+    src: &Scalar,
+    compute: impl FnOnce(&mut Scalar) -> Option<Scalar>,
+) -> Option<Scalar> {
+    let slot = alu_memo_slot(tag, dst, src);
+    let input = *dst;
+    // None: the memo is off; Some(true): remembered, `dst` holds the result
+    // (written in place: the scalar is not copied around in an Option).
+    let looked_up = SYNC_MEMO.with(|m| {
+        let m = m.borrow();
+        if !m.on {
+            return None;
+        }
+        Some(match m.alu.get(slot) {
+            Some(e) if e.tag == tag && e.dst == input && e.src == *src => {
+                *dst = e.out;
+                true
+            }
+            _ => false,
+        })
+    });
+    if looked_up == Some(true) {
+        return None;
+    }
+    let on = looked_up.is_some();
+    let fork = compute(dst);
+    if on && fork.is_none() {
+        SYNC_MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.alu.is_empty() {
+                let empty = AluMemoEntry {
+                    tag: ALU_MEMO_EMPTY,
+                    dst: Scalar::unknown(),
+                    src: Scalar::unknown(),
+                    out: Scalar::unknown(),
+                };
+                m.alu = vec![empty; ALU_MEMO_SLOTS];
+            }
+            m.alu[slot] = AluMemoEntry {
+                tag,
+                dst: input,
+                src: *src,
+                out: *dst,
+            };
+        });
+    }
+    fork
 }
 
 impl Scalar {
@@ -432,6 +524,77 @@ mod tests {
                 assert_eq!(remembered, computed, "round {round}: {s:?}");
             }
         }
+    }
+
+    /// Remembered ALU results are the results, forks included: random
+    /// operand pairs under every operation, each computed with the memo off
+    /// and looked up with it on, twice (the second round finds them).
+    #[test]
+    fn remembered_alu_results_equal_computed_ones() {
+        use crate::scalar::AluOp;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut scalar = |next: &mut dyn FnMut() -> u64| match next() % 4 {
+            0 => Scalar::constant(next() % 70),
+            1 => {
+                let mut s = Scalar::unknown();
+                s.smin = -1;
+                s.smax = 0;
+                s.sync();
+                s
+            }
+            _ => {
+                let (a, b) = (next() % 1000, next() % 1000);
+                let mut s = Scalar::unknown();
+                s.umin = a.min(b);
+                s.umax = a.max(b);
+                s.sync();
+                s
+            }
+        };
+        let ops = [
+            AluOp::Add,
+            AluOp::Sub,
+            AluOp::Mul,
+            AluOp::Div,
+            AluOp::Mod,
+            AluOp::Or,
+            AluOp::And,
+            AluOp::Xor,
+            AluOp::Lsh,
+            AluOp::Rsh,
+            AluOp::Arsh,
+        ];
+        let cases: Vec<(Scalar, Scalar, AluOp, bool)> = (0..2 * ALU_MEMO_SLOTS)
+            .map(|_| {
+                let (d, s) = (scalar(&mut next), scalar(&mut next));
+                let op = ops[(next() % ops.len() as u64) as usize];
+                (d, s, op, next() % 2 == 0)
+            })
+            .collect();
+        let mut forks = 0;
+        for round in 0..2 {
+            for &(d, s, op, alu32) in &cases {
+                set_sync_memo(false);
+                let mut computed = d;
+                let computed_fork = computed.alu(op, &s, alu32);
+                set_sync_memo(true);
+                let mut remembered = d;
+                let remembered_fork = remembered.alu(op, &s, alu32);
+                assert_eq!(remembered, computed, "round {round}: {d:?} {op:?} {s:?}");
+                assert_eq!(
+                    remembered_fork, computed_fork,
+                    "round {round}: {d:?} {op:?}"
+                );
+                forks += usize::from(computed_fork.is_some());
+            }
+        }
+        assert!(forks > 0, "no operation forked");
     }
 
     /// Values at the edges of the 32- and 64-bit, signed and unsigned views.
