@@ -9,8 +9,8 @@
 
 use super::diff::{cause, cause_group, Class, Ours, Result, Theirs};
 use super::gen::{Features, GenProgram};
+use super::oracle::Oracle;
 use super::{listing, minimise, Run};
-use bpfvet_kernel::Kernel;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
 
 /// Minimises one program per distinct (class, cause) of the run and
 /// writes it as a case; returns the case file name per program index.
-fn write_cases(kernel: &Kernel, cfg: &Config, k: u64, run: &Run) -> BTreeMap<usize, String> {
+fn write_cases(kernel: &Oracle, cfg: &Config, k: u64, run: &Run) -> BTreeMap<usize, String> {
     let mut first: BTreeMap<(Class, String), usize> = BTreeMap::new();
     for (i, r) in run.results.iter().enumerate() {
         if matches!(r.class, Class::Agree | Class::KernelRefused) {
@@ -230,7 +230,7 @@ fn tsv_text(run: &Run, cases: &BTreeMap<usize, String>) -> String {
 /// Runs every batch of `cfg` not yet in its directory, then writes
 /// REPORT.md. Errors are I/O errors or a directory made with another
 /// configuration.
-pub fn run_batches(kernel: &Kernel, cfg: &Config) -> std::result::Result<(), String> {
+pub fn run_batches(kernel: &Oracle, cfg: &Config) -> std::result::Result<(), String> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
     let conf = cfg.dir.join("run.conf");
     match std::fs::read_to_string(&conf) {
