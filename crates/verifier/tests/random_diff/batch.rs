@@ -58,7 +58,12 @@ impl Config {
         } else {
             Features::ALL
         };
-        Features(drawn.0 | forced_features().0)
+        let mut features = drawn.0 | forced_features().0;
+        // The host refuses tracing programs before verifying them.
+        if std::env::var_os(super::guest::KERNEL_ENV).is_none() {
+            features &= !Features::GUEST_TRACING;
+        }
+        Features(features)
     }
 
     /// What must not change between runs into one directory.

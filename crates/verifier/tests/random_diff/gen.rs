@@ -10,6 +10,7 @@ use bpfvet_isa::Insn;
 
 pub mod btf_objects;
 mod graph_blocks;
+mod guest_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
 mod loader_blocks;
@@ -151,8 +152,11 @@ impl Features {
     /// keys; loops pushing speculative paths; tracing programs without a
     /// trampoline (`tp_btf`, `iter`).
     pub const LEAKS: u32 = 1 << 19;
+    /// Tracing and LSM programs for a lockdown-free guest
+    /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
+    pub const GUEST_TRACING: u32 = 1 << 24;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 20] = [
+    pub const NAMES: [(u32, &'static str); 21] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -173,6 +177,7 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
+        (Self::GUEST_TRACING, "guest_tracing"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1763,6 +1768,10 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::LEAKS) && !reduced && g.rng.chance(4) {
         let (t, a, body) = leak_blocks::tracing_program(&mut g.rng);
         (prog_type, attach, insns, sleepable) = (t, Some(a), body, false);
+    }
+    if features.has(Features::GUEST_TRACING) && !reduced && g.rng.chance(70) {
+        let (t, a, body, s) = guest_blocks::tracing_program(&mut g.rng);
+        (prog_type, attach, insns, sleepable) = (t, Some(a), body, s);
     }
     let mut funcs = Vec::new();
     if features.has(Features::PROGRAM) {
