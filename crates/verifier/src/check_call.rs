@@ -1220,6 +1220,14 @@ impl Env<'_> {
             {
                 return self.err(e.to_string());
             }
+            // The interpreter has no tail calls from subprograms
+            // (allow_tail_call_in_subprogs wants the JIT).
+            if func_id == id::TAIL_CALL
+                && self.cfg.subprogs.len() > 1
+                && !crate::kernel_config::jit_enabled()
+            {
+                return self.err("mixing of tail_calls and bpf-to-bpf calls is not supported");
+            }
         }
         if func_id == id::GET_FUNC_IP {
             self.check_get_func_ip()?;
@@ -1860,6 +1868,80 @@ impl Env<'_> {
         ))
     }
 
+    /// What a program without the JIT fails on after verification: a
+    /// frame grown past 512 bytes by the rewrites (do_misc_fixups), then
+    /// fixup_call_args's interpreter rules: no tail call reachable through
+    /// bpf-to-bpf calls, no callback address.
+    pub fn check_interpreter_limits(&self) -> VResult<()> {
+        let mut depths = self.subprog_stack.clone();
+        crate::rewrite_stack::add_rewrite_stack(
+            &mut depths,
+            &self.cfg.subprogs,
+            self.insns,
+            &self.aux,
+        );
+        let seen = |i: usize| self.aux.get(i).is_some_and(|a| a.seen);
+        for (&depth, sp) in depths.iter().zip(&self.cfg.subprogs) {
+            if depth > 512 {
+                let may_goto = (sp.start..sp.end.min(self.insns.len()))
+                    .any(|i| seen(i) && crate::cfg::is_may_goto(&self.insns[i]));
+                let extra = if may_goto {
+                    crate::rewrite_stack::TIMED_MAY_GOTO_STACK
+                } else {
+                    0
+                };
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("stack size {depth}(extra {extra}) is too large"),
+                ));
+            }
+        }
+        let subs = &self.cfg.subprogs;
+        if subs.len() > 1 && self.tail_call_reachable_from_main() {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls".into(),
+            ));
+        }
+        if let Some(i) =
+            (0..self.insns.len()).find(|&i| seen(i) && crate::cfg::is_pseudo_func(&self.insns[i]))
+        {
+            return Err(crate::error::VerifyError::new(
+                Some(i),
+                "callbacks are not allowed in non-JITed programs".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether a subprogram holding a tail call (dead or not) is reached
+    /// from main through calls or callback addresses, as
+    /// check_max_stack_depth's static walk marks it.
+    fn tail_call_reachable_from_main(&self) -> bool {
+        let subs = &self.cfg.subprogs;
+        let mut seen = vec![false; subs.len()];
+        let mut todo = vec![0usize];
+        while let Some(k) = todo.pop() {
+            if std::mem::replace(&mut seen[k], true) {
+                continue;
+            }
+            if k != 0 && subs[k].has_tail_call {
+                return true;
+            }
+            for i in subs[k].start..subs[k].end.min(self.insns.len()) {
+                let ins = self.insns[i];
+                if !crate::cfg::is_pseudo_call(&ins) && !crate::cfg::is_pseudo_func(&ins) {
+                    continue;
+                }
+                let t = (i as i64 + ins.imm as i64 + 1) as usize;
+                if let Some(c) = self.cfg.subprog_at(t) {
+                    todo.push(c);
+                }
+            }
+        }
+        false
+    }
+
     /// The deepest chain of calls must fit in 512 bytes of stack
     /// (check_max_stack_depth). Global functions and callbacks count as
     /// calls (a callback is entered where its address is taken); an async
@@ -1884,14 +1966,15 @@ impl Env<'_> {
                 }
             }
         }
-        // A JITed program's frames are rounded up to 16 bytes (the
-        // interpreter's would be 32); root's programs are JITed on 6.18.
+        // A JITed program's frames are rounded up to 16 bytes, the
+        // interpreter's to 32 (and at least 32).
+        let jit = crate::kernel_config::jit_enabled();
         let frame = |k: usize| {
-            self.subprog_stack
-                .get(k)
-                .copied()
-                .unwrap_or(0)
-                .next_multiple_of(16)
+            let depth = self.subprog_stack.get(k).copied().unwrap_or(0);
+            match jit {
+                true => depth.next_multiple_of(16),
+                false => depth.max(1).next_multiple_of(32),
+            }
         };
         // Depth-first over call chains from each root (main, async
         // callbacks, the exception callback), highest index first as the

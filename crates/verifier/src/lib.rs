@@ -278,8 +278,6 @@ fn verify_with(
             })
         })
         .and_then(|()| unmodelled::prog_flags(prog))
-        .and_then(|()| lsm::check_attach_target(prog))
-        .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
@@ -299,8 +297,12 @@ fn verify_with(
         })
         .and_then(|ex| precheck(obj, prog, &caps).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex, caps.bpf_capable))
-        // check_attach_btf_id runs after the CFG is checked.
+        // check_attach_btf_id runs after the CFG is checked (and after
+        // resolve_pseudo_ldimm64's map checks): who may sleep, then the
+        // target, then the LSM hook's own rules.
         .and_then(|c| lsm::check_sleepable(prog).map(|()| c))
+        .and_then(|c| lsm::check_attach_target(prog).map(|()| c))
+        .and_then(|c| lsm::check_attach(obj, prog).map(|()| c))
         .and_then(|c| struct_ops::check_target(obj, prog).map(|_| c));
     let cfg = match result {
         Ok(c) => c,
@@ -337,7 +339,10 @@ fn verify_with(
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth())
         .and_then(|()| env.check_fixups())
-        .and_then(|()| env.check_unexplored_callbacks());
+        .and_then(|()| match kernel_config::jit_enabled() {
+            true => env.check_unexplored_callbacks(),
+            false => env.check_interpreter_limits(),
+        });
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();
@@ -641,6 +646,9 @@ fn precheck(
             }
             if first_arena_insn == Some(i) && !arena_allowed {
                 return err(i, "CAP_BPF and CAP_PERFMON are required to use arena");
+            }
+            if first_arena_insn == Some(i) && !kernel_config::jit_enabled() {
+                return err(i, "JIT is required to use arena");
             }
             i += 2;
             continue;
