@@ -11,7 +11,9 @@
 # KERNEL=6.18 verifies the kernel side in that Debian kernel under QEMU (one
 # guest per run, `bpfvet verify --backend kernel=6.18`'s image cache) and
 # gives bpfvet the guest's config and vmlinux BTF; JIT=0 turns the guest's
-# JIT off (net.core.bpf_jit_enable=0) and tells bpfvet so.
+# JIT off (net.core.bpf_jit_enable=0) and tells bpfvet so. RESCORE=1 runs
+# bpfvet as built now on the finished batches against the kernel answers
+# they recorded (no kernel load), printing what disagrees still.
 set -eu
 cd "$(dirname "$0")/../.."
 : "${DIR:?set DIR to the output directory}"
@@ -44,4 +46,4 @@ BPFVET_FUZZ_MINIMISE=${MINIMISE:-300} \
 BPFVET_FUZZ_PRIVILEGES=${PRIVILEGES:-root} \
 BPFVET_FUZZ_FORCE_FEATURES=${FORCE_FEATURES:-} \
     cargo test -p bpfvet-verifier --release --test random_kernel_diff \
-    -- --ignored fuzz_batches --nocapture
+    -- --ignored --exact "$([ "${RESCORE:-0}" = 1 ] && echo fuzz_rescore || echo fuzz_batches)" --nocapture

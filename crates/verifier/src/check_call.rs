@@ -1727,13 +1727,26 @@ impl Env<'_> {
             } else {
                 (smin, smax)
             };
-            return self.err(crate::ctx::retval::return_range_message(
+            let msg = crate::ctx::retval::return_range_message(
                 exit_ctx,
                 &format!("R{regno}"),
                 smin,
                 smax,
                 (lo, hi),
-            ));
+            );
+            // A cgroup LSM program on a void hook gets a note after it.
+            let void_cgroup_hook = matches!(
+                lsm_rule,
+                Some(crate::lsm::LsmReturn::Range { min: 1, max: 1, .. })
+            ) && self.prog.expected_attach_type
+                == Some(bpfvet_isa::uapi::AttachType::LSM_CGROUP);
+            if void_cgroup_hook {
+                self.log.line(&msg);
+                return self.err(
+                    "Note, BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!",
+                );
+            }
+            return self.err(msg);
         }
         Ok(())
     }

@@ -201,6 +201,34 @@ fn fuzz_batches() {
     assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
 }
 
+/// bpfvet again on the programs of a finished batch directory, against
+/// the kernel answers its TSVs recorded (no kernel needed: for checking a
+/// fix on a guest run without booting the guest again). Same environment
+/// as `fuzz_batches` (batch.sh `RESCORE=1`); prints counts per class and
+/// the disagreements left by cause.
+#[test]
+#[ignore = "batch.sh RESCORE=1"]
+fn fuzz_rescore() {
+    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
+        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+        return;
+    };
+    let cfg = random_diff::batch::Config {
+        dir: dir.into(),
+        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
+        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
+        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
+        minimise_tries: 0,
+    };
+    let text = random_diff::batch::rescore(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    println!("{text}");
+    assert!(
+        !text.contains("| unsound |"),
+        "unsound accepts against the recorded kernel answers"
+    );
+}
+
 /// Mutation of real programs behind bench/verifier_fuzz/mutate.sh
 /// (`--ignored`): `BPFVET_MUTATE_DIR` (output, required),
 /// `BPFVET_MUTATE_OBJECTS` (`:`-separated directories or object files),

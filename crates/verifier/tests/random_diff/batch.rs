@@ -411,3 +411,61 @@ pub fn causes_section(causes: Causes, out: &mut String) {
         );
     }
 }
+
+/// The kernel's answer as a TSV row recorded it.
+fn theirs_of_row(verdict: &str, error: &str, insns: &str) -> Theirs {
+    match verdict {
+        "accept" => Theirs::Accepted {
+            insns: insns.parse().ok(),
+        },
+        "reject" => Theirs::Rejected(error.to_string()),
+        _ => Theirs::Refused(error.to_string()),
+    }
+}
+
+/// bpfvet (as built now) on every program of the directory's finished
+/// batches, classified against the kernel answers the TSVs hold: counts
+/// per class and the disagreements by cause, as a report section.
+pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
+    let mut totals: BTreeMap<Class, usize> = BTreeMap::new();
+    let mut causes = Causes::new();
+    let mut changed = 0usize;
+    for k in 0..cfg.batches {
+        let path = cfg.tsv(k);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let seed = batch_seed(cfg.base_seed, k);
+        let features = cfg.features(k);
+        let mut rows = Vec::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            let (Some(i), Some(old)) = (f.first().and_then(|i| i.parse::<u64>().ok()), f.get(2))
+            else {
+                continue;
+            };
+            let theirs = theirs_of_row(f[3], f[4], f.get(7).copied().unwrap_or(""));
+            let p = super::gen::program_with(seed, i, features);
+            let obj = std::sync::Arc::new(super::diff::object(std::slice::from_ref(&p)));
+            let ours = super::diff::run_ours(&obj, 0);
+            let class = super::diff::classify(&ours, &theirs);
+            changed += usize::from(class_key(class) != *old);
+            *totals.entry(class).or_default() += 1;
+            let (_, be, _) = bpfvet_cols(&ours);
+            rows.push(Row {
+                class,
+                kernel_error: field(f[4]),
+                bpfvet_error: be,
+                case: f.get(10).unwrap_or(&"").to_string(),
+            });
+        }
+        tally_causes(rows, &mut causes);
+    }
+    let mut out = String::from("| class | programs |\n|---|---:|\n");
+    for (c, n) in &totals {
+        let _ = writeln!(out, "| {} | {n} |", class_key(*c));
+    }
+    let _ = writeln!(out, "\n{changed} programs changed class.\n");
+    causes_section(causes, &mut out);
+    Ok(out)
+}
