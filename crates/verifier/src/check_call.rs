@@ -626,7 +626,9 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToRingbufMem => {
-                if !(r.ty == RegType::Mem && r.flags & flag::RINGBUF != 0) {
+                // A reservation not NULL-checked is ringbuf_mem_or_null,
+                // not among the argument's types.
+                if !(r.ty == RegType::Mem && r.flags & flag::RINGBUF != 0) || r.maybe_null() {
                     return self.arg_type_err(regno, "ringbuf_mem");
                 }
             }
