@@ -1911,8 +1911,14 @@ impl Env<'_> {
                 ));
             }
         }
-        let subs = &self.cfg.subprogs;
-        if subs.len() > 1 && self.tail_call_reachable_from_main() {
+        // Dead-code removal drops the subprograms no path entered first.
+        let live_subprogs = self
+            .cfg
+            .subprogs
+            .iter()
+            .filter(|sp| (sp.start..sp.end).any(seen))
+            .count();
+        if live_subprogs > 1 && self.tail_call_reachable_from_main() {
             return Err(crate::error::VerifyError::new(
                 None,
                 "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls".into(),
@@ -1929,28 +1935,33 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// Whether a subprogram holding a tail call (dead or not) is reached
-    /// from main through calls or callback addresses, as
-    /// check_max_stack_depth's static walk marks it.
+    /// Whether main holds a tail call or reaches a subprogram that does
+    /// through calls or synchronous callback addresses, dead code included:
+    /// check_subprogs and check_max_stack_depth's static walk, before
+    /// dead-code removal.
     fn tail_call_reachable_from_main(&self) -> bool {
         let subs = &self.cfg.subprogs;
-        let mut seen = vec![false; subs.len()];
+        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
+        let mut visited = vec![false; subs.len()];
         let mut todo = vec![0usize];
         while let Some(k) = todo.pop() {
-            if std::mem::replace(&mut seen[k], true) {
+            if std::mem::replace(&mut visited[k], true) {
                 continue;
             }
-            if k != 0 && subs[k].has_tail_call {
+            if subs[k].has_tail_call {
                 return true;
             }
             for i in subs[k].start..subs[k].end.min(self.insns.len()) {
                 let ins = self.insns[i];
-                if !crate::cfg::is_pseudo_call(&ins) && !crate::cfg::is_pseudo_func(&ins) {
+                let call = crate::cfg::is_pseudo_call(&ins);
+                if !call && !crate::cfg::is_pseudo_func(&ins) {
                     continue;
                 }
                 let t = (i as i64 + ins.imm as i64 + 1) as usize;
                 if let Some(c) = self.cfg.subprog_at(t) {
-                    todo.push(c);
+                    if call || !is_async(c) {
+                        todo.push(c);
+                    }
                 }
             }
         }

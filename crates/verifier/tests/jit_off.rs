@@ -136,3 +136,56 @@ fn interpreter_frames_round_to_32_bytes() {
         "combined stack size of 8 calls is 544. Too large"
     );
 }
+
+#[test]
+fn a_dead_tail_call_in_main_still_counts() {
+    // main's tail call sits behind a branch never taken; main calls f.
+    // The kernel marks main tail-call-reachable from the instruction alone
+    // (the guest: "tail_calls are not allowed in non-JITed programs with
+    // bpf-to-bpf calls").
+    let insns = vec![
+        mov(9, 1),
+        Insn::new(0x15, 9, 0, 1, 1),
+        Insn::new(0x85, 0, 0, 0, 12),
+        Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 1),
+        EXIT,
+        Insn::new(0xbf, 0, 1, 0, 0),
+        EXIT,
+    ];
+    assert_eq!(
+        fuzz_error(ProgType::KPROBE, insns),
+        "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls"
+    );
+}
+
+#[test]
+fn a_subprogram_only_called_from_dead_code_is_removed_first() {
+    // f holds the tail call but only a dead call reaches it: dead-code
+    // removal leaves main alone, which the interpreter runs (the guest
+    // accepts).
+    interpreter_only();
+    let p = random_diff::gen::GenProgram {
+        prog_type: ProgType::SCHED_CLS,
+        insns: vec![
+            mov(4, 2),
+            Insn::new(0x15, 4, 0, 1, 2),
+            Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 2),
+            mov(0, 0),
+            EXIT,
+            Insn::new(0x85, 0, 0, 0, 12),
+            mov(0, 3),
+            EXIT,
+        ],
+        sleepable: false,
+        prog_btf: false,
+        attach: None,
+        funcs: Vec::new(),
+    };
+    let obj = random_diff::diff::object(std::slice::from_ref(&p));
+    let out = verify(&obj, 0, &Options::default());
+    assert!(
+        matches!(out.verdict, Verdict::Accepted),
+        "{:?}",
+        out.verdict
+    );
+}

@@ -425,7 +425,8 @@ fn theirs_of_row(verdict: &str, error: &str, insns: &str) -> Theirs {
 
 /// bpfvet (as built now) on every program of the directory's finished
 /// batches, classified against the kernel answers the TSVs hold: counts
-/// per class and the disagreements by cause, as a report section.
+/// per class and the disagreements by cause, as a report section; each
+/// batch's rows so classified go to `rescore-KKKK.tsv`.
 pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
     let mut totals: BTreeMap<Class, usize> = BTreeMap::new();
     let mut causes = Causes::new();
@@ -438,6 +439,7 @@ pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
         let seed = batch_seed(cfg.base_seed, k);
         let features = cfg.features(k);
         let mut rows = Vec::new();
+        let mut tsv = format!("{TSV_HEADER}\n");
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split('\t').collect();
             let (Some(i), Some(old)) = (f.first().and_then(|i| i.parse::<u64>().ok()), f.get(2))
@@ -451,7 +453,18 @@ pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
             let class = super::diff::classify(&ours, &theirs);
             changed += usize::from(class_key(class) != *old);
             *totals.entry(class).or_default() += 1;
-            let (_, be, _) = bpfvet_cols(&ours);
+            let (bv, be, bi) = bpfvet_cols(&ours);
+            let _ = writeln!(
+                tsv,
+                "{i}\t{}\t{}\t{}\t{}\t{bv}\t{be}\t{}\t{bi}\t{}\t{}",
+                f.get(1).unwrap_or(&""),
+                class_key(class),
+                f[3],
+                f[4],
+                f.get(7).unwrap_or(&""),
+                f.get(9).unwrap_or(&""),
+                f.get(10).unwrap_or(&"")
+            );
             rows.push(Row {
                 class,
                 kernel_error: field(f[4]),
@@ -460,6 +473,9 @@ pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
             });
         }
         tally_causes(rows, &mut causes);
+        // The batch's rows with bpfvet's columns as now (error_sites.py
+        // reads it like a batch TSV).
+        let _ = std::fs::write(cfg.dir.join(format!("rescore-{k:04}.tsv")), tsv);
     }
     let mut out = String::from("| class | programs |\n|---|---:|\n");
     for (c, n) in &totals {

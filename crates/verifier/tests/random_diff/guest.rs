@@ -101,6 +101,9 @@ pub fn decode(line: &str) -> Option<GenProgram> {
             })
             .collect::<Option<Vec<(usize, u32)>>>()?
     };
+    if hex.is_empty() || hex.len() % 16 != 0 {
+        return None;
+    }
     let bytes = (0..hex.len() / 2)
         .map(|k| u8::from_str_radix(hex.get(2 * k..2 * k + 2)?, 16).ok())
         .collect::<Option<Vec<u8>>>()?;
