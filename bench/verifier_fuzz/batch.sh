@@ -32,6 +32,8 @@ if [ -n "${KERNEL:-}" ]; then
         python3 bench/verifier_fuzz/extract_btf.py "$cache/vmlinuz" "$btf"
     fi
     export BPFVET_FUZZ_KERNEL=$KERNEL BPFVET_VMLINUX_BTF=$btf
+    # The guest's symbols as its agent listed them at a run's first boot.
+    [ -f "$cache/kallsyms" ] && export BPFVET_KALLSYMS=$cache/kallsyms
     [ -f "$cache/config" ] && export BPFVET_KERNEL_CONFIG=$cache/config
     if [ "${JIT:-1}" = 0 ]; then
         export BPFVET_FUZZ_GUEST_JIT=0 BPFVET_BPF_JIT_ENABLE=0

@@ -53,6 +53,7 @@ pub mod tnum;
 mod unmodelled;
 
 pub use access::AccessKinds;
+pub use ksym::KALLSYMS_ENV;
 pub use map_record::{map_fields, Field as MapField};
 pub use stats::Stats;
 

@@ -145,6 +145,33 @@ fn theirs_of_payload(p: &str) -> Theirs {
     }
 }
 
+/// The names of a BTF's functions and variables.
+fn btf_symbols(btf: &bpfvet_object::btf::Btf) -> Vec<String> {
+    use bpfvet_object::btf::Kind;
+    btf.ids()
+        .filter_map(|id| btf.type_by_id(id))
+        .filter(|t| matches!(t.kind, Kind::Func | Kind::Var))
+        .map(|t| btf.name(t).to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Writes the guest's symbol list as bpfvet reads kallsyms: every BTF
+/// function and variable but the ones its kallsyms lacks.
+fn write_kallsyms(btf: &[u8], missing: &str, path: &std::path::Path) -> Result<(), String> {
+    let btf = bpfvet_object::btf::Btf::from_bytes(btf).map_err(|e| e.to_string())?;
+    let missing: std::collections::HashSet<&str> = missing.split_whitespace().collect();
+    let mut text = String::new();
+    for name in btf_symbols(&btf) {
+        if !missing.contains(name.as_str()) {
+            text.push_str("0000000000000000 T ");
+            text.push_str(&name);
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// A booted guest and what it takes to boot it again.
 pub struct Guest {
     vm: vm::Vm,
@@ -157,6 +184,8 @@ pub struct Guest {
     /// The guest's net.core.bpf_jit_enable as the agent read it.
     pub jit: String,
     pub boots: usize,
+    /// The agent's list of BTF symbols its kallsyms lacks.
+    nosyms: Option<String>,
 }
 
 impl Guest {
@@ -206,8 +235,18 @@ impl Guest {
             release: String::new(),
             jit: String::new(),
             boots: 0,
+            nosyms: None,
         };
         g.hello()?;
+        // bpfvet's kallsyms is the guest's (read at its first kfunc or
+        // ksym, after this): kept next to the BTF copy's directory (which
+        // must hold BTF only), for RESCORE runs too.
+        let dir = btf_path.parent().and_then(std::path::Path::parent);
+        if let (Some(missing), Some(dir)) = (g.nosyms.take(), dir) {
+            let path = dir.join("kallsyms");
+            write_kallsyms(&btf, &missing, &path)?;
+            std::env::set_var(bpfvet_verifier::KALLSYMS_ENV, &path);
+        }
         Ok(Some(g))
     }
 
@@ -248,6 +287,7 @@ impl Guest {
                     self.boots += 1;
                     return Ok(());
                 }
+                vm::Event::Frame(f) if f.kind == "nosyms" => self.nosyms = Some(f.payload),
                 vm::Event::Frame(f) if f.kind == "fatal" => {
                     return Err(format!("the guest agent failed: {}", f.payload))
                 }
@@ -377,6 +417,21 @@ pub fn agent() {
             bpfvet_kernel::guest::agent::power_off();
         }
     };
+    // The functions and variables of this BTF kallsyms cannot find: the
+    // host's bpfvet checks kfunc and ksym addresses against this kernel.
+    let names = bpfvet_object::btf::Btf::from_bytes(&btf)
+        .map(|b| btf_symbols(&b))
+        .unwrap_or_default();
+    let kallsyms: std::collections::HashSet<String> = std::fs::read_to_string("/proc/kallsyms")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let missing: Vec<String> = names
+        .into_iter()
+        .filter(|n| !kallsyms.contains(n))
+        .collect();
+    send("nosyms", &missing.join(" "));
     send("hello", &format!("{release} {jit}"));
     let mut lines = std::io::BufReader::new(port);
     let mut line = String::new();
