@@ -2,7 +2,7 @@
 """Which of the kernel verifier's error messages the fuzzer reaches, and
 whether bpfvet then says the same.
 
-usage: error_sites.py KERNEL_SRC [--fuzz TSV...] [--mutants TSV...] [--selftests CSV ERR]... [--out MD]
+usage: error_sites.py KERNEL_SRC [--fuzz TSV...] [--mutants TSV...] [--guest TSV...] [--selftests CSV ERR]... [--out MD]
 
 KERNEL_SRC is an extracted kernel tree (bench/verifier_fuzz/kernel_src.sh
 fetches Debian's 6.18 sources). The list of error sites is read from its
@@ -17,7 +17,10 @@ its log) matches the site's format; it *agrees* when bpfvet rejected every
 such program with the identical line. `--fuzz` takes the batch TSVs of
 bench/verifier_fuzz (columns kernel_verdict, kernel_error, bpfvet_verdict,
 bpfvet_error); `--mutants` takes the TSVs of mutate.sh (mut-*.tsv, the
-same first columns), counted as generated programs too; `--selftests` takes a CSV and stderr pair of
+same first columns), counted as generated programs too; `--guest` takes batch
+TSVs of runs whose kernel side was the lockdown-free guest (batch.sh `KERNEL=`),
+kept apart in their own column: a site only they reach leaves the list of
+sites unreachable on this host; `--selftests` takes a CSV and stderr pair of
 bench/selftests/compare.sh, shown as a second, separate column.
 """
 import argparse, collections, csv, os, re, sys
@@ -207,7 +210,9 @@ UNREACHABLE_ON_HOST = {
     "JIT doesn't support bpf-to-bpf calls": JIT + "supports bpf-to-bpf calls",
     "mixing of tail_calls and bpf-to-bpf calls is not supported":
         JIT + "supports tail calls in subprograms",
-    "calling kernel functions are not allowed in non-JITed programs": JIT + "JITs every program",
+    "calling kernel functions are not allowed in non-JITed programs": JIT + "JITs every program; "
+    "with the JIT off (the guest's interpreter run) add_kfunc_call rejects the first kfunc call "
+    "before verification (3275), so only a JIT that fails after verification gets here",
     "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls":
         JIT + "JITs every program",
     "callbacks are not allowed in non-JITed programs": JIT + "JITs every program",
@@ -511,6 +516,7 @@ def main():
     ap.add_argument("kernel_src")
     ap.add_argument("--fuzz", nargs="*", default=[])
     ap.add_argument("--mutants", nargs="*", default=[])
+    ap.add_argument("--guest", nargs="*", default=[])
     ap.add_argument("--selftests", nargs=2, action="append", default=[], metavar=("CSV", "ERR"))
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
@@ -522,6 +528,8 @@ def main():
     fuzz, fuzz_unmatched = tally(every, fuzz_rows + mutant_rows)
     self_rows = [row for c, e in args.selftests for row in read_selftests(c, e)]
     selft, self_unmatched = tally(every, self_rows)
+    guest_rows = list(read_fuzz(args.guest))
+    guest, _ = tally(every, guest_rows)
     reached = [f for f in sites if fuzz[f][0]]
     agree = [f for f in reached if fuzz[f][1] == fuzz[f][0]]
     pct = lambda a: f"{100 * a / max(1, len(sites)):.1f}%"
@@ -529,10 +537,18 @@ def main():
     for fmt in [*NO_KERNEL_PRINTS, *UNREACHABLE_ON_HOST]:
         if fmt not in by_format:
             print(f"error_sites.py: no site has the unreachable format {fmt!r}", file=sys.stderr)
+    # Reached by a generated program on this host or in the guest; agreed
+    # when bpfvet gave the kernel's line on every such program of both.
+    anywhere = lambda f: fuzz[f][0] or guest[f][0]
+    all_reached = [f for f in sites if anywhere(f)]
+    all_agree = [f for f in all_reached if fuzz[f][1] == fuzz[f][0] and guest[f][1] == guest[f][0]]
     never = [by_format[fmt] for fmt in NO_KERNEL_PRINTS if fmt in by_format]
-    not_here = [by_format[fmt] for fmt in UNREACHABLE_ON_HOST if fmt in by_format]
-    printable = len(sites) - sum(1 for f in never if not fuzz[f][0])
-    reachable = printable - sum(1 for f in not_here if not fuzz[f][0])
+    listed = [by_format[fmt] for fmt in UNREACHABLE_ON_HOST if fmt in by_format]
+    # A site the lockdown-free guest reaches is reachable after all (there).
+    not_here = [f for f in listed if not guest[f][0]]
+    guest_only = [f for f in listed if guest[f][0]]
+    printable = len(sites) - sum(1 for f in never if not anywhere(f))
+    reachable = printable - sum(1 for f in not_here if not anywhere(f))
     out = sys.stdout if args.out == "-" else open(args.out, "w")
     w = lambda s="": print(s, file=out)
     w("# Error sites of the kernel verifier reached by generated programs")
@@ -555,12 +571,20 @@ def main():
     w("| | sites |")
     w("|---|---:|")
     w(f"| error sites in verifier.c | {len(sites)} |")
-    w(f"| reached by generated programs | {len(reached)} ({pct(len(reached))}) |")
+    w(f"| reached by generated programs on this host | {len(reached)} ({pct(len(reached))}) |")
     w(f"| reached, bpfvet agrees on every program | {len(agree)} |")
+    if guest_rows:
+        greached = [f for f in sites if guest[f][0]]
+        gagree = [f for f in greached if guest[f][1] == guest[f][0]]
+        w(f"| reached in the lockdown-free guest ({len(guest_rows)} programs, `--guest`) | {len(greached)} |")
+        w(f"| reached in the guest, bpfvet agrees on every program | {len(gagree)} |")
+        w(f"| reached in the guest and not by the host's generated programs | {sum(1 for f in greached if not fuzz[f][0])} |")
+    w(f"| reached on this host or in the guest | {len(all_reached)} ({pct(len(all_reached))}) |")
+    w(f"| reached there, bpfvet agrees on every program | {len(all_agree)} |")
     w(f"| error messages a program can cause (all but the {len(sites) - printable} no kernel prints as an error) | {printable} |")
-    w(f"| **reached / messages a program can cause** | **{len(reached)} / {printable} ({100 * len(reached) / max(1, printable):.1f}%)** |")
-    w(f"| reachable on this host (all but {printable - reachable} more listed) | {reachable} |")
-    w(f"| reached / reachable on this host | {len(reached)} / {reachable} ({100 * len(reached) / max(1, reachable):.1f}%) |")
+    w(f"| **reached / messages a program can cause** | **{len(all_reached)} / {printable} ({100 * len(all_reached) / max(1, printable):.1f}%)** |")
+    w(f"| reachable on this host or in the guest (all but {printable - reachable} more listed) | {reachable} |")
+    w(f"| reached / reachable | {len(all_reached)} / {reachable} ({100 * len(all_reached) / max(1, reachable):.1f}%) |")
     if self_rows:
         sreached = [f for f in sites if selft[f][0]]
         sagree = [f for f in sreached if selft[f][1] == selft[f][0]]
@@ -588,6 +612,15 @@ def main():
             w()
             for line, n in unmatched.most_common(40):
                 w(f"- {n} × `{line}`")
+    if guest_only:
+        w()
+        w("## Sites unreachable on this host, reached in the lockdown-free guest")
+        w()
+        w("| verifier.c line | format | why not on this host | guest programs | bpfvet agrees |")
+        w("|---:|---|---|---:|---:|")
+        for f in guest_only:
+            w(f"| {','.join(map(str, sites[f]))} | `{cell(f)}` | {UNREACHABLE_ON_HOST[display(f)]} | "
+              f"{guest[f][0]} | {guest[f][1]} |")
     for title, listed, why in (
         ("Sites no kernel prints as a program's error", never, NO_KERNEL_PRINTS),
         ("Sites no program can reach on this host", not_here, UNREACHABLE_ON_HOST),
@@ -603,12 +636,15 @@ def main():
     w()
     w("## Every site")
     w()
-    w("| verifier.c line | format | fuzz programs | bpfvet agrees | selftests programs | bpfvet agrees |")
-    w("|---:|---|---:|---:|---:|---:|")
+    gh = " guest programs | bpfvet agrees |" if guest_rows else ""
+    w("| verifier.c line | format | fuzz programs | bpfvet agrees | selftests programs | bpfvet agrees |" + gh)
+    w("|---:|---|---:|---:|---:|---:|" + ("---:|---:|" if guest_rows else ""))
     for f, lines in sorted(sites.items(), key=lambda kv: kv[1][0]):
         fr, fa = fuzz[f]
         sr, sa = selft[f]
-        w(f"| {','.join(map(str, lines))} | `{cell(f)}` | {fr} | {fa if fr else ''} | {sr} | {sa if sr else ''} |")
+        gr, ga = guest[f]
+        gc = f" {gr} | {ga if gr else ''} |" if guest_rows else ""
+        w(f"| {','.join(map(str, lines))} | `{cell(f)}` | {fr} | {fa if fr else ''} | {sr} | {sa if sr else ''} |" + gc)
 
 
 def cell(site):

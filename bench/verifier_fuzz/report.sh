@@ -7,7 +7,9 @@
 # of mutate.sh (MUTATE_DIR: their mut-*.tsv) count as generated programs;
 # their MUTATE.md is appended to REPORT.md. More batch runs (EXTRA_DIRS,
 # e.g. a run at PRIVILEGES=unprivileged) count as generated programs too;
-# their REPORT.md is appended.
+# their REPORT.md is appended. Runs whose kernel side was the lockdown-free
+# guest (batch.sh KERNEL=..., GUEST_DIRS="DIR ...") are a column of their own;
+# their REPORT.md is appended too.
 #   [EXTRA_DIRS="DIR2 ..."] bench/verifier_fuzz/report.sh DIR [SELFTESTS_RESULTS_PREFIX [MUTATE_DIR...]]
 #   (prefix default /var/tmp/bpfvet-selftests-6.18/results)
 set -eu
@@ -24,6 +26,10 @@ commit=$(git -C "$here" rev-parse --short HEAD)
     for e in ${EXTRA_DIRS:-}; do
         [ -f "$e/REPORT.md" ] || { echo "report.sh: no $e/REPORT.md" >&2; exit 1; }
         echo; sed 's/^# /## /' "$e/REPORT.md"
+    done
+    for g in ${GUEST_DIRS:-}; do
+        [ -f "$g/REPORT.md" ] || { echo "report.sh: no $g/REPORT.md" >&2; exit 1; }
+        echo; sed 's/^# /## (lockdown-free guest) /' "$g/REPORT.md"
     done
     for m in $mutdirs; do
         if [ -f "$m/MUTATE.md" ]; then echo; sed 's/^# /## /' "$m/MUTATE.md"; fi
@@ -42,8 +48,10 @@ done
 # shellcheck disable=SC2086 # one word per TSV path
 extra=""
 for e in ${EXTRA_DIRS:-}; do extra="$extra $e/batch-*.tsv"; done
+guest=""
+for g in ${GUEST_DIRS:-}; do guest="$guest $g/batch-*.tsv"; done
 # shellcheck disable=SC2086 # one word per TSV path
 python3 "$here/error_sites.py" "$("$here/kernel_src.sh")" --fuzz "$dir"/batch-*.tsv $extra \
-    --mutants $mutants "$@" \
+    --mutants $mutants --guest $guest "$@" \
     --out "$here/ERROR_SITES.md"
 echo "wrote $here/REPORT.md and $here/ERROR_SITES.md"

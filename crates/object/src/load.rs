@@ -37,6 +37,17 @@ pub enum TargetBtf {
 
 pub const HOST_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
+/// Names another kernel's vmlinux BTF (a raw BTF file) for the verifier's
+/// kernel types, kfuncs and attach targets: to verify for a guest kernel.
+/// Module BTF is then read from the files beside it.
+pub const VMLINUX_ENV: &str = "BPFVET_VMLINUX_BTF";
+
+/// The vmlinux BTF the verifier reads: [`VMLINUX_ENV`] when set, else the
+/// host's.
+pub fn vmlinux_btf_path() -> PathBuf {
+    std::env::var_os(VMLINUX_ENV).map_or_else(|| PathBuf::from(HOST_VMLINUX), PathBuf::from)
+}
+
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub target_btf: TargetBtf,

@@ -12,12 +12,13 @@ use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_object::btf::{Btf, Kind};
 use std::sync::OnceLock;
 
-/// The host's vmlinux BTF, read once per process.
+/// The target's vmlinux BTF (the host's unless `BPFVET_VMLINUX_BTF` names
+/// another), read once per process.
 pub fn vmlinux() -> Option<&'static Btf> {
     static VMLINUX: OnceLock<Option<Btf>> = OnceLock::new();
     VMLINUX
         .get_or_init(|| {
-            let bytes = std::fs::read(bpfvet_object::HOST_VMLINUX).ok()?;
+            let bytes = std::fs::read(bpfvet_object::vmlinux_btf_path()).ok()?;
             Btf::from_bytes(&bytes).ok()
         })
         .as_ref()
@@ -30,7 +31,7 @@ pub fn vmlinux() -> Option<&'static Btf> {
 pub fn module_btf_may_define(name: &str) -> bool {
     static MODULES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     let modules = MODULES.get_or_init(|| {
-        let dir = std::path::Path::new(bpfvet_object::HOST_VMLINUX)
+        let dir = bpfvet_object::vmlinux_btf_path()
             .parent()
             .map(std::path::Path::to_path_buf);
         let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
@@ -38,7 +39,9 @@ pub fn module_btf_may_define(name: &str) -> bool {
         };
         entries
             .flatten()
-            .filter(|e| e.file_name() != "vmlinux")
+            .filter(|e| {
+                Some(e.file_name().as_os_str()) != bpfvet_object::vmlinux_btf_path().file_name()
+            })
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect()
     });

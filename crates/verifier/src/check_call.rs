@@ -648,7 +648,9 @@ impl Env<'_> {
                 }
             }
             ArgBase::PtrToRingbufMem => {
-                if !(r.ty == RegType::Mem && r.flags & flag::RINGBUF != 0) {
+                // A reservation not NULL-checked is ringbuf_mem_or_null,
+                // not among the argument's types.
+                if !(r.ty == RegType::Mem && r.flags & flag::RINGBUF != 0) || r.maybe_null() {
                     return self.arg_type_err(regno, "ringbuf_mem");
                 }
             }
@@ -1243,6 +1245,14 @@ impl Env<'_> {
             {
                 return self.err(e.to_string());
             }
+            // The interpreter has no tail calls from subprograms
+            // (allow_tail_call_in_subprogs wants the JIT).
+            if func_id == id::TAIL_CALL
+                && self.cfg.subprogs.len() > 1
+                && !crate::kernel_config::jit_enabled()
+            {
+                return self.err("mixing of tail_calls and bpf-to-bpf calls is not supported");
+            }
         }
         if func_id == id::GET_FUNC_IP {
             self.check_get_func_ip()?;
@@ -1742,13 +1752,26 @@ impl Env<'_> {
             } else {
                 (smin, smax)
             };
-            return self.err(crate::ctx::retval::return_range_message(
+            let msg = crate::ctx::retval::return_range_message(
                 exit_ctx,
                 &format!("R{regno}"),
                 smin,
                 smax,
                 (lo, hi),
-            ));
+            );
+            // A cgroup LSM program on a void hook gets a note after it.
+            let void_cgroup_hook = matches!(
+                lsm_rule,
+                Some(crate::lsm::LsmReturn::Range { min: 1, max: 1, .. })
+            ) && self.prog.expected_attach_type
+                == Some(bpfvet_isa::uapi::AttachType::LSM_CGROUP);
+            if void_cgroup_hook {
+                self.log.line(&msg);
+                return self.err(
+                    "Note, BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!",
+                );
+            }
+            return self.err(msg);
         }
         Ok(())
     }
@@ -1889,6 +1912,92 @@ impl Env<'_> {
         ))
     }
 
+    /// What a program without the JIT fails on after verification: a
+    /// frame grown past 512 bytes by the rewrites (do_misc_fixups), then
+    /// fixup_call_args's interpreter rules: no tail call reachable through
+    /// bpf-to-bpf calls, no callback address.
+    pub fn check_interpreter_limits(&self) -> VResult<()> {
+        let mut depths = self.subprog_stack.clone();
+        crate::rewrite_stack::add_rewrite_stack(
+            &mut depths,
+            &self.cfg.subprogs,
+            self.insns,
+            &self.aux,
+            &self.call_sites,
+        );
+        let seen = |i: usize| self.aux.get(i).is_some_and(|a| a.seen);
+        for (&depth, sp) in depths.iter().zip(&self.cfg.subprogs) {
+            if depth > 512 {
+                let may_goto = (sp.start..sp.end.min(self.insns.len()))
+                    .any(|i| seen(i) && crate::cfg::is_may_goto(&self.insns[i]));
+                let extra = if may_goto {
+                    crate::rewrite_stack::TIMED_MAY_GOTO_STACK
+                } else {
+                    0
+                };
+                return Err(crate::error::VerifyError::new(
+                    None,
+                    format!("stack size {depth}(extra {extra}) is too large"),
+                ));
+            }
+        }
+        // Dead-code removal drops the subprograms no path entered first.
+        let live_subprogs = self
+            .cfg
+            .subprogs
+            .iter()
+            .filter(|sp| (sp.start..sp.end).any(seen))
+            .count();
+        if live_subprogs > 1 && self.tail_call_reachable_from_main() {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "tail_calls are not allowed in non-JITed programs with bpf-to-bpf calls".into(),
+            ));
+        }
+        if let Some(i) =
+            (0..self.insns.len()).find(|&i| seen(i) && crate::cfg::is_pseudo_func(&self.insns[i]))
+        {
+            return Err(crate::error::VerifyError::new(
+                Some(i),
+                "callbacks are not allowed in non-JITed programs".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether main holds a tail call or reaches a subprogram that does
+    /// through calls or synchronous callback addresses, dead code included:
+    /// check_subprogs and check_max_stack_depth's static walk, before
+    /// dead-code removal.
+    fn tail_call_reachable_from_main(&self) -> bool {
+        let subs = &self.cfg.subprogs;
+        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
+        let mut visited = vec![false; subs.len()];
+        let mut todo = vec![0usize];
+        while let Some(k) = todo.pop() {
+            if std::mem::replace(&mut visited[k], true) {
+                continue;
+            }
+            if subs[k].has_tail_call {
+                return true;
+            }
+            for i in subs[k].start..subs[k].end.min(self.insns.len()) {
+                let ins = self.insns[i];
+                let call = crate::cfg::is_pseudo_call(&ins);
+                if !call && !crate::cfg::is_pseudo_func(&ins) {
+                    continue;
+                }
+                let t = (i as i64 + ins.imm as i64 + 1) as usize;
+                if let Some(c) = self.cfg.subprog_at(t) {
+                    if call || !is_async(c) {
+                        todo.push(c);
+                    }
+                }
+            }
+        }
+        false
+    }
+
     /// The deepest chain of calls must fit in 512 bytes of stack
     /// (check_max_stack_depth). Global functions and callbacks count as
     /// calls (a callback is entered where its address is taken); an async
@@ -1913,14 +2022,15 @@ impl Env<'_> {
                 }
             }
         }
-        // A JITed program's frames are rounded up to 16 bytes (the
-        // interpreter's would be 32); root's programs are JITed on 6.18.
+        // A JITed program's frames are rounded up to 16 bytes, the
+        // interpreter's to 32 (and at least 32).
+        let jit = crate::kernel_config::jit_enabled();
         let frame = |k: usize| {
-            self.subprog_stack
-                .get(k)
-                .copied()
-                .unwrap_or(0)
-                .next_multiple_of(16)
+            let depth = self.subprog_stack.get(k).copied().unwrap_or(0);
+            match jit {
+                true => depth.next_multiple_of(16),
+                false => depth.max(1).next_multiple_of(32),
+            }
         };
         // Depth-first over call chains from each root (main, async
         // callbacks, the exception callback), highest index first as the

@@ -17,7 +17,9 @@ impl Env<'_> {
             // A CAP_BPF loader's programs are JITed without constant
             // blinding (bpf_jit_harden at its default, 0) and the maps
             // were made by a loader that may bypass Spectre v1.
-            let jit_pokes = self.caps.bpf_capable && self.aux.get(i).is_some_and(|a| a.seen);
+            let jit_pokes = self.caps.bpf_capable
+                && crate::kernel_config::jit_enabled()
+                && self.aux.get(i).is_some_and(|a| a.seen);
             let direct_tail_call = self
                 .call_sites
                 .get(&i)

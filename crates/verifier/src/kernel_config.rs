@@ -59,6 +59,19 @@ pub fn target() -> Option<&'static KernelConfig> {
         .as_ref()
 }
 
+/// Says whether the target kernel JITs programs, as its
+/// `net.core.bpf_jit_enable` sysctl: `0` for the interpreter only (a
+/// kernel built without CONFIG_BPF_JIT_ALWAYS_ON). Unset: the JIT is on,
+/// as on the x86-64 host.
+pub const JIT_ENV: &str = "BPFVET_BPF_JIT_ENABLE";
+
+/// Whether the verifier's `prog->jit_requested` holds for the target,
+/// read once per process ([`JIT_ENV`]).
+pub fn jit_enabled() -> bool {
+    static JIT: OnceLock<bool> = OnceLock::new();
+    *JIT.get_or_init(|| std::env::var(JIT_ENV).map_or(true, |v| v.trim() != "0"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1421,8 +1421,14 @@ pub fn check_kfunc_calls(
             continue;
         }
         let err = |msg: String| Err(VerifyError::new(Some(i), msg));
-        if std::mem::take(&mut first) && !crate::check_call::license_is_gpl(obj.license_of(prog)) {
-            return err("cannot call kernel function from non-GPL compatible program".into());
+        if std::mem::take(&mut first) {
+            // add_kfunc_call's first call sets up the program's kfunc table.
+            if !crate::kernel_config::jit_enabled() {
+                return err("JIT is required for calling kernel function".into());
+            }
+            if !crate::check_call::license_is_gpl(obj.license_of(prog)) {
+                return err("cannot call kernel function from non-GPL compatible program".into());
+            }
         }
         if ins.imm == 0 && ins.off == 0 {
             // Left for dead-code elimination (an explored one fails).

@@ -10,13 +10,18 @@ use bpfvet_object::btf::Kind;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-/// The host kernel's symbol names (what kallsyms_lookup_name can find),
-/// read once per process; None when /proc/kallsyms cannot be read.
+/// Names another kernel's symbol list (kallsyms' format), for verifying
+/// for a guest kernel; the host's /proc/kallsyms otherwise.
+pub const KALLSYMS_ENV: &str = "BPFVET_KALLSYMS";
+
+/// The target kernel's symbol names (what kallsyms_lookup_name can find),
+/// read once per process; None when the list cannot be read.
 fn kallsyms() -> Option<&'static HashSet<String>> {
     static NAMES: OnceLock<Option<HashSet<String>>> = OnceLock::new();
     NAMES
         .get_or_init(|| {
-            let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+            let path = std::env::var_os(KALLSYMS_ENV).unwrap_or_else(|| "/proc/kallsyms".into());
+            let text = std::fs::read_to_string(path).ok()?;
             let names: HashSet<String> = text
                 .lines()
                 .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))

@@ -54,6 +54,7 @@ pub mod tnum;
 mod unmodelled;
 
 pub use access::AccessKinds;
+pub use ksym::KALLSYMS_ENV;
 pub use map_record::{map_fields, Field as MapField};
 pub use stats::Stats;
 
@@ -281,9 +282,7 @@ fn verify_with(
             })
         })
         .and_then(|()| unmodelled::prog_flags(prog))
-        .and_then(|()| lsm::check_attach_target(prog))
         .and_then(|()| load_attrs::process_fd_array(obj, prog).map(|b| bound = b))
-        .and_then(|()| lsm::check_attach(obj, prog))
         .and_then(|()| privilege::check_calls(prog, &caps))
         .and_then(|()| check_func_info_records(obj, prog))
         .and_then(|()| kfunc::check_kfunc_calls(obj, prog))
@@ -307,8 +306,12 @@ fn verify_with(
         })
         .and_then(|ex| precheck(obj, prog, &caps, &bound).map(|()| ex))
         .and_then(|ex| cfg::analyze(&prog.insns, &calls, ex, caps.bpf_capable))
-        // check_attach_btf_id runs after the CFG is checked.
+        // check_attach_btf_id runs after the CFG is checked (and after
+        // resolve_pseudo_ldimm64's map checks): who may sleep, then the
+        // target, then the LSM hook's own rules.
         .and_then(|c| lsm::check_sleepable(prog).map(|()| c))
+        .and_then(|c| lsm::check_attach_target(prog).map(|()| c))
+        .and_then(|c| lsm::check_attach(obj, prog).map(|()| c))
         .and_then(|c| struct_ops::check_target(obj, prog).map(|_| c));
     let cfg = match result {
         Ok(c) => c,
@@ -345,7 +348,10 @@ fn verify_with(
         .and_then(|()| env.check_global_subprogs())
         .and_then(|()| env.check_max_stack_depth())
         .and_then(|()| env.check_fixups())
-        .and_then(|()| env.check_unexplored_callbacks());
+        .and_then(|()| match kernel_config::jit_enabled() {
+            true => env.check_unexplored_callbacks(),
+            false => env.check_interpreter_limits(),
+        });
     let mut stats = std::mem::take(&mut env.stats);
     stats.processed_insns = env.insn_processed;
     stats.duration = started.elapsed();
@@ -671,6 +677,9 @@ fn precheck(
             }
             if first_arena_insn == Some(i) && !arena_allowed {
                 return err(i, "CAP_BPF and CAP_PERFMON are required to use arena");
+            }
+            if first_arena_insn == Some(i) && !kernel_config::jit_enabled() {
+                return err(i, "JIT is required to use arena");
             }
             // Its user address comes from map_extra or the loader's mmap.
             let unmapped = |m: &bpfvet_object::MapDef| m.arena_unmapped && m.map_extra == 0;

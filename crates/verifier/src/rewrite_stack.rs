@@ -34,7 +34,7 @@ impl LoopInline {
 }
 
 const LOOP_INLINE_STACK: u32 = 3 * 8;
-const TIMED_MAY_GOTO_STACK: u32 = 2 * 8;
+pub const TIMED_MAY_GOTO_STACK: u32 = 2 * 8;
 
 /// Adds the rewrites' stack to `depths` (one per subprogram). Only
 /// instructions some path reached count: the kernel removes the others

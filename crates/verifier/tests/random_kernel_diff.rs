@@ -19,11 +19,11 @@
 
 mod random_diff;
 
-use bpfvet_kernel::Kernel;
 use bpfvet_object::Object;
 use bpfvet_verifier::{verify, Options};
 use proptest::prelude::*;
 use random_diff::diff::{cause, ours_text, theirs_text, Class};
+use random_diff::oracle::Oracle;
 use std::time::Duration;
 
 const SEED: u64 = 0x6272_6666_757a_7a31;
@@ -44,7 +44,7 @@ fn env_u64(name: &str) -> Option<u64> {
 
 #[test]
 fn random_programs_match_host_kernel() {
-    let kernel = match Kernel::open() {
+    let kernel = match Oracle::open() {
         Ok(k) => k,
         Err(e) => {
             println!("SKIP: {e}");
@@ -111,6 +111,56 @@ fn random_programs_match_host_kernel() {
     );
 }
 
+/// The fuzzer's agent inside a guest kernel (`random_diff::guest`): the
+/// guest boots this executable as init with `BPFVET_FUZZ_GUEST_AGENT=1`.
+#[test]
+#[ignore = "the guest's init, started by batch.sh KERNEL=..."]
+fn fuzz_guest_agent() {
+    if std::env::var(random_diff::guest::AGENT_ENV).is_err() {
+        println!("SKIP: not in a guest (batch.sh KERNEL=6.18 boots one)");
+        return;
+    }
+    random_diff::guest::agent();
+}
+
+/// A program survives the trip to a guest agent: what the agent rebuilds
+/// from the request line is the object the host's bpfvet verified.
+#[test]
+fn guest_requests_carry_the_program() {
+    use random_diff::gen::{program_with, Features};
+    let mut seen_attach = false;
+    let mut seen_funcs = false;
+    for i in 0..300 {
+        let p = program_with(0x6775_6573_7435, i, Features::ALL);
+        let obj = random_diff::diff::object(std::slice::from_ref(&p));
+        let line = random_diff::guest::encode(&obj.programs[0]);
+        let back = random_diff::guest::decode(line.trim_end()).expect("a request line decodes");
+        let again = random_diff::diff::object(std::slice::from_ref(&back));
+        let (a, b) = (&obj.programs[0], &again.programs[0]);
+        assert_eq!(a.insns, b.insns, "program {i}");
+        assert_eq!(
+            (a.prog_type, a.expected_attach_type, &a.section, a.sleepable),
+            (b.prog_type, b.expected_attach_type, &b.section, b.sleepable),
+            "program {i}"
+        );
+        let offs = |p: &bpfvet_object::Program| {
+            p.func_info
+                .iter()
+                .map(|f| (f.insn_off, f.type_id, f.name.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offs(a), offs(b), "program {i}");
+        assert_eq!(obj.maps.len(), again.maps.len(), "program {i}");
+        seen_attach |= a.expected_attach_type.is_some();
+        seen_funcs |= !a.func_info.is_empty();
+    }
+    assert!(
+        seen_attach && seen_funcs,
+        "the sample has tracing programs and func_info"
+    );
+    assert!(random_diff::guest::decode("prog 6 - - 0 - 0").is_none());
+}
+
 /// The resumable batch runner behind bench/verifier_fuzz/batch.sh
 /// (`--ignored`): `BPFVET_FUZZ_DIR` (output directory, required),
 /// `BPFVET_FUZZ_BATCHES` (50), `BPFVET_FUZZ_BATCH_SIZE` (2000),
@@ -121,7 +171,7 @@ fn random_programs_match_host_kernel() {
 #[test]
 #[ignore = "long run: bench/verifier_fuzz/batch.sh"]
 fn fuzz_batches() {
-    let kernel = match Kernel::open() {
+    let kernel = match Oracle::open() {
         Ok(k) => k,
         Err(e) => {
             println!("SKIP: {e}");
@@ -151,6 +201,34 @@ fn fuzz_batches() {
     assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
 }
 
+/// bpfvet again on the programs of a finished batch directory, against
+/// the kernel answers its TSVs recorded (no kernel needed: for checking a
+/// fix on a guest run without booting the guest again). Same environment
+/// as `fuzz_batches` (batch.sh `RESCORE=1`); prints counts per class and
+/// the disagreements left by cause.
+#[test]
+#[ignore = "batch.sh RESCORE=1"]
+fn fuzz_rescore() {
+    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
+        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+        return;
+    };
+    let cfg = random_diff::batch::Config {
+        dir: dir.into(),
+        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
+        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
+        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
+        minimise_tries: 0,
+    };
+    let text = random_diff::batch::rescore(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    println!("{text}");
+    assert!(
+        !text.contains("| unsound |"),
+        "unsound accepts against the recorded kernel answers"
+    );
+}
+
 /// Mutation of real programs behind bench/verifier_fuzz/mutate.sh
 /// (`--ignored`): `BPFVET_MUTATE_DIR` (output, required),
 /// `BPFVET_MUTATE_OBJECTS` (`:`-separated directories or object files),
@@ -162,7 +240,7 @@ fn fuzz_batches() {
 #[test]
 #[ignore = "long run: bench/verifier_fuzz/mutate.sh"]
 fn mutate_real_programs() {
-    let kernel = match Kernel::open() {
+    let kernel = match Oracle::open() {
         Ok(k) => k,
         Err(e) => {
             println!("SKIP: {e}");
@@ -276,7 +354,7 @@ fn show_program() {
         random_diff::diff::prog_type_name(p.prog_type),
         random_diff::listing(&p)
     );
-    if let Ok(kernel) = Kernel::open() {
+    if let Ok(kernel) = Oracle::open() {
         let r = random_diff::diff::diff_one(&kernel, &p);
         println!(
             "kernel: {}\nbpfvet: {}",
@@ -370,7 +448,7 @@ fn struct_ops_case_directive_gives_the_same_ids() {
 #[test]
 fn kfunc_and_tail_call_limits_match_host_kernel() {
     use random_diff::gen::{prog_blocks, GenProgram};
-    let kernel = match Kernel::open() {
+    let kernel = match Oracle::open() {
         Ok(k) => k,
         Err(e) => {
             println!("SKIP: {e}");

@@ -9,7 +9,7 @@
 
 use super::backend::{base_row, KernelBackend, RunOptions};
 use super::row::Row;
-use bpfvet_kernel::guest::{cpio::Cpio, frame, image::GuestKernel, vm};
+use bpfvet_kernel::guest::{agent, cpio::Cpio, frame, image::GuestKernel, vm};
 use bpfvet_object::Object;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -374,12 +374,9 @@ struct Channel(Box<dyn std::io::Write>);
 
 impl Channel {
     fn open() -> Channel {
-        match std::fs::OpenOptions::new().write(true).open(vm::AGENT_PORT) {
-            Ok(f) => {
-                raw_mode(&f);
-                Channel(Box::new(f))
-            }
-            Err(_) => Channel(Box::new(std::io::stdout())),
+        match agent::open_port() {
+            Some(f) => Channel(Box::new(f)),
+            None => Channel(Box::new(std::io::stdout())),
         }
     }
 
@@ -388,65 +385,6 @@ impl Channel {
         let _ = self.0.write_all(frame::encode(kind, &text).as_bytes());
         let _ = self.0.flush();
     }
-}
-
-/// No output processing on the serial line.
-fn raw_mode(f: &std::fs::File) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a termios read and written back on an open fd.
-        unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(f.as_raw_fd(), &mut t) == 0 {
-                libc::cfmakeraw(&mut t);
-                libc::cfsetospeed(&mut t, libc::B115200);
-                libc::tcsetattr(f.as_raw_fd(), libc::TCSANOW, &t);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = f;
-}
-
-/// As the guest's init: the file systems the kernel backend and libbpf
-/// look at.
-#[cfg(target_os = "linux")]
-fn mount_all() {
-    use std::ffi::CString;
-    let mounts = [
-        ("proc", "/proc", "proc"),
-        ("sysfs", "/sys", "sysfs"),
-        ("devtmpfs", "/dev", "devtmpfs"),
-        ("bpf", "/sys/fs/bpf", "bpf"),
-        ("debugfs", "/sys/kernel/debug", "debugfs"),
-        ("tracefs", "/sys/kernel/tracing", "tracefs"),
-        ("cgroup2", "/sys/fs/cgroup", "cgroup2"),
-    ];
-    for (src, target, fstype) in mounts {
-        let _ = std::fs::create_dir_all(target);
-        let (Ok(s), Ok(t), Ok(f)) = (
-            CString::new(src),
-            CString::new(target),
-            CString::new(fstype),
-        ) else {
-            continue;
-        };
-        // SAFETY: NUL-terminated strings that outlive the call.
-        unsafe {
-            libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null());
-        }
-    }
-}
-
-fn power_off() -> ! {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sync and reboot take no pointers.
-    unsafe {
-        libc::sync();
-        libc::reboot(libc::RB_POWER_OFF);
-    }
-    std::process::exit(0)
 }
 
 /// `6.1.0-50-amd64` -> KERNEL_VERSION(6, 1, 0), as `.kconfig`'s
@@ -470,9 +408,8 @@ fn uname_release() -> String {
 
 pub fn agent(args: AgentArgs) -> anyhow::Result<std::process::ExitCode> {
     let init = std::process::id() == 1;
-    #[cfg(target_os = "linux")]
     if init {
-        mount_all();
+        agent::mount_all();
     }
     let mut out = Channel::open();
     let result = agent_run(&args, &mut out);
@@ -480,7 +417,7 @@ pub fn agent(args: AgentArgs) -> anyhow::Result<std::process::ExitCode> {
         out.send("fatal", &crate::error_text(e));
     }
     if init {
-        power_off();
+        agent::power_off();
     }
     result.map(|_| std::process::ExitCode::SUCCESS)
 }

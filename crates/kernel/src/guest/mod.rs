@@ -3,6 +3,7 @@
 //! bpfvet executable, which verifies the programs inside the guest and
 //! streams one result per program over a serial port.
 
+pub mod agent;
 pub mod cpio;
 pub mod frame;
 pub mod image;

@@ -101,6 +101,8 @@ pub enum Event {
 /// A running QEMU; killed when dropped.
 pub struct Vm {
     child: Child,
+    /// What the guest reads from the agent port.
+    input: Option<std::process::ChildStdin>,
     /// Serial bytes; None when QEMU reported a KVM failure.
     chunks: Receiver<Option<Vec<u8>>>,
     errors: std::sync::Arc<std::sync::Mutex<String>>,
@@ -244,7 +246,9 @@ impl Vm {
             .arg("-serial")
             .arg(format!("file:{}", spec.console_log.display()))
             .args(["-serial", "stdio"])
-            .stdin(Stdio::null())
+            // The agent port's input: requests of an interactive agent
+            // (Vm::send); other agents never read it.
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         #[cfg(target_os = "linux")]
@@ -260,6 +264,7 @@ impl Vm {
             }
         }
         let mut child = cmd.spawn().map_err(|e| format!("starting {QEMU}: {e}"))?;
+        let input = child.stdin.take();
         let mut stdout = child.stdout.take().ok_or("no QEMU stdout")?;
         let mut stderr = child.stderr.take().ok_or("no QEMU stderr")?;
         let (tx, chunks) = mpsc::channel();
@@ -291,6 +296,7 @@ impl Vm {
         });
         Ok(Vm {
             child,
+            input,
             chunks,
             errors,
             reader: Reader::new(),
@@ -322,6 +328,18 @@ impl Vm {
                 }
             }
         }
+    }
+
+    /// Writes `bytes` to the guest's agent port (QEMU feeds them to the
+    /// guest as the port can take them).
+    pub fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        let input = self
+            .input
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the guest's input is closed"))?;
+        input.write_all(bytes)?;
+        input.flush()
     }
 
     /// The last lines of the kernel console and QEMU's own errors: why a

@@ -330,7 +330,11 @@ pub fn btf_ctx_access(
         error: CtxError::Invalid { off, size },
     };
     let slots = 8 * MAX_ARGS as i32;
-    if off < 0 || off >= slots || access == Access::Write || off % size as i32 != 0 {
+    // Tracing and struct_ops programs pass bpf_tracing_ctx_access first
+    // (read-only, aligned); LSM programs go to btf_ctx_access directly.
+    let generic = target.prog_type != ProgType::LSM
+        && (access == Access::Write || off % size.max(1) as i32 != 0);
+    if off < 0 || off >= slots || generic {
         return Err(refuse(log));
     }
     let btf = target.btf;

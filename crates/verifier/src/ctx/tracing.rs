@@ -67,6 +67,19 @@ pub fn btf_args(q: &Q) -> Grant {
         .flatten()
 }
 
+/// LSM programs: `btf_ctx_access` alone (no read-only or alignment rule
+/// of the trampoline's generic check), so arguments may be written and
+/// read at any width; the argument's BTF type decides.
+pub fn lsm_args(q: &Q) -> Grant {
+    (q.off >= 0 && q.off < RAW_TP_ARGS_SIZE as i64)
+        .then(|| {
+            pointer(CtxValue::BtfArg {
+                arg: (q.off / 8) as u32,
+            })
+        })
+        .flatten()
+}
+
 pub fn lirc_mode2(q: &Q) -> Grant {
     (!q.write && q.off == 0 && q.size == 4)
         .then(scalar)

@@ -9,8 +9,8 @@
 
 use super::diff::{cause, cause_group, Class, Ours, Result, Theirs};
 use super::gen::{Features, GenProgram};
+use super::oracle::Oracle;
 use super::{listing, minimise, Run};
-use bpfvet_kernel::Kernel;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,16 @@ impl Config {
         } else {
             Features::ALL
         };
-        Features(drawn.0 | forced_features().0)
+        let mut features = drawn.0 | forced_features().0;
+        // The host refuses tracing programs before verifying them; the
+        // guest's request lines carry no struct_ops member or load
+        // attributes.
+        if std::env::var_os(super::guest::KERNEL_ENV).is_none() {
+            features &= !Features::GUEST_TRACING;
+        } else {
+            features &= !(Features::STRUCT_OPS | Features::LOADATTR);
+        }
+        Features(features)
     }
 
     /// What must not change between runs into one directory.
@@ -191,7 +200,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
 
 /// Minimises one program per distinct (class, cause) of the run and
 /// writes it as a case; returns the case file name per program index.
-fn write_cases(kernel: &Kernel, cfg: &Config, k: u64, run: &Run) -> BTreeMap<usize, String> {
+fn write_cases(kernel: &Oracle, cfg: &Config, k: u64, run: &Run) -> BTreeMap<usize, String> {
     let mut first: BTreeMap<(Class, String), usize> = BTreeMap::new();
     for (i, r) in run.results.iter().enumerate() {
         if matches!(r.class, Class::Agree | Class::KernelRefused) {
@@ -247,7 +256,7 @@ fn tsv_text(run: &Run, cases: &BTreeMap<usize, String>) -> String {
 /// Runs every batch of `cfg` not yet in its directory, then writes
 /// REPORT.md. Errors are I/O errors or a directory made with another
 /// configuration.
-pub fn run_batches(kernel: &Kernel, cfg: &Config) -> std::result::Result<(), String> {
+pub fn run_batches(kernel: &Oracle, cfg: &Config) -> std::result::Result<(), String> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
     let conf = cfg.dir.join("run.conf");
     match std::fs::read_to_string(&conf) {
@@ -422,4 +431,78 @@ pub fn causes_section(causes: Causes, out: &mut String) {
             case
         );
     }
+}
+
+/// The kernel's answer as a TSV row recorded it.
+fn theirs_of_row(verdict: &str, error: &str, insns: &str) -> Theirs {
+    match verdict {
+        "accept" => Theirs::Accepted {
+            insns: insns.parse().ok(),
+        },
+        "reject" => Theirs::Rejected(error.to_string()),
+        _ => Theirs::Refused(error.to_string()),
+    }
+}
+
+/// bpfvet (as built now) on every program of the directory's finished
+/// batches, classified against the kernel answers the TSVs hold: counts
+/// per class and the disagreements by cause, as a report section; each
+/// batch's rows so classified go to `rescore-KKKK.tsv`.
+pub fn rescore(cfg: &Config) -> std::result::Result<String, String> {
+    let mut totals: BTreeMap<Class, usize> = BTreeMap::new();
+    let mut causes = Causes::new();
+    let mut changed = 0usize;
+    for k in 0..cfg.batches {
+        let path = cfg.tsv(k);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let seed = batch_seed(cfg.base_seed, k);
+        let features = cfg.features(k);
+        let mut rows = Vec::new();
+        let mut tsv = format!("{TSV_HEADER}\n");
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            let (Some(i), Some(old)) = (f.first().and_then(|i| i.parse::<u64>().ok()), f.get(2))
+            else {
+                continue;
+            };
+            let theirs = theirs_of_row(f[3], f[4], f.get(7).copied().unwrap_or(""));
+            let p = super::gen::program_with(seed, i, features);
+            let obj = std::sync::Arc::new(super::diff::object(std::slice::from_ref(&p)));
+            let ours = super::diff::run_ours(&obj, 0);
+            let class = super::diff::classify(&ours, &theirs);
+            changed += usize::from(class_key(class) != *old);
+            *totals.entry(class).or_default() += 1;
+            let (bv, be, bi) = bpfvet_cols(&ours);
+            let _ = writeln!(
+                tsv,
+                "{i}\t{}\t{}\t{}\t{}\t{bv}\t{be}\t{}\t{bi}\t{}\t{}",
+                f.get(1).unwrap_or(&""),
+                class_key(class),
+                f[3],
+                f[4],
+                f.get(7).unwrap_or(&""),
+                f.get(9).unwrap_or(&""),
+                f.get(10).unwrap_or(&"")
+            );
+            rows.push(Row {
+                class,
+                kernel_error: field(f[4]),
+                bpfvet_error: be,
+                case: f.get(10).unwrap_or(&"").to_string(),
+            });
+        }
+        tally_causes(rows, &mut causes);
+        // The batch's rows with bpfvet's columns as now (error_sites.py
+        // reads it like a batch TSV).
+        let _ = std::fs::write(cfg.dir.join(format!("rescore-{k:04}.tsv")), tsv);
+    }
+    let mut out = String::from("| class | programs |\n|---|---:|\n");
+    for (c, n) in &totals {
+        let _ = writeln!(out, "| {} | {n} |", class_key(*c));
+    }
+    let _ = writeln!(out, "\n{changed} programs changed class.\n");
+    causes_section(causes, &mut out);
+    Ok(out)
 }

@@ -5,6 +5,7 @@ use super::gen::{
     GenProgram, ARRAY_VALUE_SIZE, HASH_KEY_SIZE, HASH_VALUE_SIZE, LOCK_VALUE_SIZE, RINGBUF_SIZE,
     RODATA, RODATA_VALUE_SIZE,
 };
+use super::oracle::Oracle;
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
 use bpfvet_object::{MapDef, Object, Program};
@@ -439,7 +440,20 @@ pub fn last_error_line(log: &str) -> String {
 /// limit print hundreds of megabytes and take the kernel seconds to write.
 const KERNEL_LOG_CAP: u32 = 1 << 20;
 
-pub fn run_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
+pub fn run_theirs(kernel: &Oracle, obj: &Object, index: usize) -> Theirs {
+    match kernel {
+        Oracle::Host(k) => host_theirs(k, obj, index),
+        Oracle::Guest(g) => match obj.programs.get(index) {
+            Some(p) => {
+                let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
+                g.theirs(p)
+            }
+            None => Theirs::Refused(format!("no program {index}")),
+        },
+    }
+}
+
+fn host_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
     let session = kernel.open_object(obj);
     let opts = LoadOptions {
         log_level: 1,
@@ -496,7 +510,7 @@ pub fn classify(ours: &Ours, theirs: &Theirs) -> Class {
 }
 
 /// Both verifiers on program `index` of `obj`.
-pub fn diff(kernel: &Kernel, obj: &Arc<Object>, index: usize) -> Result {
+pub fn diff(kernel: &Oracle, obj: &Arc<Object>, index: usize) -> Result {
     let ours = run_ours(obj, index);
     let theirs = run_theirs(kernel, obj, index);
     Result {
@@ -507,7 +521,7 @@ pub fn diff(kernel: &Kernel, obj: &Arc<Object>, index: usize) -> Result {
 }
 
 /// Both verifiers on one program alone.
-pub fn diff_one(kernel: &Kernel, p: &GenProgram) -> Result {
+pub fn diff_one(kernel: &Oracle, p: &GenProgram) -> Result {
     let obj = Arc::new(object(std::slice::from_ref(p)));
     diff(kernel, &obj, 0)
 }

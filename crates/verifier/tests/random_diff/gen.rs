@@ -11,6 +11,7 @@ use bpfvet_isa::Insn;
 pub mod btf_objects;
 pub mod graph5_blocks;
 mod graph_blocks;
+mod guest_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
 pub mod load_blocks;
@@ -173,8 +174,11 @@ impl Features {
     /// callbacks returning r0 of any kind, one pointer add reached from
     /// two paths with different Spectre masks.
     pub const PATHS: u32 = 1 << 23;
+    /// Tracing and LSM programs for a lockdown-free guest
+    /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
+    pub const GUEST_TRACING: u32 = 1 << 24;
     pub const ALL: Features = Features((1 << 20) - 1);
-    pub const NAMES: [(u32, &'static str); 24] = [
+    pub const NAMES: [(u32, &'static str); 25] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -199,6 +203,7 @@ impl Features {
         (Self::STRUCT_OPS, "struct_ops"),
         (Self::LOADATTR, "loadattr"),
         (Self::PATHS, "paths"),
+        (Self::GUEST_TRACING, "guest_tracing"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1820,6 +1825,10 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::LEAKS) && !reduced && g.rng.chance(4) {
         let (t, a, body) = leak_blocks::tracing_program(&mut g.rng);
         (prog_type, attach, insns, sleepable) = (t, Some(a), body, false);
+    }
+    if features.has(Features::GUEST_TRACING) && !reduced && g.rng.chance(70) {
+        let (t, a, body, s) = guest_blocks::tracing_program(&mut g.rng);
+        (prog_type, attach, insns, sleepable) = (t, Some(a), body, s);
     }
     let mut funcs = Vec::new();
     if features.has(Features::PROGRAM) {

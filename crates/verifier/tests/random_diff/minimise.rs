@@ -4,9 +4,9 @@
 
 use super::diff::{cause, classify, object, run_ours, run_theirs, Class, Ours, Result};
 use super::gen::GenProgram;
+use super::oracle::Oracle;
 use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC};
 use bpfvet_isa::Insn;
-use bpfvet_kernel::Kernel;
 use bpfvet_object::Object;
 use std::sync::Arc;
 
@@ -62,7 +62,7 @@ pub fn delete_range(insns: &[Insn], a: usize, b: usize) -> Option<Vec<Insn>> {
 /// trying at most `max_tries` candidates (each one kernel load and one
 /// bpfvet run).
 pub fn minimise(
-    kernel: &Kernel,
+    kernel: &Oracle,
     p: &GenProgram,
     class: Class,
     key: &str,
@@ -125,13 +125,13 @@ pub fn minimise(
 /// Whether `p` still shows the finding. bpfvet runs first: when its side
 /// already differs, the kernel (which may spend seconds on a candidate
 /// that loops) is not asked.
-fn keeps(kernel: &Kernel, p: &GenProgram, class: Class, key: &str) -> bool {
+fn keeps(kernel: &Oracle, p: &GenProgram, class: Class, key: &str) -> bool {
     let obj = Arc::new(object(std::slice::from_ref(p)));
     keeps_in(kernel, &obj, 0, class, key)
 }
 
 /// [`keeps`] for program `index` of any object.
-pub fn keeps_in(kernel: &Kernel, obj: &Arc<Object>, index: usize, class: Class, key: &str) -> bool {
+pub fn keeps_in(kernel: &Oracle, obj: &Arc<Object>, index: usize, class: Class, key: &str) -> bool {
     let ours = run_ours(obj, index);
     let plausible = match (&ours, class) {
         (Ours::Accepted { .. }, Class::Unsound | Class::Insns) => true,

@@ -6,15 +6,17 @@ pub mod batch;
 pub mod corrupt;
 pub mod diff;
 pub mod gen;
+pub mod guest;
 pub mod minimise;
 pub mod mutate;
+pub mod oracle;
 
 use bpfvet_isa::disasm::{disasm_program, NoSymbols};
-use bpfvet_kernel::Kernel;
 use diff::{
     cause, cause_group, diff, object, ours_text, prog_type_name, theirs_text, Class, Result,
 };
 use gen::GenProgram;
+use oracle::Oracle;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -48,7 +50,7 @@ impl Run {
 
 /// Generates `n` programs from `seed` with `features` and runs both
 /// verifiers on each.
-pub fn run(kernel: &Kernel, seed: u64, n: u64, features: gen::Features) -> Run {
+pub fn run(kernel: &Oracle, seed: u64, n: u64, features: gen::Features) -> Run {
     let programs: Vec<GenProgram> = (0..n)
         .map(|i| gen::program_with(seed, i, features))
         .collect();
@@ -56,7 +58,13 @@ pub fn run(kernel: &Kernel, seed: u64, n: u64, features: gen::Features) -> Run {
     let results = (0..programs.len())
         .map(|i| {
             let started = std::time::Instant::now();
-            let r = diff(kernel, &obj, i);
+            // A guest gets one object per program (the request carries one
+            // program), and bpfvet the same object.
+            let r = if kernel.is_guest() {
+                diff::diff_one(kernel, &programs[i])
+            } else {
+                diff(kernel, &obj, i)
+            };
             let took = started.elapsed();
             if took > std::time::Duration::from_secs(1) {
                 eprintln!("slow: #{i} took {took:?} ({:?})", r.class);
@@ -103,7 +111,7 @@ fn counts_table(run: &Run, out: &mut String) {
 
 /// One minimised example per distinct cause of `class`, with counts.
 fn findings_section(
-    kernel: &Kernel,
+    kernel: &Oracle,
     run: &Run,
     class: Class,
     limit: usize,
@@ -234,7 +242,7 @@ fn raw_section(run: &Run, class: Class, out: &mut String) {
 }
 
 /// The FINDINGS.md text for a run.
-pub fn report(kernel: &Kernel, run: &Run) -> String {
+pub fn report(kernel: &Oracle, run: &Run) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

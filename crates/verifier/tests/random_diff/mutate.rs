@@ -20,10 +20,10 @@ use super::diff::{
 };
 use super::gen::Rng;
 use super::minimise::{delete_range, keeps_in};
+use super::oracle::Oracle;
 use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL};
 use bpfvet_isa::uapi::{MapType, ProgType};
 use bpfvet_isa::Insn;
-use bpfvet_kernel::Kernel;
 use bpfvet_object::{LoadOptions, MapInit, Object};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -532,7 +532,7 @@ fn hash(s: &str) -> u64 {
 /// Program `pi` of `obj` with ranges of its instructions deleted while
 /// the finding keeps its class and cause.
 fn minimise(
-    kernel: &Kernel,
+    kernel: &Oracle,
     obj: &Object,
     pi: usize,
     class: Class,
@@ -631,7 +631,7 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
 /// One unit: every mutant of every loadable program of `path`, its TSV
 /// text and counts.
 fn run_unit(
-    kernel: &Kernel,
+    kernel: &Oracle,
     cfg: &Config,
     path: &Path,
     unit: &str,
@@ -715,7 +715,7 @@ fn run_unit(
 /// Runs every unit of `cfg` not yet in its directory, then writes
 /// MUTATE.md; returns the counts per class over all units of the
 /// directory.
-pub fn run(kernel: &Kernel, cfg: &Config) -> std::result::Result<BTreeMap<Class, usize>, String> {
+pub fn run(kernel: &Oracle, cfg: &Config) -> std::result::Result<BTreeMap<Class, usize>, String> {
     std::fs::create_dir_all(cfg.dir.join("cases")).map_err(|e| e.to_string())?;
     let conf = cfg.dir.join("mutate.conf");
     match std::fs::read_to_string(&conf) {

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 pub(super) fn vmlinux() -> Option<&'static Btf> {
     static BTF: OnceLock<Option<Btf>> = OnceLock::new();
     BTF.get_or_init(|| {
-        let bytes = std::fs::read(bpfvet_object::HOST_VMLINUX).ok()?;
+        let bytes = std::fs::read(bpfvet_object::vmlinux_btf_path()).ok()?;
         Btf::from_bytes(&bytes).ok()
     })
     .as_ref()
