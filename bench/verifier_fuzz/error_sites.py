@@ -195,6 +195,29 @@ NO_KERNEL_PRINTS = {
     "max struct nesting depth exceeded":
         "never a last line: both callers then print their own refusal (`arg#%d pointer type %s %s "
         "must point to ...`, `bpf_percpu_obj_new type ID argument must be of a struct of scalars`)",
+    "held lock and object are not in the same allocation":
+        "never a last line: its only caller, __process_kf_arg_ptr_to_graph_root, follows it with "
+        "`bpf_spin_lock at off=%d must be held for %s`",
+    "allocated object must be referenced":
+        "no register is exactly PTR_TO_BTF_ID | MEM_ALLOC without a reference: bpf_obj_new, "
+        "bpf_refcount_acquire, bpf_kptr_xchg, the list pops and bpf_rbtree_remove acquire one; "
+        "other graph kfunc results and the rbtree callback's arguments get NON_OWN_REF "
+        "(ref_set_non_owning fails only without an active lock, which their root argument needs "
+        "first); a push turns the owner's copies into NON_OWN_REF, a release invalidates them; "
+        "loaded local kptrs are PTR_UNTRUSTED or MEM_RCU",
+    "kptr in map can only be accessed using BPF_LDX/BPF_STX/BPF_ST":
+        "check_map_kptr_access is reached from check_mem_access of LDX, STX and ST instructions "
+        "only, and atomics and sign-extending loads stop at its BPF_MEM mode check before "
+        "(helper and kfunc memory checks refuse kptr fields in check_map_access)",
+    "Calling bpf_rcu_read_{lock,unlock} in unnecessary rbtree callback":
+        "the rbtree callback runs under the tree's lock (bpf_rbtree_add needs it held and the "
+        "callback starts from the caller's state), so calling bpf_rcu_read_{lock,unlock} there "
+        "stops first at `function calls are not allowed while holding a lock` (do_check, "
+        "kfunc_spin_allowed)",
+    "arg#%d reference type('%s %s') size cannot be determined: %ld":
+        "a KF_ARG_PTR_TO_MEM argument points to a scalar or a struct of scalars "
+        "(get_kfunc_ptr_arg_type refuses anything else), whose size btf_resolve_size always finds "
+        "(it fails for void, forward declarations and functions)",
 }
 
 UNREACHABLE_ON_HOST = {
@@ -271,30 +294,6 @@ UNREACHABLE_ON_HOST = {
         "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
     "map_ptr access not supported for map type %d":
         "every map type's ops name their map_btf_id; only offloaded maps lack it (no offload device)",
-    # graph5: graph, kptr and allocated-object sites.
-    "held lock and object are not in the same allocation":
-        "never a last line: its only caller, __process_kf_arg_ptr_to_graph_root, follows it with "
-        "`bpf_spin_lock at off=%d must be held for %s`",
-    "allocated object must be referenced":
-        "no register is exactly PTR_TO_BTF_ID | MEM_ALLOC without a reference: bpf_obj_new, "
-        "bpf_refcount_acquire, bpf_kptr_xchg, the list pops and bpf_rbtree_remove acquire one; "
-        "other graph kfunc results and the rbtree callback's arguments get NON_OWN_REF "
-        "(ref_set_non_owning fails only without an active lock, which their root argument needs "
-        "first); a push turns the owner's copies into NON_OWN_REF, a release invalidates them; "
-        "loaded local kptrs are PTR_UNTRUSTED or MEM_RCU",
-    "kptr in map can only be accessed using BPF_LDX/BPF_STX/BPF_ST":
-        "check_map_kptr_access is reached from check_mem_access of LDX, STX and ST instructions "
-        "only, and atomics and sign-extending loads stop at its BPF_MEM mode check before "
-        "(helper and kfunc memory checks refuse kptr fields in check_map_access)",
-    "Calling bpf_rcu_read_{lock,unlock} in unnecessary rbtree callback":
-        "the rbtree callback runs under the tree's lock (bpf_rbtree_add needs it held and the "
-        "callback starts from the caller's state), so calling bpf_rcu_read_{lock,unlock} there "
-        "stops first at `function calls are not allowed while holding a lock` (do_check, "
-        "kfunc_spin_allowed)",
-    "arg#%d reference type('%s %s') size cannot be determined: %ld":
-        "a KF_ARG_PTR_TO_MEM argument points to a scalar or a struct of scalars "
-        "(get_kfunc_ptr_arg_type refuses anything else), whose size btf_resolve_size always finds "
-        "(it fails for void, forward declarations and functions)",
     "acquire kernel function does not return PTR_TO_BTF_ID":
         "every KF_ACQUIRE kfunc of the host's vmlinux returns a struct pointer, but the three "
         "exempt allocators; the selftests reach it with bpf_testmod's "
@@ -303,7 +302,6 @@ UNREACHABLE_ON_HOST = {
         "the host's vmlinux kfuncs return pointers to structs, void, or scalars "
         "(bpf_iter_num_next, bpf_iter_bits_next, bpf_session_cookie), whose size "
         "btf_resolve_size finds (bpf_testmod's are not loaded)",
-    # structops helper
     "struct_ops module %s is not found":
         "needs a struct_ops program whose attach BTF is a module's (attach_btf_obj_fd): the host "
         "has no module BTF (/sys/kernel/btf holds vmlinux only), and even then btf_try_get_module "
@@ -312,13 +310,11 @@ UNREACHABLE_ON_HOST = {
         "needs a struct_ops member whose stub names an argument `__ref` (arg_info refcounted): "
         "the host's struct_ops types are tcp_congestion_ops and bpf_dummy_ops, whose stubs have "
         "none (only bpf_qdisc and bpf_testmod, absent, do)",
-    # loadattr helper
     "ldimm64 unable to resolve the size of type '%s': %ld":
         "__check_pseudo_btf_id resolves the size of a non-struct, non-per-CPU VAR only: every VAR "
         "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
         "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
         "the loader also holds no module BTF fd",
-    # misc5
     "tail_call abusing map_ptr":
         "do_misc_fixups checks a tail call's poisoned map (two prog arrays at one call) only when "
         "the map is `unpriv`: its bypass_spec_v1 is false, which array_map_alloc sets from the "

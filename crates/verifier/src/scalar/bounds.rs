@@ -539,7 +539,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut scalar = |next: &mut dyn FnMut() -> u64| match next() % 4 {
+        let scalar = |next: &mut dyn FnMut() -> u64| match next() % 4 {
             0 => Scalar::constant(next() % 70),
             1 => {
                 let mut s = Scalar::unknown();

@@ -65,7 +65,7 @@ impl Config {
         if std::env::var_os(super::guest::KERNEL_ENV).is_none() {
             features &= !Features::GUEST_TRACING;
         } else {
-            features &= !(Features::STRUCT_OPS | Features::LOADATTR);
+            features &= !(Features::STRUCT_OPS | Features::LOAD_ATTRS);
         }
         Features(features)
     }
@@ -156,7 +156,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
     out.push_str(&super::diff::load_directives(p));
     let fuzz_btf = !super::gen::btf_objects::maps(std::iter::once(p.insns.as_slice())).is_empty()
         || !p.funcs.is_empty()
-        || super::gen::graph5_blocks::needs_fuzz_btf(&p.insns)
+        || super::gen::graph_shape_blocks::needs_fuzz_btf(&p.insns)
         || super::gen::structops_blocks::names_struct_ops_map(&p.insns);
     if fuzz_btf {
         let _ = writeln!(out, "# btf: fuzz");
@@ -166,7 +166,10 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         .chain(super::gen::prog_blocks::case_maps(&p.insns, fuzz_btf))
         .collect();
     maps.extend(super::gen::load_blocks::case_maps(&p.insns, maps.len()));
-    maps.extend(super::gen::graph5_blocks::case_maps(&p.insns, maps.len()));
+    maps.extend(super::gen::graph_shape_blocks::case_maps(
+        &p.insns,
+        maps.len(),
+    ));
     maps.extend(super::gen::structops_blocks::case_maps(
         &p.insns,
         maps.len(),

@@ -7,6 +7,7 @@ use super::gen::{
 };
 use super::oracle::Oracle;
 use bpfvet_isa::uapi::{MapType, ProgType};
+use bpfvet_isa::Insn;
 use bpfvet_kernel::{Kernel, LoadOptions, Refusal, Verdict as KVerdict};
 use bpfvet_object::{MapDef, Object, Program};
 use bpfvet_verifier::{verify, Limit, Options, Verdict};
@@ -279,11 +280,44 @@ pub fn program_func_info(p: &GenProgram) -> Vec<bpfvet_object::FuncInfo> {
         .collect()
 }
 
+/// The object's maps for programs `progs`, in fd_array order: the fixed
+/// ones, then each block's at its fixed indices, padded from the maps
+/// before it, when some program names one.
+pub fn object_maps(progs: &[&[Insn]]) -> Vec<MapDef> {
+    let btf_maps = super::gen::btf_objects::maps(progs.iter().copied());
+    let many_maps = super::gen::prog_blocks::maps(progs.iter().copied(), btf_maps.len());
+    let mut maps: Vec<MapDef> = vec![
+        map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
+        map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
+        map("progs", MapType::PROG_ARRAY, 4, 4),
+        lock_map(),
+        MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
+        rodata_map("rodata", 1),
+        rodata_map("rodata2", 2),
+        map("sockmap", MapType::SOCKMAP, 4, 4),
+        MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
+        MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
+        arena_map("arena"),
+        arena_map("arena2"),
+        wq_map(),
+    ]
+    .into_iter()
+    .chain(btf_maps)
+    .chain(many_maps)
+    .collect();
+    // Each block's maps sit at its fixed indices, padded from the maps
+    // before it.
+    let insns = || progs.iter().copied();
+    maps.extend(super::gen::load_blocks::maps(insns(), maps.len()));
+    maps.extend(super::gen::graph_shape_blocks::maps(insns(), maps.len()));
+    maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
+    maps
+}
+
 /// An object with the generator's maps and the given programs.
 pub fn object(progs: &[GenProgram]) -> Object {
-    let btf_maps = super::gen::btf_objects::maps(progs.iter().map(|p| p.insns.as_slice()));
-    let many_maps =
-        super::gen::prog_blocks::maps(progs.iter().map(|p| p.insns.as_slice()), btf_maps.len());
+    let insns: Vec<&[Insn]> = progs.iter().map(|p| p.insns.as_slice()).collect();
+    let maps = object_maps(&insns);
     let programs = progs
         .iter()
         .enumerate()
@@ -313,31 +347,6 @@ pub fn object(progs: &[GenProgram]) -> Object {
             },
         })
         .collect::<Vec<_>>();
-    let mut maps: Vec<MapDef> = vec![
-        map("array", MapType::ARRAY, 4, ARRAY_VALUE_SIZE),
-        map("hash", MapType::HASH, HASH_KEY_SIZE, HASH_VALUE_SIZE),
-        map("progs", MapType::PROG_ARRAY, 4, 4),
-        lock_map(),
-        MapDef::new("ringbuf", MapType::RINGBUF, 0, 0, RINGBUF_SIZE as u32),
-        rodata_map("rodata", 1),
-        rodata_map("rodata2", 2),
-        map("sockmap", MapType::SOCKMAP, 4, 4),
-        MapDef::new("cgstore", MapType::CGROUP_STORAGE, 8, 8, 0),
-        MapDef::new("cgstore2", MapType::CGROUP_STORAGE, 8, 8, 0),
-        arena_map("arena"),
-        arena_map("arena2"),
-        wq_map(),
-    ]
-    .into_iter()
-    .chain(btf_maps)
-    .chain(many_maps)
-    .collect();
-    // Each block's maps sit at its fixed indices, padded from the maps
-    // before it.
-    let insns = || progs.iter().map(|p| p.insns.as_slice());
-    maps.extend(super::gen::load_blocks::maps(insns(), maps.len()));
-    maps.extend(super::gen::graph5_blocks::maps(insns(), maps.len()));
-    maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
     Object {
         path: PathBuf::from("random_kernel_diff"),
         license: "GPL".into(),

@@ -9,8 +9,8 @@ use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
 pub mod btf_objects;
-pub mod graph5_blocks;
 mod graph_blocks;
+pub mod graph_shape_blocks;
 mod guest_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
@@ -162,14 +162,14 @@ impl Features {
     /// maps named in programs.
     pub const STRUCT_OPS: u32 = 1 << 20;
     /// Whole-program graph, kptr and callback shapes
-    /// (`gen/graph5_blocks.rs`): locks, kptr slots and graph roots at a
+    /// (`gen/graph_shape_blocks.rs`): locks, kptr slots and graph roots at a
     /// variable offset, graph kfuncs in rbtree callbacks, bpf_rbtree_add in
     /// the deepest frames, calls queueing a path past 8,192 pending ones,
     /// `__uptr` fields.
-    pub const GRAPH5: u32 = 1 << 22;
+    pub const GRAPH_SHAPES: u32 = 1 << 22;
     /// BPF_PROG_LOAD attributes (`gen/load_blocks.rs`): license,
     /// fd_array and fd_array_cnt, func_info_rec_size, CO-RE records.
-    pub const LOADATTR: u32 = 1 << 21;
+    pub const LOAD_ATTRS: u32 = 1 << 21;
     /// Paths the other blocks keep apart (`gen/path_blocks.rs`):
     /// callbacks returning r0 of any kind, one pointer add reached from
     /// two paths with different Spectre masks.
@@ -177,7 +177,8 @@ impl Features {
     /// Tracing and LSM programs for a lockdown-free guest
     /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
     pub const GUEST_TRACING: u32 = 1 << 24;
-    pub const ALL: Features = Features((1 << 20) - 1);
+    /// Every feature the host can run (`GUEST_TRACING` needs the guest).
+    pub const ALL: Features = Features((1 << 24) - 1);
     pub const NAMES: [(u32, &'static str); 25] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
@@ -199,9 +200,9 @@ impl Features {
         (Self::PROGRAM, "program"),
         (Self::REGIONS, "regions"),
         (Self::LEAKS, "leaks"),
-        (Self::GRAPH5, "graph5"),
+        (Self::GRAPH_SHAPES, "graph_shapes"),
         (Self::STRUCT_OPS, "struct_ops"),
-        (Self::LOADATTR, "loadattr"),
+        (Self::LOAD_ATTRS, "load_attrs"),
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
     ];
@@ -1834,8 +1835,8 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     if features.has(Features::PROGRAM) {
         funcs = prog_blocks::reshape(&mut g.rng, prog_type, &mut insns);
     }
-    if features.has(Features::GRAPH5) && !reduced {
-        if let Some(shape) = graph5_blocks::reshape(&mut g.rng) {
+    if features.has(Features::GRAPH_SHAPES) && !reduced {
+        if let Some(shape) = graph_shape_blocks::reshape(&mut g.rng) {
             (prog_type, insns, sleepable) = (shape.prog_type, shape.insns, shape.sleepable);
             (attach, funcs, g.prog_btf) = (None, Vec::new(), true);
         }
@@ -1860,7 +1861,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         load: Default::default(),
         license: "GPL",
     };
-    if features.has(Features::LOADATTR) && !reduced {
+    if features.has(Features::LOAD_ATTRS) && !reduced {
         load_blocks::choose(&mut g.rng, &mut p);
     }
     p

@@ -174,7 +174,7 @@ pub fn object_btf() -> Vec<u8> {
         T_TIMER_VALUE as u32 - 1,
         0,
     ]);
-    append_graph5(&mut types, &mut strings);
+    append_graph_shapes(&mut types, &mut strings);
     append_struct_ops_types(&mut types, &mut strings);
     let bytes: Vec<u8> = types.iter().flat_map(|t| t.to_le_bytes()).collect();
     bpfvet_object::btf::encode(&bytes, &strings)
@@ -453,9 +453,9 @@ pub fn case_maps() -> Vec<String> {
     .collect()
 }
 
-/// The `graph5` shapes' types, ids 65..=80 (`gen/graph5_blocks.rs`).
-const GRAPH5_FIRST_TYPE: u32 = 65;
-const GRAPH5_LAST_TYPE: u32 = 80;
+/// The `graph_shapes` shapes' types, ids 65..=80 (`gen/graph_shape_blocks.rs`).
+const GRAPH_SHAPES_FIRST_TYPE: u32 = 65;
+const GRAPH_SHAPES_LAST_TYPE: u32 = 80;
 /// `struct fz_uptr_value { struct fz_plain __uptr *p; long x; }`: a task
 /// storage value with a user pointer.
 pub const T_UPTR_VALUE: u32 = 67;
@@ -464,32 +464,32 @@ pub const UPTR_VALUE_SIZE: u32 = 16;
 pub const T_TW_VALUE: u32 = 69;
 pub const TW_VALUE_SIZE: u32 = 8;
 
-/// Appends the `graph5` types as ids 65..=80, after filler from the last
+/// Appends the `graph_shapes` types as ids 65..=80, after filler from the last
 /// id so far up to 64 (where the types of the range before are not
 /// there): `[65]` TYPE_TAG `uptr` of `fz_plain`, `[66]` a pointer to it,
 /// `[67]` [`T_UPTR_VALUE`], `[68]` `bpf_task_work`, `[69]` [`T_TW_VALUE`],
 /// then filler to 80.
-fn append_graph5(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
+fn append_graph_shapes(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
     const INT: u32 = 1 << 24;
     const PTR: u32 = 2 << 24;
     const STRUCT: u32 = 4 << 24;
     const TYPE_TAG: u32 = 18 << 24;
-    let filler = push_name(strings, "fz_graph5_pad");
+    let filler = push_name(strings, "fz_graph_pad");
     let mut count = types_count(types);
-    while count + 1 < GRAPH5_FIRST_TYPE {
+    while count + 1 < GRAPH_SHAPES_FIRST_TYPE {
         types.extend([filler, INT, 4, 32]);
         count += 1;
     }
     let uptr = push_name(strings, "uptr");
     types.extend([uptr, TYPE_TAG, T_PLAIN as u32]); // [65]
-    types.extend([0, PTR, GRAPH5_FIRST_TYPE]); // [66]
+    types.extend([0, PTR, GRAPH_SHAPES_FIRST_TYPE]); // [66]
     let (n_value, p, x) = (
         push_name(strings, "fz_uptr_value"),
         push_name(strings, "p"),
         push_name(strings, "x"),
     );
     types.extend([n_value, STRUCT | 2, UPTR_VALUE_SIZE]); // [67]
-    types.extend([p, GRAPH5_FIRST_TYPE + 1, 0]);
+    types.extend([p, GRAPH_SHAPES_FIRST_TYPE + 1, 0]);
     types.extend([x, T_LONG as u32, 64]);
     // [68] STRUCT bpf_task_work, 8 opaque bytes; [69] STRUCT fz_tw_value
     // { struct bpf_task_work tw; }
@@ -507,7 +507,7 @@ fn append_graph5(types: &mut Vec<u32>, strings: &mut Vec<u8>) {
         T_TW_VALUE - 1,
         0,
     ]);
-    for _ in T_TW_VALUE..GRAPH5_LAST_TYPE {
+    for _ in T_TW_VALUE..GRAPH_SHAPES_LAST_TYPE {
         types.extend([filler, INT, 4, 32]);
     }
 }

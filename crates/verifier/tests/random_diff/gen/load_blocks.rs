@@ -1,5 +1,5 @@
 //! BPF_PROG_LOAD attributes other than the instructions (feature
-//! `loadattr`): the license (GPL-only helpers and kfuncs, kernel struct
+//! `load_attrs`): the license (GPL-only helpers and kfuncs, kernel struct
 //! reads of tracing programs), fd_array (absent, entries that are no map,
 //! BTF objects of their own), fd_array_cnt (entries bound up front, too
 //! many BTFs, a count that overflows), func_info_rec_size and CO-RE
@@ -24,10 +24,7 @@ const LICENSES: [&str; 7] = [
 
 /// The harness maps a program's object holds (`diff::object`'s order).
 fn object_maps(insns: &[Insn]) -> usize {
-    let btf_maps = super::btf_objects::maps(std::iter::once(insns)).len();
-    let many = super::prog_blocks::maps(std::iter::once(insns), btf_maps).len();
-    let have = super::WQ_MAP as usize + 1 + btf_maps + many;
-    have + maps(std::iter::once(insns), have).len()
+    super::super::diff::object_maps(&[insns]).len()
 }
 
 /// fd_array indexes the program's map references read.

@@ -1,5 +1,5 @@
 //! Whole-program shapes for graph, kptr and callback sites (feature
-//! `graph5`): locks, kptr slots and graph roots at a variable offset;
+//! `graph_shapes`): locks, kptr slots and graph roots at a variable offset;
 //! graph kfuncs inside bpf_rbtree_add's `less` callback on a tree whose
 //! lock matches (a one-entry map's value by address, so the lock and the
 //! root share map and id); bpf_rbtree_add in the deepest frames; 8,191 to
