@@ -42,6 +42,17 @@ fi
 #    error-injection list is none when they do not build one).
 guest_config=${XDG_CACHE_HOME:-$HOME/.cache}/bpfvet/kernels/6.18/config
 [ -f "$guest_config" ] && export BPFVET_KERNEL_CONFIG=$guest_config
+# ... and by its own vmlinux BTF and symbols (kfuncs, attach targets and
+# CO-RE resolve against the guest's types, as batch.sh KERNEL= does).
+guest_cache=$(dirname "$guest_config")
+if [ -f "$guest_cache/vmlinuz" ]; then
+    if [ ! -s "$guest_cache/btf/vmlinux" ]; then
+        mkdir -p "$guest_cache/btf"
+        python3 bench/verifier_fuzz/extract_btf.py "$guest_cache/vmlinuz" "$guest_cache/btf/vmlinux"
+    fi
+    export BPFVET_VMLINUX_BTF=$guest_cache/btf/vmlinux
+fi
+[ -f "$guest_cache/kallsyms" ] && export BPFVET_KALLSYMS=$guest_cache/kallsyms
 sets=(tests/progs)
 for s in verifier other; do
     [ -d "$selftests/$s" ] && sets+=("$selftests/$s")

@@ -27,7 +27,8 @@ use crate::{core_relo, link};
 pub enum TargetBtf {
     /// No target: CO-RE relocations are reported unresolved.
     None,
-    /// The host's `/sys/kernel/btf/vmlinux` when readable, else none.
+    /// The target kernel's vmlinux BTF ([`vmlinux_btf_path`]: the host's
+    /// unless `BPFVET_VMLINUX_BTF` names another) when readable, else none.
     Host,
     /// This file; failing to read or parse it is an error.
     Path(PathBuf),
@@ -99,7 +100,7 @@ impl LoadOptions {
     /// Parses the target BTF once so it can be shared by many loads.
     pub fn preload_target(&mut self) -> Result<(), ObjectError> {
         let path = match &self.target_btf {
-            TargetBtf::Host => PathBuf::from(HOST_VMLINUX),
+            TargetBtf::Host => vmlinux_btf_path(),
             TargetBtf::Path(p) => p.clone(),
             _ => return Ok(()),
         };
@@ -137,7 +138,7 @@ fn load_target(t: &TargetBtf) -> LResult<Option<Arc<Btf>>> {
     };
     Ok(match t {
         TargetBtf::None => None,
-        TargetBtf::Host => read(Path::new(HOST_VMLINUX)).ok().map(Arc::new),
+        TargetBtf::Host => read(&vmlinux_btf_path()).ok().map(Arc::new),
         TargetBtf::Path(p) => Some(Arc::new(read(p)?)),
         TargetBtf::Loaded(b) => Some(b.clone()),
     })
