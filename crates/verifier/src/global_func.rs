@@ -711,6 +711,9 @@ impl Env<'_> {
                 };
             }
             st.in_sleepable = self.prog.sleepable;
+            // Its paths begin at its first instruction: a precision walk
+            // stops there.
+            st.first_insn_idx = self.cfg.subprogs[k].start;
             self.cur = st;
             self.log.start_pass();
             self.log.scratch_all();

@@ -1863,6 +1863,10 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
     };
     if features.has(Features::LOAD_ATTRS) && !reduced {
         load_blocks::choose(&mut g.rng, &mut p);
+        // Its shapes may make the program another type.
+        if p.prog_type != ProgType::STRUCT_OPS {
+            p.struct_ops = None;
+        }
     }
     p
 }
