@@ -92,7 +92,13 @@ impl Env<'_> {
 
     /// The byte at `b` of a helper's stack range starting at `lo` may not
     /// be read: the kernel names a constant start, or the variable offset.
-    fn err_helper_stack_unreadable<T>(&self, regno: u8, lo: i64, b: i64, size: u64) -> VResult<T> {
+    pub(crate) fn err_helper_stack_unreadable<T>(
+        &self,
+        regno: u8,
+        lo: i64,
+        b: i64,
+        size: u64,
+    ) -> VResult<T> {
         let r = self.cur.reg(regno);
         let at = if r.v.is_const() {
             format!("off {lo}")
@@ -1971,7 +1977,6 @@ impl Env<'_> {
     /// dead-code removal.
     fn tail_call_reachable_from_main(&self) -> bool {
         let subs = &self.cfg.subprogs;
-        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
         let mut visited = vec![false; subs.len()];
         let mut todo = vec![0usize];
         while let Some(k) = todo.pop() {
@@ -1981,21 +1986,32 @@ impl Env<'_> {
             if subs[k].has_tail_call {
                 return true;
             }
-            for i in subs[k].start..subs[k].end.min(self.insns.len()) {
-                let ins = self.insns[i];
-                let call = crate::cfg::is_pseudo_call(&ins);
-                if !call && !crate::cfg::is_pseudo_func(&ins) {
-                    continue;
-                }
-                let t = (i as i64 + ins.imm as i64 + 1) as usize;
-                if let Some(c) = self.cfg.subprog_at(t) {
-                    if call || !is_async(c) {
-                        todo.push(c);
-                    }
+            todo.extend(self.static_callees(k));
+        }
+        false
+    }
+
+    /// The subprograms subprogram `k` calls or takes the address of as a
+    /// synchronous callback, dead code included (the static call graph of
+    /// check_max_stack_depth: an async callback starts a chain of its own).
+    fn static_callees(&self, k: usize) -> Vec<usize> {
+        let sp = &self.cfg.subprogs[k];
+        let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
+        let mut out = Vec::new();
+        for i in sp.start..sp.end.min(self.insns.len()) {
+            let ins = self.insns[i];
+            let call = crate::cfg::is_pseudo_call(&ins);
+            if !call && !crate::cfg::is_pseudo_func(&ins) {
+                continue;
+            }
+            let t = (i as i64 + ins.imm as i64 + 1) as usize;
+            if let Some(c) = self.cfg.subprog_at(t) {
+                if call || !is_async(c) {
+                    out.push(c);
                 }
             }
         }
-        false
+        out
     }
 
     /// The deepest chain of calls must fit in 512 bytes of stack
@@ -2006,22 +2022,7 @@ impl Env<'_> {
         self.check_exception_rules()?;
         let subs = &self.cfg.subprogs;
         let is_async = |c: usize| self.async_cb.get(c).copied().unwrap_or(false);
-        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); subs.len()];
-        for (k, sp) in subs.iter().enumerate() {
-            for i in sp.start..sp.end {
-                let ins = self.insns[i];
-                let call = crate::cfg::is_pseudo_call(&ins);
-                if !call && !crate::cfg::is_pseudo_func(&ins) {
-                    continue;
-                }
-                let t = (i as i64 + ins.imm as i64 + 1) as usize;
-                if let Some(c) = self.cfg.subprog_at(t) {
-                    if call || !is_async(c) {
-                        callees[k].push(c);
-                    }
-                }
-            }
-        }
+        let callees: Vec<Vec<usize>> = (0..subs.len()).map(|k| self.static_callees(k)).collect();
         // A JITed program's frames are rounded up to 16 bytes, the
         // interpreter's to 32 (and at least 32).
         let jit = crate::kernel_config::jit_enabled();

@@ -604,16 +604,7 @@ impl Env<'_> {
         if raw {
             return self.err(format!("potential write to dynptr at off={b} disallowed"));
         }
-        let r = self.cur.reg(regno);
-        let at = if r.v.is_const() {
-            format!("off {lo}")
-        } else {
-            format!("var_off {}", crate::check_alu::tnum_str(&r.v))
-        };
-        self.err(format!(
-            "invalid read from stack R{regno} {at}+{} size {size}",
-            b - lo
-        ))
+        self.err_helper_stack_unreadable(regno, lo, b, size)
     }
 }
 
