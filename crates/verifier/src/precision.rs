@@ -36,7 +36,7 @@ enum WalkStop {
 }
 use WalkStop::Unsupported;
 
-/// The kernel's failing frame moves of the walk (bt_subprog_enter/exit).
+/// A failed walk as the line the kernel's verifier_bug prints.
 fn bug(what: std::fmt::Arguments) -> WalkStop {
     WalkStop::Bug(format!("verifier bug: {what}"))
 }
