@@ -585,8 +585,15 @@ impl Env<'_> {
                 // A maybe-NULL pointer matches none of the types: the
                 // argument does not take NULL (check_reg_type).
                 let untrusted_mem = r.ty == RegType::Mem && r.flags & flag::UNTRUSTED != 0;
-                if r.maybe_null() || untrusted_mem || !MAP_KEY_VALUE_TYPES.contains(&r.ty) {
+                let mem_type = MAP_KEY_VALUE_TYPES.contains(&r.ty) || r.ty == RegType::BtfId;
+                if r.maybe_null() || untrusted_mem || !mem_type {
                     return self.arg_type_err(regno, MEM_ARG_TYPES);
+                }
+                // A trusted kernel pointer is one of the memory types, but
+                // the map's key and value are read or written as memory
+                // the helper may write.
+                if r.ty == RegType::BtfId {
+                    self.check_btf_mem_arg(proto, regno, &r, at)?;
                 }
                 let access = if at.flags.contains(TypeFlags::MEM_UNINIT) {
                     Access::Write
