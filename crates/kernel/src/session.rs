@@ -391,7 +391,7 @@ impl<'a> ObjectSession<'a> {
                 section: prog.section.clone(),
             });
         }
-        for idx in referenced_maps(prog) {
+        for idx in referenced_maps(&prog.insns) {
             // An explicit fd_array decides what the index names.
             let idx = match prog.load.fd_array.as_deref().map(|a| a.get(idx)) {
                 None => idx,
@@ -704,10 +704,10 @@ fn log_text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Indexes of `Object::maps` a program's LD_IMM64 instructions refer to.
-pub fn referenced_maps(prog: &Program) -> Vec<usize> {
-    let mut out: Vec<usize> = prog
-        .insns
+/// Indexes of `Object::maps` (fd_array) the LD_IMM64 instructions of a
+/// program refer to, in order, each once.
+pub fn referenced_maps(insns: &[bpfvet_isa::Insn]) -> Vec<usize> {
+    let mut out: Vec<usize> = insns
         .iter()
         .filter(|i| {
             i.is_ld_imm64() && (i.src == BPF_PSEUDO_MAP_IDX || i.src == BPF_PSEUDO_MAP_IDX_VALUE)

@@ -53,17 +53,7 @@ mod random_diff;
 /// callbacks and tail calls in subprograms need).
 fn fuzz_error(prog_type: ProgType, insns: Vec<Insn>) -> String {
     interpreter_only();
-    let p = random_diff::gen::GenProgram {
-        prog_type,
-        insns,
-        sleepable: false,
-        prog_btf: false,
-        attach: None,
-        funcs: Vec::new(),
-        struct_ops: None,
-        load: Default::default(),
-        license: "GPL",
-    };
+    let p = random_diff::gen::GenProgram::plain(prog_type, insns);
     let obj = random_diff::diff::object(std::slice::from_ref(&p));
     match verify(&obj, 0, &Options::default()).verdict {
         Verdict::Rejected { error, .. } => error,
@@ -167,9 +157,9 @@ fn a_subprogram_only_called_from_dead_code_is_removed_first() {
     // removal leaves main alone, which the interpreter runs (the guest
     // accepts).
     interpreter_only();
-    let p = random_diff::gen::GenProgram {
-        prog_type: ProgType::SCHED_CLS,
-        insns: vec![
+    let p = random_diff::gen::GenProgram::plain(
+        ProgType::SCHED_CLS,
+        vec![
             mov(4, 2),
             Insn::new(0x15, 4, 0, 1, 2),
             Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 2),
@@ -179,14 +169,7 @@ fn a_subprogram_only_called_from_dead_code_is_removed_first() {
             mov(0, 3),
             EXIT,
         ],
-        sleepable: false,
-        prog_btf: false,
-        attach: None,
-        funcs: Vec::new(),
-        struct_ops: None,
-        load: Default::default(),
-        license: "GPL",
-    };
+    );
     let obj = random_diff::diff::object(std::slice::from_ref(&p));
     let out = verify(&obj, 0, &Options::default());
     assert!(

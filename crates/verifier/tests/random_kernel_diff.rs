@@ -455,17 +455,7 @@ fn kfunc_and_tail_call_limits_match_host_kernel() {
             return;
         }
     };
-    let program = |insns| GenProgram {
-        prog_type: bpfvet_isa::uapi::ProgType::SCHED_CLS,
-        insns,
-        sleepable: false,
-        prog_btf: false,
-        funcs: Vec::new(),
-        attach: None,
-        struct_ops: None,
-        load: Default::default(),
-        license: "GPL",
-    };
+    let program = |insns| GenProgram::plain(bpfvet_isa::uapi::ProgType::SCHED_CLS, insns);
     let mut shapes = vec![
         (
             "1024 tail calls",

@@ -311,6 +311,24 @@ pub struct GenProgram {
     pub license: &'static str,
 }
 
+impl GenProgram {
+    /// A program of `prog_type` with nothing but its instructions: no
+    /// BTF, attach target, struct_ops member or load attributes, GPL.
+    pub fn plain(prog_type: ProgType, insns: Vec<Insn>) -> GenProgram {
+        GenProgram {
+            prog_type,
+            insns,
+            sleepable: false,
+            prog_btf: false,
+            attach: None,
+            funcs: Vec::new(),
+            struct_ops: None,
+            load: Default::default(),
+            license: "GPL",
+        }
+    }
+}
+
 struct Gen {
     rng: Rng,
     prog_type: ProgType,

@@ -614,15 +614,8 @@ fn case_text(header: &str, obj: &Object, pi: usize, r: &Diff) -> String {
     }
     out.push_str(&super::diff::expectation(r));
     let listing = super::listing(&super::gen::GenProgram {
-        prog_type: p.prog_type,
-        insns: p.insns.clone(),
         sleepable: p.sleepable,
-        prog_btf: false,
-        attach: None,
-        funcs: Vec::new(),
-        struct_ops: None,
-        load: Default::default(),
-        license: "GPL",
+        ..super::gen::GenProgram::plain(p.prog_type, p.insns.clone())
     });
     out.push_str(&listing);
     out

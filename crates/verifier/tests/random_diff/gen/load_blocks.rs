@@ -6,7 +6,7 @@
 //! relocation records with instruction offsets outside the program.
 
 use super::{GenProgram, Rng};
-use bpfvet_isa::opcode::{BPF_PSEUDO_MAP_IDX, BPF_PSEUDO_MAP_IDX_VALUE};
+use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
 use bpfvet_isa::uapi::{AttachType, ProgType};
 use bpfvet_isa::Insn;
 use bpfvet_object::{CoreRelo, FdEntry};
@@ -25,20 +25,6 @@ const LICENSES: [&str; 7] = [
 /// The harness maps a program's object holds (`diff::object`'s order).
 fn object_maps(insns: &[Insn]) -> usize {
     super::super::diff::object_maps(&[insns]).len()
-}
-
-/// fd_array indexes the program's map references read.
-fn referenced(insns: &[Insn]) -> Vec<usize> {
-    let mut out: Vec<usize> = insns
-        .iter()
-        .filter(|i| {
-            i.is_ld_imm64() && (i.src == BPF_PSEUDO_MAP_IDX || i.src == BPF_PSEUDO_MAP_IDX_VALUE)
-        })
-        .filter_map(|i| usize::try_from(i.imm).ok())
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 /// An fd that names nothing open in the loader.
@@ -80,7 +66,7 @@ pub fn choose(rng: &mut Rng, p: &mut GenProgram) {
 /// the cgroup storage and arena pairs (which no program may hold both of)
 /// mostly so. The second value: whether a referenced arena stays.
 fn fd_list(rng: &mut Rng, insns: &[Insn]) -> (Vec<FdEntry>, bool) {
-    let used = referenced(insns);
+    let used = bpfvet_kernel::session::referenced_maps(insns);
     let n = object_maps(insns);
     let mut list: Vec<FdEntry> = (0..n).map(FdEntry::Map).collect();
     let pairs = [
@@ -239,7 +225,7 @@ pub fn excl_prog() -> Vec<Insn> {
 }
 
 fn names_own_map(insns: &[Insn]) -> bool {
-    referenced(insns)
+    bpfvet_kernel::session::referenced_maps(insns)
         .iter()
         .any(|&m| m == EXCL_MAP as usize || m == UNMAPPED_ARENA_MAP as usize)
 }
