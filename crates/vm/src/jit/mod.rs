@@ -360,6 +360,9 @@ fn compile(
     module
         .define_function(id, &mut ctx)
         .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
+    if let Some(dir) = std::env::var_os("BPFVET_JIT_DUMP") {
+        dump_code(&dir, &ctx);
+    }
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()
@@ -373,6 +376,20 @@ fn compile(
         entry,
         reads_entry_regs: proof.is_empty(),
     })
+}
+
+/// Writes the machine code just compiled to a new file in `dir`
+/// (`BPFVET_JIT_DUMP=dir`), to read with a disassembler: a debugging aid.
+fn dump_code(dir: &std::ffi::OsStr, ctx: &cranelift_codegen::Context) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    if let Some(code) = ctx.compiled_code() {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::path::Path::new(dir).join(format!("prog{n}.bin"));
+        if let Err(e) = std::fs::write(&path, code.code_buffer()) {
+            eprintln!("BPFVET_JIT_DUMP: {}: {e}", path.display());
+        }
+    }
 }
 
 /// Removes the loads that cannot trap whose value nothing uses: the `Env`
