@@ -1686,7 +1686,7 @@ const COPY_LIMIT: usize = 8;
 fn copied_segments(ops: &[Op], inst: &Inst, pc: usize) -> usize {
     let (mut pc, mut insns, mut segments) = (pc, 0, 0);
     while segments < 2 {
-        while pc < inst.end && matches!(ops[pc].code & 7, 4 | 7) {
+        while pc < inst.end && insns < COPY_LIMIT && matches!(ops[pc].code & 7, 4 | 7) {
             pc += 1;
             insns += 1;
         }
