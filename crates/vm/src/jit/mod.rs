@@ -15,6 +15,10 @@
 //! unverified program still cannot touch memory the run does not own.
 //! The call-depth limit stays in both; the budget on backward jumps only
 //! in code that may not end by itself (see `translate::terminates`).
+//!
+//! `BPFVET_JIT_DUMP=DIR` writes each compiled program's machine code to
+//! `DIR/progN.bin` (N counts compilations in the process), to read with
+//! `objdump -D -b binary -mi386:x86-64`.
 
 mod env;
 mod translate;
