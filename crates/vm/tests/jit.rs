@@ -1393,3 +1393,89 @@ fn an_unknown_opcode_with_a_fused_value_is_reported_as_itself() {
         }
     }
 }
+
+/// A Collatz loop shaped as clang emits it: the body's two paths end in a
+/// jump (one conditional, one `goto`) to a test that falls into a second
+/// test, which the JIT runs as a private copy at each jump. `{limit}` is
+/// the step bound; r0 is the steps taken (1000 more if the bound ended it).
+fn collatz_steps_src(load_x: &str, limit: u32) -> String {
+    format!(
+        "{load_x}
+         w1 = w2
+         if w2 > 1 goto pc+1
+         w1 = 1
+         w4 = 0
+         goto pc+6
+         if w1 == 1 goto pc+3
+         w4 += 1
+         if w4 < {limit} goto pc+3
+         w4 += 1000
+         w0 = w4
+         exit
+         w3 = w1
+         w3 &= 1
+         w5 = w1
+         w1 >>= 1
+         if w3 == 0 goto pc-11
+         w1 = w5
+         w1 *= 3
+         w1 += 1
+         goto pc-15"
+    )
+}
+
+#[test]
+fn jumps_to_short_tests_run_a_copy_and_agree() {
+    // Unverified (the budget counts backward jumps, in the copies too).
+    let insns = assemble_insns(&collatz_steps_src("r2 = *(u8 *)(r1 +0)", 200)).unwrap();
+    // The program's count, computed here: the body runs before the first
+    // test, so the steps counted are the iterations after the first.
+    let steps = |x: u8, limit: u64| {
+        let mut x = u32::from(x).max(1);
+        let mut steps = 0;
+        loop {
+            x = if x & 1 == 1 {
+                x.wrapping_mul(3) + 1
+            } else {
+                x >> 1
+            };
+            if x == 1 {
+                return steps;
+            }
+            steps += 1;
+            if steps >= limit {
+                return steps + 1000;
+            }
+        }
+    };
+    assert_eq!(steps(27, 200), 110);
+    for x in 0..=255u8 {
+        assert_eq!(
+            jit_r0(&insns, &mut [x]).unwrap(),
+            steps(x, 200),
+            "start {x}"
+        );
+        assert_eq!(
+            interp_r0(&insns, &mut [x]).unwrap(),
+            steps(x, 200),
+            "start {x}"
+        );
+    }
+    // Verified (no budget): on a packet's first byte, bounded at 64 steps
+    // (27 runs into the bound).
+    let src = collatz_steps_src(
+        "r2 = *(u32 *)(r1 +0)
+         r3 = *(u32 *)(r1 +4)
+         r4 = r2
+         r4 += 1
+         r0 = 0
+         if r4 > r3 goto pc+11
+         r2 = *(u8 *)(r2 +0)",
+        64,
+    );
+    let frames: Vec<Vec<u8>> = [0u8, 1, 2, 3, 7, 27, 97, 255]
+        .iter()
+        .map(|&x| vec![x; 16])
+        .collect();
+    engines_agree_on_a_verified_program(&src, ProgType::XDP, &frames);
+}

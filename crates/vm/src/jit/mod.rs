@@ -15,6 +15,10 @@
 //! unverified program still cannot touch memory the run does not own.
 //! The call-depth limit stays in both; the budget on backward jumps only
 //! in code that may not end by itself (see `translate::terminates`).
+//!
+//! `BPFVET_JIT_DUMP=DIR` writes each compiled program's machine code to
+//! `DIR/progN.bin` (N counts compilations in the process), to read with
+//! `objdump -D -b binary -mi386:x86-64`.
 
 mod env;
 mod translate;
@@ -357,9 +361,13 @@ fn compile(
         b.finalize();
     }
     drop_unused_loads(&mut ctx.func);
+    drop_unread_region_cache(&mut ctx.func);
     module
         .define_function(id, &mut ctx)
         .map_err(|e| Decline::Codegen(format!("{e:?}")))?;
+    if let Some(dir) = std::env::var_os("BPFVET_JIT_DUMP") {
+        dump_code(&dir, &ctx);
+    }
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()
@@ -373,6 +381,64 @@ fn compile(
         entry,
         reads_entry_regs: proof.is_empty(),
     })
+}
+
+/// Writes the machine code just compiled to a new file in `dir`
+/// (`BPFVET_JIT_DUMP=dir`), to read with a disassembler: a debugging aid.
+fn dump_code(dir: &std::ffi::OsStr, ctx: &cranelift_codegen::Context) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    if let Some(code) = ctx.compiled_code() {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::path::Path::new(dir).join(format!("prog{n}.bin"));
+        if let Err(e) = std::fs::write(&path, code.code_buffer()) {
+            eprintln!("BPFVET_JIT_DUMP: {}: {e}", path.display());
+        }
+    }
+}
+
+/// Removes the stores of the newest-region cache (`Env::last_*`, which
+/// inline map lookups update) from a function that never reads it: only
+/// checked memory accesses of compiled code read it, and whatever runs
+/// after the code (a shim, the driver, the next program) recomputes it
+/// from the run's regions first (`Env::register_pending`).
+fn drop_unread_region_cache(func: &mut cranelift_codegen::ir::Function) {
+    use cranelift_codegen::ir::InstructionData;
+    let Some(entry) = func.layout.entry_block() else {
+        return;
+    };
+    let Some(&env_ptr) = func.dfg.block_params(entry).first() else {
+        return;
+    };
+    let cache = [
+        env::OFF_LAST_LO,
+        env::OFF_LAST_LEN,
+        env::OFF_LAST_LEN_WRITABLE,
+    ];
+    let touches_cache = |data: &InstructionData| -> Option<bool> {
+        let (arg, offset) = match *data {
+            InstructionData::Load { arg, offset, .. } => (arg, offset),
+            InstructionData::Store { args, offset, .. } => (args[1], offset),
+            _ => return None,
+        };
+        Some(func.dfg.resolve_aliases(arg) == env_ptr && cache.contains(&i32::from(offset)))
+    };
+    let mut stores = Vec::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            let data = &func.dfg.insts[inst];
+            if touches_cache(data) != Some(true) {
+                continue;
+            }
+            if matches!(data, InstructionData::Load { .. }) {
+                return;
+            }
+            stores.push(inst);
+        }
+    }
+    for inst in stores {
+        func.layout.remove_inst(inst);
+    }
 }
 
 /// Removes the loads that cannot trap whose value nothing uses: the `Env`

@@ -1399,75 +1399,7 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
         let code = op.code;
         let mut next = pc + 1;
         match code & 7 {
-            // ALU64
-            7 => {
-                let v = match code {
-                    0xb7 => t.k64(op.imm as i64),
-                    0xbf => {
-                        let s = t.reg(op.src);
-                        match op.off {
-                            8 | 16 | 32 => {
-                                let nt = Tx::ty((op.off / 8) as u32);
-                                let r = t.b.ins().ireduce(nt, s);
-                                t.b.ins().sextend(types::I64, r)
-                            }
-                            _ => s,
-                        }
-                    }
-                    0xd7 => {
-                        let d = t.reg(op.dst);
-                        bswap(t.b, d, op.imm)
-                    }
-                    _ => {
-                        let d = t.reg(op.dst);
-                        let s = t.src64(&op);
-                        t.alu(types::I64, &op, d, s)
-                    }
-                };
-                t.set(op.dst, v);
-            }
-            // ALU (32-bit, zero-extended)
-            4 => {
-                let v = match code {
-                    0xb4 => t.k64(op.imm as u32 as i64),
-                    0xbc => {
-                        let s = t.reg(op.src);
-                        match op.off {
-                            8 | 16 => {
-                                let nt = Tx::ty((op.off / 8) as u32);
-                                let r = t.b.ins().ireduce(nt, s);
-                                let r = t.b.ins().sextend(types::I32, r);
-                                t.b.ins().uextend(types::I64, r)
-                            }
-                            _ => {
-                                let r = t.b.ins().ireduce(types::I32, s);
-                                t.b.ins().uextend(types::I64, r)
-                            }
-                        }
-                    }
-                    0xd4 => {
-                        let d = t.reg(op.dst);
-                        match op.imm {
-                            16 | 32 => {
-                                let r = t.b.ins().ireduce(Tx::ty(op.imm as u32 / 8), d);
-                                t.b.ins().uextend(types::I64, r)
-                            }
-                            _ => d,
-                        }
-                    }
-                    0xdc => {
-                        let d = t.reg(op.dst);
-                        bswap(t.b, d, op.imm)
-                    }
-                    _ => {
-                        let d = t.dst32(op.dst);
-                        let s = t.src32(&op);
-                        let r = t.alu(types::I32, &op, d, s);
-                        t.b.ins().uextend(types::I64, r)
-                    }
-                };
-                t.set(op.dst, v);
-            }
+            4 | 7 => emit_alu(t, &op),
             // LDX (plain and sign-extending)
             1 => {
                 let size = bpfvet_isa::opcode::size_bytes(code);
@@ -1549,7 +1481,12 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
                         if tgt <= pc {
                             t.tick(pc);
                         }
-                        t.b.ins().jump(inst.blocks[&tgt], &[]);
+                        match copied_segments(ops, inst, tgt) {
+                            0 => {
+                                t.b.ins().jump(inst.blocks[&tgt], &[]);
+                            }
+                            segments => emit_copy(t, inst, tgt, segments),
+                        }
                         open = false;
                     }
                     0xe5 => {
@@ -1702,7 +1639,16 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
                     _ => {
                         let c = t.cond(&op);
                         let tgt = target.expect("conditional jump has a target");
-                        if tgt <= pc {
+                        let segments = copied_segments(ops, inst, tgt);
+                        if segments > 0 {
+                            let copy = t.b.create_block();
+                            t.b.ins().brif(c, copy, &[], inst.blocks[&next], &[]);
+                            t.b.switch_to_block(copy);
+                            if tgt <= pc {
+                                t.tick(pc);
+                            }
+                            emit_copy(t, inst, tgt, segments);
+                        } else if tgt <= pc {
                             let (taken, fall) = (t.b.create_block(), inst.blocks[&next]);
                             t.b.ins().brif(c, taken, &[], fall, &[]);
                             t.b.switch_to_block(taken);
@@ -1723,6 +1669,153 @@ fn emit_range(t: &mut Tx<'_, '_>, inst: &Inst) -> Result<(), Decline> {
         t.b.ins().jump(t.bail, &[]);
     }
     Ok(())
+}
+
+/// Most instructions a jump's private copy of its target holds.
+const COPY_LIMIT: usize = 8;
+
+/// How many segments of the code at `pc` a jump there runs as its own
+/// copy instead of jumping: a segment is ALU instructions ending in a
+/// conditional jump, and a copy goes on into the next segment on the
+/// fall-through side (two at most, [`COPY_LIMIT`] instructions in all).
+/// Where a loop's body ends in a jump to a test (or a test that falls
+/// into another), each path through the body then leaves with one taken
+/// branch, the loop's back edge, instead of two: the kernel's JIT keeps
+/// both, and on a tight loop the taken branches are the bound. 0 when the
+/// code at `pc` is anything else (memory, calls, exits, plain jumps).
+fn copied_segments(ops: &[Op], inst: &Inst, pc: usize) -> usize {
+    let (mut pc, mut insns, mut segments) = (pc, 0, 0);
+    while segments < 2 {
+        while pc < inst.end && insns < COPY_LIMIT && matches!(ops[pc].code & 7, 4 | 7) {
+            pc += 1;
+            insns += 1;
+        }
+        insns += 1;
+        if pc >= inst.end || !is_cond_jump(ops[pc].code) || insns > COPY_LIMIT {
+            break;
+        }
+        let exits_known = targets(ops, pc)
+            .is_some_and(|t| inst.blocks.contains_key(&t) && inst.blocks.contains_key(&(pc + 1)));
+        if !exits_known {
+            break;
+        }
+        segments += 1;
+        pc += 1;
+    }
+    segments
+}
+
+/// Translates `segments` segments from `pc` (see [`copied_segments`]) into
+/// the current block: the same instructions as at their own blocks, each
+/// conditional jump going to the original targets but the last copied
+/// one's fall-through, which goes on in the copy.
+fn emit_copy(t: &mut Tx<'_, '_>, inst: &Inst, mut pc: usize, segments: usize) {
+    let ops = t.ops;
+    for segment in 0..segments {
+        while matches!(ops[pc].code & 7, 4 | 7) {
+            emit_alu(t, &ops[pc]);
+            pc += 1;
+        }
+        let op = ops[pc];
+        let c = t.cond(&op);
+        let tgt = targets(ops, pc).expect("a copied segment ends in a conditional jump");
+        let next = pc + 1;
+        let fall = if segment + 1 == segments {
+            inst.blocks[&next]
+        } else {
+            t.b.create_block()
+        };
+        if tgt <= pc && !t.bounded {
+            let taken = t.b.create_block();
+            t.b.ins().brif(c, taken, &[], fall, &[]);
+            t.b.switch_to_block(taken);
+            t.tick(pc);
+            t.b.ins().jump(inst.blocks[&tgt], &[]);
+        } else {
+            t.b.ins().brif(c, inst.blocks[&tgt], &[], fall, &[]);
+        }
+        if segment + 1 < segments {
+            t.b.switch_to_block(fall);
+        }
+        pc = next;
+    }
+}
+
+/// An ALU or ALU64 instruction (class 4 or 7): no memory, no control flow.
+fn emit_alu(t: &mut Tx<'_, '_>, op: &Op) {
+    let code = op.code;
+    match code & 7 {
+        // ALU64
+        7 => {
+            let v = match code {
+                0xb7 => t.k64(op.imm as i64),
+                0xbf => {
+                    let s = t.reg(op.src);
+                    match op.off {
+                        8 | 16 | 32 => {
+                            let nt = Tx::ty((op.off / 8) as u32);
+                            let r = t.b.ins().ireduce(nt, s);
+                            t.b.ins().sextend(types::I64, r)
+                        }
+                        _ => s,
+                    }
+                }
+                0xd7 => {
+                    let d = t.reg(op.dst);
+                    bswap(t.b, d, op.imm)
+                }
+                _ => {
+                    let d = t.reg(op.dst);
+                    let s = t.src64(op);
+                    t.alu(types::I64, op, d, s)
+                }
+            };
+            t.set(op.dst, v);
+        }
+        // ALU (32-bit, zero-extended)
+        4 => {
+            let v = match code {
+                0xb4 => t.k64(op.imm as u32 as i64),
+                0xbc => {
+                    let s = t.reg(op.src);
+                    match op.off {
+                        8 | 16 => {
+                            let nt = Tx::ty((op.off / 8) as u32);
+                            let r = t.b.ins().ireduce(nt, s);
+                            let r = t.b.ins().sextend(types::I32, r);
+                            t.b.ins().uextend(types::I64, r)
+                        }
+                        _ => {
+                            let r = t.b.ins().ireduce(types::I32, s);
+                            t.b.ins().uextend(types::I64, r)
+                        }
+                    }
+                }
+                0xd4 => {
+                    let d = t.reg(op.dst);
+                    match op.imm {
+                        16 | 32 => {
+                            let r = t.b.ins().ireduce(Tx::ty(op.imm as u32 / 8), d);
+                            t.b.ins().uextend(types::I64, r)
+                        }
+                        _ => d,
+                    }
+                }
+                0xdc => {
+                    let d = t.reg(op.dst);
+                    bswap(t.b, d, op.imm)
+                }
+                _ => {
+                    let d = t.dst32(op.dst);
+                    let s = t.src32(op);
+                    let r = t.alu(types::I32, op, d, s);
+                    t.b.ins().uextend(types::I64, r)
+                }
+            };
+            t.set(op.dst, v);
+        }
+        _ => {}
+    }
 }
 
 /// A bpf-to-bpf call at `pc` at inline level `level` of `caller`: the
