@@ -189,6 +189,7 @@ impl Env<'_> {
             None
         };
         let off = insn.off as i32;
+        // Atomics are held to alignment whatever the program's flags.
         self.check_ptr_alignment(insn.dst, off, size, true)?;
         self.check_mem_access(insn.dst, off, size, Access::Read, None, false)?;
         if let Some(r) = load_reg {
