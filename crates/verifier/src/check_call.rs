@@ -632,7 +632,7 @@ impl Env<'_> {
                     let raw = at.flags.contains(TypeFlags::MEM_UNINIT);
                     self.check_helper_mem(regno, proto.arg_size[i] as u64, access, false, raw)?;
                     if at.flags.contains(TypeFlags::MEM_ALIGNED) {
-                        self.check_strict_alignment(regno, 0, proto.arg_size[i])?;
+                        self.check_ptr_alignment(regno, 0, proto.arg_size[i], true)?;
                     }
                 }
             }

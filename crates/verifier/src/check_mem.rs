@@ -189,14 +189,15 @@ impl Env<'_> {
             None
         };
         let off = insn.off as i32;
-        self.check_atomic_alignment(insn.dst, off, size)?;
+        // Atomics are held to alignment whatever the program's flags.
+        self.check_ptr_alignment(insn.dst, off, size, true)?;
         self.check_mem_access(insn.dst, off, size, Access::Read, None, false)?;
         if let Some(r) = load_reg {
             self.check_mem_access(insn.dst, off, size, Access::Read, Some(r), false)?;
         }
         let dst_ty = self.ptr_type_of(insn.dst);
         self.save_aux_ptr_type(dst_ty)?;
-        self.check_atomic_alignment(insn.dst, off, size)?;
+        self.check_ptr_alignment(insn.dst, off, size, true)?;
         self.check_mem_access(insn.dst, off, size, Access::Write, None, false)
     }
 
@@ -219,7 +220,7 @@ impl Env<'_> {
             (insn.dst, insn.src)
         };
         let ptr_ty = self.ptr_type_of(ptr);
-        self.check_atomic_alignment(ptr, off, size)?;
+        self.check_ptr_alignment(ptr, off, size, true)?;
         let access = if load { Access::Read } else { Access::Write };
         self.check_mem_access(ptr, off, size, access, Some(value), false)?;
         self.save_aux_ptr_type(ptr_ty)?;
@@ -234,38 +235,56 @@ impl Env<'_> {
         Ok(())
     }
 
-    /// Atomics are held to strict alignment on every pointer kind
-    /// (check_ptr_alignment with strict_alignment_once); the kernel's
-    /// message names the region.
-    fn check_atomic_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
-        if self.cur.reg(regno).ty == RegType::Stack {
-            return Ok(()); // stack_access checks it
-        }
-        self.check_strict_alignment(regno, off, size)
+    /// The program was loaded with BPF_F_STRICT_ALIGNMENT and not
+    /// BPF_F_ANY_ALIGNMENT (which wins). Without the flag, x86-64 (which
+    /// has efficient unaligned access) checks alignment only where an
+    /// access demands it.
+    pub(crate) fn strict_alignment(&self) -> bool {
+        use bpfvet_isa::uapi::{BPF_F_ANY_ALIGNMENT, BPF_F_STRICT_ALIGNMENT};
+        let flags = self.prog.prog_flags;
+        flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0
     }
 
-    /// check_ptr_alignment with strict alignment: `size` bytes at `off`
-    /// from the pointer must be aligned to `size`.
-    pub(crate) fn check_strict_alignment(&self, regno: u8, off: i32, size: u32) -> VResult<()> {
+    /// check_ptr_alignment: `size` bytes at `off` from the pointer in
+    /// `regno` must be aligned to `size`, its variable offset included,
+    /// when the program asks for strict alignment, when the access does
+    /// (`strict_once`: atomics, aligned helper memory), and always on the
+    /// stack (spill tracking relies on it). Packets are checked as if
+    /// they started 2 bytes past an aligned address (NET_IP_ALIGN). The
+    /// region's name goes by the whole type: a flagged pointer (maybe
+    /// null, read-only ...) is named by none.
+    pub(crate) fn check_ptr_alignment(
+        &self,
+        regno: u8,
+        off: i32,
+        size: u32,
+        strict_once: bool,
+    ) -> VResult<()> {
         let reg = self.cur.reg(regno);
-        if reg.ty == RegType::Arena {
-            return Ok(());
-        }
+        let mut strict = strict_once || self.strict_alignment();
+        let plain = reg.flags == 0;
         let (desc, ip_align) = match reg.ty {
-            RegType::Packet | RegType::PacketMeta => ("packet ", Some(2)),
-            RegType::FlowKeys => ("flow keys ", None),
-            RegType::MapKey => ("key ", None),
-            RegType::MapValue => ("value ", None),
-            RegType::Ctx => ("context ", None),
-            RegType::Stack => ("stack ", None),
-            RegType::Sock => ("sock ", None),
-            RegType::SockCommon => ("sock_common ", None),
-            RegType::TcpSock => ("tcp_sock ", None),
+            RegType::Arena => return Ok(()),
+            RegType::Packet | RegType::PacketMeta if plain => ("packet ", Some(2)),
+            RegType::FlowKeys if plain => ("flow keys ", None),
+            RegType::MapKey if plain => ("key ", None),
+            RegType::MapValue if plain => ("value ", None),
+            RegType::Ctx if plain => ("context ", None),
+            RegType::Stack if plain => {
+                strict = true;
+                ("stack ", None)
+            }
+            RegType::Sock if plain => ("sock ", None),
+            RegType::SockCommon if plain => ("sock_common ", None),
+            RegType::TcpSock if plain => ("tcp_sock ", None),
             _ => ("", None),
         };
+        if !strict || size == 1 {
+            return Ok(());
+        }
         let fixed = ip_align.unwrap_or(0) + reg.off as i64 + off as i64;
         let total = reg.v.var_off + crate::tnum::Tnum::constant(fixed as u64);
-        if size == 1 || total.is_aligned(size as u64) {
+        if total.is_aligned(size as u64) {
             return Ok(());
         }
         let head = match ip_align {
@@ -479,6 +498,7 @@ impl Env<'_> {
         value: Option<u8>,
         sx: bool,
     ) -> VResult<()> {
+        self.check_ptr_alignment(regno, off, size, false)?;
         let reg = *self.cur.reg(regno);
         let off = off.wrapping_add(reg.off);
         if reg.ty != RegType::Scalar && reg.maybe_null() {
@@ -839,18 +859,6 @@ impl Env<'_> {
     ) -> VResult<()> {
         let v = &reg.v;
         let frameno = reg.frameno as usize;
-        // Stack accesses must be aligned to their size, variable part
-        // included (spill tracking relies on it).
-        let total = v.var_off + crate::tnum::Tnum::constant(off as i64 as u64);
-        if size > 1 && !total.is_aligned(size as u64) {
-            return self.err(format!(
-                "misaligned stack access off {}+{}+{} size {}",
-                var_off_str(v),
-                reg.off,
-                off - reg.off,
-                size
-            ));
-        }
         if v.is_const() {
             let o = off as i64 + v.const_value() as i64;
             // Without CAP_PERFMON reads stay within the stack written so far.

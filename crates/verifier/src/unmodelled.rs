@@ -21,10 +21,9 @@ pub(crate) fn prog_type(prog: &bpfvet_object::Program) -> Result<(), VerifyError
 }
 
 /// Program flags that change verification in ways bpfvet does not model.
-/// The others are modelled (BPF_F_TEST_STATE_FREQ), or change nothing the
-/// verifier decides for a root loader on x86-64 (which has efficient
-/// unaligned access: BPF_F_ANY_ALIGNMENT; BPF_F_TEST_RND_HI32 only changes
-/// the rewritten program).
+/// The others are modelled (BPF_F_TEST_STATE_FREQ, BPF_F_STRICT_ALIGNMENT
+/// and BPF_F_ANY_ALIGNMENT), or change nothing the verifier decides
+/// (BPF_F_TEST_RND_HI32 only changes the rewritten program).
 pub(crate) fn prog_flags(prog: &bpfvet_object::Program) -> Result<(), VerifyError> {
     use bpfvet_isa::uapi::*;
     let flags = prog.prog_flags;
@@ -32,8 +31,6 @@ pub(crate) fn prog_flags(prog: &bpfvet_object::Program) -> Result<(), VerifyErro
         // The kernel goes by the flag; bpfvet's sleepable regions by the
         // program's mark, which the loader sets with it.
         "program flag BPF_F_SLEEPABLE on a program not marked sleepable".to_string()
-    } else if flags & BPF_F_STRICT_ALIGNMENT != 0 && flags & BPF_F_ANY_ALIGNMENT == 0 {
-        "program flag BPF_F_STRICT_ALIGNMENT (strict pointer alignment checks)".to_string()
     } else if flags & BPF_F_TEST_REG_INVARIANTS != 0 {
         "program flag BPF_F_TEST_REG_INVARIANTS (bounds invariant violations as errors)".to_string()
     } else {

@@ -38,6 +38,8 @@
 //!                                   program's) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
+//! # prog_flags: BPF_F_STRICT_ALIGNMENT (optional: BPF_PROG_LOAD prog_flags,
+//!                                   names joined by `|` or a number)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
 //!                                   alone) or unprivileged; both verifiers
 //!                                   load at that level; a rejection by
@@ -114,6 +116,7 @@ struct Case {
     funcs: Vec<String>,
     lines: Vec<String>,
     sleepable: bool,
+    prog_flags: u32,
     struct_ops: Option<String>,
     fuzz_btf: bool,
     privileges: Privileges,
@@ -138,6 +141,7 @@ fn parse(name: &str, src: &str) -> Case {
         funcs: Vec::new(),
         lines: Vec::new(),
         sleepable: false,
+        prog_flags: 0,
         struct_ops: None,
         fuzz_btf: false,
         privileges: Privileges::Root,
@@ -168,6 +172,9 @@ fn parse(name: &str, src: &str) -> Case {
                     "func" => c.funcs.push(v.to_string()),
                     "line" => c.lines.push(v.to_string()),
                     "sleepable" => c.sleepable = v == "yes",
+                    "prog_flags" => {
+                        c.prog_flags = bpfvet_isa::uapi::parse_prog_flags(v).expect("prog flags")
+                    }
                     "struct_ops" => c.struct_ops = Some(v.to_string()),
                     "btf" => c.fuzz_btf = v == "fuzz",
                     "privileges" => c.privileges = v.parse().expect("privilege level"),
@@ -433,6 +440,7 @@ fn object(c: &Case) -> Object {
     let mut obj = Object::single_program(&c.name, c.prog_type, insns);
     obj.programs[0].expected_attach_type = c.attach_type;
     obj.programs[0].sleepable = c.sleepable;
+    obj.programs[0].prog_flags = c.prog_flags;
     if let Some(spec) = &c.struct_ops {
         let (type_name, member) = spec.split_once(' ').expect("struct_ops: <type> <member>");
         obj.programs[0].struct_ops = std::fs::read(bpfvet_object::HOST_VMLINUX)
@@ -736,6 +744,7 @@ fn kernel_load(obj: &Object, log_level: u32, privileges: Privileges) -> Option<K
     let mut raw = oracle::RawProgram::new(p.prog_type.0, &p.insns);
     raw.log_level = log_level.max(raw.log_level);
     raw.privileges = privileges;
+    raw.prog_flags = p.prog_flags;
     if p.sleepable {
         raw.prog_flags |= bpfvet_isa::uapi::BPF_F_SLEEPABLE;
     }

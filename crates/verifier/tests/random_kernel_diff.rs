@@ -130,8 +130,10 @@ fn guest_requests_carry_the_program() {
     use random_diff::gen::{program_with, Features};
     let mut seen_attach = false;
     let mut seen_funcs = false;
+    let mut seen_flags = false;
+    let features = Features(Features::ALL.0 | Features::ALIGNMENT);
     for i in 0..300 {
-        let p = program_with(0x6775_6573_7435, i, Features::ALL);
+        let p = program_with(0x6775_6573_7435, i, features);
         let obj = random_diff::diff::object(std::slice::from_ref(&p));
         let line = random_diff::guest::encode(&obj.programs[0]);
         let back = random_diff::guest::decode(line.trim_end()).expect("a request line decodes");
@@ -143,6 +145,8 @@ fn guest_requests_carry_the_program() {
             (b.prog_type, b.expected_attach_type, &b.section, b.sleepable),
             "program {i}"
         );
+        assert_eq!(a.prog_flags, b.prog_flags, "program {i}");
+        seen_flags |= a.prog_flags != 0;
         let offs = |p: &bpfvet_object::Program| {
             p.func_info
                 .iter()
@@ -155,8 +159,8 @@ fn guest_requests_carry_the_program() {
         seen_funcs |= !a.func_info.is_empty();
     }
     assert!(
-        seen_attach && seen_funcs,
-        "the sample has tracing programs and func_info"
+        seen_attach && seen_funcs && seen_flags,
+        "the sample has tracing programs, func_info and prog_flags"
     );
     assert!(random_diff::guest::decode("prog 6 - - 0 - 0").is_none());
 }

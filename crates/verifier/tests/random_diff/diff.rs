@@ -197,8 +197,8 @@ pub fn map_directives(fuzz_btf: bool) -> Vec<String> {
 }
 
 /// The `# license:`, `# fd_array:`, `# fd_array_cnt:`,
-/// `# func_info_rec_size:` and `# core_relo:` lines of a program's own
-/// load attributes (none for libbpf's load).
+/// `# func_info_rec_size:`, `# core_relo:` and `# prog_flags:` lines of
+/// a program's own load attributes (none for libbpf's load).
 pub fn load_directives(p: &GenProgram) -> String {
     use bpfvet_object::FdEntry;
     use std::fmt::Write as _;
@@ -234,6 +234,14 @@ pub fn load_directives(p: &GenProgram) -> String {
             "# core_relo: {} {} {} {}",
             r.insn_off, r.type_id, r.access_str_off, r.kind
         );
+    }
+    if p.prog_flags != 0 {
+        let names: Vec<&str> = bpfvet_isa::uapi::PROG_FLAGS
+            .iter()
+            .filter(|(_, bit)| p.prog_flags & bit != 0)
+            .map(|(name, _)| *name)
+            .collect();
+        let _ = writeln!(out, "# prog_flags: {}", names.join("|"));
     }
     out
 }
@@ -333,7 +341,7 @@ pub fn object(progs: &[GenProgram]) -> Object {
                 .and_then(|(_, sec)| sec.split_once('/'))
                 .map(|(_, target)| target.to_string()),
             sleepable: p.sleepable,
-            prog_flags: 0,
+            prog_flags: p.prog_flags,
             insns: p.insns.clone(),
             func_info: program_func_info(p),
             line_info: Vec::new(),

@@ -8,6 +8,7 @@ use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
 
+mod align_blocks;
 pub mod btf_objects;
 mod graph_blocks;
 pub mod graph_shape_blocks;
@@ -177,9 +178,14 @@ impl Features {
     /// Tracing and LSM programs for a lockdown-free guest
     /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
     pub const GUEST_TRACING: u32 = 1 << 24;
+    /// Programs loaded with BPF_F_STRICT_ALIGNMENT (sometimes overridden
+    /// by BPF_F_ANY_ALIGNMENT) whose packet, map value, stack and ctx
+    /// accesses sit at odd constant and variable offsets
+    /// (`gen/align_blocks.rs`).
+    pub const ALIGNMENT: u32 = 1 << 25;
     /// Every feature the host can run (`GUEST_TRACING` needs the guest).
     pub const ALL: Features = Features((1 << 24) - 1);
-    pub const NAMES: [(u32, &'static str); 25] = [
+    pub const NAMES: [(u32, &'static str); 26] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -205,6 +211,7 @@ impl Features {
         (Self::LOAD_ATTRS, "load_attrs"),
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
+        (Self::ALIGNMENT, "alignment"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -309,6 +316,9 @@ pub struct GenProgram {
     pub load: bpfvet_object::LoadAttrs,
     /// The object's license.
     pub license: &'static str,
+    /// BPF_PROG_LOAD prog_flags besides BPF_F_SLEEPABLE
+    /// (`gen/align_blocks.rs`).
+    pub prog_flags: u32,
 }
 
 impl GenProgram {
@@ -325,6 +335,7 @@ impl GenProgram {
             struct_ops: None,
             load: Default::default(),
             license: "GPL",
+            prog_flags: 0,
         }
     }
 }
@@ -1007,6 +1018,9 @@ impl Gen {
         }
         if f.has(Features::PATHS) && self.rng.chance(8) {
             return self.masks_from_two_paths();
+        }
+        if f.has(Features::ALIGNMENT) && self.rng.chance(15) {
+            return self.align_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1878,6 +1892,7 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         struct_ops,
         load: Default::default(),
         license: "GPL",
+        prog_flags: 0,
     };
     if features.has(Features::LOAD_ATTRS) && !reduced {
         load_blocks::choose(&mut g.rng, &mut p);
@@ -1885,6 +1900,9 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         if p.prog_type != ProgType::STRUCT_OPS {
             p.struct_ops = None;
         }
+    }
+    if features.has(Features::ALIGNMENT) {
+        p.prog_flags = align_blocks::prog_flags(&mut g.rng);
     }
     p
 }

@@ -64,13 +64,22 @@ pub fn encode(p: &bpfvet_object::Program) -> String {
     format!(
         "prog {} {attach} {section} {} {} {hex}\n",
         p.prog_type.0,
-        u8::from(p.sleepable),
+        sleep_and_flags(p),
         if funcs.is_empty() {
             "-".to_string()
         } else {
             funcs.join(",")
         },
     )
+}
+
+/// The request's sleepable field, with the program's other prog_flags
+/// after a colon when it has any.
+fn sleep_and_flags(p: &bpfvet_object::Program) -> String {
+    match p.prog_flags {
+        0 => u8::from(p.sleepable).to_string(),
+        f => format!("{}:{f:#x}", u8::from(p.sleepable)),
+    }
 }
 
 /// The program of a request line (its section is leaked: the agent runs
@@ -83,6 +92,10 @@ pub fn decode(line: &str) -> Option<GenProgram> {
     if tag != "prog" {
         return None;
     }
+    let (sleepable, prog_flags) = match sleepable.split_once(':') {
+        Some((s, f)) => (s, bpfvet_isa::uapi::parse_prog_flags(f).ok()?),
+        None => (sleepable, 0),
+    };
     let attach = match (attach, section) {
         ("-", _) | (_, "-") => None,
         (a, s) => Some((
@@ -123,6 +136,7 @@ pub fn decode(line: &str) -> Option<GenProgram> {
         struct_ops: None,
         load: Default::default(),
         license: "GPL",
+        prog_flags,
     })
 }
 
