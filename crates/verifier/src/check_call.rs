@@ -1173,8 +1173,12 @@ impl Env<'_> {
                     },
                     _ => TailCallSite::Indirect,
                 };
+                let unpriv_map = meta.map.map(|m| (m, !self.map_bypasses_spec_v1(m)));
                 {
                     let aux = self.call_sites.entry(idx).or_default();
+                    if let Some((map, unpriv)) = unpriv_map {
+                        aux.tail_call_map.record(map, unpriv);
+                    }
                     aux.tail_call = match aux.tail_call {
                         TailCallSite::Unseen => here,
                         seen if seen == here => seen,

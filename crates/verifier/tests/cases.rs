@@ -683,7 +683,7 @@ fn kernel_load_with_maps(
     privileges: Privileges,
 ) -> Option<KernelSays> {
     let kernel = bpfvet_kernel::Kernel::open().ok()?;
-    let session = kernel.open_object(obj);
+    let session = kernel.open_object_as(obj, privileges);
     let opts = bpfvet_kernel::LoadOptions {
         log_level,
         privileges,

@@ -463,7 +463,7 @@ pub fn run_theirs(kernel: &Oracle, obj: &Object, index: usize) -> Theirs {
 }
 
 fn host_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
-    let session = kernel.open_object(obj);
+    let session = kernel.open_object_as(obj, fuzz_privileges());
     let opts = LoadOptions {
         log_level: 1,
         log_size: KERNEL_LOG_CAP,
