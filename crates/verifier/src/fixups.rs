@@ -18,9 +18,10 @@ impl Env<'_> {
         for (i, ins) in self.insns.iter().enumerate() {
             // A CAP_BPF loader's programs are JITed without constant
             // blinding (bpf_jit_harden at its default, 0).
-            let jit_pokes = self.caps.bpf_capable
-                && crate::kernel_config::jit_enabled()
-                && self.aux.get(i).is_some_and(|a| a.seen);
+            // Only calls a non-speculative path reached: the dead-code
+            // passes drop or neutralise the others first.
+            let seen = self.aux.get(i).is_some_and(|a| a.seen);
+            let jit_pokes = self.caps.bpf_capable && crate::kernel_config::jit_enabled() && seen;
             let site = self.call_sites.get(&i);
             let map_state = site.map(|c| c.tail_call_map).unwrap_or_default();
             // One prog array and one key, none of its maps made without
@@ -29,7 +30,7 @@ impl Env<'_> {
                 && site.is_some_and(|c| matches!(c.tail_call, TailCallSite::Direct { .. }));
             // Otherwise an unpriv map gets an index mask, which needs a
             // single map.
-            if map_state.unpriv && map_state.poisoned {
+            if seen && map_state.unpriv && map_state.poisoned {
                 return Err(VerifyError::new(
                     Some(i),
                     "tail_call abusing map_ptr".into(),
@@ -44,7 +45,6 @@ impl Env<'_> {
                     ));
                 }
             }
-            let seen = self.aux.get(i).is_some_and(|a| a.seen);
             let kfunc = ins.code == 0x85 && ins.src == BPF_PSEUDO_KFUNC_CALL;
             if seen && kfunc && ins.imm == 0 {
                 return Err(VerifyError::new(

@@ -311,6 +311,7 @@ pub fn object_maps(progs: &[&[Insn]]) -> Vec<MapDef> {
     maps.extend(super::gen::load_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::graph_shape_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
+    maps.extend(super::gen::tailmap_blocks::maps(insns(), maps.len()));
     maps
 }
 

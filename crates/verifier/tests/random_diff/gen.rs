@@ -21,6 +21,7 @@ mod path_blocks;
 pub mod prog_blocks;
 mod region_blocks;
 pub mod structops_blocks;
+pub mod tailmap_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -177,9 +178,11 @@ impl Features {
     /// Tracing and LSM programs for a lockdown-free guest
     /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
     pub const GUEST_TRACING: u32 = 1 << 24;
+    /// One tail call reached with two prog arrays (`gen/tailmap_blocks.rs`).
+    pub const TAILMAP: u32 = 1 << 26;
     /// Every feature the host can run (`GUEST_TRACING` needs the guest).
     pub const ALL: Features = Features((1 << 24) - 1);
-    pub const NAMES: [(u32, &'static str); 25] = [
+    pub const NAMES: [(u32, &'static str); 26] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -205,6 +208,7 @@ impl Features {
         (Self::LOAD_ATTRS, "load_attrs"),
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
+        (Self::TAILMAP, "tailmap"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1007,6 +1011,9 @@ impl Gen {
         }
         if f.has(Features::PATHS) && self.rng.chance(8) {
             return self.masks_from_two_paths();
+        }
+        if f.has(Features::TAILMAP) && self.rng.chance(8) {
+            return self.tail_call_two_maps();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
