@@ -201,6 +201,14 @@ fn create_as(
     if !def.map_type.records_creator_spec_v1_bypass() {
         return create();
     }
+    // An unprivileged loader's maps are made with CAP_BPF alone: the same
+    // record (no CAP_PERFMON), and maps whose values hold BTF fields (which
+    // need CAP_BPF) keep them, as bpfvet verifies the object's maps as
+    // they are defined.
+    let creator = match creator {
+        Privileges::Unprivileged => Privileges::Bpf,
+        level => level,
+    };
     crate::privileges::run_with(creator, create).unwrap_or_else(|why| {
         Err(MapCreateError::Privileges {
             map: def.name.clone(),

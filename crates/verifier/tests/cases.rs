@@ -40,7 +40,8 @@
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
 //!                                   alone) or unprivileged; both verifiers
-//!                                   load at that level; a rejection by
+//!                                   load at that level, and the array
+//!                                   maps are made at it; a rejection by
 //!                                   bpf_prog_load itself reads
 //!                                   `bpf_prog_load: EPERM`)
 //! # func: 0 main global int int*    (optional, repeatable, one per function

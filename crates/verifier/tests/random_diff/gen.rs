@@ -1015,6 +1015,9 @@ impl Gen {
         if f.has(Features::TAILMAP) && self.rng.chance(8) {
             return self.tail_call_two_maps();
         }
+        if f.has(Features::BTF_OBJECTS) && self.rng.below(1000) < 2 {
+            return self.kptr_and_percpu_drop_sites();
+        }
         match self.rng.below(128) {
             0..=5 => self.extra(),
             6..=21 => self.alu(),
@@ -1865,6 +1868,14 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
             (prog_type, insns, sleepable) = (shape.prog_type, shape.insns, shape.sleepable);
             (attach, funcs, g.prog_btf) = (None, Vec::new(), true);
         }
+    }
+    if features.has(Features::CALLS)
+        && features.has(Features::TAIL_CALLS)
+        && funcs.is_empty()
+        && super::diff::func_starts(&insns).len() <= 64
+        && g.rng.chance(2)
+    {
+        tailmap_blocks::tail_call_below_big_frame(&mut g.rng, &mut insns);
     }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);

@@ -5,9 +5,20 @@
 //! the call's index with its one map's index_mask and refuses a call site
 //! that passed two maps (`tail_call abusing map_ptr`); as root both maps
 //! bypass it and the call is accepted (an indirect jump, not a poke).
+//!
+//! Also three sites the swarm's other blocks reach only by a long chain of
+//! draws (kept here, drawn under their blocks' features):
+//! - a subprogram holding a tail call below a main frame of 256 bytes or
+//!   more (`tail_calls are not allowed when call stack of previous frames
+//!   is N bytes`; `calls` and `tail_calls`);
+//! - bpf_kptr_xchg into a map value or an allocated object without a kptr
+//!   field (`R1 has no valid kptr`; `btf_objects`);
+//! - a per-CPU allocated object passed to bpf_obj_drop (`arg#0 expected
+//!   for bpf_percpu_obj_drop_impl()`; `btf_objects`).
 
-use super::{Gen, ARRAY_MAP, PROG_ARRAY_MAP};
-use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+use super::btf_objects as bo;
+use super::{Gen, Kind, Rng, ARRAY_MAP, LOCK_MAP, PROG_ARRAY_MAP};
+use bpfvet_isa::opcode::{BPF_PSEUDO_CALL, BPF_PSEUDO_MAP_IDX};
 use bpfvet_isa::Insn;
 
 /// The second prog array's index in the harness's maps.
@@ -17,6 +28,8 @@ pub const PROG_ARRAY2_MAP: i32 = 100;
 const PROG_ARRAY2_ENTRIES: u32 = 4;
 
 const TAIL_CALL: i32 = 12;
+const MAP_LOOKUP_ELEM: i32 = 1;
+const KPTR_XCHG: i32 = 194;
 
 /// Whether a program names the second prog array.
 fn names_second_prog_array(insns: &[Insn]) -> bool {
@@ -101,5 +114,108 @@ impl Gen {
         self.emit(Insn::new(0, 0, 0, 0, 0));
         self.emit(Insn::new(0x85, 0, 0, 0, TAIL_CALL));
         self.clobber();
+    }
+}
+
+/// Puts a main frame of about `depth` bytes and a call to a new last
+/// subprogram holding a tail call in front of `insns` (one function or
+/// more, none with func_info): `r9 = r1; *(u64 *)(r10 - depth) = 0;
+/// call sub; r1 = r9; <insns>` and `sub: r2 = progs; r3 = k; tail_call;
+/// r0 = 0; exit`. From 256 bytes the kernel refuses the tail call.
+pub fn tail_call_below_big_frame(rng: &mut Rng, insns: &mut Vec<Insn>) {
+    let depth = rng.pick(&[256, 264, 320, 504, 248, 128]);
+    let prefix_len = 4;
+    let sub_at = prefix_len + insns.len();
+    let call_at = 2;
+    let mut out = vec![
+        Insn::new(0xbf, 9, 1, 0, 0),
+        Insn::new(0x7a, 10, 0, -depth as i16, 0),
+        Insn::new(0x85, 0, BPF_PSEUDO_CALL, 0, (sub_at - call_at - 1) as i32),
+        Insn::new(0xbf, 1, 9, 0, 0),
+    ];
+    out.append(insns);
+    out.extend([
+        Insn::new(0x18, 2, BPF_PSEUDO_MAP_IDX, 0, PROG_ARRAY_MAP),
+        Insn::new(0, 0, 0, 0, 0),
+        Insn::new(0xb7, 3, 0, 0, rng.pick(&[0, 1, 20])),
+        Insn::new(0x85, 0, 0, 0, TAIL_CALL),
+        Insn::new(0xb7, 0, 0, 0, 0),
+        Insn::new(0x95, 0, 0, 0, 0),
+    ]);
+    *insns = out;
+}
+
+impl Gen {
+    /// One of the two object sites: bpf_kptr_xchg where no kptr field
+    /// is, or a per-CPU object dropped with bpf_obj_drop.
+    pub(super) fn kptr_and_percpu_drop_sites(&mut self) {
+        self.prog_btf = true;
+        let ok = if self.rng.chance(50) {
+            self.xchg_without_kptr_field()
+        } else {
+            self.percpu_obj_plain_drop()
+        };
+        for r in [6u8, 7, 8, 9] {
+            if !matches!(self.kinds[r as usize], Kind::Ctx) {
+                self.set(r, Kind::Uninit);
+            }
+        }
+        self.clobber();
+        if !ok {
+            self.alu();
+        }
+    }
+
+    /// `v = lookup(locked, 0)` (a map whose BTF value holds only a
+    /// bpf_spin_lock) or `v = bpf_obj_new(plain)`, then
+    /// `bpf_kptr_xchg(v + off, NULL)`.
+    fn xchg_without_kptr_field(&mut self) -> bool {
+        let v = 8;
+        if self.rng.chance(50) {
+            self.emit(Insn::new(0x7a, 10, 0, -8, 0));
+            self.emit(Insn::new(0xbf, 2, 10, 0, 0));
+            self.emit(Insn::new(0x07, 2, 0, 0, -8));
+            self.emit(Insn::new(0x18, 1, BPF_PSEUDO_MAP_IDX, 0, LOCK_MAP));
+            self.emit(Insn::new(0, 0, 0, 0, 0));
+            self.emit(Insn::new(0x85, 0, 0, 0, MAP_LOOKUP_ELEM));
+        } else {
+            self.emit(Insn::new(0xb7, 1, 0, 0, bo::T_PLAIN));
+            self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+            if !self.kfunc("bpf_obj_new_impl") {
+                return false;
+            }
+        }
+        self.emit(Insn::new(0xbf, v, 0, 0, 0));
+        let skip = self.insns.len();
+        self.emit(Insn::new(0x15, v, 0, 0, 0));
+        self.emit(Insn::new(0xbf, 1, v, 0, 0));
+        let off = self.rng.pick(&[0, 8, 16]);
+        if off != 0 {
+            self.emit(Insn::new(0x07, 1, 0, 0, off));
+        }
+        self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+        self.emit(Insn::new(0x85, 0, 0, 0, KPTR_XCHG));
+        self.insns[skip].off = (self.insns.len() - skip - 1) as i16;
+        true
+    }
+
+    /// `p = bpf_percpu_obj_new(plain); if p { bpf_obj_drop(p) }`.
+    fn percpu_obj_plain_drop(&mut self) -> bool {
+        let p = 8;
+        self.emit(Insn::new(0xb7, 1, 0, 0, bo::T_PLAIN));
+        self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+        if !self.kfunc("bpf_percpu_obj_new_impl") {
+            return false;
+        }
+        self.emit(Insn::new(0xbf, p, 0, 0, 0));
+        let skip = self.insns.len();
+        self.emit(Insn::new(0x15, p, 0, 0, 0));
+        self.emit(Insn::new(0xbf, 1, p, 0, 0));
+        self.emit(Insn::new(0xb7, 2, 0, 0, 0));
+        if !self.kfunc("bpf_obj_drop_impl") {
+            return false;
+        }
+        self.insns[skip].off = (self.insns.len() - skip - 1) as i16;
+        true
     }
 }
