@@ -830,11 +830,19 @@ impl<'a> Env<'a> {
         if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());
         }
+        // A struct_ops program may hand the reference in r0 back to the
+        // kernel (check_return_code judges its type later).
+        let returned = if self.prog_type == ProgType::STRUCT_OPS && !exception_exit {
+            self.cur.reg(0).ref_obj_id
+        } else {
+            0
+        };
         let held: Vec<String> = self
             .cur
             .refs
             .iter()
             .filter(|r| r.kind == crate::state::RefKind::Ptr)
+            .filter(|r| returned == 0 || r.id != returned)
             .map(|r| format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx))
             .collect();
         if held.is_empty() {
