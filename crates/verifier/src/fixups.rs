@@ -27,6 +27,7 @@ impl Env<'_> {
             // One prog array and one key, none of its maps made without
             // the Spectre v1 bypass: a direct jump the JIT patches.
             let direct_tail_call = !map_state.unpriv
+                && !map_state.poisoned
                 && site.is_some_and(|c| matches!(c.tail_call, TailCallSite::Direct { .. }));
             // Otherwise an unpriv map gets an index mask, which needs a
             // single map.
