@@ -315,11 +315,6 @@ UNREACHABLE_ON_HOST = {
         "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
         "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
         "the loader also holds no module BTF fd",
-    "tail_call abusing map_ptr":
-        "do_misc_fixups checks a tail call's poisoned map (two prog arrays at one call) only when "
-        "the map is `unpriv`: its bypass_spec_v1 is false, which array_map_alloc sets from the "
-        "creating process's CAP_PERFMON; the harness creates every map as root (privilege levels "
-        "lower only the program load), so the poisoned call is patched as a plain indirect call",
 }
 
 

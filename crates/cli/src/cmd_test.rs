@@ -128,7 +128,7 @@ impl TestBackend for Host {
     }
 
     fn load(&mut self, obj: &Object, idx: usize, log_level: u32, level: Privileges) -> Load {
-        let session = self.kernel.open_object(obj);
+        let session = self.kernel.open_object_as(obj, level);
         let opts = bpfvet_kernel::LoadOptions {
             log_level,
             privileges: level,

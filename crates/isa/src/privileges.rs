@@ -54,6 +54,13 @@ impl Privileges {
         self.effective_caps().is_none_or(|m| m & (1 << c) != 0)
     }
 
+    /// bpf_token_capable(CAP_PERFMON): CAP_PERFMON or CAP_SYS_ADMIN. It
+    /// decides the verifier's pointer-leak and Spectre switches and the
+    /// Spectre v1 bypass of the maps the loader creates.
+    pub fn perfmon_capable(self) -> bool {
+        self.has(cap::SYS_ADMIN) || self.has(cap::PERFMON)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Privileges::Root => "root",
@@ -95,6 +102,9 @@ mod tests {
         assert!(!Privileges::Unprivileged.has(cap::BPF));
         assert!(Privileges::NetAdmin.has(cap::NET_ADMIN));
         assert!(!Privileges::NetAdmin.has(cap::PERFMON));
+        assert!(Privileges::Root.perfmon_capable());
+        assert!(!Privileges::Bpf.perfmon_capable());
+        assert!(!Privileges::NetAdmin.perfmon_capable());
         assert_eq!("net_admin".parse(), Ok(Privileges::NetAdmin));
         assert_eq!("bpf".parse(), Ok(Privileges::Bpf));
         assert!("admin".parse::<Privileges>().is_err());

@@ -187,6 +187,24 @@ uapi_enum! {
     }
 }
 
+impl MapType {
+    /// Maps built by array_map_alloc: the kernel records at creation
+    /// whether the creating thread may bypass Spectre v1
+    /// (map->bypass_spec_v1, from CAP_PERFMON); other map types leave it
+    /// false whoever creates them.
+    pub fn records_creator_spec_v1_bypass(self) -> bool {
+        matches!(
+            self,
+            MapType::ARRAY
+                | MapType::PERCPU_ARRAY
+                | MapType::PROG_ARRAY
+                | MapType::PERF_EVENT_ARRAY
+                | MapType::CGROUP_ARRAY
+                | MapType::ARRAY_OF_MAPS
+        )
+    }
+}
+
 uapi_enum! {
     /// `enum bpf_func_id`: the helper functions of Linux 6.18, ids 0..=211
     /// (helpers are frozen upstream; newer kernel functions are kfuncs). Names

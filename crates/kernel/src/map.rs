@@ -72,6 +72,8 @@ pub enum MapCreateError {
     Unsupported(MapType),
     #[error("map {map} ({map_type}) has no inner map template in the object")]
     NoInnerTemplate { map: String, map_type: MapType },
+    #[error("map {map} cannot be created at the loader's level: {why}")]
+    Privileges { map: String, why: String },
     #[error("{what} of map {map} failed: {errno}")]
     Syscall {
         map: String,

@@ -139,6 +139,15 @@ impl Kernel {
     /// Loads the object's BTF and creates its maps. Failures are kept per
     /// map, so programs that do not use a failed map still load.
     pub fn open_object<'a>(&'a self, obj: &'a Object) -> ObjectSession<'a> {
+        self.open_object_as(obj, Privileges::Root)
+    }
+
+    /// [`Kernel::open_object`] for a loader at `creator`'s level: the maps
+    /// whose kernel record depends on who creates them (the Spectre v1
+    /// bypass of array_map_alloc's maps) are created at that level, as the
+    /// loader itself would; the others are created as root, which changes
+    /// nothing the verifier sees.
+    pub fn open_object_as<'a>(&'a self, obj: &'a Object, creator: Privileges) -> ObjectSession<'a> {
         let (btf, btf_error) = match obj.btf_raw.as_deref() {
             Some(raw) => match load_btf(raw) {
                 Ok(fd) => (Some(fd), None),
@@ -149,7 +158,8 @@ impl Kernel {
         let mut maps: Vec<Result<KernelMap, MapCreateError>> = Vec::with_capacity(obj.maps.len());
         for def in &obj.maps {
             let inner = match &def.inner {
-                Some(t) => match KernelMap::create(t, btf.as_ref(), None) {
+                Some(t) => match create_as(creator, t, || KernelMap::create(t, btf.as_ref(), None))
+                {
                     Ok(m) => Some(m),
                     Err(e) => {
                         maps.push(Err(e));
@@ -165,7 +175,9 @@ impl Kernel {
                 maps.push(created);
                 continue;
             }
-            maps.push(KernelMap::create(def, btf.as_ref(), inner.as_ref()));
+            maps.push(create_as(creator, def, || {
+                KernelMap::create(def, btf.as_ref(), inner.as_ref())
+            }));
         }
         let mut session = ObjectSession {
             kernel: self,
@@ -177,6 +189,32 @@ impl Kernel {
         session.initialise_maps();
         session
     }
+}
+
+/// Creates map `def` with `create`, at `creator`'s level where the map
+/// records its creator's privileges.
+fn create_as(
+    creator: Privileges,
+    def: &MapDef,
+    create: impl FnOnce() -> Result<KernelMap, MapCreateError> + Send,
+) -> Result<KernelMap, MapCreateError> {
+    if !def.map_type.records_creator_spec_v1_bypass() {
+        return create();
+    }
+    // An unprivileged loader's maps are made with CAP_BPF alone: the same
+    // record (no CAP_PERFMON), and maps whose values hold BTF fields (which
+    // need CAP_BPF) keep them, as bpfvet verifies the object's maps as
+    // they are defined.
+    let creator = match creator {
+        Privileges::Unprivileged => Privileges::Bpf,
+        level => level,
+    };
+    crate::privileges::run_with(creator, create).unwrap_or_else(|why| {
+        Err(MapCreateError::Privileges {
+            map: def.name.clone(),
+            why,
+        })
+    })
 }
 
 /// Why the kernel refused an object's BTF.

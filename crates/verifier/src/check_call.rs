@@ -1150,13 +1150,17 @@ impl Env<'_> {
                 self.mark_chain_precision(2)?;
             }
             id::TAIL_CALL => {
+                // record_func_map: the call site keeps the map of every
+                // path that got past the arguments, a prog array or not.
+                if let Some(map) = meta.map {
+                    let unpriv = !self.map_bypasses_spec_v1(map);
+                    let aux = self.call_sites.entry(self.insn_idx).or_default();
+                    aux.tail_call_map.record(map, unpriv);
+                }
                 let m = meta.map.and_then(|m| self.map_def(m));
                 if m.is_none_or(|m| m.map_type != MapType::PROG_ARRAY) {
                     return self.err("expected prog array map for tail call");
                 }
-                // A tail call leaves the program: no lock, reference, RCU
-                // or preemption region may be held across it.
-                self.check_resource_leak("tail_call", true)?;
                 // A constant in-range index is kept exact (record_func_key).
                 let key = self.cur.reg(3).v;
                 let max = m.map_or(0, created_max_entries) as u64;
@@ -1181,6 +1185,9 @@ impl Env<'_> {
                         _ => TailCallSite::Indirect,
                     };
                 }
+                // A tail call leaves the program: no lock, reference, RCU
+                // or preemption region may be held across it.
+                self.check_resource_leak("tail_call", true)?;
             }
             id::DYNPTR_WRITE => {
                 // Writing an skb's data through its dynptr may move it.

@@ -66,6 +66,31 @@ pub struct CallSiteAux {
     pub loop_inline: Option<crate::rewrite_stack::LoopInline>,
     /// At a bpf_tail_call: the map and key every path used.
     pub tail_call: TailCallSite,
+    /// At a bpf_tail_call: the prog arrays its paths passed.
+    pub tail_call_map: MapPtrState,
+}
+
+/// The kernel's map_ptr_state of a call site: the last map a path passed,
+/// whether paths passed different maps (poisoned) and whether any of them
+/// was created without the Spectre v1 bypass (unpriv).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct MapPtrState {
+    pub map: Option<u32>,
+    pub poisoned: bool,
+    pub unpriv: bool,
+}
+
+impl MapPtrState {
+    /// record_func_map: a path reaches the call with `map`.
+    pub fn record(&mut self, map: u32, unpriv: bool) {
+        match self.map {
+            Some(seen) if seen == map => return,
+            Some(_) => self.poisoned = true,
+            None => {}
+        }
+        self.map = Some(map);
+        self.unpriv |= unpriv;
+    }
 }
 
 /// The map and key of a bpf_tail_call over all paths (the kernel's
@@ -263,6 +288,15 @@ impl<'a> Env<'a> {
         } else {
             obj.maps.get(m as usize)
         }
+    }
+
+    /// Whether map `m` bypasses Spectre v1 (map->bypass_spec_v1): the
+    /// loader creates the object's maps with its own privileges, and only
+    /// array_map_alloc's maps record them.
+    pub fn map_bypasses_spec_v1(&self, m: u32) -> bool {
+        self.map_def(m)
+            .is_some_and(|d| d.map_type.records_creator_spec_v1_bypass())
+            && self.opts.privileges.perfmon_capable()
     }
 
     /// The special fields of the value of `map_def(m)`.
@@ -796,11 +830,19 @@ impl<'a> Env<'a> {
         if self.cur.curframe() > 0 && !exception_exit {
             return Ok(());
         }
+        // A struct_ops program may hand the reference in r0 back to the
+        // kernel (check_return_code judges its type later).
+        let returned = if self.prog_type == ProgType::STRUCT_OPS && !exception_exit {
+            self.cur.reg(0).ref_obj_id
+        } else {
+            0
+        };
         let held: Vec<String> = self
             .cur
             .refs
             .iter()
             .filter(|r| r.kind == crate::state::RefKind::Ptr)
+            .filter(|r| returned == 0 || r.id != returned)
             .map(|r| format!("Unreleased reference id={} alloc_insn={}", r.id, r.insn_idx))
             .collect();
         if held.is_empty() {

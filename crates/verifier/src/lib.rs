@@ -139,7 +139,7 @@ impl Caps {
     pub fn of(p: Privileges) -> Caps {
         use bpfvet_isa::privileges::cap;
         let admin = p.has(cap::SYS_ADMIN);
-        let perfmon = admin || p.has(cap::PERFMON);
+        let perfmon = p.perfmon_capable();
         Caps {
             allow_ptr_leaks: perfmon,
             allow_uninit_stack: perfmon,

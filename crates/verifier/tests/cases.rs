@@ -42,7 +42,8 @@
 //!                                   names joined by `|` or a number)
 //! # privileges: unprivileged       (optional: root (default), bpf (CAP_BPF
 //!                                   alone) or unprivileged; both verifiers
-//!                                   load at that level; a rejection by
+//!                                   load at that level, and the array
+//!                                   maps are made at it; a rejection by
 //!                                   bpf_prog_load itself reads
 //!                                   `bpf_prog_load: EPERM`)
 //! # func: 0 main global int int*    (optional, repeatable, one per function
@@ -691,7 +692,7 @@ fn kernel_load_with_maps(
     privileges: Privileges,
 ) -> Option<KernelSays> {
     let kernel = bpfvet_kernel::Kernel::open().ok()?;
-    let session = kernel.open_object(obj);
+    let session = kernel.open_object_as(obj, privileges);
     let opts = bpfvet_kernel::LoadOptions {
         log_level,
         privileges,

@@ -185,7 +185,7 @@ impl KernelBackend {
         opts: &RunOptions,
         mut each: impl FnMut(Row),
     ) {
-        let session = self.kernel.open_object(obj);
+        let session = self.kernel.open_object_as(obj, opts.privileges);
         if let (Some(why), false) = (&session.btf_error, opts.quiet) {
             eprintln!("bpfvet: {file}: the kernel refused the object's BTF ({why}); loading without it, as libbpf does");
         }

@@ -174,6 +174,7 @@ pub fn case_text(header: &str, p: &GenProgram, r: &Result) -> String {
         &p.insns,
         maps.len(),
     ));
+    maps.extend(super::gen::tailmap_blocks::case_maps(&p.insns, maps.len()));
     if let Some(m) = &p.struct_ops {
         let _ = writeln!(
             out,

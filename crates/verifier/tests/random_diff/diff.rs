@@ -319,6 +319,7 @@ pub fn object_maps(progs: &[&[Insn]]) -> Vec<MapDef> {
     maps.extend(super::gen::load_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::graph_shape_blocks::maps(insns(), maps.len()));
     maps.extend(super::gen::structops_blocks::maps(insns(), maps.len()));
+    maps.extend(super::gen::tailmap_blocks::maps(insns(), maps.len()));
     maps
 }
 
@@ -471,7 +472,7 @@ pub fn run_theirs(kernel: &Oracle, obj: &Object, index: usize) -> Theirs {
 }
 
 fn host_theirs(kernel: &Kernel, obj: &Object, index: usize) -> Theirs {
-    let session = kernel.open_object(obj);
+    let session = kernel.open_object_as(obj, fuzz_privileges());
     let opts = LoadOptions {
         log_level: 1,
         log_size: KERNEL_LOG_CAP,

@@ -22,6 +22,7 @@ mod path_blocks;
 pub mod prog_blocks;
 mod region_blocks;
 pub mod structops_blocks;
+pub mod tailmap_blocks;
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(pub u64);
@@ -183,9 +184,11 @@ impl Features {
     /// accesses sit at odd constant and variable offsets
     /// (`gen/align_blocks.rs`).
     pub const ALIGNMENT: u32 = 1 << 25;
+    /// One tail call reached with two prog arrays (`gen/tailmap_blocks.rs`).
+    pub const TAILMAP: u32 = 1 << 26;
     /// Every feature the host can run (`GUEST_TRACING` needs the guest).
-    pub const ALL: Features = Features((1 << 24) - 1);
-    pub const NAMES: [(u32, &'static str); 26] = [
+    pub const ALL: Features = Features(((1 << 24) - 1) | Self::ALIGNMENT | Self::TAILMAP);
+    pub const NAMES: [(u32, &'static str); 27] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -212,6 +215,7 @@ impl Features {
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
         (Self::ALIGNMENT, "alignment"),
+        (Self::TAILMAP, "tailmap"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1021,6 +1025,12 @@ impl Gen {
         }
         if f.has(Features::ALIGNMENT) && self.rng.chance(15) {
             return self.align_block();
+        }
+        if f.has(Features::TAILMAP) && self.rng.chance(8) {
+            return self.tail_call_two_maps();
+        }
+        if f.has(Features::BTF_OBJECTS) && self.rng.below(1000) < 2 {
+            return self.kptr_and_percpu_drop_sites();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
@@ -1872,6 +1882,14 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
             (prog_type, insns, sleepable) = (shape.prog_type, shape.insns, shape.sleepable);
             (attach, funcs, g.prog_btf) = (None, Vec::new(), true);
         }
+    }
+    if features.has(Features::CALLS)
+        && features.has(Features::TAIL_CALLS)
+        && funcs.is_empty()
+        && super::diff::func_starts(&insns).len() <= 64
+        && g.rng.chance(2)
+    {
+        tailmap_blocks::tail_call_below_big_frame(&mut g.rng, &mut insns);
     }
     if features.has(Features::ENCODING) && g.rng.chance(50) {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
