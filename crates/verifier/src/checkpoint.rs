@@ -455,3 +455,31 @@ fn maybe_widen(old: &Reg, cur: &mut Reg, m: &mut crate::prune::IdMap) {
     }
     *cur = Reg::unknown_scalar();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hint only orders the comparison: whatever it says, the answer is
+    /// the plain register-by-register one, and a miss leaves the hint on a
+    /// register that differs.
+    #[test]
+    fn loop_precheck_answer_does_not_depend_on_the_hint() {
+        let old = State::new();
+        let mut cur = State::new();
+        assert!((0..=12).all(|h| {
+            let mut hint = h;
+            states_maybe_looping(&old, &cur, &mut hint)
+        }));
+        cur.reg_mut(6).ty = RegType::Scalar;
+        cur.reg_mut(3).precise = true; // precision is not compared
+        for h in 0..=12u8 {
+            let mut hint = h;
+            assert!(!states_maybe_looping(&old, &cur, &mut hint));
+            assert_eq!(hint, 6, "hint {h}");
+        }
+        let mut hint = 6;
+        cur.reg_mut(6).ty = RegType::NotInit;
+        assert!(states_maybe_looping(&old, &cur, &mut hint));
+    }
+}
