@@ -149,8 +149,15 @@ impl Env<'_> {
                         hit = true;
                     }
                 } else {
+                    let node = self.pool.get(n);
+                    let mut loop_hint = node.loop_hint;
+                    let maybe_looping =
+                        states_maybe_looping(&node.state, &self.cur, &mut loop_hint);
+                    if loop_hint != node.loop_hint {
+                        self.pool.get_mut(n).loop_hint = loop_hint;
+                    }
                     let old = &self.pool.get(n).state;
-                    if states_maybe_looping(old, &self.cur)
+                    if maybe_looping
                         && !crate::iter::iter_active_depths_differ(old, &self.cur)
                         && old.may_goto_depth == self.cur.may_goto_depth
                         && old.callback_unroll_depth == self.cur.callback_unroll_depth
@@ -293,6 +300,7 @@ impl Env<'_> {
             evicted: false,
             cleaned: false,
             miss_hint: Default::default(),
+            loop_hint: 0,
         });
         self.buckets[b] = id;
         self.explored_bytes += bytes;
@@ -348,8 +356,10 @@ fn same_callsites(a: &State, b: &State) -> bool {
 
 /// Cheap pre-check for loop detection: the current frame's registers are
 /// bit-identical (precision marks excepted: the kernel's compare stops
-/// before them).
-fn states_maybe_looping(old: &State, cur: &State) -> bool {
+/// before them). `hint` is the register that differed last time against
+/// `old`: it is compared first (in a loop, the same counter differs at
+/// every visit), and updated to the register that differs now.
+fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
     }
@@ -357,7 +367,7 @@ fn states_maybe_looping(old: &State, cur: &State) -> bool {
     if fo.callsite != fc.callsite {
         return false;
     }
-    fo.regs.iter().zip(&fc.regs).all(|(a, b)| {
+    let same = |a: &Reg, b: &Reg| {
         a.ty == b.ty
             && a.flags == b.flags
             && a.off == b.off
@@ -366,7 +376,18 @@ fn states_maybe_looping(old: &State, cur: &State) -> bool {
             && a.id == b.id
             && a.ref_obj_id == b.ref_obj_id
             && a.v == b.v
-    })
+    };
+    let h = *hint as usize;
+    if h < fo.regs.len() && !same(&fo.regs[h], &fc.regs[h]) {
+        return false;
+    }
+    match (0..fo.regs.len()).find(|&r| !same(&fo.regs[r], &fc.regs[r])) {
+        Some(r) => {
+            *hint = r as u8;
+            false
+        }
+        None => true,
+    }
 }
 
 impl Env<'_> {
@@ -433,4 +454,32 @@ fn maybe_widen(old: &Reg, cur: &mut Reg, m: &mut crate::prune::IdMap) {
         return;
     }
     *cur = Reg::unknown_scalar();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hint only orders the comparison: whatever it says, the answer is
+    /// the plain register-by-register one, and a miss leaves the hint on a
+    /// register that differs.
+    #[test]
+    fn loop_precheck_answer_does_not_depend_on_the_hint() {
+        let old = State::new();
+        let mut cur = State::new();
+        assert!((0..=12).all(|h| {
+            let mut hint = h;
+            states_maybe_looping(&old, &cur, &mut hint)
+        }));
+        cur.reg_mut(6).ty = RegType::Scalar;
+        cur.reg_mut(3).precise = true; // precision is not compared
+        for h in 0..=12u8 {
+            let mut hint = h;
+            assert!(!states_maybe_looping(&old, &cur, &mut hint));
+            assert_eq!(hint, 6, "hint {h}");
+        }
+        let mut hint = 6;
+        cur.reg_mut(6).ty = RegType::NotInit;
+        assert!(states_maybe_looping(&old, &cur, &mut hint));
+    }
 }

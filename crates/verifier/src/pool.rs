@@ -22,6 +22,9 @@ pub struct Node {
     pub cleaned: bool,
     /// The register that made the last comparison against this state fail.
     pub miss_hint: crate::prune::MissHint,
+    /// The register of the current frame that differed at the last
+    /// infinite-loop pre-check against this state (compared first next time).
+    pub loop_hint: u8,
 }
 
 pub struct Pool {
@@ -118,6 +121,7 @@ mod tests {
             evicted: false,
             cleaned: false,
             miss_hint: Default::default(),
+            loop_hint: 0,
         }
     }
 
