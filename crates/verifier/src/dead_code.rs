@@ -126,16 +126,18 @@ pub struct StaleTarget {
 
 /// Whether a later rewrite may insert instructions for this kept
 /// instruction. Conservative: any memory access not based directly on the
-/// frame pointer, any atomic, any helper or kfunc call, division, LD_ABS/IND
-/// and may_goto count as rewritten.
+/// frame pointer, any atomic, any helper or kfunc call, division, an ALU
+/// instruction with an offset, LD_ABS/IND and may_goto count as rewritten.
 fn may_be_rewritten(ins: &Insn) -> bool {
     use bpfvet_isa::opcode::{
         mode, BPF_ATOMIC, BPF_DIV, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_ST, BPF_STX,
     };
     let fp = 10;
     match class(ins.code) {
+        // Division gets its zero checks; an address space cast (a MOV with
+        // an offset) may be rewritten too.
         bpfvet_isa::opcode::BPF_ALU | bpfvet_isa::opcode::BPF_ALU64 => {
-            matches!(op(ins.code), BPF_DIV | BPF_MOD)
+            matches!(op(ins.code), BPF_DIV | BPF_MOD) || ins.off != 0
         }
         BPF_LD => !ins.is_ld_imm64(),
         BPF_LDX => !matches!(mode(ins.code), BPF_MEM | BPF_MEMSX) || ins.src != fp,
@@ -278,6 +280,25 @@ mod tests {
                 rewritten: false
             })
         );
+    }
+
+    #[test]
+    fn kept_ctx_load_may_shift_the_named_target() {
+        // As above, f1 reading its context through r1: convert_ctx_accesses
+        // may grow that load, so the target's final index is not known.
+        let [a, b] = ld_func(5);
+        let call = Insn::new(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 1);
+        let ctx_load = Insn::new(
+            bpfvet_isa::opcode::BPF_LDX | bpfvet_isa::opcode::BPF_MEM | BPF_DW,
+            0,
+            1,
+            0,
+            0,
+        );
+        let insns = [a, b, call, exit(), ctx_load, exit(), exit()];
+        let seen = [true, false, true, true, true, true, false];
+        let stale = stale_call_target(&insns, &seen, &[0, 4, 6]);
+        assert!(stale.is_some_and(|s| s.rewritten));
     }
 
     #[test]
