@@ -1877,8 +1877,9 @@ impl Env<'_> {
     /// dead-code removal drops the body but not the address, and the JIT
     /// step then either finds a later subprogram at the stale address (the
     /// program loads) or none ("No program to jit"). bpfvet replays the
-    /// removal (dead_code.rs); the failing case is refused, as the kernel
-    /// names the instruction index after rewrites bpfvet does not model.
+    /// removal (dead_code.rs). The kernel names the target's index after
+    /// the rewrites that follow: bpfvet gives it where none can insert an
+    /// instruction and refuses the rest.
     /// An explored bpf_throw makes the kernel append a hidden default
     /// exception callback after the removal, which the replay does not
     /// model: any unexplored callback is then refused.
@@ -1921,14 +1922,32 @@ impl Env<'_> {
         }
         let seen: Vec<bool> = self.aux.iter().map(|a| a.seen).collect();
         let starts: Vec<usize> = self.cfg.subprogs.iter().map(|s| s.start).collect();
-        let Some(i) = crate::dead_code::stale_call_target(self.insns, &seen, &starts) else {
+        let Some(stale) = crate::dead_code::stale_call_target(self.insns, &seen, &starts) else {
             return Ok(());
         };
+        // A struct_ops program's verifier ops may add an epilogue; without
+        // CAP_PERFMON speculation barriers may be inserted.
+        let exact = !stale.rewritten
+            && self.prog_type != ProgType::STRUCT_OPS
+            && self.caps.bypass_spec_v1
+            && self.caps.bypass_spec_v4;
+        if exact {
+            // Nothing left for a later rewrite to grow: the JIT step names
+            // the target as the removal left it.
+            return Err(crate::error::VerifyError::new(
+                None,
+                format!(
+                    "verifier bug: No program to jit at insn {} (subprog < 0)",
+                    stale.target
+                ),
+            ));
+        }
+        let i = stale.insn;
         // The address as the program wrote it.
         let t = i as i64 + self.insns[i].imm as i64 + 1;
         Err(crate::error::VerifyError::unsupported(
             Some(i),
-            format!("callback at insn {t} is never explored: the kernel drops it as dead code and its JIT step fails (No program to jit) at an instruction index after rewrites bpfvet does not model"),
+            format!("callback at insn {t} is never explored: the kernel drops it as dead code and its JIT step fails (No program to jit) at an instruction index that rewrites inserting instructions (ctx accesses, helper calls...) shift, which bpfvet does not compute"),
         ))
     }
 

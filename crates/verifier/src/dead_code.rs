@@ -110,11 +110,53 @@ impl Image {
     }
 }
 
-/// The first call or callback address (index in the original program)
-/// whose target the JIT step would not find after the kernel removed the
-/// dead code, or None when every target falls on a subprogram start.
-/// `seen` holds the explored instructions, `starts` the subprogram starts.
-pub fn stale_call_target(insns: &[Insn], seen: &[bool], starts: &[usize]) -> Option<usize> {
+/// A call or callback address the JIT step finds no subprogram at.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StaleTarget {
+    /// The address instruction's index in the original program.
+    pub insn: usize,
+    /// The target it holds once the dead code is gone.
+    pub target: i64,
+    /// Whether a later rewrite (ctx conversion, helper and kfunc fixups,
+    /// division checks, may_goto, zero extension) may insert instructions
+    /// into what is left: the kernel then names the target shifted by
+    /// them, which bpfvet does not compute.
+    pub rewritten: bool,
+}
+
+/// Whether a later rewrite may insert instructions for this kept
+/// instruction. Conservative: any memory access not based directly on the
+/// frame pointer, any atomic, any helper or kfunc call, division, an ALU
+/// instruction with an offset, LD_ABS/IND and may_goto count as rewritten.
+fn may_be_rewritten(ins: &Insn) -> bool {
+    use bpfvet_isa::opcode::{
+        mode, BPF_ATOMIC, BPF_DIV, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_ST, BPF_STX,
+    };
+    let fp = 10;
+    match class(ins.code) {
+        // Division gets its zero checks; an address space cast (a MOV with
+        // an offset) may be rewritten too.
+        bpfvet_isa::opcode::BPF_ALU | bpfvet_isa::opcode::BPF_ALU64 => {
+            matches!(op(ins.code), BPF_DIV | BPF_MOD) || ins.off != 0
+        }
+        BPF_LD => !ins.is_ld_imm64(),
+        BPF_LDX => !matches!(mode(ins.code), BPF_MEM | BPF_MEMSX) || ins.src != fp,
+        BPF_ST => mode(ins.code) != BPF_MEM || ins.dst != fp,
+        BPF_STX => mode(ins.code) == BPF_ATOMIC || mode(ins.code) != BPF_MEM || ins.dst != fp,
+        BPF_JMP | BPF_JMP32 => match op(ins.code) {
+            BPF_CALL => ins.src != BPF_PSEUDO_CALL,
+            BPF_JCOND => true,
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
+/// The first call or callback address whose target the JIT step would not
+/// find after the kernel removed the dead code, or None when every target
+/// falls on a subprogram start. `seen` holds the explored instructions,
+/// `starts` the subprogram starts.
+pub fn stale_call_target(insns: &[Insn], seen: &[bool], starts: &[usize]) -> Option<StaleTarget> {
     let mut seen = seen.to_vec();
     seen.resize(insns.len(), false);
     // The second slot of an explored ldimm64 is marked seen too.
@@ -181,13 +223,26 @@ pub fn stale_call_target(insns: &[Insn], seen: &[bool], starts: &[usize]) -> Opt
     if img.starts.len() - 1 <= 1 {
         return None;
     }
+    let rewritten = {
+        let mut k = 0;
+        let mut any = false;
+        while k < img.insns.len() {
+            any |= may_be_rewritten(&img.insns[k]);
+            k += if img.insns[k].is_ld_imm64() { 2 } else { 1 };
+        }
+        any
+    };
     img.insns.iter().enumerate().find_map(|(i, ins)| {
         let call = ins.code == BPF_JMP | BPF_CALL && ins.src == BPF_PSEUDO_CALL;
         if !call && !is_pseudo_func(ins) {
             return None;
         }
         let t = i as i64 + ins.imm as i64 + 1;
-        (!img.subprog_starting_at(t)).then(|| origin[i])
+        (!img.subprog_starting_at(t)).then(|| StaleTarget {
+            insn: origin[i],
+            target: t,
+            rewritten,
+        })
     })
 }
 
@@ -217,7 +272,33 @@ mod tests {
         let insns = [a, b, call, exit(), mov0(), exit(), exit()];
         let seen = [true, false, true, true, true, true, false];
         assert_eq!(insns[0].imm + 1, 6);
-        assert_eq!(stale_call_target(&insns, &seen, &[0, 4, 6]), Some(0));
+        assert_eq!(
+            stale_call_target(&insns, &seen, &[0, 4, 6]),
+            Some(StaleTarget {
+                insn: 0,
+                target: 6,
+                rewritten: false
+            })
+        );
+    }
+
+    #[test]
+    fn kept_ctx_load_may_shift_the_named_target() {
+        // As above, f1 reading its context through r1: convert_ctx_accesses
+        // may grow that load, so the target's final index is not known.
+        let [a, b] = ld_func(5);
+        let call = Insn::new(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 1);
+        let ctx_load = Insn::new(
+            bpfvet_isa::opcode::BPF_LDX | bpfvet_isa::opcode::BPF_MEM | BPF_DW,
+            0,
+            1,
+            0,
+            0,
+        );
+        let insns = [a, b, call, exit(), ctx_load, exit(), exit()];
+        let seen = [true, false, true, true, true, true, false];
+        let stale = stale_call_target(&insns, &seen, &[0, 4, 6]);
+        assert!(stale.is_some_and(|s| s.rewritten));
     }
 
     #[test]

@@ -420,9 +420,15 @@ impl Env<'_> {
                 "R{regno} is ptr_{tname} access percpu memory: off={off}"
             ));
         }
+        if access == Access::Write && reg.flags & flag::UNTRUSTED != 0 {
+            // Untrusted after bpf_rcu_read_unlock: the 6.18.44 host refuses
+            // the write with its read-only line, in every program type
+            // (6.18.15's source would report its own bug instead).
+            return self.err("only read is supported");
+        }
         if reg.ref_obj_id == 0 && reg.flags & (flag::NON_OWN_REF | flag::RCU) == 0 {
             // The kernel reports an object with neither as its own bug.
-            return self.unsupported("access to an allocated object without its reference");
+            return self.err("verifier bug: ref_obj_id for allocated object must be non-zero");
         }
         let rec = self.alloc_record(reg.aux)?;
         let (lo, hi) = (off as i64, off as i64 + size as i64);

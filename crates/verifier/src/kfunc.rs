@@ -91,12 +91,29 @@ fn resolve(btf: &Btf, func_id: u32) -> Result<(&str, &BtfType), String> {
     Ok((btf.name(func), proto))
 }
 
-/// Number of arguments of a kfunc call, for the CFG's liveness (5 when
-/// the callee cannot be resolved).
-pub fn kfunc_arg_count(insn: &Insn) -> usize {
-    vmlinux()
-        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-        .map_or(5, |(_, proto)| proto.vlen as usize)
+/// Number of arguments of a kfunc call, for the CFG's liveness. The kernel
+/// counts the prototype's only for a kfunc registered for this program (it
+/// fetches the call's metadata through the program's kfunc sets); for any
+/// other callee every argument register is read (5).
+pub fn kfunc_arg_count(insn: &Insn, prog_type: ProgType, attach: Option<AttachType>) -> usize {
+    let Some(btf) = vmlinux() else {
+        return 5;
+    };
+    let func_id = insn.imm as u32;
+    let Ok((name, proto)) = resolve(btf, func_id) else {
+        return 5;
+    };
+    let registered = match kfunc(name) {
+        Some(k) => k.set.allows(prog_type, attach),
+        // A kfunc bpfvet's table lacks is refused where the call is
+        // explored; its prototype is the likelier count meanwhile.
+        None => btf.decl_tags_of(func_id).any(|t| t == "bpf_kfunc"),
+    };
+    if registered {
+        proto.vlen as usize
+    } else {
+        5
+    }
 }
 
 /// Whether the call is bpf_rbtree_add, which runs its `less` callback

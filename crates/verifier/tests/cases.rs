@@ -29,13 +29,15 @@
 //!                                   zero), and
 //!                                   `lock@OFF` (`timer@OFF`, `wq@OFF`,
 //!                                   `task_work@OFF`, `res_lock@OFF`,
-//!                                   `kptr@OFF`, `local_kptr@OFF`), which
+//!                                   `kptr@OFF`, `local_kptr@OFF`,
+//!                                   `plain_kptr@OFF`), which
 //!                                   gives the value BTF with a `struct
 //!                                   bpf_spin_lock` (`bpf_timer`, `bpf_wq`,
 //!                                   `bpf_task_work`, `bpf_res_spin_lock`,
 //!                                   `struct task_struct __kptr *`, a kptr to
 //!                                   a refcounted rbtree node of the
-//!                                   program's) at OFF)
+//!                                   program's, a kptr to a program struct
+//!                                   without refcount) at OFF)
 //! # peak: 0                        (optional: peak_states)
 //! # sleepable: yes                 (optional: loaded with BPF_F_SLEEPABLE)
 //! # prog_flags: BPF_F_STRICT_ALIGNMENT (optional: BPF_PROG_LOAD prog_flags,
@@ -250,6 +252,9 @@ const KPTR_MARK: u32 = 1 << 20;
 /// Likewise for a `struct bpfvet_node __kptr *` to a program type, `struct bpfvet_node
 /// { int data; struct bpf_rb_node rb; struct bpf_refcount ref; }`.
 const LOCAL_KPTR_MARK: u32 = 1 << 21;
+/// Likewise for a `struct bpfvet_plain __kptr *` to a program type without
+/// a refcount (not RCU-protected), `struct bpfvet_plain { int data; }`.
+const PLAIN_KPTR_MARK: u32 = 1 << 22;
 
 fn map_def(index: usize, spec: &str) -> MapDef {
     let f: Vec<&str> = spec.split_whitespace().collect();
@@ -283,6 +288,10 @@ fn map_def(index: usize, spec: &str) -> MapDef {
         }
         if let Some(off) = word.strip_prefix("wq@") {
             m.btf_value_type_id = u32::MAX - (num(off) | WQ_MARK);
+            continue;
+        }
+        if let Some(off) = word.strip_prefix("plain_kptr@") {
+            m.btf_value_type_id = u32::MAX - (num(off) | PLAIN_KPTR_MARK);
             continue;
         }
         if let Some(off) = word.strip_prefix("local_kptr@") {
@@ -593,6 +602,17 @@ fn case_btf(
             types.extend([0, 2 << 24, next_id + 3]);
             next_id += 5;
             (lock_member, next_id - 1, mark & !LOCAL_KPTR_MARK)
+        } else if mark & PLAIN_KPTR_MARK != 0 {
+            // STRUCT bpfvet_plain { int data; }, TYPE_TAG kptr -> it, a PTR
+            // to the tag.
+            let plain = name(&mut strings, "bpfvet_plain");
+            let data = name(&mut strings, "data");
+            types.extend([plain, (4 << 24) | 1, 4, data, 1, 0]);
+            let kptr = name(&mut strings, "kptr");
+            types.extend([kptr, 18 << 24, next_id]);
+            types.extend([0, 2 << 24, next_id + 1]);
+            next_id += 3;
+            (lock_member, next_id - 1, mark & !PLAIN_KPTR_MARK)
         } else if mark & KPTR_MARK != 0 {
             // TYPE_TAG kptr -> task_struct, then a PTR to it, just before
             // the value.
