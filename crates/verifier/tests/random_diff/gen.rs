@@ -19,6 +19,7 @@ mod loader_blocks;
 mod mem_blocks;
 mod path_blocks;
 pub mod prog_blocks;
+mod qdisc_blocks;
 mod region_blocks;
 pub mod structops_blocks;
 
@@ -179,7 +180,10 @@ impl Features {
     pub const GUEST_TRACING: u32 = 1 << 24;
     /// Every feature the host can run (`GUEST_TRACING` needs the guest).
     pub const ALL: Features = Features((1 << 24) - 1);
-    pub const NAMES: [(u32, &'static str); 25] = [
+    /// Qdisc_ops struct_ops programs for a guest with bpf_qdisc
+    /// (`gen/qdisc_blocks.rs`; batch.sh `KERNEL=6.18` only, never drawn).
+    pub const QDISC: u32 = 1 << 28;
+    pub const NAMES: [(u32, &'static str); 26] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -205,6 +209,7 @@ impl Features {
         (Self::LOAD_ATTRS, "load_attrs"),
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
+        (Self::QDISC, "qdisc"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1863,11 +1868,17 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
     // A reshape may have changed the program type.
-    let struct_ops = g
+    let mut struct_ops = g
         .struct_ops
         .take()
         .filter(|_| prog_type == ProgType::STRUCT_OPS)
         .map(|t| t.member);
+    if features.has(Features::QDISC) && !reduced && g.rng.chance(85) {
+        if let Some((member, body, s)) = qdisc_blocks::program(&mut g.rng) {
+            (prog_type, insns, sleepable) = (ProgType::STRUCT_OPS, body, s);
+            (attach, funcs, struct_ops) = (None, Vec::new(), Some(member));
+        }
+    }
     let mut p = GenProgram {
         prog_type,
         insns,
