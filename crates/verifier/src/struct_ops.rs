@@ -20,8 +20,10 @@ pub struct OpsType {
     /// The members a program may implement (those the type's stub table
     /// fills).
     members: &'static [&'static str],
-    /// How the type's stub functions are named in kernel BTF.
-    stubs: Stubs,
+    /// The members whose stub, `<type>__<member>` in kernel BTF, names
+    /// its arguments with tags; the other members' stubs tag none (and
+    /// follow no naming rule).
+    tagged_stubs: &'static [&'static str],
     /// Which members may be sleepable.
     sleepable: Sleepable,
     /// The helpers it gets.
@@ -37,16 +39,6 @@ enum Sleepable {
     Any,
     /// Only this member may be sleepable.
     Only(&'static str),
-}
-
-/// Where a type's stub functions (its `cfi_stubs`) are found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stubs {
-    /// No stub tags an argument (bpf_tcp_ca's stubs are named after no
-    /// rule, and none has a suffix).
-    Untagged,
-    /// `<type>__<member>`: the stub's parameter names carry the tags.
-    Named,
 }
 
 /// The type's `btf_struct_access`.
@@ -78,7 +70,7 @@ const OPS_TYPES: &[OpsType] = &[
             "init",
             "release",
         ],
-        stubs: Stubs::Untagged,
+        tagged_stubs: &[],
         sleepable: Sleepable::Any,
         helpers: StructOpsHelpers::TcpCa { release: false },
         writes: Writes::TcpSock,
@@ -87,7 +79,7 @@ const OPS_TYPES: &[OpsType] = &[
     OpsType {
         name: "bpf_dummy_ops",
         members: &["test_1", "test_2", "test_sleepable"],
-        stubs: Stubs::Named,
+        tagged_stubs: &["test_1"],
         sleepable: Sleepable::Only("test_sleepable"),
         helpers: StructOpsHelpers::None,
         writes: Writes::DummyState,
@@ -98,7 +90,7 @@ const OPS_TYPES: &[OpsType] = &[
     OpsType {
         name: "Qdisc_ops",
         members: &["enqueue", "dequeue", "init", "reset", "destroy"],
-        stubs: Stubs::Named,
+        tagged_stubs: &["enqueue", "dequeue", "init", "reset", "destroy"],
         sleepable: Sleepable::Any,
         helpers: StructOpsHelpers::Base,
         writes: Writes::Qdisc,
@@ -120,7 +112,7 @@ pub struct ArgTags {
 /// arguments from its stub's parameter names in `btf`. None when the
 /// stub is not there (the kernel would not have registered the type).
 fn stub_arg_tags(btf: &Btf, ops: &OpsType, member: &str) -> Option<ArgTags> {
-    if ops.stubs == Stubs::Untagged {
+    if !ops.tagged_stubs.contains(&member) {
         return Some(ArgTags::default());
     }
     let stub = btf.find_by_name_kind(&format!("{}__{member}", ops.name), Kind::Func)?;

@@ -66,6 +66,7 @@ pub(super) fn program(rng: &mut Rng) -> Option<(StructOpsMember, Vec<Insn>, bool
         insns: Vec::new(),
         enqueue: name == "enqueue",
         skb_live: false,
+        to_free: false,
     };
     q.body();
     let sleepable = q.rng.chance(3);
@@ -79,6 +80,8 @@ struct Body<'a> {
     enqueue: bool,
     /// r7 holds the skb whose reference is still held.
     skb_live: bool,
+    /// r9 holds enqueue's to_free list.
+    to_free: bool,
 }
 
 impl Body<'_> {
@@ -141,6 +144,17 @@ impl Body<'_> {
                 .pick(&[(16, 0x61), (20, 0x61), (17, 0x71), (16, 0x69)])
         };
         self.emit(Insn::new(code, TO_FREE, CTX, off, 0));
+        self.to_free = true;
+    }
+
+    /// The skb register where the member has one, else the Qdisc (whose
+    /// type the kfuncs refuse): other members never load r7.
+    fn skb_or_sch(&self) -> u8 {
+        if self.enqueue {
+            SKB
+        } else {
+            SCH
+        }
     }
 
     /// Reads or writes a field of the skb or the Qdisc, in or beside the
@@ -196,13 +210,18 @@ impl Body<'_> {
             return;
         };
         let arg = if self.rng.chance(90) {
-            SKB
-        } else {
+            self.skb_or_sch()
+        } else if self.to_free {
             self.rng.pick(&[SCH, TO_FREE, CTX])
+        } else {
+            self.rng.pick(&[SCH, CTX])
         };
         self.emit(Insn::new(0xbf, 1, arg, 0, 0));
         if drop {
-            let list = if self.rng.chance(85) { TO_FREE } else { SKB };
+            let list = match (self.to_free, self.rng.chance(85)) {
+                (true, true) => TO_FREE,
+                _ => self.skb_or_sch(),
+            };
             self.emit(Insn::new(0xbf, 2, list, 0, 0));
         }
         self.emit(Insn::new(0x85, 0, BPF_PSEUDO_KFUNC_CALL, 0, id));
@@ -233,7 +252,7 @@ impl Body<'_> {
         };
         match name {
             "bpf_kfree_skb" | "bpf_qdisc_skb_drop" => return self.release(),
-            "bpf_skb_get_hash" => self.emit(Insn::new(0xbf, 1, SKB, 0, 0)),
+            "bpf_skb_get_hash" => self.emit(Insn::new(0xbf, 1, self.skb_or_sch(), 0, 0)),
             "bpf_qdisc_watchdog_schedule" => {
                 self.emit(Insn::new(0xbf, 1, SCH, 0, 0));
                 self.emit(Insn::new(0xb7, 2, 0, 0, 1000));
@@ -241,7 +260,7 @@ impl Body<'_> {
             }
             "bpf_qdisc_bstats_update" => {
                 self.emit(Insn::new(0xbf, 1, SCH, 0, 0));
-                self.emit(Insn::new(0xbf, 2, SKB, 0, 0));
+                self.emit(Insn::new(0xbf, 2, self.skb_or_sch(), 0, 0));
             }
             "bpf_qdisc_init_prologue" => {
                 self.emit(Insn::new(0xbf, 1, SCH, 0, 0));
