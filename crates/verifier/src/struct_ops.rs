@@ -85,8 +85,8 @@ const OPS_TYPES: &[OpsType] = &[
         writes: Writes::DummyState,
     },
     // net/sched/bpf_qdisc.c (CONFIG_NET_SCH_BPF): bpf_base_func_proto.
-    // dequeue returns the skb it hands over, a referenced pointer bpfvet
-    // does not model (refused below).
+    // dequeue returns an skb or NULL; a program that returns a referenced
+    // skb is refused by name (check_return_code).
     OpsType {
         name: "Qdisc_ops",
         members: &["enqueue", "dequeue", "init", "reset", "destroy"],
