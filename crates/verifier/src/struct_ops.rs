@@ -144,6 +144,9 @@ pub struct StructOpsTarget {
     pub to_free_list: Option<u32>,
     /// Whether the member returns nothing (R0 is then not looked at).
     pub returns_void: bool,
+    /// The type's gen_prologue or gen_epilogue calls a kfunc in this
+    /// member's program: the JIT must be on.
+    adds_kfunc_call: bool,
     /// The type a member returning a pointer returns (Qdisc_ops.dequeue's
     /// sk_buff): the program returns a reference to one, or 0.
     pub ret_pointee: Option<u32>,
@@ -255,21 +258,13 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
             btf.skip_mods_and_typedefs(t.size_or_type)
                 .map_or(0, |(id, _)| id)
         });
+    // bpf_qdisc's prologue (init) and epilogue (reset, destroy) call a
+    // kfunc, added after verification.
+    let adds_kfunc_call = type_name == "Qdisc_ops" && matches!(mname, "init" | "reset" | "destroy");
     let sock_ids = btf
         .find_by_name_kind("sock", Kind::Struct)
         .zip(btf.find_by_name_kind("tcp_sock", Kind::Struct))
         .filter(|_| ops.writes == Writes::TcpSock);
-    // bpf_qdisc's prologue (init) and epilogue (reset, destroy) call a
-    // kfunc, added after verification; without the JIT that fails (`JIT is
-    // required for calling kernel function`) once the body verifies.
-    if type_name == "Qdisc_ops"
-        && matches!(mname, "init" | "reset" | "destroy")
-        && !crate::kernel_config::jit_enabled()
-    {
-        return refuse(format!(
-            "Qdisc_ops.{mname} without the JIT (its prologue or epilogue calls a kfunc)"
-        ));
-    }
     let to_free_list = if type_name == "Qdisc_ops" && mname == "enqueue" {
         match btf.find_by_name_kind("bpf_sk_buff_ptr", Kind::Struct) {
             Some(id) => Some(id),
@@ -284,6 +279,7 @@ pub fn check_target(obj: &Object, prog: &Program) -> Result<Option<StructOpsTarg
         tags,
         to_free_list,
         ret_pointee,
+        adds_kfunc_call,
         returns_void: ret == 0,
         sock_ids,
     }))
@@ -360,6 +356,12 @@ fn func_proto_of_ptr(btf: &Btf, id: u32) -> Option<u32> {
 }
 
 impl StructOpsTarget {
+    /// Whether the program gets a kfunc call after verification (bpf_qdisc's
+    /// prologue and epilogue).
+    pub fn adds_kfunc_call(&self) -> bool {
+        self.adds_kfunc_call
+    }
+
     /// The register a read of the context at `off` gives where the type's
     /// is_valid_access decides before the usual argument typing: the
     /// enqueue's `to_free` slot, whatever the width.
