@@ -286,9 +286,6 @@ UNREACHABLE_ON_HOST = {
     "BPF_LSM_CGROUP that attach to void LSM hooks can't modify return value!":
         "the host refuses LSM programs with EPERM before verification (as it does fentry/fexit: "
         "no BPF trampolines); bpfvet's check is covered by a case",
-    "invalid bpf_context access off=%d. Reference may already be released":
-        "a context argument carries a reference only in struct_ops programs whose stub names it "
-        "`__ref` (bpf_qdisc, bpf_testmod): the host's vmlinux BTF has none and no modules are loaded",
     "unable to resolve the size of type '%s': %ld":
         "bpf_per_cpu_ptr/this_cpu_ptr resolve the size of a per-CPU ksym that is no struct: every "
         "such variable of the host's vmlinux (186) has a resolvable size, per-CPU objects are structs",
@@ -306,15 +303,22 @@ UNREACHABLE_ON_HOST = {
         "needs a struct_ops program whose attach BTF is a module's (attach_btf_obj_fd): the host "
         "has no module BTF (/sys/kernel/btf holds vmlinux only), and even then btf_try_get_module "
         "fails only for a module being unloaded during the load",
-    "program with __ref argument cannot tail call":
-        "needs a struct_ops member whose stub names an argument `__ref` (arg_info refcounted): "
-        "the host's struct_ops types are tcp_congestion_ops and bpf_dummy_ops, whose stubs have "
-        "none (only bpf_qdisc and bpf_testmod, absent, do)",
     "ldimm64 unable to resolve the size of type '%s': %ld":
         "__check_pseudo_btf_id resolves the size of a non-struct, non-per-CPU VAR only: every VAR "
         "of the host's vmlinux BTF (352) is per-CPU, and a VAR of a program's or module's BTF has a "
         "resolvable size (btf_var_resolve and btf_array_resolve refuse others when the BTF loads); "
         "the loader also holds no module BTF fd",
+    # qdisc helper: reached in the 6.18 guest (CONFIG_NET_SCH_BPF=y) by batch.sh
+    # KERNEL=6.18 FORCE_FEATURES=qdisc (gen/qdisc_blocks.rs); kernel/bpf/verifier.c of
+    # 6.18.15, check_ctx_access (line 6180) and check_struct_ops_btf_id (line 23537).
+    "invalid bpf_context access off=%d. Reference may already be released":
+        "a context argument carries a reference only in struct_ops programs whose stub names it "
+        "`__ref` (bpf_qdisc's Qdisc_ops.enqueue, bpf_testmod): the host's vmlinux BTF has neither "
+        "and no modules are loaded; the 6.18 guest's bpf_qdisc has it",
+    "program with __ref argument cannot tail call":
+        "needs a struct_ops member whose stub names an argument `__ref` (arg_info refcounted): "
+        "the host's struct_ops types are tcp_congestion_ops and bpf_dummy_ops, whose stubs have "
+        "none; the 6.18 guest's bpf_qdisc (Qdisc_ops.enqueue's skb__ref) does",
 }
 
 

@@ -377,7 +377,7 @@ impl Env<'_> {
                 prog_type: self.prog_type,
                 expected_attach_type: eat,
                 iter_args: Vec::new(),
-                nullable_args: so.nullable_args,
+                nullable_args: so.tags.nullable,
             });
         }
         let target = self.prog.attach_target.as_deref()?;
@@ -414,6 +414,20 @@ impl Env<'_> {
                     }
                     if maybe_null {
                         r.flags |= flag::MAYBE_NULL;
+                    }
+                    // A `__ref` argument carries the entry's reference,
+                    // which must still be held.
+                    let held = self
+                        .ctx_arg_refs
+                        .iter()
+                        .find(|(arg, _)| i64::from(*arg) * 8 == i64::from(off));
+                    if let Some(&(_, id)) = held {
+                        if !self.cur.refs.iter().any(|r| r.id == id) {
+                            return self.err(format!(
+                                "invalid bpf_context access off={off}. Reference may already be released"
+                            ));
+                        }
+                        r.ref_obj_id = id;
                     }
                     r
                 }

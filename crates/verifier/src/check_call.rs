@@ -1705,6 +1705,16 @@ impl Env<'_> {
         if matches!(lsm_rule, Some(crate::lsm::LsmReturn::Nothing)) || void_struct_ops {
             return Ok(());
         }
+        let ret_pointee = self
+            .struct_ops
+            .and_then(|so| so.ret_pointee)
+            .filter(|_| program_exit && !exception_cb);
+        if ret_pointee.is_some() {
+            let r0 = self.cur.reg(regno);
+            if r0.ty == RegType::BtfId && r0.ref_obj_id != 0 && Some(r0.aux) == ret_pointee {
+                return self.unsupported("a struct_ops program returning a referenced kptr");
+            }
+        }
         self.check_read(regno)?;
         let r0 = *self.cur.reg(regno);
         if !self.caps.allow_ptr_leaks && r0.is_pointer() {
@@ -1725,6 +1735,9 @@ impl Env<'_> {
         let attach_btf = self.prog.attach_target.is_some();
         let (lo, hi, subreg, exit_ctx) = if let Some((lo, hi)) = async_ret {
             (lo, hi, false, "At async callback return")
+        } else if ret_pointee.is_some() {
+            // Anything else a pointer-returning member returns must be NULL.
+            (0, 0, false, crate::ctx::retval::AT_PROGRAM_EXIT)
         } else if let Some(crate::lsm::LsmReturn::Range { min, max, subreg }) = lsm_rule {
             (min, max, subreg, crate::ctx::retval::AT_PROGRAM_EXIT)
         } else {

@@ -11,6 +11,14 @@ use crate::regs::{flag, Reg, RegType};
 /// fields); for a store, only the check. `sx` is a sign-extending load,
 /// which most context fields refuse.
 pub fn ctx_field(env: &mut Env, off: i32, size: u32, access: Access, sx: bool) -> VResult<Reg> {
+    if access == Access::Read {
+        if let Some(id) = env.struct_ops.and_then(|so| so.ctx_read_override(off)) {
+            let mut r = Reg::pointer(RegType::BtfId);
+            r.aux = id;
+            r.flags |= flag::TRUSTED;
+            return Ok(r);
+        }
+    }
     let access = match access {
         Access::Read => ctx::Access::Read,
         Access::Write => ctx::Access::Write,

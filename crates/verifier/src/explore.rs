@@ -159,6 +159,10 @@ pub struct Env<'a> {
     pub arena: bool,
     /// For a struct_ops program: the member it implements.
     pub struct_ops: Option<crate::struct_ops::StructOpsTarget>,
+    /// The references a struct_ops program holds from entry, one per
+    /// `__ref` argument: (argument, reference id). Global subprograms see
+    /// the same ids, which their own states never hold.
+    pub ctx_arg_refs: Vec<(u32, u32)>,
     /// Open loop visits and their backedges (scc.rs).
     pub scc: crate::scc::SccVisits,
     /// Registers and slots marked precise in checkpoints so far; a change
@@ -244,6 +248,7 @@ impl<'a> Env<'a> {
             async_cb: vec![false; nsub],
             arena: crate::map_refs::arena_map(obj, prog).is_some(),
             struct_ops: crate::struct_ops::check_target(obj, prog).ok().flatten(),
+            ctx_arg_refs: Vec::new(),
             scc: Default::default(),
             precise_marks: 0,
             walk_masks: Vec::new(),
@@ -328,6 +333,19 @@ impl<'a> Env<'a> {
         st.frames[0].regs[1] = ctx;
         st.in_sleepable = self.prog.sleepable;
         self.cur = st;
+        // The `__ref` arguments' references, taken before the first
+        // instruction (alloc_insn=0).
+        let refcounted = self.struct_ops.map_or(0, |so| so.tags.refcounted);
+        for arg in (0..32).filter(|a| refcounted & (1 << a) != 0) {
+            let id = self.new_id();
+            self.cur.refs.push(crate::state::RefState {
+                kind: crate::state::RefKind::Ptr,
+                id,
+                insn_idx: 0,
+                lock_ptr: 0,
+            });
+            self.ctx_arg_refs.push((arg, id));
+        }
     }
 
     /// How the log marks the start of a speculative path.

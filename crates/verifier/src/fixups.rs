@@ -14,6 +14,16 @@ const MAX_POKE_DESCRIPTORS: usize = 1024;
 
 impl Env<'_> {
     pub fn check_fixups(&self) -> VResult<()> {
+        // convert_ctx_accesses adds bpf_qdisc's prologue or epilogue, whose
+        // kfunc call the interpreter cannot make.
+        if self.struct_ops.is_some_and(|so| so.adds_kfunc_call())
+            && !crate::kernel_config::jit_enabled()
+        {
+            return Err(crate::error::VerifyError::new(
+                None,
+                "JIT is required for calling kernel function".into(),
+            ));
+        }
         let mut pokes = 0;
         for (i, ins) in self.insns.iter().enumerate() {
             // A CAP_BPF loader's programs are JITed without constant

@@ -276,8 +276,13 @@ impl Env<'_> {
             Ok(x) => x,
             Err(e) => return self.err(e),
         };
-        let allowed =
-            kfunc(name).filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type));
+        let allowed = kfunc(name)
+            .filter(|k| k.set.allows(self.prog_type, self.prog.expected_attach_type))
+            .filter(|k| crate::struct_ops::kfunc_filter(self.prog, k.set));
+        if name == "bpf_dynptr_from_skb" && crate::struct_ops::is_qdisc(self.prog) {
+            // bpf_qdisc registers it for its programs too.
+            return self.unsupported("bpf_dynptr_from_skb in Qdisc_ops programs");
+        }
         let Some(k) = allowed else {
             // A function the kernel's BTF tags as a kfunc that bpfvet's table
             // lacks may well be registered for this program: not decidable.
@@ -443,7 +448,7 @@ impl Env<'_> {
             if reg.ref_obj_id != 0 {
                 if release && meta.ref_obj_id != 0 {
                     return self.err(format!(
-                        "verifier internal error: more than one arg with ref_obj_id R{regno} {} {}",
+                        "verifier bug: more than one arg with ref_obj_id R{regno} {} {}",
                         reg.ref_obj_id, meta.ref_obj_id
                     ));
                 }

@@ -155,6 +155,7 @@ fn guest_requests_carry_the_program() {
         };
         assert_eq!(offs(a), offs(b), "program {i}");
         assert_eq!(obj.maps.len(), again.maps.len(), "program {i}");
+        assert_eq!(a.struct_ops, b.struct_ops, "program {i}");
         seen_attach |= a.expected_attach_type.is_some();
         seen_funcs |= !a.func_info.is_empty();
     }

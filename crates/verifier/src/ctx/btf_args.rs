@@ -160,8 +160,9 @@ pub struct BtfCtxTarget<'a> {
     /// Iterator context arguments: (byte offset, how typed).
     pub iter_args: Vec<(u32, IterArg)>,
     /// Arguments that may be NULL although the prototype does not say so
-    /// (a struct_ops stub's `__nullable` parameters).
-    pub nullable_args: &'static [u32],
+    /// (a struct_ops stub's `__nullable` parameters), bit `i` for
+    /// argument `i`.
+    pub nullable_args: u32,
 }
 
 impl<'a> BtfCtxTarget<'a> {
@@ -181,7 +182,7 @@ impl<'a> BtfCtxTarget<'a> {
             prog_type,
             expected_attach_type,
             iter_args: Vec::new(),
-            nullable_args: &[],
+            nullable_args: 0,
         };
         let proto_of = |id: u32| -> Option<u32> {
             let t = btf.type_by_id(id)?;
@@ -442,7 +443,9 @@ pub fn btf_ctx_access(
             .get(arg as usize)
             .and_then(|p| btf.str_at(p.name_off))
             .unwrap_or("");
-        if param_name.ends_with("__nullable") || target.nullable_args.contains(&arg) {
+        if param_name.ends_with("__nullable")
+            || (arg < 32 && target.nullable_args & (1 << arg) != 0)
+        {
             maybe_null = true;
         }
         if eat == At::TRACE_RAW_TP {

@@ -121,6 +121,9 @@ pub enum KfuncSet {
     TestRun,
     /// fs/bpf_fs_kfuncs.c: files, paths and xattrs, for LSM programs.
     Fs,
+    /// net/sched/bpf_qdisc.c: for Qdisc_ops programs of these members
+    /// only (bpf_qdisc_kfunc_filter; other struct_ops types are refused).
+    Qdisc(&'static [&'static str]),
 }
 
 /// Program types share kfunc registrations in groups (`enum
@@ -209,6 +212,7 @@ impl KfuncSet {
             KfuncSet::XfrmState => &[H::Xdp],
             KfuncSet::TestRun => &[H::Tc, H::Tracing, H::Syscall],
             KfuncSet::Fs => &[H::Tracing],
+            KfuncSet::Qdisc(_) => &[H::StructOps],
         }
     }
 
@@ -248,6 +252,10 @@ const fn kf(name: &'static str, flags: KfuncFlags, set: KfuncSet) -> Kfunc {
 }
 
 use KfuncSet as S;
+
+/// Every Qdisc_ops member a program may implement (bpf_qdisc's common
+/// kfuncs).
+const QDISC_ALL: &[&str] = &["enqueue", "dequeue", "init", "reset", "destroy"];
 
 /// Kfuncs a program may call while holding a bpf_spin_lock besides the
 /// GRAPH_KFUNCS (the kernel's kfunc_spin_allowed: the list and rbtree API,
@@ -552,6 +560,27 @@ pub const KFUNCS: &[Kfunc] = &[
         "bpf_arena_free_pages",
         K(K::TRUSTED_ARGS.0 | K::SLEEPABLE.0),
         S::Common,
+    ),
+    kf("bpf_kfree_skb", K::RELEASE, S::Qdisc(QDISC_ALL)),
+    kf("bpf_skb_get_hash", K::TRUSTED_ARGS, S::Qdisc(QDISC_ALL)),
+    kf("bpf_qdisc_skb_drop", K::RELEASE, S::Qdisc(&["enqueue"])),
+    kf(
+        "bpf_qdisc_watchdog_schedule",
+        K::TRUSTED_ARGS,
+        S::Qdisc(&["enqueue", "dequeue"]),
+    ),
+    kf(
+        "bpf_qdisc_bstats_update",
+        K::TRUSTED_ARGS,
+        S::Qdisc(&["dequeue"]),
+    ),
+    // Called by the prologue and epilogue bpf_qdisc adds, never by a
+    // program.
+    kf("bpf_qdisc_init_prologue", K::TRUSTED_ARGS, S::Qdisc(&[])),
+    kf(
+        "bpf_qdisc_reset_destroy_epilogue",
+        K::TRUSTED_ARGS,
+        S::Qdisc(&[]),
     ),
     kf("tcp_reno_ssthresh", K::NONE, S::TcpCa),
     kf("tcp_reno_cong_avoid", K::NONE, S::TcpCa),

@@ -92,6 +92,8 @@ pub enum StructOpsHelpers {
     None,
     /// bpf_tcp_ca_get_func_proto; `release` may not change socket options.
     TcpCa { release: bool },
+    /// bpf_base_func_proto (bpf_qdisc).
+    Base,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

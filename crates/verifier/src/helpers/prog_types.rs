@@ -669,6 +669,7 @@ pub(super) fn resolve(func: u32, p: &CallerProg) -> Proto {
         Pt::NETFILTER => base(func, p),
         Pt::STRUCT_OPS => match p.struct_ops {
             super::StructOpsHelpers::TcpCa { release } => tcp_ca(func, release, p),
+            super::StructOpsHelpers::Base => base(func, p),
             super::StructOpsHelpers::None => None,
         },
         _ => None,

@@ -64,6 +64,8 @@ impl Config {
         // attributes.
         if std::env::var_os(super::guest::KERNEL_ENV).is_none() {
             features &= !Features::GUEST_TRACING;
+            // Qdisc_ops is the guest's (bpf_qdisc).
+            features &= !Features::QDISC;
         } else {
             features &= !(Features::STRUCT_OPS | Features::LOAD_ATTRS);
         }

@@ -20,6 +20,7 @@ mod loader_blocks;
 mod mem_blocks;
 mod path_blocks;
 pub mod prog_blocks;
+mod qdisc_blocks;
 mod region_blocks;
 pub mod structops_blocks;
 pub mod tailmap_blocks;
@@ -186,9 +187,13 @@ impl Features {
     pub const ALIGNMENT: u32 = 1 << 25;
     /// One tail call reached with two prog arrays (`gen/tailmap_blocks.rs`).
     pub const TAILMAP: u32 = 1 << 26;
-    /// Every feature the host can run (`GUEST_TRACING` needs the guest).
+    /// Qdisc_ops struct_ops programs for a guest with bpf_qdisc
+    /// (`gen/qdisc_blocks.rs`; batch.sh `KERNEL=6.18` only, never drawn).
+    pub const QDISC: u32 = 1 << 28;
+    /// Every feature the host can run (`GUEST_TRACING` and `QDISC` need
+    /// the guest).
     pub const ALL: Features = Features(((1 << 24) - 1) | Self::ALIGNMENT | Self::TAILMAP);
-    pub const NAMES: [(u32, &'static str); 27] = [
+    pub const NAMES: [(u32, &'static str); 28] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -216,6 +221,7 @@ impl Features {
         (Self::GUEST_TRACING, "guest_tracing"),
         (Self::ALIGNMENT, "alignment"),
         (Self::TAILMAP, "tailmap"),
+        (Self::QDISC, "qdisc"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1895,11 +1901,17 @@ pub fn program_with(seed: u64, index: u64, features: Features) -> GenProgram {
         super::corrupt::corrupt(&mut g.rng, &mut insns, 3);
     }
     // A reshape may have changed the program type.
-    let struct_ops = g
+    let mut struct_ops = g
         .struct_ops
         .take()
         .filter(|_| prog_type == ProgType::STRUCT_OPS)
         .map(|t| t.member);
+    if features.has(Features::QDISC) && !reduced && g.rng.chance(85) {
+        if let Some((member, body, s)) = qdisc_blocks::program(&mut g.rng) {
+            (prog_type, insns, sleepable) = (ProgType::STRUCT_OPS, body, s);
+            (attach, funcs, struct_ops) = (None, Vec::new(), Some(member));
+        }
+    }
     let mut p = GenProgram {
         prog_type,
         insns,

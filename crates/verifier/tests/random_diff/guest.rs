@@ -61,8 +61,20 @@ pub fn encode(p: &bpfvet_object::Program) -> String {
             hex.push_str(&format!("{b:02x}"));
         }
     }
+    // A struct_ops member by its raw ids, with the names bpfvet reads.
+    let struct_ops = p
+        .struct_ops
+        .as_ref()
+        .and_then(|m| {
+            let raw = m.raw?;
+            Some(format!(
+                " so:{}:{}:{}:{}",
+                raw.type_id, raw.member_idx, m.type_name, m.member
+            ))
+        })
+        .unwrap_or_default();
     format!(
-        "prog {} {attach} {section} {} {} {hex}\n",
+        "prog {} {attach} {section} {} {} {hex}{struct_ops}\n",
         p.prog_type.0,
         sleep_and_flags(p),
         if funcs.is_empty() {
@@ -82,11 +94,32 @@ fn sleep_and_flags(p: &bpfvet_object::Program) -> String {
     }
 }
 
+/// The struct_ops member of a request line's `so:` field.
+fn decode_struct_ops(field: &str) -> Option<bpfvet_object::StructOpsMember> {
+    let mut parts = field.strip_prefix("so:")?.split(':');
+    let type_id = parts.next()?.parse().ok()?;
+    let member_idx = parts.next()?.parse().ok()?;
+    Some(bpfvet_object::StructOpsMember {
+        map: String::new(),
+        type_name: parts.next()?.to_string(),
+        member: parts.next()?.to_string(),
+        raw: Some(bpfvet_object::struct_ops::KernelMember {
+            type_id,
+            member_idx,
+        }),
+    })
+}
+
 /// The program of a request line (its section is leaked: the agent runs
 /// until the guest powers off).
 pub fn decode(line: &str) -> Option<GenProgram> {
     let f: Vec<&str> = line.split_whitespace().collect();
-    let [tag, prog_type, attach, section, sleepable, funcs, hex] = f[..] else {
+    let (fields, struct_ops) = match f.len() {
+        7 => (&f[..], None),
+        8 => (&f[..7], Some(decode_struct_ops(f[7])?)),
+        _ => return None,
+    };
+    let [tag, prog_type, attach, section, sleepable, funcs, hex] = fields[..] else {
         return None;
     };
     if tag != "prog" {
@@ -132,8 +165,8 @@ pub fn decode(line: &str) -> Option<GenProgram> {
         prog_btf: false,
         attach,
         funcs,
+        struct_ops,
         // The request line carries none of these (see `theirs`).
-        struct_ops: None,
         load: Default::default(),
         license: "GPL",
         prog_flags,
@@ -334,9 +367,11 @@ impl Guest {
     /// booted again; the program is then a refusal naming the death.
     pub fn theirs(&mut self, p: &bpfvet_object::Program) -> Theirs {
         // What a request line cannot carry would be lost on the way.
-        if p.struct_ops.is_some() || p.load != bpfvet_object::LoadAttrs::default() {
+        if p.struct_ops.as_ref().is_some_and(|m| m.raw.is_none())
+            || p.load != bpfvet_object::LoadAttrs::default()
+        {
             return Theirs::Refused(
-                "not sent to the guest: struct_ops members and load attributes have no request form"
+                "not sent to the guest: struct_ops members by name and load attributes have no request form"
                     .into(),
             );
         }
