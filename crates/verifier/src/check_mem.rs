@@ -930,6 +930,7 @@ impl Env<'_> {
                 }
                 let last = max + size as i64 - 1;
                 self.destroy_if_dynptr_stack_slot(frameno, ((-last - 1) as usize) / REG_SIZE)?;
+                self.check_var_off_write_slots(frameno, min, max + size as i64)?;
             }
             Access::Read => {
                 let fr = &self.cur.frames[frameno];
@@ -977,6 +978,31 @@ impl Env<'_> {
                 } else {
                     Reg::unknown_scalar()
                 };
+            }
+        }
+        Ok(())
+    }
+
+    /// check_stack_write_var_off: without CAP_PERFMON a variable-offset
+    /// write (possible once mitigations are off) may cover only written
+    /// data bytes, since it would erase spilled pointers it might miss;
+    /// the first byte in `lo..hi` that is not is named.
+    fn check_var_off_write_slots(&self, frameno: usize, lo: i64, hi: i64) -> VResult<()> {
+        let fr = &self.cur.frames[frameno];
+        for b in lo..hi {
+            let slot = (-b - 1) as usize;
+            let ty = fr.stack[slot / REG_SIZE].types[slot % REG_SIZE];
+            if !self.caps.allow_ptr_leaks && !matches!(ty, SlotType::Misc | SlotType::Zero) {
+                return self.err(format!(
+                    "spilled ptr in range of var-offset stack write; insn {}, ptr off: {b}",
+                    self.insn_idx
+                ));
+            }
+            if ty == SlotType::Invalid && !self.caps.allow_uninit_stack {
+                return self.err(format!(
+                    "uninit stack in range of var-offset write prohibited for !root; insn {}, off: {b}",
+                    self.insn_idx
+                ));
             }
         }
         Ok(())

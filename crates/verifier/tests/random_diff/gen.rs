@@ -12,6 +12,7 @@ pub mod btf_objects;
 mod graph_blocks;
 pub mod graph_shape_blocks;
 mod guest_blocks;
+mod guestmit_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
 pub mod load_blocks;
@@ -177,9 +178,13 @@ impl Features {
     /// Tracing and LSM programs for a lockdown-free guest
     /// (`gen/guest_blocks.rs`; batch.sh `KERNEL=...` only, never drawn).
     pub const GUEST_TRACING: u32 = 1 << 24;
+    /// Variable-offset stack writes and helper ranges over spills, zeros
+    /// and uninitialised bytes, for a guest with CPU mitigations off
+    /// (`gen/guestmit_blocks.rs`; batch.sh `MITIGATIONS=off`, never drawn).
+    pub const MITIGATIONS_OFF: u32 = 1 << 27;
     /// Every feature the host can run (`GUEST_TRACING` needs the guest).
     pub const ALL: Features = Features((1 << 24) - 1);
-    pub const NAMES: [(u32, &'static str); 25] = [
+    pub const NAMES: [(u32, &'static str); 26] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -205,6 +210,7 @@ impl Features {
         (Self::LOAD_ATTRS, "load_attrs"),
         (Self::PATHS, "paths"),
         (Self::GUEST_TRACING, "guest_tracing"),
+        (Self::MITIGATIONS_OFF, "mitigations_off"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1007,6 +1013,9 @@ impl Gen {
         }
         if f.has(Features::PATHS) && self.rng.chance(8) {
             return self.masks_from_two_paths();
+        }
+        if f.has(Features::MITIGATIONS_OFF) && self.rng.chance(12) {
+            return self.var_off_stack_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),
