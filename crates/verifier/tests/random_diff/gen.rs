@@ -1015,7 +1015,7 @@ impl Gen {
             return self.masks_from_two_paths();
         }
         if f.has(Features::MITIGATIONS_OFF) && self.rng.chance(12) {
-            return self.var_off_stack_block();
+            return self.mitigations_off_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),

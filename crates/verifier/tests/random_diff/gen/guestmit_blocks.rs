@@ -10,6 +10,11 @@
 //! The block shapes a few stack words first (left alone, zeroed, a spilled
 //! constant, a spilled pointer, half a word, one byte), then writes or
 //! passes `fp + base + (random & mask)`.
+//!
+//! The same feature in a guest with its JIT off (batch.sh `JIT=0`) gives
+//! a function near the 512-byte stack a may_goto: do_misc_fixups adds the
+//! loop counter's slots to its depth, which the interpreter cannot run
+//! past 512 bytes (`stack size %d(extra %d) is too large`).
 
 use super::{Gen, Kind, ARRAY_MAP};
 use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
@@ -21,7 +26,30 @@ const GET_PRANDOM_U32: i32 = 7;
 const SIZES: [(u8, i32); 4] = [(0x10, 1), (0x08, 2), (0x00, 4), (0x18, 8)];
 
 impl Gen {
-    pub(super) fn var_off_stack_block(&mut self) {
+    pub(super) fn mitigations_off_block(&mut self) {
+        if self.rng.chance(25) {
+            self.deep_stack_may_goto();
+        } else {
+            self.var_off_stack_block();
+        }
+    }
+
+    /// A store at the bottom of the stack, then `may_goto +1; r0 = 0`.
+    fn deep_stack_may_goto(&mut self) {
+        let (code, off) = self.rng.pick(&[
+            (0x7a, -512),
+            (0x7a, -504),
+            (0x62, -500),
+            (0x7a, -496),
+            (0x7a, -488),
+        ]);
+        self.emit(Insn::new(code, 10, 0, off, 0));
+        self.emit(Insn::new(0xe5, 0, 0, 1, 0));
+        self.emit(Insn::new(0xb7, 0, 0, 0, 0));
+        self.set(0, Kind::Scalar);
+    }
+
+    fn var_off_stack_block(&mut self) {
         let base = self.rng.pick(&[-64, -48, -32, -16, -8]);
         let words = 1 + self.rng.below(8) as i32;
         for k in 0..words {
