@@ -253,10 +253,6 @@ UNREACHABLE_ON_HOST = {
     "64-bit store-releases are only supported on 64-bit arches": "the host is 64-bit",
     "bpf_timer cannot be used for PREEMPT_RT.": "the host kernel is not PREEMPT_RT",
     "offload device mismatch between prog and map": "the host has no BPF offload device",
-    "destructive kfunc calls require CAP_SYS_BOOT capability":
-        "KF_DESTRUCTIVE marks only crash_kexec (helpers.c), registered under CONFIG_CRASH_DUMP, "
-        "which the host kernel lacks (no crash_kexec in its BTF or kallsyms); the test module's "
-        "destructive kfunc is not loaded. Reduced privileges (no CAP_SYS_BOOT) cannot reach it either",
     "expected valid iter pointer as arg #%d":
         "every iterator argument of a vmlinux kfunc is a `struct bpf_iter_*` of whole words "
         "(btf_check_iter_kfuncs at registration); only a module's kfunc could fail it",
@@ -333,6 +329,10 @@ UNREACHABLE_ON_HOST = {
         "check_helper_call's bpf_set_retval case (11629) needs an LSM_CGROUP program on a void "
         "hook: the host refuses LSM programs with EPERM before verification (as it does "
         "fentry/fexit: no BPF trampolines)",
+    "destructive kfunc calls require CAP_SYS_BOOT capability":
+        "check_kfunc_call (13910) needs a KF_DESTRUCTIVE kfunc: only crash_kexec (helpers.c), "
+        "registered under CONFIG_CRASH_DUMP, which the host kernel lacks (no crash_kexec in its "
+        "BTF or kallsyms) and the 6.18 guest has; loaded there without CAP_SYS_BOOT (PRIVILEGES=bpf)",
 }
 
 

@@ -359,6 +359,8 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Generic,
     ),
     kf("bpf_throw", K::NONE, S::Generic),
+    // Registered with CONFIG_CRASH_DUMP (not on the host; the 6.18 guest).
+    kf("crash_kexec", K::DESTRUCTIVE, S::Generic),
     kf(
         "bpf_task_from_vpid",
         K(K::ACQUIRE.0 | K::RET_NULL.0),

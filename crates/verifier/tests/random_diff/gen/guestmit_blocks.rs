@@ -14,7 +14,8 @@
 //! The same feature in a guest with its JIT off (batch.sh `JIT=0`) gives
 //! a function near the 512-byte stack a may_goto: do_misc_fixups adds the
 //! loop counter's slots to its depth, which the interpreter cannot run
-//! past 512 bytes (`stack size %d(extra %d) is too large`).
+//! past 512 bytes (`stack size %d(extra %d) is too large`). And it calls
+//! the destructive kfunc crash_kexec, which only CAP_SYS_BOOT may call.
 
 use super::{Gen, Kind, ARRAY_MAP};
 use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
@@ -27,10 +28,20 @@ const SIZES: [(u8, i32); 4] = [(0x10, 1), (0x08, 2), (0x00, 4), (0x18, 8)];
 
 impl Gen {
     pub(super) fn mitigations_off_block(&mut self) {
-        if self.rng.chance(25) {
-            self.deep_stack_may_goto();
-        } else {
-            self.var_off_stack_block();
+        match self.rng.below(100) {
+            0..=24 => self.deep_stack_may_goto(),
+            25..=34 => self.destructive_kfunc(),
+            _ => self.var_off_stack_block(),
+        }
+    }
+
+    /// `crash_kexec(NULL)`: a destructive kfunc, which a loader without
+    /// CAP_SYS_BOOT may not call (the guest's kernel registers it with
+    /// CONFIG_CRASH_DUMP; nothing is emitted where its BTF lacks it).
+    fn destructive_kfunc(&mut self) {
+        self.emit(Insn::new(0xb7, 1, 0, 0, 0));
+        if !self.kfunc("crash_kexec") {
+            self.set(1, Kind::Scalar);
         }
     }
 
