@@ -359,7 +359,7 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Generic,
     ),
     kf("bpf_throw", K::NONE, S::Generic),
-    // Registered with CONFIG_CRASH_DUMP (not on the host; the 6.18 guest).
+    // Registered with CONFIG_CRASH_DUMP only (BUILD_OPTIONS).
     kf("crash_kexec", K::DESTRUCTIVE, S::Generic),
     kf(
         "bpf_task_from_vpid",
@@ -733,6 +733,10 @@ pub const RCU_PROTECTED_KPTR_TYPES: &[&str] = &[
     "task_struct",
     "bpf_crypto_ctx",
 ];
+
+/// Kfuncs a kernel has only when built with an option (the host lacks
+/// CONFIG_CRASH_DUMP; the 6.18 guest has it).
+pub const BUILD_OPTIONS: &[(&str, &str)] = &[("crash_kexec", "CONFIG_CRASH_DUMP")];
 
 pub fn kfunc(name: &str) -> Option<&'static Kfunc> {
     KFUNCS.iter().find(|k| k.name == name)
