@@ -11,7 +11,10 @@
 # KERNEL=6.18 verifies the kernel side in that Debian kernel under QEMU (one
 # guest per run, `bpfvet verify --backend kernel=6.18`'s image cache) and
 # gives bpfvet the guest's config and vmlinux BTF; JIT=0 turns the guest's
-# JIT off (net.core.bpf_jit_enable=0) and tells bpfvet so. RESCORE=1 runs
+# JIT off (net.core.bpf_jit_enable=0) and tells bpfvet so; MITIGATIONS=off
+# boots it with `mitigations=off` (Spectre sanitation bypassed for every
+# loader: run it at PRIVILEGES=bpf or unprivileged) and tells bpfvet so
+# (BPFVET_CPU_MITIGATIONS=off). RESCORE=1 runs
 # bpfvet as built now on the finished batches against the kernel answers
 # they recorded (no kernel load), printing what disagrees still.
 set -eu
@@ -38,6 +41,12 @@ if [ -n "${KERNEL:-}" ]; then
     if [ "${JIT:-1}" = 0 ]; then
         export BPFVET_FUZZ_GUEST_JIT=0 BPFVET_BPF_JIT_ENABLE=0
     fi
+    if [ "${MITIGATIONS:-on}" = off ]; then
+        export BPFVET_CPU_MITIGATIONS=off
+    fi
+elif [ "${MITIGATIONS:-on}" = off ]; then
+    echo "MITIGATIONS=off needs a guest (KERNEL=...): the host runs with mitigations on" >&2
+    exit 1
 fi
 BPFVET_FUZZ_DIR=$DIR \
 BPFVET_FUZZ_BATCHES=${BATCHES:-50} \

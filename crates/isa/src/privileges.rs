@@ -9,6 +9,7 @@ use std::str::FromStr;
 pub mod cap {
     pub const NET_ADMIN: u32 = 12;
     pub const SYS_ADMIN: u32 = 21;
+    pub const SYS_BOOT: u32 = 22;
     pub const PERFMON: u32 = 38;
     pub const BPF: u32 = 39;
 }

@@ -203,6 +203,14 @@ impl Env<'_> {
                         r.off
                     ));
                 }
+                // Unreachable while variable stack pointers need
+                // bypass_spec_v1 to be formed, kept as the kernel has it.
+                if !r.v.is_const() && !self.caps.bypass_spec_v1 {
+                    return self.err(format!(
+                        "R{regno} variable offset stack access prohibited for !root, var_off={}",
+                        crate::check_alu::tnum_str(&r.v)
+                    ));
+                }
                 let frameno = r.frameno as usize;
                 // Raw mode needs a constant offset too: a variable-offset
                 // access must find the bytes initialised.

@@ -938,6 +938,8 @@ impl Env<'_> {
                 }
                 let last = max + size as i64 - 1;
                 self.destroy_if_dynptr_stack_slot(frameno, ((-last - 1) as usize) / REG_SIZE)?;
+                self.check_var_off_write_slots(frameno, min, max + size as i64)?;
+                return self.stack_write_var_off(frameno, min, max + size as i64, value);
             }
             Access::Read => {
                 let fr = &self.cur.frames[frameno];
@@ -959,23 +961,8 @@ impl Env<'_> {
             let slot = (-b - 1) as usize;
             let (spi, bi) = (slot / REG_SIZE, slot % REG_SIZE);
             let s = &mut fr.stack[spi];
-            match access {
-                Access::Write => {
-                    if s.is_spill() || s.is_iter() {
-                        s.spilled = Reg::not_init();
-                        for t in &mut s.types {
-                            if *t == SlotType::Spill {
-                                *t = SlotType::Misc;
-                            }
-                        }
-                    }
-                    s.types[bi] = SlotType::Misc;
-                }
-                Access::Read => {
-                    if s.types[bi] != SlotType::Zero {
-                        all_zero = false;
-                    }
-                }
+            if access == Access::Read && s.types[bi] != SlotType::Zero {
+                all_zero = false;
             }
         }
         if access == Access::Read {
@@ -985,6 +972,92 @@ impl Env<'_> {
                 } else {
                     Reg::unknown_scalar()
                 };
+            }
+        }
+        Ok(())
+    }
+
+    /// check_stack_write_var_off's marking of the bytes `lo..hi` it may
+    /// write, byte by byte as the kernel goes: a zero keeps zeroed bytes and
+    /// spilled zero scalars; any other byte becomes data and its slot's
+    /// spilled register is forgotten, the slot's other bytes keeping their
+    /// type.
+    fn stack_write_var_off(
+        &mut self,
+        frameno: usize,
+        lo: i64,
+        hi: i64,
+        value: Option<u8>,
+    ) -> VResult<()> {
+        let insn = self.insns[self.insn_idx];
+        let writing_zero = match value {
+            Some(r) => self.cur.reg(r).is_null_const(),
+            None => insn.class() == BPF_ST && insn.imm == 0,
+        };
+        let fr = &self.cur.frames[frameno];
+        let special = (lo..hi).any(|b| {
+            let slot = (-b - 1) as usize;
+            matches!(
+                fr.stack[slot / REG_SIZE].types[slot % REG_SIZE],
+                SlotType::Iter | SlotType::IrqFlag | SlotType::Dynptr
+            )
+        });
+        if special {
+            return self
+                .unsupported("a variable-offset stack write over iterator or irq flag slots");
+        }
+        let mut zero_used = false;
+        let fr = &mut self.cur.frames[frameno];
+        for b in lo..hi {
+            let slot = (-b - 1) as usize;
+            let (spi, bi) = (slot / REG_SIZE, slot % REG_SIZE);
+            let s = &mut fr.stack[spi];
+            if writing_zero
+                && s.types[bi] == SlotType::Spill
+                && s.is_spill()
+                && s.spilled.ty == RegType::Scalar
+                && s.spilled.v.is_const()
+                && s.spilled.v.const_value() == 0
+            {
+                zero_used = true;
+                continue;
+            }
+            s.spilled = Reg::not_init();
+            s.types[bi] = if writing_zero && s.types[bi] == SlotType::Zero {
+                zero_used = true;
+                SlotType::Zero
+            } else {
+                SlotType::Misc
+            };
+        }
+        if zero_used {
+            if let Some(v) = value {
+                self.mark_chain_precision(v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// check_stack_write_var_off: without CAP_PERFMON a variable-offset
+    /// write (possible once mitigations are off) may cover only written
+    /// data bytes, since it would erase spilled pointers it might miss;
+    /// the first byte in `lo..hi` that is not is named.
+    fn check_var_off_write_slots(&self, frameno: usize, lo: i64, hi: i64) -> VResult<()> {
+        let fr = &self.cur.frames[frameno];
+        for b in lo..hi {
+            let slot = (-b - 1) as usize;
+            let ty = fr.stack[slot / REG_SIZE].types[slot % REG_SIZE];
+            if !self.caps.allow_ptr_leaks && !matches!(ty, SlotType::Misc | SlotType::Zero) {
+                return self.err(format!(
+                    "spilled ptr in range of var-offset stack write; insn {}, ptr off: {b}",
+                    self.insn_idx
+                ));
+            }
+            if ty == SlotType::Invalid && !self.caps.allow_uninit_stack {
+                return self.err(format!(
+                    "uninit stack in range of var-offset write prohibited for !root; insn {}, off: {b}",
+                    self.insn_idx
+                ));
             }
         }
         Ok(())

@@ -72,6 +72,20 @@ pub fn jit_enabled() -> bool {
     *JIT.get_or_init(|| std::env::var(JIT_ENV).map_or(true, |v| v.trim() != "0"))
 }
 
+/// Says whether the target kernel was booted with `mitigations=off`
+/// (cpu_mitigations_off()): then every loader bypasses the verifier's
+/// Spectre v1 and v4 sanitation, as CAP_PERFMON does, while pointer leaks
+/// and uninitialised stack reads still need CAP_PERFMON. `off` sets it;
+/// unset, mitigations are on, as on the host.
+pub const MITIGATIONS_ENV: &str = "BPFVET_CPU_MITIGATIONS";
+
+/// Whether the target kernel's CPU mitigations are off, read once per
+/// process ([`MITIGATIONS_ENV`]).
+pub fn cpu_mitigations_off() -> bool {
+    static OFF: OnceLock<bool> = OnceLock::new();
+    *OFF.get_or_init(|| std::env::var(MITIGATIONS_ENV).is_ok_and(|v| v.trim() == "off"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,6 +304,18 @@ impl Env<'_> {
             flags: k.flags,
             ..Default::default()
         };
+        if meta.has(KfuncFlags::DESTRUCTIVE) {
+            if !self
+                .opts
+                .privileges
+                .has(bpfvet_isa::privileges::cap::SYS_BOOT)
+            {
+                return self.err("destructive kfunc calls require CAP_SYS_BOOT capability");
+            }
+            // Past the capability check its pt_regs argument is checked,
+            // which no program of the fuzzer or selftests has needed yet.
+            return self.unsupported(format!("destructive kfunc {name} loaded with CAP_SYS_BOOT"));
+        }
         let sleepable = meta.has(KfuncFlags::SLEEPABLE);
         if sleepable && !self.cur.in_sleepable {
             return self.err(format!(

@@ -54,6 +54,7 @@ pub mod tnum;
 mod unmodelled;
 
 pub use access::AccessKinds;
+pub use kernel_config::{cpu_mitigations_off, MITIGATIONS_ENV};
 pub use ksym::KALLSYMS_ENV;
 pub use map_record::{map_fields, Field as MapField};
 pub use stats::Stats;
@@ -127,30 +128,39 @@ pub struct Caps {
     pub allow_ptr_leaks: bool,
     /// CAP_PERFMON: reads of never-written stack are allowed.
     pub allow_uninit_stack: bool,
-    /// CAP_PERFMON: no Spectre v1 sanitation (speculative paths, ALU limits).
+    /// CAP_PERFMON or `mitigations=off`: no Spectre v1 sanitation
+    /// (speculative paths, ALU limits, constant stack offsets).
     pub bypass_spec_v1: bool,
-    /// CAP_PERFMON: no Spectre v4 sanitation.
+    /// CAP_PERFMON or `mitigations=off`: no Spectre v4 sanitation.
     pub bypass_spec_v4: bool,
     /// CAP_BPF: subprograms, kfuncs, loops, precision tracking.
     pub bpf_capable: bool,
 }
 
 impl Caps {
+    /// The switches of a load at `p` on the target kernel (its CPU
+    /// mitigations: [`kernel_config::cpu_mitigations_off`]).
     pub fn of(p: Privileges) -> Caps {
+        Caps::on_kernel(p, kernel_config::cpu_mitigations_off())
+    }
+
+    /// bpf_bypass_spec_v1/v4 hold for every loader of a kernel booted
+    /// with `mitigations=off`; the other switches are capabilities only.
+    pub fn on_kernel(p: Privileges, mitigations_off: bool) -> Caps {
         use bpfvet_isa::privileges::cap;
         let admin = p.has(cap::SYS_ADMIN);
         let perfmon = p.perfmon_capable();
         Caps {
             allow_ptr_leaks: perfmon,
             allow_uninit_stack: perfmon,
-            bypass_spec_v1: perfmon,
-            bypass_spec_v4: perfmon,
+            bypass_spec_v1: perfmon || mitigations_off,
+            bypass_spec_v4: perfmon || mitigations_off,
             bpf_capable: admin || p.has(cap::BPF),
         }
     }
 
     pub fn is_root(&self) -> bool {
-        *self == Caps::of(Privileges::Root)
+        *self == Caps::on_kernel(Privileges::Root, false)
     }
 }
 

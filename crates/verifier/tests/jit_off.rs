@@ -178,3 +178,21 @@ fn a_subprogram_only_called_from_dead_code_is_removed_first() {
         out.verdict
     );
 }
+
+#[test]
+fn may_goto_slots_push_a_deep_stack_past_the_interpreter_limit() {
+    // 504 bytes of stack and a may_goto: do_misc_fixups adds its 16-byte
+    // counter and timestamp slots (the x86 timed may_goto), and the
+    // interpreter runs no function over 512 bytes.
+    let insns = vec![
+        Insn::new(0x7a, 10, 0, -504, 0),
+        Insn::new(0xe5, 0, 0, 1, 0),
+        mov(0, 1),
+        mov(0, 0),
+        EXIT,
+    ];
+    assert_eq!(
+        error_of(ProgType::SOCKET_FILTER, insns),
+        "stack size 520(extra 16) is too large"
+    );
+}

@@ -7,7 +7,7 @@ mod tables_support;
 
 use bpfvet_isa::uapi::ProgType;
 use bpfvet_isa::Insn;
-use bpfvet_verifier::helpers::kfuncs::{kfunc_allowed, KfuncSet, KFUNCS};
+use bpfvet_verifier::helpers::kfuncs::{build_option, kfunc_allowed, KFUNCS};
 use tables_support::*;
 
 fn kfunc_ids() -> Option<Vec<Option<u32>>> {
@@ -24,14 +24,16 @@ fn every_kfunc_is_in_vmlinux_btf() {
         println!("SKIP: no /sys/kernel/btf/vmlinux");
         return;
     };
-    // bpf_qdisc's kfuncs are built in only with CONFIG_NET_SCH_BPF (the
-    // 6.18 guest's, not every host's): present with its Qdisc_ops stubs.
-    let qdisc_built = vmlinux_btf_ids(&[(BTF_KIND_FUNC, "Qdisc_ops__enqueue")])[0].is_some();
+    // A kfunc of a build option the host lacks is absent, rightly.
+    let config = bpfvet_object::read_kernel_config(std::path::Path::new("/proc/config.gz"))
+        .unwrap_or_default();
+    let built = |k: &bpfvet_verifier::helpers::kfuncs::Kfunc| {
+        build_option(k).is_none_or(|opt| config.get(opt).is_some_and(|v| v == "y"))
+    };
     let missing: Vec<&str> = KFUNCS
         .iter()
         .zip(&ids)
-        .filter(|(k, _)| qdisc_built || !matches!(k.set, KfuncSet::Qdisc(_)))
-        .filter(|(_, id)| id.is_none())
+        .filter(|(k, id)| id.is_none() && built(k))
         .map(|(k, _)| k.name)
         .collect();
     assert!(missing.is_empty(), "not in vmlinux BTF: {missing:?}");

@@ -200,6 +200,12 @@ pub fn run_batch(
             vmlinuz: &kernel.vmlinuz,
             initramfs: &initramfs,
             memory_mib,
+            // The guest runs as bpfvet is told the target kernel does.
+            kernel_args: if bpfvet_verifier::cpu_mitigations_off() {
+                vec!["mitigations=off".into()]
+            } else {
+                Vec::new()
+            },
             env: vec![format!("LD_LIBRARY_PATH={}", lib_dirs.join(":"))],
             args: vec![
                 "guest-agent".into(),

@@ -78,6 +78,8 @@ pub struct BootSpec<'a> {
     pub vmlinuz: &'a Path,
     pub initramfs: &'a Path,
     pub memory_mib: u64,
+    /// Kernel parameters (`mitigations=off`), before init's environment.
+    pub kernel_args: Vec<String>,
     /// Environment of init (`NAME=value`, no spaces).
     pub env: Vec<String>,
     /// Arguments of init after its name (no spaces).
@@ -215,6 +217,7 @@ impl Vm {
             "quiet".into(),
             format!("rdinit={AGENT_PATH}"),
         ];
+        cmdline.extend(spec.kernel_args.iter().cloned());
         cmdline.extend(spec.env.iter().cloned());
         cmdline.push("--".into());
         cmdline.extend(spec.args.iter().cloned());

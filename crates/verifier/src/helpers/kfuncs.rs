@@ -367,6 +367,8 @@ pub const KFUNCS: &[Kfunc] = &[
         S::Generic,
     ),
     kf("bpf_throw", K::NONE, S::Generic),
+    // Registered with CONFIG_CRASH_DUMP only (build_option).
+    kf("crash_kexec", K::DESTRUCTIVE, S::Generic),
     kf(
         "bpf_task_from_vpid",
         K(K::ACQUIRE.0 | K::RET_NULL.0),
@@ -760,6 +762,16 @@ pub const RCU_PROTECTED_KPTR_TYPES: &[&str] = &[
     "task_struct",
     "bpf_crypto_ctx",
 ];
+
+/// The build option a kernel registers kfunc `k` under, if any: the host
+/// lacks CONFIG_CRASH_DUMP and CONFIG_NET_SCH_BPF, the 6.18 guest has both.
+pub fn build_option(k: &Kfunc) -> Option<&'static str> {
+    match (k.name, k.set) {
+        ("crash_kexec", _) => Some("CONFIG_CRASH_DUMP"),
+        (_, KfuncSet::Qdisc(_)) => Some("CONFIG_NET_SCH_BPF"),
+        _ => None,
+    }
+}
 
 pub fn kfunc(name: &str) -> Option<&'static Kfunc> {
     KFUNCS.iter().find(|k| k.name == name)

@@ -345,6 +345,27 @@ pub fn read_tsv(path: &Path) -> std::result::Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Which kernel decided and how it ran, as batch.sh set it up: a run in a
+/// guest with its JIT or CPU mitigations off is labelled so.
+fn kernel_side() -> String {
+    let kernel = match std::env::var(super::guest::KERNEL_ENV) {
+        Ok(k) => {
+            let jit = std::env::var(super::guest::JIT_ENV).unwrap_or_else(|_| "1".into());
+            let mitigations = bpfvet_verifier::cpu_mitigations_off();
+            format!(
+                "the lockdown-free guest {k} (JIT {}, CPU mitigations {})",
+                if jit == "0" { "off" } else { "on" },
+                if mitigations { "off" } else { "on" }
+            )
+        }
+        Err(_) => "this host".to_string(),
+    };
+    format!(
+        "Kernel side: {kernel}; programs loaded at privileges {}.",
+        super::diff::fuzz_privileges()
+    )
+}
+
 /// REPORT.md: counts per batch and in total, then every distinct
 /// disagreement (class and cause) with its count and a case file.
 pub fn report(cfg: &Config) -> std::result::Result<String, String> {
@@ -357,6 +378,7 @@ pub fn report(cfg: &Config) -> std::result::Result<String, String> {
         cfg.base_seed,
         if cfg.swarm { "on" } else { "off" }
     );
+    let _ = writeln!(out, "{}\n", kernel_side());
     let mut head = "| batch | seed | features |".to_string();
     let mut rule = "|---|---|---|".to_string();
     for c in Class::ALL {

@@ -13,6 +13,7 @@ pub mod btf_objects;
 mod graph_blocks;
 pub mod graph_shape_blocks;
 mod guest_blocks;
+mod guestmit_blocks;
 mod kfunc_blocks;
 mod leak_blocks;
 pub mod load_blocks;
@@ -187,13 +188,17 @@ impl Features {
     pub const ALIGNMENT: u32 = 1 << 25;
     /// One tail call reached with two prog arrays (`gen/tailmap_blocks.rs`).
     pub const TAILMAP: u32 = 1 << 26;
+    /// Variable-offset stack writes and helper ranges over spills, zeros
+    /// and uninitialised bytes, for a guest with CPU mitigations off
+    /// (`gen/guestmit_blocks.rs`; batch.sh `MITIGATIONS=off`, never drawn).
+    pub const MITIGATIONS_OFF: u32 = 1 << 27;
     /// Qdisc_ops struct_ops programs for a guest with bpf_qdisc
     /// (`gen/qdisc_blocks.rs`; batch.sh `KERNEL=6.18` only, never drawn).
     pub const QDISC: u32 = 1 << 28;
-    /// Every feature the host can run (`GUEST_TRACING` and `QDISC` need
-    /// the guest).
+    /// Every feature the host can run (`GUEST_TRACING`, `MITIGATIONS_OFF`
+    /// and `QDISC` need the guest).
     pub const ALL: Features = Features(((1 << 24) - 1) | Self::ALIGNMENT | Self::TAILMAP);
-    pub const NAMES: [(u32, &'static str); 28] = [
+    pub const NAMES: [(u32, &'static str); 29] = [
         (Self::CALLS, "calls"),
         (Self::DEAD_CALLS, "dead_calls"),
         (Self::TAIL_CALLS, "tail_calls"),
@@ -222,6 +227,7 @@ impl Features {
         (Self::ALIGNMENT, "alignment"),
         (Self::TAILMAP, "tailmap"),
         (Self::QDISC, "qdisc"),
+        (Self::MITIGATIONS_OFF, "mitigations_off"),
     ];
 
     /// The subset a batch seed enables: each feature with probability one
@@ -1037,6 +1043,9 @@ impl Gen {
         }
         if f.has(Features::BTF_OBJECTS) && self.rng.below(1000) < 2 {
             return self.kptr_and_percpu_drop_sites();
+        }
+        if f.has(Features::MITIGATIONS_OFF) && self.rng.chance(12) {
+            return self.mitigations_off_block();
         }
         match self.rng.below(128) {
             0..=5 => self.extra(),

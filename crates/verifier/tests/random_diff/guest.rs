@@ -9,7 +9,9 @@
 //!
 //! Host side: `BPFVET_FUZZ_KERNEL=6.18` (a version, as `--backend
 //! kernel=`), `BPFVET_FUZZ_GUEST_JIT=0` turns the guest's JIT off
-//! (`net.core.bpf_jit_enable=0`).
+//! (`net.core.bpf_jit_enable=0`), `BPFVET_CPU_MITIGATIONS=off` boots it
+//! with `mitigations=off` (bpfvet reads the same variable), and the agent
+//! loads at `BPFVET_FUZZ_PRIVILEGES` as the host side would.
 
 use super::diff::Theirs;
 use super::gen::GenProgram;
@@ -24,6 +26,7 @@ pub const KERNEL_ENV: &str = "BPFVET_FUZZ_KERNEL";
 pub const JIT_ENV: &str = "BPFVET_FUZZ_GUEST_JIT";
 /// Set on the guest's command line: the test executable is the agent.
 pub const AGENT_ENV: &str = "BPFVET_FUZZ_GUEST_AGENT";
+const PRIVILEGES_ENV: &str = "BPFVET_FUZZ_PRIVILEGES";
 
 const BOOT_PATIENCE: Duration = Duration::from_secs(300);
 /// The kernel's 1M-insn limit under TCG takes minutes.
@@ -234,6 +237,9 @@ pub struct Guest {
     pub release: String,
     /// The guest's net.core.bpf_jit_enable as the agent read it.
     pub jit: String,
+    /// Whether the guest's command line turned CPU mitigations off, as
+    /// the agent read it (`off` or `on`).
+    pub mitigations: String,
     pub boots: usize,
     /// The agent's list of BTF symbols its kallsyms lacks.
     nosyms: Option<String>,
@@ -272,6 +278,7 @@ impl Guest {
             format!("{AGENT_ENV}=1"),
             format!("{JIT_ENV}={jit}"),
             format!("BPFVET_FUZZ_GUEST_BTF={}:{:x}", btf.len(), fnv(&btf)),
+            format!("{PRIVILEGES_ENV}={}", super::diff::fuzz_privileges()),
         ];
         let memory_mib = 1024 + 2 * (image.len() as u64).div_ceil(1 << 20);
         let console = work.join("console.log");
@@ -285,10 +292,22 @@ impl Guest {
             env,
             release: String::new(),
             jit: String::new(),
+            mitigations: String::new(),
             boots: 0,
             nosyms: None,
         };
         g.hello()?;
+        let want = if bpfvet_verifier::cpu_mitigations_off() {
+            "off"
+        } else {
+            "on"
+        };
+        if g.mitigations != want {
+            return Err(format!(
+                "the guest's mitigations are {}, bpfvet is told {want}",
+                g.mitigations
+            ));
+        }
         // bpfvet's kallsyms is the guest's (read at its first kfunc or
         // ksym, after this): kept next to the BTF copy's directory (which
         // must hold BTF only), for RESCORE runs too.
@@ -312,6 +331,11 @@ impl Guest {
             vmlinuz: &kernel.vmlinuz,
             initramfs,
             memory_mib,
+            kernel_args: if bpfvet_verifier::cpu_mitigations_off() {
+                vec!["mitigations=off".into()]
+            } else {
+                Vec::new()
+            },
             env: env.to_vec(),
             args: [
                 "fuzz_guest_agent",
@@ -335,6 +359,7 @@ impl Guest {
                     let mut parts = f.payload.split_whitespace();
                     self.release = parts.next().unwrap_or("").to_string();
                     self.jit = parts.next().unwrap_or("").to_string();
+                    self.mitigations = parts.next().unwrap_or("").to_string();
                     self.boots += 1;
                     return Ok(());
                 }
@@ -492,7 +517,13 @@ pub fn agent() {
         .filter(|n| !kallsyms.contains(n))
         .collect();
     send("nosyms", &missing.join(" "));
-    send("hello", &format!("{release} {jit}"));
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let mitigations = if cmdline.split_whitespace().any(|a| a == "mitigations=off") {
+        "off"
+    } else {
+        "on"
+    };
+    send("hello", &format!("{release} {jit} {mitigations}"));
     let mut lines = std::io::BufReader::new(port);
     let mut line = String::new();
     loop {

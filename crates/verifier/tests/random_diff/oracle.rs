@@ -17,8 +17,8 @@ impl Oracle {
         match Guest::from_env()? {
             Some(g) => {
                 eprintln!(
-                    "kernel side: guest {} (bpf_jit_enable={})",
-                    g.release, g.jit
+                    "kernel side: guest {} (bpf_jit_enable={}, mitigations {})",
+                    g.release, g.jit, g.mitigations
                 );
                 Ok(Oracle::Guest(Mutex::new(g)))
             }

@@ -144,6 +144,11 @@ pub(super) fn tracing_program(
     let target = rng.pick(targets);
     let section: &'static str = Box::leak(format!("{prefix}/{target}").into_boxed_str());
     let mut insns = vec![Insn::new(0xbf, 6, 1, 0, 0)];
+    if attach_type == AttachType::LSM_CGROUP && rng.chance(50) {
+        // bpf_set_retval first, before a step fails: a void hook refuses it.
+        insns.push(Insn::new(0xb7, 1, 0, 0, rng.pick(&[0, -1])));
+        call(&mut insns, SET_RETVAL);
+    }
     for _ in 0..1 + rng.below(6) {
         step(rng, &mut insns, sleepable);
     }
