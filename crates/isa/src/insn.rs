@@ -17,6 +17,13 @@ pub struct Insn {
 
 impl Insn {
     pub const SIZE: usize = 8;
+    /// `exit`.
+    pub const EXIT: Insn = Insn::new(0x95, 0, 0, 0, 0);
+
+    /// `rDST = IMM`, a 64-bit move of the sign-extended immediate.
+    pub const fn mov64_imm(dst: u8, imm: i32) -> Self {
+        Insn::new(0xb7, dst, 0, 0, imm)
+    }
 
     pub const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Self {
         Insn {

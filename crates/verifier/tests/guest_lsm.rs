@@ -28,14 +28,6 @@ fn rejected(v: Option<Verdict>) -> Option<String> {
     }
 }
 
-const EXIT: Insn = Insn {
-    code: 0x95,
-    dst: 0,
-    src: 0,
-    off: 0,
-    imm: 0,
-};
-
 #[test]
 fn lsm_arguments_may_be_written_at_any_width() {
     // sk_alloc_security(struct sock *sk, int family, gfp_t priority): a
@@ -44,13 +36,13 @@ fn lsm_arguments_may_be_written_at_any_width() {
     let insns = vec![
         Insn::new(0x62, 1, 0, 8, 1),
         Insn::new(0x79, 7, 1, 40, 0),
-        EXIT,
+        Insn::EXIT,
     ];
     if let Some(e) = rejected(lsm("lsm/sk_alloc_security", AttachType::LSM_MAC, insns)) {
         assert_eq!(e, "invalid bpf_context access off=40 size=8");
     }
     // A store into the first argument, then an unset R0.
-    let insns = vec![Insn::new(0x7a, 1, 0, 0, 1), EXIT];
+    let insns = vec![Insn::new(0x7a, 1, 0, 0, 1), Insn::EXIT];
     if let Some(e) = rejected(lsm("lsm/bprm_check_security", AttachType::LSM_MAC, insns)) {
         assert_eq!(e, "R0 !read_ok");
     }
@@ -58,7 +50,7 @@ fn lsm_arguments_may_be_written_at_any_width() {
 
 #[test]
 fn a_cgroup_lsm_program_on_a_void_hook_ends_with_the_note() {
-    let insns = vec![Insn::new(0xb7, 0, 0, 0, 0), EXIT];
+    let insns = vec![Insn::new(0xb7, 0, 0, 0, 0), Insn::EXIT];
     if let Some(e) = rejected(lsm(
         "lsm_cgroup/bprm_committed_creds",
         AttachType::LSM_CGROUP,
@@ -83,7 +75,7 @@ fn the_map_checks_come_before_the_attach_target() {
         Insn::new(0x18, 2, bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX, 0, 0),
         Insn::new(0, 0, 0, 0, 0),
         Insn::new(0xb7, 0, 0, 0, 0),
-        EXIT,
+        Insn::EXIT,
     ];
     let mut obj = Object::single_program("guest_lsm", ProgType::LSM, insns);
     obj.maps.push(bpfvet_object::MapDef::new(

@@ -24,24 +24,12 @@ fn error_of(prog_type: ProgType, insns: Vec<Insn>) -> String {
     }
 }
 
-const EXIT: Insn = Insn {
-    code: 0x95,
-    dst: 0,
-    src: 0,
-    off: 0,
-    imm: 0,
-};
-
-fn mov(dst: u8, imm: i32) -> Insn {
-    Insn::new(0xb7, dst, 0, 0, imm)
-}
-
 #[test]
 fn a_kfunc_call_needs_the_jit() {
     // Any kfunc: the kernel sets up its kfunc table before it looks at ids.
     let call = Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL, 0, 1);
     assert_eq!(
-        error_of(ProgType::XDP, vec![call, mov(0, 0), EXIT]),
+        error_of(ProgType::XDP, vec![call, Insn::mov64_imm(0, 0), Insn::EXIT]),
         "JIT is required for calling kernel function"
     );
 }
@@ -66,16 +54,16 @@ fn a_callback_address_is_refused_after_verification() {
     // bpf_loop(1, cb, NULL, 0) with cb returning 0: verified, then
     // fixup_call_args finds the callback address.
     let insns = vec![
-        mov(1, 1),
+        Insn::mov64_imm(1, 1),
         Insn::new(0x18, 2, bpfvet_isa::opcode::BPF_PSEUDO_FUNC, 0, 6),
         Insn::new(0, 0, 0, 0, 0),
-        mov(3, 0),
-        mov(4, 0),
+        Insn::mov64_imm(3, 0),
+        Insn::mov64_imm(4, 0),
         Insn::new(0x85, 0, 0, 0, 181),
-        mov(0, 0),
-        EXIT,
-        mov(0, 0),
-        EXIT,
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
     ];
     assert_eq!(
         fuzz_error(ProgType::XDP, insns),
@@ -88,14 +76,14 @@ fn a_tail_call_beside_a_subprogram_is_refused() {
     // main calls f; f tail-calls through the prog array (map 2).
     let insns = vec![
         Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 2),
-        mov(0, 0),
-        EXIT,
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
         Insn::new(0x18, 2, bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX, 0, 2),
         Insn::new(0, 0, 0, 0, 0),
-        mov(3, 0),
+        Insn::mov64_imm(3, 0),
         Insn::new(0x85, 0, 0, 0, 12),
-        mov(0, 0),
-        EXIT,
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
     ];
     assert_eq!(
         fuzz_error(ProgType::SCHED_CLS, insns),
@@ -121,8 +109,8 @@ fn interpreter_frames_round_to_32_bytes() {
                 2,
             ));
         }
-        insns.push(mov(0, 0));
-        insns.push(EXIT);
+        insns.push(Insn::mov64_imm(0, 0));
+        insns.push(Insn::EXIT);
     }
     assert_eq!(
         error_of(ProgType::XDP, insns),
@@ -137,13 +125,13 @@ fn a_dead_tail_call_in_main_still_counts() {
     // (the guest: "tail_calls are not allowed in non-JITed programs with
     // bpf-to-bpf calls").
     let insns = vec![
-        mov(9, 1),
+        Insn::mov64_imm(9, 1),
         Insn::new(0x15, 9, 0, 1, 1),
         Insn::new(0x85, 0, 0, 0, 12),
         Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 1),
-        EXIT,
+        Insn::EXIT,
         Insn::new(0xbf, 0, 1, 0, 0),
-        EXIT,
+        Insn::EXIT,
     ];
     assert_eq!(
         fuzz_error(ProgType::KPROBE, insns),
@@ -160,14 +148,14 @@ fn a_subprogram_only_called_from_dead_code_is_removed_first() {
     let p = random_diff::gen::GenProgram::plain(
         ProgType::SCHED_CLS,
         vec![
-            mov(4, 2),
+            Insn::mov64_imm(4, 2),
             Insn::new(0x15, 4, 0, 1, 2),
             Insn::new(0x85, 0, bpfvet_isa::opcode::BPF_PSEUDO_CALL, 0, 2),
-            mov(0, 0),
-            EXIT,
+            Insn::mov64_imm(0, 0),
+            Insn::EXIT,
             Insn::new(0x85, 0, 0, 0, 12),
-            mov(0, 3),
-            EXIT,
+            Insn::mov64_imm(0, 3),
+            Insn::EXIT,
         ],
     );
     let obj = random_diff::diff::object(std::slice::from_ref(&p));
@@ -187,9 +175,9 @@ fn may_goto_slots_push_a_deep_stack_past_the_interpreter_limit() {
     let insns = vec![
         Insn::new(0x7a, 10, 0, -504, 0),
         Insn::new(0xe5, 0, 0, 1, 0),
-        mov(0, 1),
-        mov(0, 0),
-        EXIT,
+        Insn::mov64_imm(0, 1),
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
     ];
     assert_eq!(
         error_of(ProgType::SOCKET_FILTER, insns),

@@ -32,18 +32,6 @@ fn error_at(privileges: Privileges, insns: Vec<Insn>) -> String {
     }
 }
 
-const EXIT: Insn = Insn {
-    code: 0x95,
-    dst: 0,
-    src: 0,
-    off: 0,
-    imm: 0,
-};
-
-fn mov(dst: u8, imm: i32) -> Insn {
-    Insn::new(0xb7, dst, 0, 0, imm)
-}
-
 /// `r1 = fp - 16 + (random & 8)`, then a byte stored through r1: the
 /// store may hit fp-16 or fp-8, after `prepare` shaped those words.
 fn var_off_byte_store(prepare: Vec<Insn>) -> Vec<Insn> {
@@ -55,8 +43,8 @@ fn var_off_byte_store(prepare: Vec<Insn>) -> Vec<Insn> {
         Insn::new(0x07, 1, 0, 0, -16),
         Insn::new(0x0f, 1, 0, 0, 0),
         Insn::new(0x72, 1, 0, 0, 1),
-        mov(0, 0),
-        EXIT,
+        Insn::mov64_imm(0, 0),
+        Insn::EXIT,
     ]);
     insns
 }
