@@ -907,7 +907,15 @@ impl Env<'_> {
         }
         let min = off as i64 + v.smin;
         let max = off as i64 + v.smax;
-        if min < -(MAX_BPF_STACK as i64) || max + size as i64 > 0 {
+        // As at a constant offset: without CAP_PERFMON (reachable once
+        // mitigations are off) reads stay within the stack written so far.
+        let allocated = (self.cur.frames[frameno].stack.len() * REG_SIZE) as i64;
+        let min_valid = if access == Access::Write || self.caps.allow_uninit_stack {
+            -(MAX_BPF_STACK as i64)
+        } else {
+            -allocated
+        };
+        if min < min_valid || max + size as i64 > 0 {
             return self.err(format!(
                 "invalid variable-offset {what} stack R{regno} var_off={} off={} size={}",
                 tnum_str(v),
@@ -942,11 +950,24 @@ impl Env<'_> {
                 return self.stack_write_var_off(frameno, min, max + size as i64, value);
             }
             Access::Read => {
+                // check_stack_range_initialized: every byte the read may
+                // touch is data, zero, uninitialised for a loader that may
+                // read it, or in a slot holding a spill readable here
+                // (by its last byte's type, as the kernel looks).
                 let fr = &self.cur.frames[frameno];
-                if let Some(b) = (min..max + size as i64).find(|&b| {
+                let readable = |b: i64| {
                     let slot = (-b - 1) as usize;
-                    fr.stack[slot / REG_SIZE].types[slot % REG_SIZE] == SlotType::Dynptr
-                }) {
+                    let s = &fr.stack[slot / REG_SIZE];
+                    match s.types[slot % REG_SIZE] {
+                        SlotType::Misc | SlotType::Zero => true,
+                        SlotType::Invalid if self.caps.allow_uninit_stack => true,
+                        _ => {
+                            s.is_spill()
+                                && (s.spilled.ty == RegType::Scalar || self.caps.allow_ptr_leaks)
+                        }
+                    }
+                };
+                if let Some(b) = (min..max + size as i64).find(|&b| !readable(b)) {
                     return self.err(format!(
                         "invalid read from stack R{regno} var_off {}+{} size {size}",
                         tnum_str(v),
