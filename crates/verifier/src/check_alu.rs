@@ -131,7 +131,8 @@ impl Env<'_> {
             return Ok(());
         }
         if o == BPF_MOV {
-            return self.check_mov(insn);
+            self.check_mov(insn)?;
+            return self.check_moved_pointer_bounds(d);
         }
         if o > BPF_END {
             return self.err(format!("invalid BPF_ALU opcode {:x}", o));
@@ -158,6 +159,24 @@ impl Env<'_> {
         }
         self.check_write(d)?;
         self.adjust_reg_min_max_vals(insn)
+    }
+
+    /// reg_bounds_sanity_check("alu") on a pointer a move copied: its
+    /// bounds are in sync but in one case, the copy of a pointer that
+    /// sanitize_ptr_alu pushed onto a speculative path after its 32-bit
+    /// bounds were forgotten (the arithmetic's reg_bounds_sync never ran
+    /// on it). The kernel then logs the violation and forgets the 64-bit
+    /// bounds too, which later pointer arithmetic refuses. Scalars leave
+    /// every ALU operation in sync.
+    fn check_moved_pointer_bounds(&mut self, d: u8) -> VResult<()> {
+        let r = self.cur.reg_mut(d);
+        if r.ty == RegType::Scalar {
+            return Ok(());
+        }
+        if let Err(v) = r.v.sanitize() {
+            self.log.line(&v.message("alu"));
+        }
+        Ok(())
     }
 
     fn check_mov(&mut self, insn: &Insn) -> VResult<()> {
