@@ -1000,9 +1000,8 @@ impl Env<'_> {
 
     /// check_stack_write_var_off's marking of the bytes `lo..hi` it may
     /// write, byte by byte as the kernel goes: a zero keeps zeroed bytes and
-    /// spilled zero scalars; any other byte becomes data and its slot's
-    /// spilled register is forgotten, the slot's other bytes keeping their
-    /// type.
+    /// spilled zero scalars; any other byte becomes data and a spill in its
+    /// slot is scrubbed whole.
     fn stack_write_var_off(
         &mut self,
         frameno: usize,
@@ -1043,7 +1042,9 @@ impl Env<'_> {
                 zero_used = true;
                 continue;
             }
-            s.spilled = Reg::not_init();
+            // The slot's spill is scrubbed whole, as at a constant offset
+            // (6.18.44; 6.18.15 left the spill's other bytes in place).
+            s.scrub_special();
             s.types[bi] = if writing_zero && s.types[bi] == SlotType::Zero {
                 zero_used = true;
                 SlotType::Zero
@@ -1179,17 +1180,7 @@ impl Env<'_> {
                     }
                 }
                 let s = &mut self.cur.frames[frameno].stack[spi];
-                s.spilled = Reg::not_init();
-                if s.types
-                    .iter()
-                    .any(|t| matches!(t, SlotType::Spill | SlotType::Iter | SlotType::IrqFlag))
-                {
-                    for t in &mut s.types {
-                        if *t != SlotType::Invalid {
-                            *t = SlotType::Misc;
-                        }
-                    }
-                }
+                s.scrub_special();
                 let ty = if zero { SlotType::Zero } else { SlotType::Misc };
                 for i in 0..size as usize {
                     let b = (slot - i) % REG_SIZE;

@@ -64,6 +64,23 @@ impl Slot {
     pub fn is_iter(&self) -> bool {
         self.types[REG_SIZE - 1] == SlotType::Iter
     }
+    /// A write of data into the slot (scrub_special_slot): the spilled
+    /// register is forgotten, and a slot that held a spill, dynptr,
+    /// iterator or irq flag (read from its last byte, as the kernel does)
+    /// turns every initialised byte into data.
+    pub fn scrub_special(&mut self) {
+        self.spilled = Reg::not_init();
+        if matches!(
+            self.types[REG_SIZE - 1],
+            SlotType::Spill | SlotType::Dynptr | SlotType::Iter | SlotType::IrqFlag
+        ) {
+            for t in &mut self.types {
+                if *t != SlotType::Invalid {
+                    *t = SlotType::Misc;
+                }
+            }
+        }
+    }
     pub fn is_full_spill(&self) -> bool {
         self.type_word() == u64::from_ne_bytes([SlotType::Spill as u8; REG_SIZE])
     }
