@@ -1000,8 +1000,9 @@ impl Env<'_> {
 
     /// check_stack_write_var_off's marking of the bytes `lo..hi` it may
     /// write, byte by byte as the kernel goes: a zero keeps zeroed bytes and
-    /// spilled zero scalars; any other byte becomes data and a spill in its
-    /// slot is scrubbed whole.
+    /// spilled zero scalars; any other byte becomes data and a spill,
+    /// iterator or irq flag in its slot is scrubbed whole (dynptrs were
+    /// destroyed before).
     fn stack_write_var_off(
         &mut self,
         frameno: usize,
@@ -1014,18 +1015,6 @@ impl Env<'_> {
             Some(r) => self.cur.reg(r).is_null_const(),
             None => insn.class() == BPF_ST && insn.imm == 0,
         };
-        let fr = &self.cur.frames[frameno];
-        let special = (lo..hi).any(|b| {
-            let slot = (-b - 1) as usize;
-            matches!(
-                fr.stack[slot / REG_SIZE].types[slot % REG_SIZE],
-                SlotType::Iter | SlotType::IrqFlag | SlotType::Dynptr
-            )
-        });
-        if special {
-            return self
-                .unsupported("a variable-offset stack write over iterator or irq flag slots");
-        }
         let mut zero_used = false;
         let fr = &mut self.cur.frames[frameno];
         for b in lo..hi {
