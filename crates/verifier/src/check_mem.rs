@@ -847,6 +847,17 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// check_stack_slot_within_bounds: the lowest offset an access may
+    /// touch. Without CAP_PERFMON reads stay within the stack written so
+    /// far, at a constant or (once mitigations are off) variable offset.
+    fn stack_min_valid(&self, frameno: usize, access: Access) -> i64 {
+        if access == Access::Write || self.caps.allow_uninit_stack {
+            -(MAX_BPF_STACK as i64)
+        } else {
+            -((self.cur.frames[frameno].stack.len() * REG_SIZE) as i64)
+        }
+    }
+
     /// Stack access at a fixed or variable offset.
     fn stack_access(
         &mut self,
@@ -861,13 +872,7 @@ impl Env<'_> {
         let frameno = reg.frameno as usize;
         if v.is_const() {
             let o = off as i64 + v.const_value() as i64;
-            // Without CAP_PERFMON reads stay within the stack written so far.
-            let allocated = (self.cur.frames[frameno].stack.len() * REG_SIZE) as i64;
-            let min_valid = if access == Access::Write || self.caps.allow_uninit_stack {
-                -(MAX_BPF_STACK as i64)
-            } else {
-                -allocated
-            };
+            let min_valid = self.stack_min_valid(frameno, access);
             if o < min_valid || o + size as i64 > 0 {
                 let what = if access == Access::Write {
                     "write to"
@@ -907,14 +912,7 @@ impl Env<'_> {
         }
         let min = off as i64 + v.smin;
         let max = off as i64 + v.smax;
-        // As at a constant offset: without CAP_PERFMON (reachable once
-        // mitigations are off) reads stay within the stack written so far.
-        let allocated = (self.cur.frames[frameno].stack.len() * REG_SIZE) as i64;
-        let min_valid = if access == Access::Write || self.caps.allow_uninit_stack {
-            -(MAX_BPF_STACK as i64)
-        } else {
-            -allocated
-        };
+        let min_valid = self.stack_min_valid(frameno, access);
         if min < min_valid || max + size as i64 > 0 {
             return self.err(format!(
                 "invalid variable-offset {what} stack R{regno} var_off={} off={} size={}",
