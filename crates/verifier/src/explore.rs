@@ -296,12 +296,13 @@ impl<'a> Env<'a> {
     }
 
     /// Whether map `m` bypasses Spectre v1 (map->bypass_spec_v1): the
-    /// loader creates the object's maps with its own privileges, and only
-    /// array_map_alloc's maps record them.
+    /// loader creates the object's maps with its own privileges on the
+    /// same kernel (CAP_PERFMON or mitigations off), and only
+    /// array_map_alloc's maps record it.
     pub fn map_bypasses_spec_v1(&self, m: u32) -> bool {
         self.map_def(m)
             .is_some_and(|d| d.map_type.records_creator_spec_v1_bypass())
-            && self.opts.privileges.perfmon_capable()
+            && self.caps.bypass_spec_v1
     }
 
     /// The special fields of the value of `map_def(m)`.
