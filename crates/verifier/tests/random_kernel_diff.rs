@@ -183,17 +183,8 @@ fn fuzz_batches() {
             return;
         }
     };
-    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
-        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+    let Some(cfg) = batch_config_from_env(300) else {
         return;
-    };
-    let cfg = random_diff::batch::Config {
-        dir: dir.into(),
-        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
-        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
-        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
-        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
-        minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(300) as usize,
     };
     random_diff::batch::run_batches(&kernel, &cfg).unwrap_or_else(|e| panic!("{e}"));
     let report = random_diff::batch::report(&cfg).unwrap_or_else(|e| panic!("{e}"));
@@ -206,6 +197,23 @@ fn fuzz_batches() {
     assert!(bad.is_empty(), "findings:\n{}", bad.join("\n"));
 }
 
+/// The batch run `BPFVET_FUZZ_*` describes (see `fuzz_batches`), None
+/// (after a visible SKIP) without an output directory.
+fn batch_config_from_env(default_minimise_tries: u64) -> Option<random_diff::batch::Config> {
+    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
+        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+        return None;
+    };
+    Some(random_diff::batch::Config {
+        dir: dir.into(),
+        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
+        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
+        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
+        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
+        minimise_tries: env_u64("BPFVET_FUZZ_MINIMISE").unwrap_or(default_minimise_tries) as usize,
+    })
+}
+
 /// bpfvet again on the programs of a finished batch directory, against
 /// the kernel answers its TSVs recorded (no kernel needed: for checking a
 /// fix on a guest run without booting the guest again). Same environment
@@ -214,17 +222,8 @@ fn fuzz_batches() {
 #[test]
 #[ignore = "batch.sh RESCORE=1"]
 fn fuzz_rescore() {
-    let Ok(dir) = std::env::var("BPFVET_FUZZ_DIR") else {
-        println!("SKIP: BPFVET_FUZZ_DIR is not set");
+    let Some(cfg) = batch_config_from_env(0) else {
         return;
-    };
-    let cfg = random_diff::batch::Config {
-        dir: dir.into(),
-        base_seed: env_u64("BPFVET_FUZZ_SEED").unwrap_or(SEED),
-        batches: env_u64("BPFVET_FUZZ_BATCHES").unwrap_or(50),
-        size: env_u64("BPFVET_FUZZ_BATCH_SIZE").unwrap_or(2000),
-        swarm: env_u64("BPFVET_FUZZ_SWARM").unwrap_or(1) != 0,
-        minimise_tries: 0,
     };
     let text = random_diff::batch::rescore(&cfg).unwrap_or_else(|e| panic!("{e}"));
     println!("{text}");
