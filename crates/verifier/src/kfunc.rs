@@ -22,6 +22,7 @@
 //! load (check_kfunc_calls).
 
 use crate::btf_walk::vmlinux;
+use crate::cfg::CallSummary;
 use crate::check_mem::Access;
 use crate::dynptr::{DynptrKind, DynptrSlot};
 use crate::error::{VResult, VerifyError};
@@ -91,28 +92,37 @@ fn resolve(btf: &Btf, func_id: u32) -> Result<(&str, &BtfType), String> {
     Ok((btf.name(func), proto))
 }
 
-/// Number of arguments of a kfunc call, for the CFG's liveness. The kernel
-/// counts the prototype's only for a kfunc registered for this program (it
-/// fetches the call's metadata through the program's kfunc sets); for any
-/// other callee every argument register is read (5).
-pub fn kfunc_arg_count(insn: &Insn, prog_type: ProgType, attach: Option<AttachType>) -> usize {
+/// What the CFG pass learns of a kfunc call (the kernel's check_cfg and
+/// liveness fetch the call's metadata through the program's kfunc sets).
+/// For a kfunc not registered for this program the fetch fails: the
+/// call reads every argument register (5) and marks nothing.
+pub fn call_summary(insn: &Insn, prog_type: ProgType, attach: Option<AttachType>) -> CallSummary {
+    let unregistered = CallSummary {
+        args: 5,
+        iter_next: false,
+        might_sleep: false,
+        changes_pkt_data: false,
+    };
     let Some(btf) = vmlinux() else {
-        return 5;
+        return unregistered;
     };
     let func_id = insn.imm as u32;
     let Ok((name, proto)) = resolve(btf, func_id) else {
-        return 5;
+        return unregistered;
     };
-    let registered = match kfunc(name) {
-        Some(k) => k.set.allows(prog_type, attach),
+    let flags = match kfunc(name) {
+        Some(k) if k.set.allows(prog_type, attach) => k.flags,
+        Some(_) => return unregistered,
         // A kfunc bpfvet's table lacks is refused where the call is
         // explored; its prototype is the likelier count meanwhile.
-        None => btf.decl_tags_of(func_id).any(|t| t == "bpf_kfunc"),
+        None if btf.decl_tags_of(func_id).any(|t| t == "bpf_kfunc") => KfuncFlags::NONE,
+        None => return unregistered,
     };
-    if registered {
-        proto.vlen as usize
-    } else {
-        5
+    CallSummary {
+        args: proto.vlen as usize,
+        iter_next: flags.contains(KfuncFlags::ITER_NEXT),
+        might_sleep: flags.contains(KfuncFlags::SLEEPABLE),
+        changes_pkt_data: PKT_CHANGING_KFUNCS.contains(&name),
     }
 }
 
@@ -141,29 +151,6 @@ pub fn is_async_callback_kfunc_call(insn: &Insn) -> bool {
         && vmlinux()
             .and_then(|btf| resolve(btf, insn.imm as u32).ok())
             .is_some_and(|(name, _)| name == "bpf_wq_set_callback_impl" || is_task_work_kfunc(name))
-}
-
-/// Whether the call is of a sleepable kfunc.
-pub fn is_sleepable_call(insn: &Insn) -> bool {
-    vmlinux()
-        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-        .and_then(|(name, _)| kfunc(name))
-        .is_some_and(|k| k.flags.contains(KfuncFlags::SLEEPABLE))
-}
-
-/// Whether the call is of a kfunc that may move packet data.
-pub fn is_pkt_changing_call(insn: &Insn) -> bool {
-    vmlinux()
-        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-        .is_some_and(|(name, _)| PKT_CHANGING_KFUNCS.contains(&name))
-}
-
-/// Whether the call is an iterator's next method.
-pub fn is_iter_next_call(insn: &Insn) -> bool {
-    vmlinux()
-        .and_then(|btf| resolve(btf, insn.imm as u32).ok())
-        .and_then(|(name, _)| kfunc(name))
-        .is_some_and(|k| k.flags.contains(KfuncFlags::ITER_NEXT))
 }
 
 /// The kernel's btf_type_is_scalar: an int or a (32-bit) enum.

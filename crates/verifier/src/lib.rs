@@ -260,12 +260,7 @@ fn verify_with(
     };
     let calls = |insn: &bpfvet_isa::Insn| {
         if insn.src == bpfvet_isa::opcode::BPF_PSEUDO_KFUNC_CALL {
-            return cfg::CallSummary {
-                args: kfunc::kfunc_arg_count(insn, prog.prog_type, prog.expected_attach_type),
-                iter_next: kfunc::is_iter_next_call(insn),
-                might_sleep: kfunc::is_sleepable_call(insn),
-                changes_pkt_data: kfunc::is_pkt_changing_call(insn),
-            };
+            return kfunc::call_summary(insn, prog.prog_type, prog.expected_attach_type);
         }
         let proto = helpers::helper_proto_for(
             insn.imm as u32,
