@@ -36,7 +36,8 @@ const GET_FUNC_ARG_CNT: i32 = 185;
 const SET_RETVAL: i32 = 187;
 
 /// fentry/fexit targets: plain functions, `bpf_d_path`'s allow-list,
-/// `btf_id_deny` and `__noreturn` members.
+/// `btf_id_deny` and `__noreturn` members (those the guest's BTF has:
+/// preempt_count_add is inlined there, its attach would only be refused).
 const FUNCS: &[&str] = &[
     "tcp_connect",
     "vfs_read",
@@ -56,7 +57,6 @@ const FUNCS: &[&str] = &[
     "migrate_enable",
     "__rcu_read_lock",
     "__rcu_read_unlock",
-    "preempt_count_add",
 ];
 
 const TRACEPOINTS: &[&str] = &[
