@@ -307,6 +307,15 @@ fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
             let bit = |r: u8| 1u16 << (r & 15);
             let o = op(insn.code);
             match insn.class() {
+                // dst op= constant (or fp), byte swaps, negation: step
+                // leaves an asked-for dst asked for.
+                BPF_ALU | BPF_ALU64
+                    if o == BPF_END
+                        || o == BPF_NEG
+                        || (o != BPF_MOV && (source(insn.code) == BPF_K || insn.src == 10)) =>
+                {
+                    0
+                }
                 BPF_ALU | BPF_ALU64 | BPF_LDX | BPF_ST | BPF_LD => bit(insn.dst),
                 BPF_STX => bit(insn.dst),
                 BPF_JMP | BPF_JMP32 if o == BPF_CALL || o == BPF_EXIT => ALWAYS_STEP,
