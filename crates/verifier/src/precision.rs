@@ -408,6 +408,30 @@ impl Env<'_> {
         self.run_backtrack(bt)
     }
 
+    /// Marks registers `a` then `b` of the current frame precise, as two
+    /// `mark_chain_precision` calls would (a conditional jump decided by
+    /// both its operands). Precision is a property of each register and
+    /// slot on the path, and each asked register's walk marks the same
+    /// ones whether it runs alone or with the other's, so one walk for both
+    /// leaves the marks of the two; only the level 2 log and the explain
+    /// report, which show the walks themselves, get them one by one.
+    pub fn mark_chain_precision_pair(&mut self, a: u8, b: u8) -> VResult<()> {
+        if self.log.level >= 2 || self.explain.is_some() || self.opts.baselines.backtrack_no_skip {
+            self.mark_chain_precision(a)?;
+            return self.mark_chain_precision(b);
+        }
+        let mut bt = Backtrack {
+            frame: self.cur.curframe(),
+            ..Default::default()
+        };
+        for r in [a, b] {
+            if self.cur.reg(r).ty == RegType::Scalar {
+                bt.set_reg(r);
+            }
+        }
+        self.run_backtrack(bt)
+    }
+
     /// Marks a set of registers and slots precise (batch form).
     pub fn run_backtrack(&mut self, mut bt: Backtrack) -> VResult<()> {
         // Without CAP_BPF every scalar is precise already.
