@@ -98,10 +98,12 @@ impl Env<'_> {
 
         let pred = self.branch_taken(&dst, &src, jop, is32);
         if let Some(taken) = pred {
-            if dst.is_scalar() {
+            let src_asked = source(insn.code) == BPF_X && src.is_scalar();
+            if dst.is_scalar() && src_asked {
+                self.mark_chain_precision_pair(d, s)?;
+            } else if dst.is_scalar() {
                 self.mark_chain_precision(d)?;
-            }
-            if source(insn.code) == BPF_X && src.is_scalar() {
+            } else if src_asked {
                 self.mark_chain_precision(s)?;
             }
             // Spectre v1: the edge not taken is explored as a speculative

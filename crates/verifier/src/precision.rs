@@ -307,6 +307,15 @@ fn walk_masks(insns: &[bpfvet_isa::Insn]) -> Vec<u16> {
             let bit = |r: u8| 1u16 << (r & 15);
             let o = op(insn.code);
             match insn.class() {
+                // dst op= constant (or fp), byte swaps, negation: step
+                // leaves an asked-for dst asked for.
+                BPF_ALU | BPF_ALU64
+                    if o == BPF_END
+                        || o == BPF_NEG
+                        || (o != BPF_MOV && (source(insn.code) == BPF_K || insn.src == 10)) =>
+                {
+                    0
+                }
                 BPF_ALU | BPF_ALU64 | BPF_LDX | BPF_ST | BPF_LD => bit(insn.dst),
                 BPF_STX => bit(insn.dst),
                 BPF_JMP | BPF_JMP32 if o == BPF_CALL || o == BPF_EXIT => ALWAYS_STEP,
@@ -396,6 +405,30 @@ impl Env<'_> {
             ..Default::default()
         };
         bt.set_reg(regno);
+        self.run_backtrack(bt)
+    }
+
+    /// Marks registers `a` then `b` of the current frame precise, as two
+    /// `mark_chain_precision` calls would (a conditional jump decided by
+    /// both its operands). Precision is a property of each register and
+    /// slot on the path, and each asked register's walk marks the same
+    /// ones whether it runs alone or with the other's, so one walk for both
+    /// leaves the marks of the two; only the level 2 log and the explain
+    /// report, which show the walks themselves, get them one by one.
+    pub fn mark_chain_precision_pair(&mut self, a: u8, b: u8) -> VResult<()> {
+        if self.log.level >= 2 || self.explain.is_some() || self.opts.baselines.backtrack_no_skip {
+            self.mark_chain_precision(a)?;
+            return self.mark_chain_precision(b);
+        }
+        let mut bt = Backtrack {
+            frame: self.cur.curframe(),
+            ..Default::default()
+        };
+        for r in [a, b] {
+            if self.cur.reg(r).ty == RegType::Scalar {
+                bt.set_reg(r);
+            }
+        }
         self.run_backtrack(bt)
     }
 
