@@ -335,9 +335,10 @@ impl Env<'_> {
         };
         let src_is_dst = src_is_reg && s == d;
         let tracks_deltas = self.caps.bpf_capable;
+        let idx = self.insn_idx;
         let r = self.cur.reg_mut(d);
         let umax_before = r.v.umax;
-        let fork = r.v.alu(aop, &src_v, !alu64);
+        let fork = self.alu_memo.alu(idx, &mut r.v, aop, &src_v, !alu64);
         // A constant added to or subtracted from a linked scalar keeps the
         // link with the delta (BPF_ADD_CONST64/32); anything else drops it.
         let link =

@@ -34,7 +34,7 @@ mod prune;
 mod ptr;
 
 pub use alu::{AluOp, EndianOp};
-pub use bounds::{set_sync_memo, InvariantViolation};
+pub use bounds::{set_sync_memo, AluMemo, InvariantViolation};
 pub use branch::{
     is_branch_taken, refine_cond_op, refine_cond_op_same, set_min_max, set_min_max_same, JmpOp,
     Refined,
