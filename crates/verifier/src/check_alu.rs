@@ -271,7 +271,7 @@ impl Env<'_> {
                 r.off = 0;
             }
             r.v = if insn.off == 0 {
-                Scalar::mov32(&src.v)
+                self.alu_memo.mov32(self.insn_idx, &src.v)
             } else {
                 Scalar::movsx32(&src.v, insn.off as u8)
             };

@@ -191,13 +191,7 @@ impl AluMemo {
         let fork = dst.alu(op, src, alu32);
         if fork.is_none() {
             if self.slots.is_empty() {
-                let empty = AluMemoEntry {
-                    tag: ALU_MEMO_EMPTY,
-                    dst: Scalar::unknown(),
-                    src: Scalar::unknown(),
-                    out: Scalar::unknown(),
-                };
-                self.slots = vec![empty; ALU_MEMO_SLOTS];
+                self.slots = vec![EMPTY_ALU_ENTRY; ALU_MEMO_SLOTS];
             }
             self.slots[slot] = AluMemoEntry {
                 tag,
@@ -212,6 +206,58 @@ impl AluMemo {
         fork
     }
 }
+
+/// The tag of a remembered `Scalar::mov32` (ALU operations' tags are
+/// below 16, with bit 7 for ALU32); its entries keep the unknown scalar as
+/// their source.
+const MOV32_TAG: u8 = 0x40;
+
+impl AluMemo {
+    /// `Scalar::mov32(src)` at instruction `idx`, or its remembered result.
+    #[inline]
+    pub fn mov32(&mut self, idx: usize, src: &Scalar) -> Scalar {
+        if !self.on {
+            return Scalar::mov32(src);
+        }
+        let hint = self.hint.get(idx).copied().unwrap_or(NO_HINT);
+        if let Some(e) = self.slots.get(usize::from(hint)) {
+            if e.tag == MOV32_TAG && e.dst == *src {
+                return e.out;
+            }
+        }
+        let unknown = Scalar::unknown();
+        let slot = alu_memo_slot(MOV32_TAG, src, &unknown);
+        if let Some(e) = self.slots.get(slot) {
+            if e.tag == MOV32_TAG && e.dst == *src {
+                if let Some(h) = self.hint.get_mut(idx) {
+                    *h = slot as u16;
+                }
+                return e.out;
+            }
+        }
+        let out = Scalar::mov32(src);
+        if self.slots.is_empty() {
+            self.slots = vec![EMPTY_ALU_ENTRY; ALU_MEMO_SLOTS];
+        }
+        self.slots[slot] = AluMemoEntry {
+            tag: MOV32_TAG,
+            dst: *src,
+            src: unknown,
+            out,
+        };
+        if let Some(h) = self.hint.get_mut(idx) {
+            *h = slot as u16;
+        }
+        out
+    }
+}
+
+const EMPTY_ALU_ENTRY: AluMemoEntry = AluMemoEntry {
+    tag: ALU_MEMO_EMPTY,
+    dst: Scalar::unknown(),
+    src: Scalar::unknown(),
+    out: Scalar::unknown(),
+};
 
 impl Drop for AluMemo {
     fn drop(&mut self) {
@@ -579,7 +625,8 @@ mod tests {
 
     /// Remembered ALU results are the results, forks included: random
     /// operand pairs under every operation, each computed with the memo off
-    /// and looked up with it on, twice (the second round finds them).
+    /// and looked up with it on, twice (the second round finds them), at
+    /// instruction indices shared by several operations and 32-bit moves.
     #[test]
     fn remembered_alu_results_equal_computed_ones() {
         use crate::scalar::AluOp;
@@ -646,6 +693,11 @@ mod tests {
                     "round {round}: {d:?} {op:?}"
                 );
                 forks += usize::from(computed_fork.is_some());
+                // A 32-bit move at the same instruction shares the table.
+                set_sync_memo(false);
+                let moved = Scalar::mov32(&s);
+                set_sync_memo(true);
+                assert_eq!(memo.mov32(i % 150, &s), moved, "round {round}: {s:?}");
             }
         }
         assert!(forks > 0, "no operation forked");
