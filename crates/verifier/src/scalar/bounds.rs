@@ -207,40 +207,66 @@ impl AluMemo {
     }
 }
 
-/// The tag of a remembered `Scalar::mov32` (ALU operations' tags are
-/// below 16, with bit 7 for ALU32); its entries keep the unknown scalar as
-/// their source.
+/// Tags of remembered one-operand operations (ALU operations' tags are
+/// below 16, with bit 7 for ALU32); their entries keep the unknown scalar
+/// as their source.
 const MOV32_TAG: u8 = 0x40;
+/// Plus the size in bytes (1, 2 or 4).
+const COERCE_TAG: u8 = 0x50;
 
 impl AluMemo {
     /// `Scalar::mov32(src)` at instruction `idx`, or its remembered result.
     #[inline]
     pub fn mov32(&mut self, idx: usize, src: &Scalar) -> Scalar {
+        self.unary(idx, MOV32_TAG, src, Scalar::mov32)
+    }
+
+    /// `s.coerce_to_size(size)` (a zero-extending load of 1, 2 or 4
+    /// bytes) at instruction `idx`, or its remembered result.
+    #[inline]
+    pub fn coerce_to_size(&mut self, idx: usize, s: &mut Scalar, size: u8) {
+        *s = self.unary(idx, COERCE_TAG + size, s, |s| {
+            let mut r = *s;
+            r.coerce_to_size(size);
+            r
+        });
+    }
+
+    /// `f(src)`, a function of `src` alone named by `tag`, or its result
+    /// remembered.
+    #[inline]
+    fn unary(
+        &mut self,
+        idx: usize,
+        tag: u8,
+        src: &Scalar,
+        f: impl FnOnce(&Scalar) -> Scalar,
+    ) -> Scalar {
         if !self.on {
-            return Scalar::mov32(src);
+            return f(src);
         }
         let hint = self.hint.get(idx).copied().unwrap_or(NO_HINT);
         if let Some(e) = self.slots.get(usize::from(hint)) {
-            if e.tag == MOV32_TAG && e.dst == *src {
+            if e.tag == tag && e.dst == *src {
                 return e.out;
             }
         }
         let unknown = Scalar::unknown();
-        let slot = alu_memo_slot(MOV32_TAG, src, &unknown);
+        let slot = alu_memo_slot(tag, src, &unknown);
         if let Some(e) = self.slots.get(slot) {
-            if e.tag == MOV32_TAG && e.dst == *src {
+            if e.tag == tag && e.dst == *src {
                 if let Some(h) = self.hint.get_mut(idx) {
                     *h = slot as u16;
                 }
                 return e.out;
             }
         }
-        let out = Scalar::mov32(src);
+        let out = f(src);
         if self.slots.is_empty() {
             self.slots = vec![EMPTY_ALU_ENTRY; ALU_MEMO_SLOTS];
         }
         self.slots[slot] = AluMemoEntry {
-            tag: MOV32_TAG,
+            tag,
             dst: *src,
             src: unknown,
             out,
@@ -693,11 +719,18 @@ mod tests {
                     "round {round}: {d:?} {op:?}"
                 );
                 forks += usize::from(computed_fork.is_some());
-                // A 32-bit move at the same instruction shares the table.
+                // A 32-bit move and a narrowing load at the same
+                // instruction share the table.
                 set_sync_memo(false);
                 let moved = Scalar::mov32(&s);
+                let size = [1, 2, 4][i % 3];
+                let mut narrowed = d;
+                narrowed.coerce_to_size(size);
                 set_sync_memo(true);
                 assert_eq!(memo.mov32(i % 150, &s), moved, "round {round}: {s:?}");
+                let mut remembered = d;
+                memo.coerce_to_size(i % 150, &mut remembered, size);
+                assert_eq!(remembered, narrowed, "round {round}: {d:?} to {size}");
             }
         }
         assert!(forks > 0, "no operation forked");
