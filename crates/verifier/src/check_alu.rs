@@ -271,7 +271,7 @@ impl Env<'_> {
                 r.off = 0;
             }
             r.v = if insn.off == 0 {
-                Scalar::mov32(&src.v)
+                self.alu_memo.mov32(self.insn_idx, &src.v)
             } else {
                 Scalar::movsx32(&src.v, insn.off as u8)
             };
@@ -335,9 +335,10 @@ impl Env<'_> {
         };
         let src_is_dst = src_is_reg && s == d;
         let tracks_deltas = self.caps.bpf_capable;
+        let idx = self.insn_idx;
         let r = self.cur.reg_mut(d);
         let umax_before = r.v.umax;
-        let fork = r.v.alu(aop, &src_v, !alu64);
+        let fork = self.alu_memo.alu(idx, &mut r.v, aop, &src_v, !alu64);
         // A constant added to or subtracted from a linked scalar keeps the
         // link with the delta (BPF_ADD_CONST64/32); anything else drops it.
         let link =

@@ -736,12 +736,13 @@ impl Env<'_> {
         }
         if access == Access::Read {
             if let Some(d) = value {
+                let idx = self.insn_idx;
                 let r = self.cur.reg_mut(d);
                 if r.ty == RegType::Scalar && size < 8 {
                     if sx {
                         r.v.coerce_to_size_sx(size as u8);
                     } else {
-                        r.v.coerce_to_size(size as u8);
+                        self.alu_memo.coerce_to_size(idx, &mut r.v, size as u8);
                     }
                 }
             }

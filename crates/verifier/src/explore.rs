@@ -140,6 +140,8 @@ pub struct Env<'a> {
     /// and its limit, which must agree across paths. Few instructions have
     /// one, so it is kept apart from `aux`.
     pub alu_sanitation: std::collections::HashMap<usize, (u8, u32)>,
+    /// Recent scalar ALU results.
+    pub alu_memo: crate::scalar::AluMemo,
     /// Deepest stack use seen per subprogram, in bytes.
     pub subprog_stack: Vec<u32>,
     pub explored_count: u64,
@@ -237,6 +239,7 @@ impl<'a> Env<'a> {
             aux: vec![InsnAux::default(); n],
             call_sites: std::collections::HashMap::new(),
             alu_sanitation: std::collections::HashMap::new(),
+            alu_memo: crate::scalar::AluMemo::new(!opts.baselines.sync_no_memo, n),
             subprog_stack: vec![0; nsub],
             explored_count: 0,
             explored_bytes: 0,

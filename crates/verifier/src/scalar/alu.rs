@@ -127,11 +127,6 @@ impl Scalar {
     /// invalid shift immediates). Untracked operations (DIV, MOD, shifts by
     /// a non-constant or too large amount) leave the destination unknown.
     pub fn alu(&mut self, op: AluOp, src: &Scalar, alu32: bool) -> Option<Scalar> {
-        let tag = op as u8 | u8::from(alu32) << 7;
-        super::bounds::alu_memo(self, tag, src, |dst| dst.alu_uncached(op, src, alu32))
-    }
-
-    fn alu_uncached(&mut self, op: AluOp, src: &Scalar, alu32: bool) -> Option<Scalar> {
         if !Self::is_safe_to_compute(op, src, alu32) {
             self.mark_unknown();
             return None;

@@ -52,8 +52,8 @@ const SYNC_MEMO_SLOTS: usize = 4096;
 struct SyncMemo {
     on: bool,
     slots: Vec<(Scalar, Scalar)>,
-    /// The same for whole ALU operations (`Scalar::alu`, a function of
-    /// its operation and operands alone): see `alu_memo`.
+    /// The table of `AluMemo` between two programs verified on this
+    /// thread.
     alu: Vec<AluMemoEntry>,
 }
 
@@ -120,60 +120,183 @@ fn alu_memo_slot(tag: u8, dst: &Scalar, src: &Scalar) -> usize {
     (h >> 52) as usize % ALU_MEMO_SLOTS
 }
 
-/// `compute` (the operation `tag` of `Scalar::alu` with source `src`)
-/// applied to `dst`, or its remembered result: the ALU instructions of
-/// each path through the same code see the same operands again and again.
-/// The memo is not borrowed while `compute` runs (it syncs through the
-/// sync memo).
-pub(super) fn alu_memo(
-    dst: &mut Scalar,
-    tag: u8,
-    src: &Scalar,
-    compute: impl FnOnce(&mut Scalar) -> Option<Scalar>,
-) -> Option<Scalar> {
-    let slot = alu_memo_slot(tag, dst, src);
-    let input = *dst;
-    // None: the memo is off; Some(true): remembered, `dst` holds the result
-    // (written in place: the scalar is not copied around in an Option).
-    let looked_up = SYNC_MEMO.with(|m| {
-        let m = m.borrow();
-        if !m.on {
-            return None;
+/// Recent `Scalar::alu` results, owned by the verifier of one program:
+/// direct-mapped by a hash of the operation and operands, plus, for each
+/// instruction, the slot its last operation used. The ALU instructions of
+/// each path through the same code see the same operands again and again;
+/// the slot hint finds them without hashing, and the hash finds operands
+/// another instruction (or an earlier loop iteration) already had.
+/// `Scalar::alu` is a function of its operation and operands alone, so a
+/// remembered result is the result. Operations that fork are not
+/// remembered. The table is this thread's: taken at creation and given
+/// back when dropped, so that one allocation serves every program.
+pub struct AluMemo {
+    on: bool,
+    slots: Vec<AluMemoEntry>,
+    /// Per instruction: the slot of its last operation (NO_HINT if none).
+    hint: Vec<u16>,
+}
+
+const NO_HINT: u16 = u16::MAX;
+
+impl AluMemo {
+    /// The memo of a program of `insns` instructions; `on` false computes
+    /// every operation (the baseline switch `sync_no_memo`).
+    pub fn new(on: bool, insns: usize) -> AluMemo {
+        let slots = if on {
+            SYNC_MEMO.with(|m| std::mem::take(&mut m.borrow_mut().alu))
+        } else {
+            Vec::new()
+        };
+        AluMemo {
+            on,
+            slots,
+            hint: if on { vec![NO_HINT; insns] } else { Vec::new() },
         }
-        Some(match m.alu.get(slot) {
-            Some(e) if e.tag == tag && e.dst == input && e.src == *src => {
-                *dst = e.out;
-                true
-            }
-            _ => false,
-        })
-    });
-    if looked_up == Some(true) {
-        return None;
     }
-    let on = looked_up.is_some();
-    let fork = compute(dst);
-    if on && fork.is_none() {
-        SYNC_MEMO.with(|m| {
-            let mut m = m.borrow_mut();
-            if m.alu.is_empty() {
-                let empty = AluMemoEntry {
-                    tag: ALU_MEMO_EMPTY,
-                    dst: Scalar::unknown(),
-                    src: Scalar::unknown(),
-                    out: Scalar::unknown(),
-                };
-                m.alu = vec![empty; ALU_MEMO_SLOTS];
+
+    /// `dst.alu(op, src, alu32)` at instruction `idx`, or its remembered
+    /// result.
+    #[inline]
+    pub fn alu(
+        &mut self,
+        idx: usize,
+        dst: &mut Scalar,
+        op: super::AluOp,
+        src: &Scalar,
+        alu32: bool,
+    ) -> Option<Scalar> {
+        if !self.on {
+            return dst.alu(op, src, alu32);
+        }
+        let tag = op as u8 | u8::from(alu32) << 7;
+        let hint = self.hint.get(idx).copied().unwrap_or(NO_HINT);
+        if let Some(e) = self.slots.get(usize::from(hint)) {
+            if e.tag == tag && e.dst == *dst && e.src == *src {
+                *dst = e.out;
+                return None;
             }
-            m.alu[slot] = AluMemoEntry {
+        }
+        let slot = alu_memo_slot(tag, dst, src);
+        if let Some(e) = self.slots.get(slot) {
+            if e.tag == tag && e.dst == *dst && e.src == *src {
+                *dst = e.out;
+                if let Some(h) = self.hint.get_mut(idx) {
+                    *h = slot as u16;
+                }
+                return None;
+            }
+        }
+        let input = *dst;
+        let fork = dst.alu(op, src, alu32);
+        if fork.is_none() {
+            if self.slots.is_empty() {
+                self.slots = vec![EMPTY_ALU_ENTRY; ALU_MEMO_SLOTS];
+            }
+            self.slots[slot] = AluMemoEntry {
                 tag,
                 dst: input,
                 src: *src,
                 out: *dst,
             };
+            if let Some(h) = self.hint.get_mut(idx) {
+                *h = slot as u16;
+            }
+        }
+        fork
+    }
+}
+
+/// Tags of remembered one-operand operations (ALU operations' tags are
+/// below 16, with bit 7 for ALU32); their entries keep the unknown scalar
+/// as their source.
+const MOV32_TAG: u8 = 0x40;
+/// Plus the size in bytes (1, 2 or 4).
+const COERCE_TAG: u8 = 0x50;
+
+impl AluMemo {
+    /// `Scalar::mov32(src)` at instruction `idx`, or its remembered result.
+    #[inline]
+    pub fn mov32(&mut self, idx: usize, src: &Scalar) -> Scalar {
+        self.unary(idx, MOV32_TAG, src, Scalar::mov32)
+    }
+
+    /// `s.coerce_to_size(size)` (a zero-extending load of 1, 2 or 4
+    /// bytes) at instruction `idx`, or its remembered result.
+    #[inline]
+    pub fn coerce_to_size(&mut self, idx: usize, s: &mut Scalar, size: u8) {
+        *s = self.unary(idx, COERCE_TAG + size, s, |s| {
+            let mut r = *s;
+            r.coerce_to_size(size);
+            r
         });
     }
-    fork
+
+    /// `f(src)`, a function of `src` alone named by `tag`, or its result
+    /// remembered.
+    #[inline]
+    fn unary(
+        &mut self,
+        idx: usize,
+        tag: u8,
+        src: &Scalar,
+        f: impl FnOnce(&Scalar) -> Scalar,
+    ) -> Scalar {
+        if !self.on {
+            return f(src);
+        }
+        let hint = self.hint.get(idx).copied().unwrap_or(NO_HINT);
+        if let Some(e) = self.slots.get(usize::from(hint)) {
+            if e.tag == tag && e.dst == *src {
+                return e.out;
+            }
+        }
+        let unknown = Scalar::unknown();
+        let slot = alu_memo_slot(tag, src, &unknown);
+        if let Some(e) = self.slots.get(slot) {
+            if e.tag == tag && e.dst == *src {
+                if let Some(h) = self.hint.get_mut(idx) {
+                    *h = slot as u16;
+                }
+                return e.out;
+            }
+        }
+        let out = f(src);
+        if self.slots.is_empty() {
+            self.slots = vec![EMPTY_ALU_ENTRY; ALU_MEMO_SLOTS];
+        }
+        self.slots[slot] = AluMemoEntry {
+            tag,
+            dst: *src,
+            src: unknown,
+            out,
+        };
+        if let Some(h) = self.hint.get_mut(idx) {
+            *h = slot as u16;
+        }
+        out
+    }
+}
+
+const EMPTY_ALU_ENTRY: AluMemoEntry = AluMemoEntry {
+    tag: ALU_MEMO_EMPTY,
+    dst: Scalar::unknown(),
+    src: Scalar::unknown(),
+    out: Scalar::unknown(),
+};
+
+impl Drop for AluMemo {
+    fn drop(&mut self) {
+        if !self.slots.is_empty() {
+            let slots = std::mem::take(&mut self.slots);
+            // A thread that is exiting has no table left to give it to.
+            let _ = SYNC_MEMO.try_with(|m| {
+                if let Ok(mut m) = m.try_borrow_mut() {
+                    m.alu = slots;
+                }
+            });
+        }
+    }
 }
 
 impl Scalar {
@@ -528,7 +651,8 @@ mod tests {
 
     /// Remembered ALU results are the results, forks included: random
     /// operand pairs under every operation, each computed with the memo off
-    /// and looked up with it on, twice (the second round finds them).
+    /// and looked up with it on, twice (the second round finds them), at
+    /// instruction indices shared by several operations and 32-bit moves.
     #[test]
     fn remembered_alu_results_equal_computed_ones() {
         use crate::scalar::AluOp;
@@ -578,20 +702,35 @@ mod tests {
             })
             .collect();
         let mut forks = 0;
+        // Fewer instructions than cases: instructions see new operands.
+        let mut memo = AluMemo::new(true, 100);
+        let mut plain = AluMemo::new(false, 100);
         for round in 0..2 {
-            for &(d, s, op, alu32) in &cases {
+            for (i, &(d, s, op, alu32)) in cases.iter().enumerate() {
                 set_sync_memo(false);
                 let mut computed = d;
-                let computed_fork = computed.alu(op, &s, alu32);
+                let computed_fork = plain.alu(i % 150, &mut computed, op, &s, alu32);
                 set_sync_memo(true);
                 let mut remembered = d;
-                let remembered_fork = remembered.alu(op, &s, alu32);
+                let remembered_fork = memo.alu(i % 150, &mut remembered, op, &s, alu32);
                 assert_eq!(remembered, computed, "round {round}: {d:?} {op:?} {s:?}");
                 assert_eq!(
                     remembered_fork, computed_fork,
                     "round {round}: {d:?} {op:?}"
                 );
                 forks += usize::from(computed_fork.is_some());
+                // A 32-bit move and a narrowing load at the same
+                // instruction share the table.
+                set_sync_memo(false);
+                let moved = Scalar::mov32(&s);
+                let size = [1, 2, 4][i % 3];
+                let mut narrowed = d;
+                narrowed.coerce_to_size(size);
+                set_sync_memo(true);
+                assert_eq!(memo.mov32(i % 150, &s), moved, "round {round}: {s:?}");
+                let mut remembered = d;
+                memo.coerce_to_size(i % 150, &mut remembered, size);
+                assert_eq!(remembered, narrowed, "round {round}: {d:?} to {size}");
             }
         }
         assert!(forks > 0, "no operation forked");

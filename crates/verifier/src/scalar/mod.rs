@@ -34,7 +34,7 @@ mod prune;
 mod ptr;
 
 pub use alu::{AluOp, EndianOp};
-pub use bounds::{set_sync_memo, InvariantViolation};
+pub use bounds::{set_sync_memo, AluMemo, InvariantViolation};
 pub use branch::{
     is_branch_taken, refine_cond_op, refine_cond_op_same, set_min_max, set_min_max_same, JmpOp,
     Refined,
@@ -45,7 +45,7 @@ pub use print::{write_reg_scalar, ScalarLogInfo};
 use crate::tnum::Tnum;
 
 /// The numeric state of a scalar (or of a pointer's variable offset).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, Eq, Hash, Debug)]
 pub struct Scalar {
     pub var_off: Tnum,
     pub smin: i64,
@@ -56,6 +56,39 @@ pub struct Scalar {
     pub s32_max: i32,
     pub u32_min: u32,
     pub u32_max: u32,
+}
+
+impl Scalar {
+    /// The ten fields as eight words, for comparisons without a branch per
+    /// field.
+    #[inline(always)]
+    fn words(&self) -> [u64; 8] {
+        [
+            self.var_off.value,
+            self.var_off.mask,
+            self.smin as u64,
+            self.smax as u64,
+            self.umin,
+            self.umax,
+            u64::from(self.s32_min as u32) | u64::from(self.s32_max as u32) << 32,
+            u64::from(self.u32_min) | u64::from(self.u32_max) << 32,
+        ]
+    }
+}
+
+impl PartialEq for Scalar {
+    /// Field by field, as derived, but without an early exit: the memo
+    /// tables compare scalars that are mostly equal, where every field
+    /// is read anyway.
+    #[inline]
+    fn eq(&self, other: &Scalar) -> bool {
+        let (a, b) = (self.words(), other.words());
+        let mut diff = 0;
+        for i in 0..8 {
+            diff |= a[i] ^ b[i];
+        }
+        diff == 0
+    }
 }
 
 impl Default for Scalar {
