@@ -8,9 +8,9 @@ use crate::error::VResult;
 use crate::explore::Env;
 use crate::pool::{Node, NIL};
 use crate::precision::{encode_stack, Backtrack};
-use crate::prune::{hinted_reject, states_equal, states_equal_noting, Exact};
+use crate::prune::{hinted_reject, states_equal, states_equal_noting, Exact, SignificantSlots};
 use crate::regs::{Reg, RegType};
-use crate::state::State;
+use crate::state::{State, MAX_CALL_FRAMES};
 
 /// BPF_COMPLEXITY_LIMIT_STATES: states kept per instruction without CAP_BPF.
 const COMPLEXITY_LIMIT_STATES: u64 = 64;
@@ -40,6 +40,7 @@ impl Env<'_> {
                 let node = self.pool.get_mut(n);
                 let nframes = node.state.frames.len();
                 let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
+                let mut significant = [0u64; MAX_CALL_FRAMES];
                 for (fi, f) in node.state.frames.iter_mut().enumerate() {
                     // A caller waits at its call instruction.
                     let ip = if fi + 1 == nframes {
@@ -56,10 +57,13 @@ impl Env<'_> {
                     for (spi, slot) in f.stack.iter_mut().enumerate() {
                         if spi >= 64 || live_slots[fi] & (1 << spi) == 0 {
                             *slot = crate::state::Slot::default();
+                        } else if !slot.all_invalid_or_misc() {
+                            significant[fi] |= 1 << spi;
                         }
                     }
                 }
                 node.cleaned = true;
+                node.slots = SignificantSlots::new(significant);
             }
             n = next;
         }
@@ -212,6 +216,7 @@ impl Env<'_> {
                     &self.cfg.live_regs_before,
                     self.id_gen,
                     exact,
+                    &node.slots,
                     &mut hint,
                 );
                 if hint != node.miss_hint && !self.opts.baselines.prune_no_miss_hint {
@@ -300,6 +305,7 @@ impl Env<'_> {
             evicted: false,
             cleaned: false,
             miss_hint: Default::default(),
+            slots: Default::default(),
             loop_hint: 0,
         });
         self.buckets[b] = id;
