@@ -91,8 +91,8 @@ impl Env<'_> {
         let mut n = self.buckets[b];
         while n != NIL {
             states_cnt += 1;
-            let next = self.pool.get(n).next;
-            let node_idx = self.pool.get(n).state.insn_idx;
+            let node = self.pool.get(n);
+            let (next, node_idx, branches) = (node.next, node.state.insn_idx, node.state.branches);
             if node_idx != idx {
                 prev = n;
                 n = next;
@@ -101,7 +101,6 @@ impl Env<'_> {
             let mut hit = false;
             // A hit that closes a loop iteration (kept as an SCC backedge).
             let mut looped = false;
-            let branches = self.pool.get(n).state.branches;
             if branches > 0 {
                 let old = &self.pool.get(n).state;
                 // Another entry into an async callback (one armed by

@@ -65,13 +65,17 @@ impl IdMap {
     }
 
     /// check_ids: old and cur ids must correspond one to one.
+    #[inline]
     pub fn check(&mut self, old: u32, cur: u32) -> bool {
-        if (old == 0) != (cur == 0) {
-            return false;
+        // Most registers have no id: decide those without a call.
+        if old == 0 || cur == 0 {
+            return old == cur;
         }
-        if old == 0 {
-            return true;
-        }
+        self.check_pair(old, cur)
+    }
+
+    /// [`IdMap::check`] of two nonzero ids.
+    fn check_pair(&mut self, old: u32, cur: u32) -> bool {
         let limit = if self.memset_baseline {
             ID_MAP_SIZE
         } else {
@@ -138,11 +142,34 @@ pub fn regs_exact(a: &Reg, b: &Reg, m: &mut IdMap) -> bool {
     same_shape(a, b) && m.check(a.id, b.id) && m.check(a.ref_obj_id, b.ref_obj_id)
 }
 
+#[inline(always)]
 fn within(old: &Reg, cur: &Reg) -> bool {
     old.v.is_superset_of(&cur.v)
 }
 
+/// Whether the old register is safe for the current one: decides the two
+/// cases most comparisons meet (scalars without ids against scalars)
+/// inline, and leaves the rest to [`regsafe_in_full`].
+#[inline(always)]
 pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
+    if exact != Exact::Identical
+        && old.ty == RegType::Scalar
+        && cur.ty == RegType::Scalar
+        && old.flags == cur.flags
+        && !m.explore_alu_limits
+    {
+        if !old.precise && exact == Exact::Loose {
+            return true;
+        }
+        // Without an id, no link to check: only the range decides.
+        if old.id == 0 {
+            return within(old, cur);
+        }
+    }
+    regsafe_in_full(old, cur, m, exact)
+}
+
+fn regsafe_in_full(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     if exact == Exact::Identical {
         return regs_exact(old, cur, m);
     }
