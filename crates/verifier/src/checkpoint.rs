@@ -363,7 +363,7 @@ fn same_callsites(a: &State, b: &State) -> bool {
 /// bit-identical (precision marks excepted: the kernel's compare stops
 /// before them). `hint` is the register that differed last time against
 /// `old`: it is compared first (in a loop, the same counter differs at
-/// every visit), and updated to the register that differs now.
+/// every visit), and updated to the first register that differs now.
 fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
@@ -372,27 +372,35 @@ fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     if fo.callsite != fc.callsite {
         return false;
     }
-    let same = |a: &Reg, b: &Reg| {
-        a.ty == b.ty
-            && a.flags == b.flags
-            && a.off == b.off
-            && a.aux == b.aux
-            && a.map == b.map
-            && a.id == b.id
-            && a.ref_obj_id == b.ref_obj_id
-            && a.v == b.v
-    };
     let h = *hint as usize;
-    if h < fo.regs.len() && !same(&fo.regs[h], &fc.regs[h]) {
+    if h < fo.regs.len() && !same_for_loop(&fo.regs[h], &fc.regs[h]) {
         return false;
     }
-    match (0..fo.regs.len()).find(|&r| !same(&fo.regs[r], &fc.regs[r])) {
+    // The hinted register, if any, is known equal now.
+    match (0..fo.regs.len()).find(|&r| r != h && !same_for_loop(&fo.regs[r], &fc.regs[r])) {
         Some(r) => {
             *hint = r as u8;
             false
         }
         None => true,
     }
+}
+
+/// The registers compared by states_maybe_looping; the bounds a loop
+/// counter changes come first.
+#[inline(always)]
+fn same_for_loop(a: &Reg, b: &Reg) -> bool {
+    a.v.umin == b.v.umin
+        && a.v.umax == b.v.umax
+        && a.v.var_off.value == b.v.var_off.value
+        && a.ty == b.ty
+        && a.flags == b.flags
+        && a.off == b.off
+        && a.aux == b.aux
+        && a.map == b.map
+        && a.id == b.id
+        && a.ref_obj_id == b.ref_obj_id
+        && a.v == b.v
 }
 
 impl Env<'_> {
