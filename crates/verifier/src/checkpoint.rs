@@ -8,9 +8,9 @@ use crate::error::VResult;
 use crate::explore::Env;
 use crate::pool::{Node, NIL};
 use crate::precision::{encode_stack, Backtrack};
-use crate::prune::{hinted_reject, states_equal, states_equal_noting, Exact};
+use crate::prune::{hinted_reject, states_equal, states_equal_noting, Exact, SignificantSlots};
 use crate::regs::{Reg, RegType};
-use crate::state::State;
+use crate::state::{State, MAX_CALL_FRAMES};
 
 /// BPF_COMPLEXITY_LIMIT_STATES: states kept per instruction without CAP_BPF.
 const COMPLEXITY_LIMIT_STATES: u64 = 64;
@@ -40,6 +40,7 @@ impl Env<'_> {
                 let node = self.pool.get_mut(n);
                 let nframes = node.state.frames.len();
                 let callsites: Vec<i32> = node.state.frames.iter().map(|f| f.callsite).collect();
+                let mut significant = [0u64; MAX_CALL_FRAMES];
                 for (fi, f) in node.state.frames.iter_mut().enumerate() {
                     // A caller waits at its call instruction.
                     let ip = if fi + 1 == nframes {
@@ -56,10 +57,13 @@ impl Env<'_> {
                     for (spi, slot) in f.stack.iter_mut().enumerate() {
                         if spi >= 64 || live_slots[fi] & (1 << spi) == 0 {
                             *slot = crate::state::Slot::default();
+                        } else if !slot.all_invalid_or_misc() {
+                            significant[fi] |= 1 << spi;
                         }
                     }
                 }
                 node.cleaned = true;
+                node.slots = SignificantSlots::new(significant);
             }
             n = next;
         }
@@ -87,8 +91,8 @@ impl Env<'_> {
         let mut n = self.buckets[b];
         while n != NIL {
             states_cnt += 1;
-            let next = self.pool.get(n).next;
-            let node_idx = self.pool.get(n).state.insn_idx;
+            let node = self.pool.get(n);
+            let (next, node_idx, branches) = (node.next, node.state.insn_idx, node.state.branches);
             if node_idx != idx {
                 prev = n;
                 n = next;
@@ -97,7 +101,6 @@ impl Env<'_> {
             let mut hit = false;
             // A hit that closes a loop iteration (kept as an SCC backedge).
             let mut looped = false;
-            let branches = self.pool.get(n).state.branches;
             if branches > 0 {
                 let old = &self.pool.get(n).state;
                 // Another entry into an async callback (one armed by
@@ -212,6 +215,7 @@ impl Env<'_> {
                     &self.cfg.live_regs_before,
                     self.id_gen,
                     exact,
+                    &node.slots,
                     &mut hint,
                 );
                 if hint != node.miss_hint && !self.opts.baselines.prune_no_miss_hint {
@@ -300,6 +304,7 @@ impl Env<'_> {
             evicted: false,
             cleaned: false,
             miss_hint: Default::default(),
+            slots: Default::default(),
             loop_hint: 0,
         });
         self.buckets[b] = id;
@@ -358,7 +363,7 @@ fn same_callsites(a: &State, b: &State) -> bool {
 /// bit-identical (precision marks excepted: the kernel's compare stops
 /// before them). `hint` is the register that differed last time against
 /// `old`: it is compared first (in a loop, the same counter differs at
-/// every visit), and updated to the register that differs now.
+/// every visit), and updated to the first register that differs now.
 fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     if old.frames.len() != cur.frames.len() {
         return false;
@@ -367,27 +372,35 @@ fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     if fo.callsite != fc.callsite {
         return false;
     }
-    let same = |a: &Reg, b: &Reg| {
-        a.ty == b.ty
-            && a.flags == b.flags
-            && a.off == b.off
-            && a.aux == b.aux
-            && a.map == b.map
-            && a.id == b.id
-            && a.ref_obj_id == b.ref_obj_id
-            && a.v == b.v
-    };
     let h = *hint as usize;
-    if h < fo.regs.len() && !same(&fo.regs[h], &fc.regs[h]) {
+    if h < fo.regs.len() && !same_for_loop(&fo.regs[h], &fc.regs[h]) {
         return false;
     }
-    match (0..fo.regs.len()).find(|&r| !same(&fo.regs[r], &fc.regs[r])) {
+    // The hinted register, if any, is known equal now.
+    match (0..fo.regs.len()).find(|&r| r != h && !same_for_loop(&fo.regs[r], &fc.regs[r])) {
         Some(r) => {
             *hint = r as u8;
             false
         }
         None => true,
     }
+}
+
+/// The registers compared by states_maybe_looping; the bounds a loop
+/// counter changes come first.
+#[inline(always)]
+fn same_for_loop(a: &Reg, b: &Reg) -> bool {
+    a.v.umin == b.v.umin
+        && a.v.umax == b.v.umax
+        && a.v.var_off.value == b.v.var_off.value
+        && a.ty == b.ty
+        && a.flags == b.flags
+        && a.off == b.off
+        && a.aux == b.aux
+        && a.map == b.map
+        && a.id == b.id
+        && a.ref_obj_id == b.ref_obj_id
+        && a.v == b.v
 }
 
 impl Env<'_> {

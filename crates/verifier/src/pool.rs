@@ -20,8 +20,11 @@ pub struct Node {
     pub evicted: bool,
     /// Registers already cleaned by liveness.
     pub cleaned: bool,
-    /// The register that made the last comparison against this state fail.
+    /// The register or slot that made the last comparison against this
+    /// state fail.
     pub miss_hint: crate::prune::MissHint,
+    /// The stack slots comparisons look at, known once it is cleaned.
+    pub slots: crate::prune::SignificantSlots,
     /// The register of the current frame that differed at the last
     /// infinite-loop pre-check against this state (compared first next time).
     pub loop_hint: u8,
@@ -121,6 +124,7 @@ mod tests {
             evicted: false,
             cleaned: false,
             miss_hint: Default::default(),
+            slots: Default::default(),
             loop_hint: 0,
         }
     }

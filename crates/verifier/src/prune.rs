@@ -2,7 +2,7 @@
 //! the id map it fills (SEEDS.md §1a).
 
 use crate::regs::{Reg, RegType};
-use crate::state::{Frame, SlotType, State, REG_SIZE};
+use crate::state::{Frame, Slot, SlotType, State, MAX_CALL_FRAMES, REG_SIZE};
 
 /// How strictly two states must agree.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -65,13 +65,17 @@ impl IdMap {
     }
 
     /// check_ids: old and cur ids must correspond one to one.
+    #[inline]
     pub fn check(&mut self, old: u32, cur: u32) -> bool {
-        if (old == 0) != (cur == 0) {
-            return false;
+        // Most registers have no id: decide those without a call.
+        if old == 0 || cur == 0 {
+            return old == cur;
         }
-        if old == 0 {
-            return true;
-        }
+        self.check_pair(old, cur)
+    }
+
+    /// [`IdMap::check`] of two nonzero ids.
+    fn check_pair(&mut self, old: u32, cur: u32) -> bool {
         let limit = if self.memset_baseline {
             ID_MAP_SIZE
         } else {
@@ -138,11 +142,34 @@ pub fn regs_exact(a: &Reg, b: &Reg, m: &mut IdMap) -> bool {
     same_shape(a, b) && m.check(a.id, b.id) && m.check(a.ref_obj_id, b.ref_obj_id)
 }
 
+#[inline(always)]
 fn within(old: &Reg, cur: &Reg) -> bool {
     old.v.is_superset_of(&cur.v)
 }
 
+/// Whether the old register is safe for the current one: decides the two
+/// cases most comparisons meet (scalars without ids against scalars)
+/// inline, and leaves the rest to [`regsafe_in_full`].
+#[inline(always)]
 pub fn regsafe(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
+    if exact != Exact::Identical
+        && old.ty == RegType::Scalar
+        && cur.ty == RegType::Scalar
+        && old.flags == cur.flags
+        && !m.explore_alu_limits
+    {
+        if !old.precise && exact == Exact::Loose {
+            return true;
+        }
+        // Without an id, no link to check: only the range decides.
+        if old.id == 0 {
+            return within(old, cur);
+        }
+    }
+    regsafe_in_full(old, cur, m, exact)
+}
+
+fn regsafe_in_full(old: &Reg, cur: &Reg, m: &mut IdMap, exact: Exact) -> bool {
     if exact == Exact::Identical {
         return regs_exact(old, cur, m);
     }
@@ -218,73 +245,123 @@ fn byte_nonzero(w: u64) -> u64 {
 /// checks are those of the kernel's byte-by-byte walk: a slot contributes
 /// through its type bytes and, at its last byte, its spilled register.
 pub(crate) fn stacksafe(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> bool {
-    let unbound = Reg::unknown_scalar();
-    for (spi, os) in old.stack.iter().enumerate() {
-        let old_types = os.type_word();
-        // Dead or unknown bytes match anything: most explored slots are.
-        if exact == Exact::Loose && os.all_invalid_or_misc() {
-            continue;
-        }
-        let Some(cs) = cur.stack.get(spi) else {
-            return false;
+    first_unsafe_slot(old, cur, m, exact).is_none()
+}
+
+/// [`stacksafe`], naming the slot whose comparison failed.
+fn first_unsafe_slot(old: &Frame, cur: &Frame, m: &mut IdMap, exact: Exact) -> Option<usize> {
+    (0..old.stack.len()).find(|&spi| !slot_safe(&old.stack[spi], cur.stack.get(spi), m, exact))
+}
+
+/// [`first_unsafe_slot`] of a loose comparison that visits only the slots
+/// of `mask` (the old frame's [`SignificantSlots`]): the others hold
+/// uninitialised or unknown bytes, which match anything.
+fn first_unsafe_slot_of(old: &Frame, cur: &Frame, m: &mut IdMap, mut mask: u64) -> Option<usize> {
+    while mask != 0 {
+        let spi = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let Some(os) = old.stack.get(spi) else {
+            // Not this frame's mask: compare in full.
+            return first_unsafe_slot(old, cur, m, Exact::Loose);
         };
-        let cur_types = cs.type_word();
-        if exact != Exact::Loose {
-            // Every byte's type must be the same.
-            if old_types != cur_types {
-                return false;
-            }
-            if os.all_invalid_or_misc() {
-                continue;
-            }
-            // A full spill compares its registers whatever they hold.
-            if os.is_full_spill() {
-                if !regsafe(&os.spilled, &cs.spilled, m, exact) {
-                    return false;
-                }
-                continue;
-            }
-        } else if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
-            // A spilled scalar against one, or against bytes that all read
-            // as an unknown scalar (is_stack_all_misc).
-            let cur_scalar = if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
-                Some(&cs.spilled)
-            } else if cs.all_invalid_or_misc() {
-                Some(&unbound)
-            } else {
-                None
-            };
-            if let Some(c) = cur_scalar {
-                if !regsafe(&os.spilled, c, m, exact) {
-                    return false;
-                }
-                continue;
-            }
-        }
-        // Each byte that is neither uninitialised (never read) nor unknown
-        // (matches anything) must have the same type in both (as it has
-        // when the words are equal, the common case).
-        if old_types != cur_types
-            && byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0
-        {
-            return false;
-        }
-        if !slot_objects_safe(os, cs, m, exact) {
-            return false;
+        if !slot_safe(os, cur.stack.get(spi), m, Exact::Loose) {
+            return Some(spi);
         }
     }
-    true
+    None
+}
+
+/// One slot of [`stacksafe`]: whether the old slot `os` is safe for the
+/// current one (`None` where the current stack ends before it).
+#[inline(always)]
+fn slot_safe(os: &Slot, cs: Option<&Slot>, m: &mut IdMap, exact: Exact) -> bool {
+    // Dead or unknown bytes match anything: most explored slots are.
+    if exact == Exact::Loose && os.all_invalid_or_misc() {
+        return true;
+    }
+    let Some(cs) = cs else {
+        return false;
+    };
+    let old_types = os.type_word();
+    let cur_types = cs.type_word();
+    if exact != Exact::Loose {
+        // Every byte's type must be the same.
+        if old_types != cur_types {
+            return false;
+        }
+        if os.all_invalid_or_misc() {
+            return true;
+        }
+        // A full spill compares its registers whatever they hold.
+        if os.is_full_spill() {
+            return regsafe(&os.spilled, &cs.spilled, m, exact);
+        }
+    } else if os.is_full_spill() && os.spilled.ty == RegType::Scalar {
+        // A spilled scalar against one, or against bytes that all read
+        // as an unknown scalar (is_stack_all_misc).
+        if cs.is_full_spill() && cs.spilled.ty == RegType::Scalar {
+            return regsafe(&os.spilled, &cs.spilled, m, exact);
+        }
+        if cs.all_invalid_or_misc() {
+            return regsafe(&os.spilled, &Reg::unknown_scalar(), m, exact);
+        }
+    }
+    // Each byte that is neither uninitialised (never read) nor unknown
+    // (matches anything) must have the same type in both (as it has
+    // when the words are equal, the common case).
+    if old_types != cur_types
+        && byte_nonzero(old_types ^ cur_types) & significant_bytes(old_types) != 0
+    {
+        return false;
+    }
+    slot_objects_safe(os, cs, m, exact)
+}
+
+/// The stack slots of each frame of an explored state that a loose
+/// comparison looks at: those holding anything but uninitialised or
+/// unknown bytes (one bit per slot). Set when the checkpoint is cleaned,
+/// which is also when its stack stops changing: afterwards only precision
+/// marks change, and they are no slot type.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct SignificantSlots {
+    masks: [u64; MAX_CALL_FRAMES],
+    known: bool,
+}
+
+impl SignificantSlots {
+    /// Bit `spi` of `masks[frame]` set for each significant slot; every
+    /// slot past the 64th must hold nothing.
+    pub fn new(masks: [u64; MAX_CALL_FRAMES]) -> SignificantSlots {
+        SignificantSlots { masks, known: true }
+    }
+
+    /// The slots of `st`, unknown for a stack of more than 64 slots.
+    #[cfg(test)]
+    pub fn of(st: &State) -> SignificantSlots {
+        if st.frames.len() > MAX_CALL_FRAMES || st.frames.iter().any(|f| f.stack.len() > 64) {
+            return SignificantSlots::default();
+        }
+        let mut masks = [0u64; MAX_CALL_FRAMES];
+        for (mask, f) in masks.iter_mut().zip(&st.frames) {
+            for (spi, slot) in f.stack.iter().enumerate() {
+                if !slot.all_invalid_or_misc() {
+                    *mask |= 1 << spi;
+                }
+            }
+        }
+        SignificantSlots::new(masks)
+    }
+
+    #[inline]
+    fn of_frame(&self, i: usize) -> Option<u64> {
+        self.known.then(|| self.masks.get(i).copied()).flatten()
+    }
 }
 
 /// What a stack slot holds beyond its byte types (a spilled register, an
 /// iterator, a dynptr, irq flags), as the slot's last byte says: the old
 /// state's must be safe for the current one's.
-pub(crate) fn slot_objects_safe(
-    os: &crate::state::Slot,
-    cs: &crate::state::Slot,
-    m: &mut IdMap,
-    exact: Exact,
-) -> bool {
+pub(crate) fn slot_objects_safe(os: &Slot, cs: &Slot, m: &mut IdMap, exact: Exact) -> bool {
     match os.types[REG_SIZE - 1] {
         SlotType::Spill => regsafe(&os.spilled, &cs.spilled, m, exact),
         SlotType::Iter => crate::iter::slots_equal(&os.spilled, &cs.spilled, m),
@@ -321,31 +398,61 @@ pub fn states_equal(
         live_regs,
         id_gen,
         exact,
+        &SignificantSlots::default(),
         &mut MissHint::default(),
     )
 }
 
-/// A register whose comparison made an earlier `states_equal` against the
-/// same explored state fail: (frame << 4 | register) + 1, 0 if none.
+/// A register or stack slot whose comparison made an earlier
+/// `states_equal` against the same explored state fail, 0 if none.
 ///
 /// A checkpoint tends to fail against the paths that reach it for the
-/// same reason again and again (a loop counter, a length). Comparing that
-/// register first, alone ([`hinted_reject`]), rejects most misses before
-/// the rest of the comparison. This only reorders the work: `regsafe`
-/// fails with an empty id map whenever it fails with a fuller one (the map
-/// can only add conflicts), so a register failing alone fails the whole
-/// comparison.
+/// same reason again and again (a loop counter, a length, a value spilled
+/// to the stack). Comparing that register or slot first, alone
+/// ([`hinted_reject`]), rejects most misses before the rest of the
+/// comparison. This only reorders the work: `regsafe` and the slot
+/// comparisons fail with an empty id map whenever they fail with a fuller
+/// one (the map can only add conflicts), so one failing alone fails the
+/// whole comparison.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub struct MissHint(u8);
+pub struct MissHint(u16);
+
+/// What a [`MissHint`] names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum HintAt {
+    Reg { frame: usize, reg: usize },
+    Slot { frame: usize, spi: usize },
+}
+
+/// Hints of registers take 1..=128, those of slots follow.
+const SLOT_HINTS: u16 = 129;
 
 impl MissHint {
-    fn of(frame: usize, r: usize) -> MissHint {
-        MissHint(((frame << 4) | r) as u8 + 1)
+    fn reg(frame: usize, r: usize) -> MissHint {
+        MissHint(((frame << 4) | r) as u16 + 1)
+    }
+    fn slot(frame: usize, spi: usize) -> MissHint {
+        MissHint(((frame << 6) | spi) as u16 + SLOT_HINTS)
     }
     #[inline]
-    fn get(self) -> Option<(usize, usize)> {
-        let v = (self.0 as usize).checked_sub(1)?;
-        Some((v >> 4, v & 15))
+    fn get(self) -> Option<HintAt> {
+        match self.0 {
+            0 => None,
+            v if v < SLOT_HINTS => {
+                let v = (v - 1) as usize;
+                Some(HintAt::Reg {
+                    frame: v >> 4,
+                    reg: v & 15,
+                })
+            }
+            v => {
+                let v = (v - SLOT_HINTS) as usize;
+                Some(HintAt::Slot {
+                    frame: v >> 6,
+                    spi: v & 63,
+                })
+            }
+        }
     }
 }
 
@@ -360,8 +467,8 @@ fn frame_insn(old: &State, i: usize) -> usize {
     }
 }
 
-/// True when the register `hint` names, compared alone, already makes
-/// `states_equal` false (see [`MissHint`]).
+/// True when the register or slot `hint` names, compared alone, already
+/// makes `states_equal` false (see [`MissHint`]).
 #[inline]
 pub fn hinted_reject(
     old: &State,
@@ -372,27 +479,52 @@ pub fn hinted_reject(
     exact: Exact,
     hint: MissHint,
 ) -> bool {
-    let Some((fi, r)) = hint.get() else {
+    let Some(at) = hint.get() else {
         return false;
     };
-    if fi >= old.frames.len() || old.frames.len() != cur.frames.len() || r > 10 {
+    if old.frames.len() != cur.frames.len() {
         return false;
     }
-    let live = live_regs
-        .get(frame_insn(old, fi))
-        .copied()
-        .unwrap_or(u16::MAX);
-    if live & (1 << r) == 0 {
-        return false;
-    }
-    m.reset(id_gen);
-    let rejected = !regsafe(&old.frames[fi].regs[r], &cur.frames[fi].regs[r], m, exact);
+    let rejected = match at {
+        HintAt::Reg { frame, reg } => {
+            if frame >= old.frames.len() || reg > 10 {
+                return false;
+            }
+            let live = live_regs
+                .get(frame_insn(old, frame))
+                .copied()
+                .unwrap_or(u16::MAX);
+            if live & (1 << reg) == 0 {
+                return false;
+            }
+            m.reset(id_gen);
+            !regsafe(
+                &old.frames[frame].regs[reg],
+                &cur.frames[frame].regs[reg],
+                m,
+                exact,
+            )
+        }
+        HintAt::Slot { frame, spi } => {
+            // Slots are compared byte by byte without CAP_PERFMON.
+            if frame >= old.frames.len() || !m.uninit_stack_readable {
+                return false;
+            }
+            let Some(os) = old.frames[frame].stack.get(spi) else {
+                return false;
+            };
+            m.reset(id_gen);
+            !slot_safe(os, cur.frames[frame].stack.get(spi), m, exact)
+        }
+    };
     m.hinted_rejects += u64::from(rejected);
     rejected
 }
 
-/// `states_equal`, noting in `hint` the register that made it fail (left
-/// as it was when something else did).
+/// `states_equal`, noting in `hint` the register or slot that made it
+/// fail (left as it was when something else did). A loose comparison
+/// visits only the old state's significant `slots` when they are known.
+#[allow(clippy::too_many_arguments)]
 pub fn states_equal_noting(
     old: &State,
     cur: &State,
@@ -400,6 +532,7 @@ pub fn states_equal_noting(
     live_regs: &[u16],
     id_gen: u32,
     exact: Exact,
+    slots: &SignificantSlots,
     hint: &mut MissHint,
 ) -> bool {
     if old.frames.len() != cur.frames.len() {
@@ -438,16 +571,24 @@ pub fn states_equal_noting(
             .unwrap_or(u16::MAX);
         for r in 0..11 {
             if live & (1 << r) != 0 && !regsafe(&o.regs[r], &c.regs[r], m, exact) {
-                *hint = MissHint::of(i, r);
+                *hint = MissHint::reg(i, r);
                 return false;
             }
         }
-        let stack_ok = if m.uninit_stack_readable {
-            stacksafe(o, c, m, exact)
-        } else {
-            crate::privilege::stacksafe_uninit_unreadable(o, c, m, exact)
+        if !m.uninit_stack_readable {
+            if !crate::privilege::stacksafe_uninit_unreadable(o, c, m, exact) {
+                return false;
+            }
+            continue;
+        }
+        let unsafe_slot = match slots.of_frame(i) {
+            Some(mask) if exact == Exact::Loose => first_unsafe_slot_of(o, c, m, mask),
+            _ => first_unsafe_slot(o, c, m, exact),
         };
-        if !stack_ok {
+        if let Some(spi) = unsafe_slot {
+            if spi < 64 {
+                *hint = MissHint::slot(i, spi);
+            }
             return false;
         }
     }
@@ -601,18 +742,32 @@ mod tests {
         assert!(!states_equal(&spec, &real, &mut m, &live, 0, Exact::Loose));
     }
 
-    /// Random stacks built from the slot shapes the verifier produces,
-    /// compared by the slot-wise stacksafe and the byte walk: the same
-    /// answer and the same id-map checks in the same order.
-    #[test]
-    fn slotwise_stacksafe_agrees_with_the_byte_walk() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
+    /// A xorshift generator: `next(n)` is below `n`.
+    fn rng(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n: u64| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed % n
+        }
+    }
+
+    /// A register of the kinds stack and register comparisons meet.
+    fn random_reg(next: &mut dyn FnMut(u64) -> u64) -> Reg {
+        let mut r = match next(5) {
+            0 => Reg::known(next(3)),
+            1 => Reg::unknown_scalar(),
+            2 => Reg::pointer(RegType::MapValue),
+            3 => Reg::not_init(),
+            _ => Reg::pointer(RegType::Ctx),
         };
+        r.precise = next(2) == 0;
+        r.id = next(3) as u32;
+        r
+    }
+
+    /// A slot of the shapes the verifier produces.
+    fn random_slot(next: &mut dyn FnMut(u64) -> u64) -> Slot {
         let byte_types = [
             SlotType::Invalid,
             SlotType::Misc,
@@ -621,52 +776,58 @@ mod tests {
             SlotType::Iter,
             SlotType::Dynptr,
         ];
-        let slot = |next: &mut dyn FnMut(u64) -> u64| {
-            let mut s = Slot::default();
-            let fill = |t: SlotType, lo: usize, s: &mut Slot| s.types[lo..].fill(t);
-            match next(7) {
-                0 => {}
-                1 => fill(SlotType::Misc, 0, &mut s),
-                2 => fill(SlotType::Zero, 0, &mut s),
-                3 => fill(SlotType::Spill, 0, &mut s),
-                4 => fill(SlotType::Spill, 4, &mut s),
-                5 => fill(
-                    [SlotType::Iter, SlotType::Dynptr][next(2) as usize],
-                    0,
-                    &mut s,
-                ),
-                _ => {
-                    for t in s.types.iter_mut() {
-                        *t = byte_types[next(6) as usize];
-                    }
+        let mut s = Slot::default();
+        let fill = |t: SlotType, lo: usize, s: &mut Slot| s.types[lo..].fill(t);
+        match next(7) {
+            0 => {}
+            1 => fill(SlotType::Misc, 0, &mut s),
+            2 => fill(SlotType::Zero, 0, &mut s),
+            3 => fill(SlotType::Spill, 0, &mut s),
+            4 => fill(SlotType::Spill, 4, &mut s),
+            5 => fill(
+                [SlotType::Iter, SlotType::Dynptr][next(2) as usize],
+                0,
+                &mut s,
+            ),
+            _ => {
+                for t in s.types.iter_mut() {
+                    *t = byte_types[next(6) as usize];
                 }
             }
-            s.spilled = match next(4) {
-                0 => Reg::known(next(3)),
-                1 => Reg::unknown_scalar(),
-                2 => Reg::pointer(RegType::MapValue),
-                _ => Reg::pointer(RegType::Ctx),
-            };
-            s.spilled.precise = next(2) == 0;
-            s.spilled.id = next(3) as u32;
-            s
-        };
+        }
+        s.spilled = random_reg(next);
+        if s.spilled.ty == RegType::NotInit {
+            s.spilled = Reg::unknown_scalar();
+        }
+        s
+    }
+
+    /// Two stacks of up to `max` slots, the second often a changed copy
+    /// of the first, as a revisited path has.
+    fn random_stacks(next: &mut dyn FnMut(u64) -> u64, max: u64) -> (Vec<Slot>, Vec<Slot>) {
+        let old: Vec<Slot> = (0..next(max + 1)).map(|_| random_slot(next)).collect();
+        let mut cur: Vec<Slot> = (0..next(max + 1)).map(|_| random_slot(next)).collect();
+        if next(2) == 0 {
+            cur = old.clone();
+            for s in cur.iter_mut() {
+                if next(4) == 0 {
+                    *s = random_slot(next);
+                }
+            }
+        }
+        (old, cur)
+    }
+
+    /// Random stacks built from the slot shapes the verifier produces,
+    /// compared by the slot-wise stacksafe and the byte walk: the same
+    /// answer and the same id-map checks in the same order.
+    #[test]
+    fn slotwise_stacksafe_agrees_with_the_byte_walk() {
+        let mut next = rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
-            let old_len = next(5) as usize;
-            let cur_len = next(5) as usize;
             let mut old = Frame::new(-1, 0, 0);
             let mut cur = Frame::new(-1, 0, 0);
-            old.stack = (0..old_len).map(|_| slot(&mut next)).collect();
-            cur.stack = (0..cur_len).map(|_| slot(&mut next)).collect();
-            // Often start from a copy, as a revisited path does.
-            if next(2) == 0 {
-                cur.stack = old.stack.clone();
-                for s in cur.stack.iter_mut() {
-                    if next(4) == 0 {
-                        *s = slot(&mut next);
-                    }
-                }
-            }
+            (old.stack, cur.stack) = random_stacks(&mut next, 4);
             for exact in [Exact::Loose, Exact::RangeWithin, Exact::Identical] {
                 let (mut a, mut b) = (IdMap::new(false), IdMap::new(false));
                 a.reset(100);
@@ -678,5 +839,72 @@ mod tests {
                 assert_eq!(a.pairs[..a.cnt], b.pairs[..b.cnt]);
             }
         }
+    }
+
+    /// A loose comparison that visits only the significant slots finds
+    /// the same failing slot, with the same id-map checks, as one that
+    /// visits every slot.
+    #[test]
+    fn significant_slots_alone_decide_a_loose_stack_comparison() {
+        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let mut old = State::new();
+            let mut cur = State::new();
+            (old.frames[0].stack, cur.frames[0].stack) = random_stacks(&mut next, 6);
+            let mask = SignificantSlots::of(&old).of_frame(0).expect("short stack");
+            let (mut a, mut b) = (IdMap::new(false), IdMap::new(false));
+            a.reset(100);
+            b.reset(100);
+            let (o, c) = (&old.frames[0], &cur.frames[0]);
+            assert_eq!(
+                first_unsafe_slot_of(o, c, &mut a, mask),
+                first_unsafe_slot(o, c, &mut b, Exact::Loose),
+                "{:?} {:?}",
+                o.stack,
+                c.stack
+            );
+            assert_eq!(a.pairs[..a.cnt], b.pairs[..b.cnt]);
+        }
+    }
+
+    /// Whatever register or slot a hint names, a hinted rejection happens
+    /// only where the full comparison fails too, and noting a hint leaves
+    /// the answer as it was.
+    #[test]
+    fn a_hint_rejects_only_unequal_states() {
+        let mut next = rng(0x0123_4567_89ab_cdef);
+        let live = [u16::MAX; 1];
+        let mut hinted = 0;
+        for _ in 0..5_000 {
+            let mut old = State::new();
+            let mut cur = State::new();
+            (old.frames[0].stack, cur.frames[0].stack) = random_stacks(&mut next, 4);
+            for r in 0..11 {
+                old.frames[0].regs[r] = random_reg(&mut next);
+                cur.frames[0].regs[r] = if next(3) == 0 {
+                    random_reg(&mut next)
+                } else {
+                    old.frames[0].regs[r]
+                };
+            }
+            let slots = SignificantSlots::of(&old);
+            for exact in [Exact::Loose, Exact::RangeWithin] {
+                let mut m = IdMap::new(false);
+                let equal = states_equal(&old, &cur, &mut m, &live, 100, exact);
+                let mut hint = MissHint::default();
+                let noted =
+                    states_equal_noting(&old, &cur, &mut m, &live, 100, exact, &slots, &mut hint);
+                assert_eq!(equal, noted);
+                let regs = (0..11).map(|r| MissHint::reg(0, r));
+                let stack = (0..5).map(|spi| MissHint::slot(0, spi));
+                for h in regs.chain(stack).chain([hint]) {
+                    if hinted_reject(&old, &cur, &mut m, &live, 100, exact, h) {
+                        assert!(!equal, "{h:?} {exact:?} {old:?} {cur:?}");
+                        hinted += 1;
+                    }
+                }
+            }
+        }
+        assert!(hinted > 1000, "only {hinted} hinted rejections");
     }
 }

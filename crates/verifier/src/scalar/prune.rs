@@ -6,7 +6,7 @@ use super::Scalar;
 impl Scalar {
     /// Every bound of `cur` lies within the same bound of `self` (the
     /// kernel's range_within(old = self, cur)).
-    #[inline]
+    #[inline(always)]
     pub fn range_within(&self, cur: &Scalar) -> bool {
         self.umin <= cur.umin
             && self.umax >= cur.umax
@@ -21,7 +21,7 @@ impl Scalar {
     /// Every value `cur` may hold, `self` allows: ranges within and tnum
     /// contained. This is what regsafe requires of a precise old scalar
     /// (after its id checks).
-    #[inline]
+    #[inline(always)]
     pub fn is_superset_of(&self, cur: &Scalar) -> bool {
         self.range_within(cur) && self.var_off.contains(cur.var_off)
     }
