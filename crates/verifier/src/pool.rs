@@ -137,6 +137,15 @@ mod tests {
         let mut big = State::new();
         big.frames.push(crate::state::Frame::new(7, 1, 1));
         big.frames[0].grow_stack(512);
+        // Every field of the spare's frames differs from the source's.
+        big.frames[0].regs[3] = crate::regs::Reg::known(9);
+        big.frames[0].callsite = 4;
+        big.frames[0].subprogno = 2;
+        big.frames[0].callback_ret = Some((1, 2));
+        big.frames[0].in_callback_fn = true;
+        big.frames[0].in_async_callback_fn = true;
+        big.frames[0].callback_depth = 3;
+        big.frames[0].async_entry_cnt = 1;
         big.frames[1].grow_stack(64);
         big.jmp_history.resize(
             9,

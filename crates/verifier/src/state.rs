@@ -127,10 +127,30 @@ impl Clone for Frame {
 
     /// Keeps this frame's stack buffer (states are copied at every branch
     /// and checkpoint; reusing buffers spares an allocation each time).
+    /// Field by field: rebuilding the frame from parts copied its
+    /// registers twice.
     fn clone_from(&mut self, src: &Self) {
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clone_from(&src.stack);
-        *self = Frame { stack, ..*src };
+        // Exhaustive: a new field must be copied here too.
+        let Frame {
+            regs,
+            stack,
+            callsite,
+            subprogno,
+            callback_ret,
+            in_callback_fn,
+            in_async_callback_fn,
+            callback_depth,
+            async_entry_cnt,
+        } = src;
+        self.stack.clone_from(stack);
+        self.regs = *regs;
+        self.callsite = *callsite;
+        self.subprogno = *subprogno;
+        self.callback_ret = *callback_ret;
+        self.in_callback_fn = *in_callback_fn;
+        self.in_async_callback_fn = *in_async_callback_fn;
+        self.callback_depth = *callback_depth;
+        self.async_entry_cnt = *async_entry_cnt;
     }
 }
 
