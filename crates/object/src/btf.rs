@@ -738,24 +738,33 @@ impl Btf {
     /// Ids of the types whose name, without a `___flavour` suffix, is
     /// `name` (CO-RE candidates), in id order.
     pub fn ids_by_essential_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = u32> + 'a {
-        let index = self.by_name.get_or_init(|| {
-            let mut m = NameIndex::default();
-            for id in 1..self.len() {
-                let n = self.name(&self.types[id as usize]);
-                if !n.is_empty() {
-                    m.entry(fnv1a(essential_name(n))).or_default().push(id);
-                }
-            }
-            m
-        });
+        let index = self.by_name.get_or_init(|| self.build_name_index());
+        let key = name_hash(name.as_bytes());
+        let first = index.partition_point(|&(h, _)| h < key);
         // Ids are grouped by a hash of the name: drop hash collisions.
-        index
-            .get(&fnv1a(name))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        index[first..]
             .iter()
-            .copied()
+            .take_while(move |&&(h, _)| h == key)
+            .map(|&(_, id)| id)
             .filter(move |&id| essential_name(self.name(&self.types[id as usize])) == name)
+    }
+
+    /// (hash of the essential name, id) of every named type, sorted: one
+    /// flat array rather than a map of lists, as vmlinux has 100k+ names.
+    fn build_name_index(&self) -> NameIndex {
+        let base = self.hdr_len + self.str_off;
+        let strs = &self.raw[base..base + self.str_len];
+        let mut index: NameIndex = (1..self.len())
+            .filter_map(|id| {
+                // Hashed as bytes: a name that is not UTF-8 is never asked for.
+                let tail = strs.get(self.types[id as usize].name_off as usize..)?;
+                let name = &tail[..memchr::memchr(0, tail)?];
+                (!name.is_empty()).then(|| (name_hash(essential_bytes(name)), id))
+            })
+            .collect();
+        // Sorting by (hash, id) keeps each name's ids in id order.
+        index.sort_unstable();
+        index
     }
 
     /// Ids of all types, from 1.
@@ -764,45 +773,43 @@ impl Btf {
     }
 }
 
-/// Type ids grouped by the FNV-1a hash of their essential name; the hash
-/// is already uniform, so the map does not hash it again.
-type NameIndex = std::collections::HashMap<u64, Vec<u32>, std::hash::BuildHasherDefault<IdHasher>>;
+/// Type ids by the hash of their essential name, sorted.
+type NameIndex = Vec<(u64, u32)>;
 
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
+/// FxHash of a name, eight bytes at a time (vmlinux has 100k+ names to
+/// index; the index checks each candidate's name, so any hash would do).
+fn name_hash(s: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut chunks = s.chunks_exact(8);
+    let mut h = s.len() as u64;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K)
 }
 
 /// A CO-RE name without its `___flavour` suffix (`task_struct___v2` ->
 /// `task_struct`), as libbpf strips it.
 pub fn essential_name(name: &str) -> &str {
-    let b = name.as_bytes();
-    if b.len() >= 5 {
+    &name[..essential_bytes(name.as_bytes()).len()]
+}
+
+/// [`essential_name`] of a name's bytes (the suffix is ASCII).
+fn essential_bytes(b: &[u8]) -> &[u8] {
+    // Most names have no `___`: a vectorised search rules them out.
+    static TRIPLE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"___"));
+    if b.len() >= 5 && TRIPLE.find(b).is_some() {
         for i in (0..=b.len() - 5).rev() {
             if b[i] != b'_' && &b[i + 1..i + 4] == b"___" && b[i + 4] != b'_' {
-                return &name[..i + 1];
+                return &b[..i + 1];
             }
         }
     }
-    name
+    b
 }
 
 /// Appends type records and strings to a raw BTF blob, laid out as header,
@@ -938,6 +945,38 @@ pub(crate) mod tests {
         let btf = Btf::from_bytes(&b.build()).unwrap();
         assert!(btf.resolve_size(1).is_err());
         assert!(btf.skip_mods_and_typedefs(1).is_none());
+    }
+
+    #[test]
+    fn finds_types_by_name_without_flavour_in_id_order() {
+        let mut b = Builder::new();
+        // Typedefs of int [1]; names chosen to share or almost share a stem.
+        b.rec("int", 1, 0, false, 4, &[(1 << 24) | 32]); // [1]
+        for name in [
+            "task",
+            "task___v2",
+            "task___",
+            "ta",
+            "task_s",
+            "task",
+            "a___b___c",
+            "x____y",
+            "___task",
+        ] {
+            b.rec(name, 8, 0, false, 1, &[]); // [2]..[10]
+        }
+        let btf = Btf::from_bytes(&b.build()).unwrap();
+        let ids = |n: &str| btf.ids_by_essential_name(n).collect::<Vec<_>>();
+        // `task___` keeps its name (nothing after the suffix), as libbpf.
+        assert_eq!(ids("task"), [2, 3, 7]);
+        assert_eq!(ids("task___"), [4]);
+        assert_eq!(ids("a___b"), [8]);
+        assert_eq!(ids("x____y"), [9]);
+        assert_eq!(ids("___task"), [10]);
+        assert_eq!(ids("ta"), [5]);
+        assert!(ids("tas").is_empty());
+        assert!(ids("").is_empty());
+        assert_eq!(btf.find_by_name_kind("task___v2", Kind::Typedef), Some(3));
     }
 
     #[test]

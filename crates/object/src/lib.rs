@@ -32,7 +32,9 @@ pub mod struct_ops;
 pub mod types;
 
 pub use error::{ErrorKind, ObjectError};
-pub use load::{vmlinux_btf_path, LoadOptions, TargetBtf, HOST_VMLINUX, VMLINUX_ENV};
+pub use load::{
+    target_vmlinux, vmlinux_btf_path, LoadOptions, TargetBtf, HOST_VMLINUX, VMLINUX_ENV,
+};
 pub use loader::Loader;
 pub use maps::{internal_map_name, object_name};
 pub use types::*;

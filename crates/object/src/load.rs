@@ -49,6 +49,20 @@ pub fn vmlinux_btf_path() -> PathBuf {
     std::env::var_os(VMLINUX_ENV).map_or_else(|| PathBuf::from(HOST_VMLINUX), PathBuf::from)
 }
 
+/// The vmlinux BTF at [`vmlinux_btf_path`], read and parsed once per
+/// process and shared by the loader (CO-RE target) and the verifier
+/// (kernel types, kfuncs, attach targets); none when unreadable or invalid.
+/// Parsing it is most of a small object's run time.
+pub fn target_vmlinux() -> Option<&'static Arc<Btf>> {
+    static VMLINUX: std::sync::OnceLock<Option<Arc<Btf>>> = std::sync::OnceLock::new();
+    VMLINUX
+        .get_or_init(|| {
+            let bytes = std::fs::read(vmlinux_btf_path()).ok()?;
+            Btf::from_bytes(&bytes).ok().map(Arc::new)
+        })
+        .as_ref()
+}
+
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub target_btf: TargetBtf,
@@ -138,7 +152,7 @@ fn load_target(t: &TargetBtf) -> LResult<Option<Arc<Btf>>> {
     };
     Ok(match t {
         TargetBtf::None => None,
-        TargetBtf::Host => read(&vmlinux_btf_path()).ok().map(Arc::new),
+        TargetBtf::Host => target_vmlinux().cloned(),
         TargetBtf::Path(p) => Some(Arc::new(read(p)?)),
         TargetBtf::Loaded(b) => Some(b.clone()),
     })

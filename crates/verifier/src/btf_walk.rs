@@ -15,13 +15,8 @@ use std::sync::OnceLock;
 /// The target's vmlinux BTF (the host's unless `BPFVET_VMLINUX_BTF` names
 /// another), read once per process.
 pub fn vmlinux() -> Option<&'static Btf> {
-    static VMLINUX: OnceLock<Option<Btf>> = OnceLock::new();
-    VMLINUX
-        .get_or_init(|| {
-            let bytes = std::fs::read(bpfvet_object::vmlinux_btf_path()).ok()?;
-            Btf::from_bytes(&bytes).ok()
-        })
-        .as_ref()
+    // The loader's parse (CO-RE), shared.
+    bpfvet_object::target_vmlinux().map(|b| &**b)
 }
 
 /// Whether the BTF of a loaded kernel module (/sys/kernel/btf/*) may
