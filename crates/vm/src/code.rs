@@ -50,9 +50,27 @@ pub const FUSED_MUL32_ADD_K: u8 = 0xe8;
 pub const FUSED_MOV32_JA: u8 = 0xe9;
 /// `rD = rS; goto +off`
 pub const FUSED_MOV64_JA: u8 = 0xea;
+// Three instructions as one step: the bit test of C's `if (x & K)`.
+/// `wD = wS; wD &= K; if wD == K2 goto +off`
+pub const FUSED_MOV32_AND_K_JEQ_K: u8 = 0xf0;
+/// `wD = wS; wD &= K; if wD != K2 goto +off`
+pub const FUSED_MOV32_AND_K_JNE_K: u8 = 0xf1;
 
 fn is_fused_code(code: u8) -> bool {
-    matches!(code, 0xe0..=0xe3 | 0xe8..=0xea)
+    matches!(code, 0xe0..=0xe3 | 0xe8..=0xea | 0xf0 | 0xf1)
+}
+
+/// The fused code for `wD = wS; wD &= K` (fused already, `pair`) and the
+/// conditional jump `c` after it, if there is one.
+fn fused_with_jump(pair: u8, a: &Op, c: &Op) -> Option<u8> {
+    if pair != FUSED_MOV32_AND_K || c.dst != a.dst {
+        return None;
+    }
+    match c.code {
+        0x16 => Some(FUSED_MOV32_AND_K_JEQ_K),
+        0x56 => Some(FUSED_MOV32_AND_K_JNE_K),
+        _ => None,
+    }
 }
 
 /// The fused code for the instruction pair `a`, `b` (consecutive slots),
@@ -84,6 +102,12 @@ fn fuse_pairs(ops: &mut [Op]) {
         if next == pc + 1 {
             if let Some(f) = ops.get(next).and_then(|b| fused(&ops[pc], b)) {
                 ops[pc].xcode = f;
+                if let Some(t) = ops
+                    .get(pc + 2)
+                    .and_then(|c| fused_with_jump(f, &ops[pc], c))
+                {
+                    ops[pc].xcode = t;
+                }
             }
         }
         pc = next;

@@ -7,8 +7,9 @@ use bpfvet_isa::opcode::BPF_PSEUDO_CALL;
 use bpfvet_isa::opcode::{BPF_LOAD_ACQ, BPF_STORE_REL};
 
 use crate::code::{
-    func_pc, Op, FUSED_MOV32_ADD_K, FUSED_MOV32_AND_K, FUSED_MOV32_JA, FUSED_MOV64_ADD_K,
-    FUSED_MOV64_AND_K, FUSED_MOV64_JA, FUSED_MUL32_ADD_K, PROVEN_ATOMIC, PROVEN_CTX, PROVEN_PLAIN,
+    func_pc, Op, FUSED_MOV32_ADD_K, FUSED_MOV32_AND_K, FUSED_MOV32_AND_K_JEQ_K,
+    FUSED_MOV32_AND_K_JNE_K, FUSED_MOV32_JA, FUSED_MOV64_ADD_K, FUSED_MOV64_AND_K, FUSED_MOV64_JA,
+    FUSED_MUL32_ADD_K, PROVEN_ATOMIC, PROVEN_CTX, PROVEN_PLAIN,
 };
 use crate::error::{Result, VmError};
 use crate::run::{atomic_at, read_shared, write_shared, Run, MAX_FRAMES};
@@ -385,6 +386,17 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
             let next: &Op = unsafe { &*ip };
             ip = unsafe { ip.add(1) };
             (next, regs[($op.src & 15) as usize])
+        }};
+    }
+
+    // The third instruction of a fused triple (skipped over).
+    macro_rules! third {
+        () => {{
+            // SAFETY: `fuse_pairs` gives a triple's code only to a slot
+            // followed by the triple's second and third instructions.
+            let next: &Op = unsafe { &*ip };
+            ip = unsafe { ip.add(1) };
+            next
         }};
     }
 
@@ -820,6 +832,20 @@ fn run_ops<const EXACT: bool>(run: &mut Run<'_>, st: &mut State) -> Result<Optio
                 regs[d] = (regs[d] as u32)
                     .wrapping_mul(op.imm as u32)
                     .wrapping_add(next.imm as u32) as u64;
+            }
+            FUSED_MOV32_AND_K_JEQ_K if !EXACT => {
+                let (next, s) = second!(op);
+                let jump = third!();
+                let v = s as u32 & next.imm as u32;
+                regs[d] = v as u64;
+                cond!(jump, v == jump.imm as u32);
+            }
+            FUSED_MOV32_AND_K_JNE_K if !EXACT => {
+                let (next, s) = second!(op);
+                let jump = third!();
+                let v = s as u32 & next.imm as u32;
+                regs[d] = v as u64;
+                cond!(jump, v != jump.imm as u32);
             }
             FUSED_MOV32_JA if !EXACT => {
                 let (next, s) = second!(op);

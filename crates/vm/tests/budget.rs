@@ -86,3 +86,30 @@ fn a_fault_inside_a_straight_stretch() {
         }
     }
 }
+
+#[test]
+fn a_bit_test_and_branch_in_a_loop() {
+    // `w2 = w1; w2 &= 1; if w2 ==/!= 0 goto` runs as one step of the
+    // charging mode. Five passes over i = 0..4: 2 before the loop, 5 per
+    // pass plus 1 in each pass that counts, the exit.
+    let body = |cond: &str| {
+        format!(
+            "r0 = 0\nr1 = 0\nw2 = w1\nw2 &= 1\nif w2 {cond} 0 goto pc+1\nr0 += 1\n\
+             r1 += 1\nif r1 < 5 goto pc-6\nexit"
+        )
+    };
+    // Counting the odd i (1, 3).
+    stops_exactly(&body("=="), 2 + 5 * 5 + 2 + 1, 2);
+    // Counting the even i (0, 2, 4).
+    stops_exactly(&body("!="), 2 + 5 * 5 + 3 + 1, 3);
+    // A jump to the triple's second instruction runs the rest alone:
+    // w2 = 7 then w2 &= 1 on each pass after the first.
+    stops_exactly(
+        "r0 = 0\nr1 = 0\nw2 = w1\nw2 &= 1\nif w2 == 0 goto pc+1\nr0 += 1\n\
+         r1 += 1\nw2 = 7\nif r1 < 3 goto pc-6\nexit",
+        // First pass (i = 0, even) 6; later passes from `w2 &= 1`
+        // (w2 = 7, odd) 6 each, two of them; 2 before, the exit.
+        2 + 6 + 6 * 2 + 1,
+        2,
+    );
+}

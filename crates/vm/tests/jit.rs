@@ -1479,3 +1479,88 @@ fn jumps_to_short_tests_run_a_copy_and_agree() {
         .collect();
     engines_agree_on_a_verified_program(&src, ProgType::XDP, &frames);
 }
+
+#[test]
+fn a_value_looked_up_in_an_earlier_repeat_is_not_the_next_runs() {
+    use bpfvet_isa::opcode::BPF_PSEUDO_MAP_IDX;
+    // The stack outlives the repeats of one test_run: a count at r10-8
+    // picks what each run does. The first stores key 0 (a helper call),
+    // the second looks it up (compiled inline: no shim runs) and leaves
+    // the value's address at r10-16, the third loads through it without
+    // a lookup of its own. After the shim-free second run the third starts
+    // on the cheap restart: the value must be gone from its regions, as
+    // it is from the interpreter's.
+    let map = |dst| {
+        [
+            Insn::new(0x18, dst, BPF_PSEUDO_MAP_IDX, 0, 0),
+            Insn::new(0, 0, 0, 0, 0),
+        ]
+    };
+    let mut prog = vec![
+        Insn::new(0x79, 6, 10, -8, 0),  // r6 = *(u64 *)(r10 -8)
+        Insn::new(0x62, 10, 0, -4, 0),  // *(u32 *)(r10 -4) = 0
+        Insn::new(0x7a, 10, 0, -24, 7), // *(u64 *)(r10 -24) = 7
+        Insn::new(0xbf, 2, 10, 0, 0),   // r2 = r10
+        Insn::new(0x07, 2, 0, 0, -4),   // r2 += -4
+        Insn::new(0x55, 6, 0, 8, 0),    // if r6 != 0 goto +8 (the lookup)
+    ];
+    prog.extend(map(1)); // r1 = &values
+    prog.extend([
+        Insn::new(0xbf, 3, 10, 0, 0),  // r3 = r10
+        Insn::new(0x07, 3, 0, 0, -24), // r3 += -24
+        Insn::new(0xb7, 4, 0, 0, 0),   // r4 = 0
+        Insn::new(0x85, 0, 0, 0, 2),   // call bpf_map_update_elem
+        Insn::new(0x7a, 10, 0, -8, 1), // *(u64 *)(r10 -8) = 1
+        Insn::new(0x95, 0, 0, 0, 0),   // exit
+        Insn::new(0x55, 6, 0, 7, 1),   // if r6 != 1 goto +7 (the load)
+    ]);
+    prog.extend(map(1)); // r1 = &values
+    prog.extend([
+        Insn::new(0x85, 0, 0, 0, 1),    // call bpf_map_lookup_elem
+        Insn::new(0x7b, 10, 0, -16, 0), // *(u64 *)(r10 -16) = r0
+        Insn::new(0x7a, 10, 0, -8, 2),  // *(u64 *)(r10 -8) = 2
+        Insn::new(0xb7, 0, 0, 0, 0),    // r0 = 0
+        Insn::new(0x95, 0, 0, 0, 0),    // exit
+        Insn::new(0x79, 1, 10, -16, 0), // r1 = *(u64 *)(r10 -16)
+        Insn::new(0x79, 0, 1, 0, 0),    // r0 = *(u64 *)(r1 +0)
+        Insn::new(0x95, 0, 0, 0, 0),    // exit
+    ]);
+    let load_pc = prog.len() - 2;
+    let mut obj = bpfvet_object::Object::single_program("prog", ProgType::XDP, prog);
+    obj.maps = vec![bpfvet_object::MapDef::new(
+        "values",
+        bpfvet_isa::uapi::MapType::HASH,
+        4,
+        8,
+        2,
+    )];
+    for repeat in [2, 3] {
+        // A fresh VM each time: the first run must find the map empty.
+        let vm = Vm::load(&obj).expect("loads");
+        let jit_vm = Vm::load(&obj).expect("loads");
+        let jit = Jit::compile(&jit_vm);
+        assert_eq!(jit.declined(0), None, "compiled");
+        let frame = [0u8; 64];
+        let input = bpfvet_vm::TestRunInput {
+            data: &frame,
+            repeat,
+            ..Default::default()
+        };
+        let interp = bpfvet_vm::test_run(&vm, 0, &input).map(|o| o.retval);
+        let native = bpfvet_vm::test_run_with(&jit, &jit_vm, 0, &input).map(|o| o.retval);
+        if repeat == 2 {
+            assert!(interp.is_ok(), "{interp:?}");
+        } else {
+            assert!(
+                matches!(interp, Err(VmError::OutOfBounds { pc, .. }) if pc == load_pc),
+                "{interp:?}"
+            );
+        }
+        // The engines' VMs have their values at different addresses.
+        let outcome = |r: &Result<u32, VmError>| match r {
+            Err(VmError::OutOfBounds { pc, kind, size, .. }) => format!("{kind} {size} at {pc}"),
+            r => format!("{r:?}"),
+        };
+        assert_eq!(outcome(&interp), outcome(&native), "repeat {repeat}");
+    }
+}

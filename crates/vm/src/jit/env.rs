@@ -79,6 +79,10 @@ pub(super) struct Env {
     /// that is all the store does (null otherwise). The context stays in
     /// place for the whole run.
     pub ctx_fields: [*mut u32; CTX_SLOTS],
+    /// Set by every shim (they alone reach the run from compiled code):
+    /// a run that returns with it clear changed nothing outside this
+    /// `Env` but the may_goto count (see [`Env::restart_untouched`]).
+    pub shim_called: bool,
 }
 
 /// Array lookups compiled code may leave unregistered before it calls a
@@ -138,6 +142,7 @@ impl Env {
             pending: [[0; 2]; PENDING],
             pending_len: 0,
             ctx_fields: [std::ptr::null_mut(); CTX_SLOTS],
+            shim_called: false,
         };
         if run.ctx_range().is_some() {
             for (slot, f) in env.ctx_fields.iter_mut().enumerate() {
@@ -174,6 +179,30 @@ impl Env {
         // The reset dropped the last run's regions: its pending ones go too.
         self.pending_len = 0;
         self.refresh_regions(run);
+    }
+
+    /// [`Env::restart`] after a run whose compiled code returned without
+    /// calling a shim: the run is still as [`Run::reset_dynamic`] left it
+    /// before (no region, inner map, lock, timer value or tail call was
+    /// added: only shims add them), so neither needs a reset; what the
+    /// code itself changes goes back: the may_goto count (the run's copy
+    /// too), the budget, the lookups it left pending and the newest-region
+    /// cache, to `start`, what [`Env::restart`] set it to after the reset.
+    #[inline]
+    pub fn restart_untouched(&mut self, run: &mut Run<'_>, start: [u64; 3], clear_regs: bool) {
+        if clear_regs {
+            self.regs = [0; 16];
+        }
+        run.may_goto_left = crate::run::MAY_GOTO_BUDGET;
+        self.may_goto_left = crate::run::MAY_GOTO_BUDGET;
+        self.budget = run.insn_budget;
+        self.pending_len = 0;
+        [self.last_lo, self.last_len, self.last_len_writable] = start;
+    }
+
+    /// The newest-region cache, for [`Env::restart_untouched`].
+    pub fn region_cache(&self) -> [u64; 3] {
+        [self.last_lo, self.last_len, self.last_len_writable]
     }
 
     /// Registers the map values compiled lookups handed out, as the
@@ -227,6 +256,7 @@ unsafe fn parts<'e>(env: *mut Env) -> (&'e mut Env, &'e mut Run<'static>) {
         let run = &mut *env.run;
         (env, run)
     };
+    env.shim_called = true;
     env.register_pending(run);
     (env, run)
 }

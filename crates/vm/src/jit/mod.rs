@@ -301,9 +301,21 @@ impl Engine for Jit<'_> {
             .is_none_or(|n| n.reads_entry_regs);
         let mut env = Env::new(run, prog, 0, self);
         let mut ret = 0;
+        // The region cache right after a reset, once one was made: the
+        // reset leaves the same static regions every time.
+        let mut reset_cache = None;
         for _ in 0..times {
-            run.reset_dynamic();
-            env.restart(run, prog, clear_regs);
+            match reset_cache {
+                Some(start) if !env.shim_called => {
+                    env.restart_untouched(run, start, clear_regs);
+                }
+                _ => {
+                    run.reset_dynamic();
+                    env.restart(run, prog, clear_regs);
+                    reset_cache = Some(env.region_cache());
+                }
+            }
+            env.shim_called = false;
             env.regs[1] = ctx;
             ret = match self.drive_env(run, &mut env, native)? {
                 Outcome::Returned(r0) => r0,
