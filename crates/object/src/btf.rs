@@ -738,33 +738,15 @@ impl Btf {
     /// Ids of the types whose name, without a `___flavour` suffix, is
     /// `name` (CO-RE candidates), in id order.
     pub fn ids_by_essential_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = u32> + 'a {
-        let index = self.by_name.get_or_init(|| self.build_name_index());
+        let index = self.by_name.get_or_init(|| NameIndex::new(self));
         let key = name_hash(name.as_bytes());
-        let first = index.partition_point(|&(h, _)| h < key);
         // Ids are grouped by a hash of the name: drop hash collisions.
-        index[first..]
+        index
+            .bucket(key)
             .iter()
-            .take_while(move |&&(h, _)| h == key)
+            .filter(move |&&(h, _)| h == key)
             .map(|&(_, id)| id)
             .filter(move |&id| essential_name(self.name(&self.types[id as usize])) == name)
-    }
-
-    /// (hash of the essential name, id) of every named type, sorted: one
-    /// flat array rather than a map of lists, as vmlinux has 100k+ names.
-    fn build_name_index(&self) -> NameIndex {
-        let base = self.hdr_len + self.str_off;
-        let strs = &self.raw[base..base + self.str_len];
-        let mut index: NameIndex = (1..self.len())
-            .filter_map(|id| {
-                // Hashed as bytes: a name that is not UTF-8 is never asked for.
-                let tail = strs.get(self.types[id as usize].name_off as usize..)?;
-                let name = &tail[..memchr::memchr(0, tail)?];
-                (!name.is_empty()).then(|| (name_hash(essential_bytes(name)), id))
-            })
-            .collect();
-        // Sorting by (hash, id) keeps each name's ids in id order.
-        index.sort_unstable();
-        index
     }
 
     /// Ids of all types, from 1.
@@ -773,8 +755,60 @@ impl Btf {
     }
 }
 
-/// Type ids by the hash of their essential name, sorted.
-type NameIndex = Vec<(u64, u32)>;
+/// The named types of a BTF by the hash of their essential name: a hash
+/// table laid out flat (vmlinux has 100k+ names), bucketed by the hash's
+/// top bits with a counting sort, which keeps each bucket in id order.
+#[derive(Clone, Debug)]
+struct NameIndex {
+    /// Bucket `b` holds `entries[starts[b]..starts[b + 1]]`.
+    starts: Vec<u32>,
+    /// (hash, id) of every named type.
+    entries: Vec<(u64, u32)>,
+    /// 64 minus the number of bucket bits.
+    shift: u32,
+}
+
+impl NameIndex {
+    fn new(btf: &Btf) -> NameIndex {
+        let base = btf.hdr_len + btf.str_off;
+        let strs = &btf.raw[base..base + btf.str_len];
+        let named: Vec<(u64, u32)> = (1..btf.len())
+            .filter_map(|id| {
+                // Hashed as bytes: a name that is not UTF-8 is never asked for.
+                let tail = strs.get(btf.types[id as usize].name_off as usize..)?;
+                let name = &tail[..memchr::memchr(0, tail)?];
+                (!name.is_empty()).then(|| (name_hash(essential_bytes(name)), id))
+            })
+            .collect();
+        // About one name per bucket.
+        let bits = named.len().next_power_of_two().trailing_zeros().max(1);
+        let shift = 64 - bits;
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        for &(h, _) in &named {
+            starts[(h >> shift) as usize + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut next = starts.clone();
+        let mut entries = vec![(0, 0); named.len()];
+        for &(h, id) in &named {
+            let slot = &mut next[(h >> shift) as usize];
+            entries[*slot as usize] = (h, id);
+            *slot += 1;
+        }
+        NameIndex {
+            starts,
+            entries,
+            shift,
+        }
+    }
+
+    fn bucket(&self, hash: u64) -> &[(u64, u32)] {
+        let b = (hash >> self.shift) as usize;
+        &self.entries[self.starts[b] as usize..self.starts[b + 1] as usize]
+    }
+}
 
 /// FxHash of a name, eight bytes at a time (vmlinux has 100k+ names to
 /// index; the index checks each candidate's name, so any hash would do).
