@@ -3,19 +3,29 @@
 # the threaded scaling of a map-heavy program, HASH against RHASH: one run
 # of each `cargo bench -p bpfvet-vm` target; writes bench/vm/RESULTS.md.
 # Needs root for the kernel column.
+#   [REPEATS=3] bench/vm/run.sh
 set -e
 cd "$(dirname "$0")/../.."
 out=bench/vm/RESULTS.md
 load=$(cut -d" " -f1-3 /proc/loadavg)
-table=$(cargo bench -q -p bpfvet-vm --bench interp_vs_kernel 2>/dev/null)
+# The machine is shared: the table is run REPEATS times and each figure
+# is the median of its runs' medians (ratios recomputed from them).
+repeats=${REPEATS:-3}
+tables=$(mktemp -d)
+trap 'rm -rf "$tables"' EXIT
+for i in $(seq "$repeats"); do
+  cargo bench -q -p bpfvet-vm --bench interp_vs_kernel 2>/dev/null > "$tables/$i.md"
+done
+table=$(python3 bench/vm/median_tables.py "$tables"/*.md)
 load_threads=$(cut -d" " -f1-3 /proc/loadavg)
 threads=$(cargo bench -q -p bpfvet-vm --bench threads_scaling 2>/dev/null)
 load_after=$(cut -d" " -f1-3 /proc/loadavg)
 {
   echo "# bpfvet-vm: interpreter and bpfvet JIT vs the kernel's JIT"
   echo
-  echo "Command: \`bench/vm/run.sh\` (\`cargo bench -p bpfvet-vm --bench interp_vs_kernel\`)."
-  echo "Each figure is the median of 15 batches of 2000 runs on the same frame"
+  echo "Command: \`bench/vm/run.sh\` (\`cargo bench -p bpfvet-vm --bench interp_vs_kernel\`,"
+  echo "run $repeats times: each figure is the median of the $repeats runs' figures, the"
+  echo "ratios recomputed from those medians). In each run, a figure is the median of 15 batches of 2000 runs on the same frame"
   echo "(the kernel: test_run's reported duration with repeat=2000, which leaves"
   echo "out the time the task spent rescheduled; the vm: the thread's CPU time"
   echo "(CLOCK_THREAD_CPUTIME_ID) across test_run with repeat=2000, divided by"
