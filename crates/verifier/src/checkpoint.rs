@@ -386,8 +386,9 @@ fn states_maybe_looping(old: &State, cur: &State, hint: &mut u8) -> bool {
     }
 }
 
-/// The registers compared by states_maybe_looping; the bounds a loop
-/// counter changes come first.
+/// The registers compared by states_maybe_looping (the kernel's memcmp of
+/// everything before `frameno`); the bounds a loop counter changes come
+/// first.
 #[inline(always)]
 fn same_for_loop(a: &Reg, b: &Reg) -> bool {
     a.v.umin == b.v.umin
@@ -398,6 +399,8 @@ fn same_for_loop(a: &Reg, b: &Reg) -> bool {
         && a.off == b.off
         && a.aux == b.aux
         && a.map == b.map
+        && a.map_uid == b.map_uid
+        && a.dynptr_id == b.dynptr_id
         && a.id == b.id
         && a.ref_obj_id == b.ref_obj_id
         && a.v == b.v
@@ -494,5 +497,29 @@ mod tests {
         let mut hint = 6;
         cur.reg_mut(6).ty = RegType::NotInit;
         assert!(states_maybe_looping(&old, &cur, &mut hint));
+    }
+
+    /// Every field the kernel's memcmp covers (all before `frameno`) tells
+    /// two states apart; the frame number and precision do not.
+    #[test]
+    fn loop_precheck_compares_the_fields_before_frameno() {
+        let old = State::new();
+        let differs: [fn(&mut Reg); 6] = [
+            |r| r.map_uid = 3,
+            |r| r.dynptr_id = 4,
+            |r| r.ref_obj_id = 5,
+            |r| r.aux = 6,
+            |r| r.v.smin = -1,
+            |r| r.off = 8,
+        ];
+        for (i, change) in differs.iter().enumerate() {
+            let mut cur = State::new();
+            change(cur.reg_mut(2));
+            assert!(!states_maybe_looping(&old, &cur, &mut 0), "field {i}");
+        }
+        let mut cur = State::new();
+        cur.reg_mut(2).frameno = 1;
+        cur.reg_mut(2).precise = true;
+        assert!(states_maybe_looping(&old, &cur, &mut 0));
     }
 }
